@@ -1,0 +1,259 @@
+// Command landsat computes top-of-atmosphere reflectance, NDVI and a
+// true-colour picture of Landsat 8 scenes: Google's Landsat GPU example for
+// Dataflow, in Go, on beamgpu steps.
+//
+// With no flags it processes the embedded 41x41 crop of scene
+// LC08_L1TP_195025_20130707_20170503_01_T1 on Beam's local runner (prism) and
+// writes to out/landsat. See --help.
+//
+// For each scene, under --output/<product ID>/:
+//
+//	reflectance_B2.npy .. reflectance_B5.npy  float32 TOA reflectance, (rows, cols), NaN = no-data
+//	ndvi.npy                                  float32 NDVI, NaN = no-data
+//	ndvi.png                                  NDVI colour map, no-data transparent
+//	truecolor.png                             B4/B3/B2 with a percentile stretch and gamma
+//	stats.json                                per band and NDVI: pixels, valid, nodata, mean, min, max
+//
+// and at --output's root failed.jsonl (one failure per line: input, step,
+// reason) and summary.json (scenes done and failed).
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	_ "github.com/beamgpu/beamgpu/stubs/raster"
+	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/step"
+)
+
+//go:embed testdata/LC08_L1TP_195025_20130707_20170503_01_T1
+var embedded embed.FS
+
+var (
+	input    = flag.String("input", "", "a scene directory (holding *_MTL.txt and the band GeoTIFFs) or a directory of scene directories; empty: the embedded Landsat 8 crop")
+	output   = flag.String("output", "out/landsat", "output directory: one subdirectory per scene, plus failed.jsonl and summary.json")
+	tileSize = flag.Int("tile_size", 512, "side of the square tiles scenes are split into, in pixels")
+	low      = flag.Float64("stretch_low", raster.DefaultCompositeParams.Low, "percentile of each channel mapped to black in truecolor.png")
+	high     = flag.Float64("stretch_high", raster.DefaultCompositeParams.High, "percentile of each channel mapped to white in truecolor.png")
+	gamma    = flag.Float64("gamma", raster.DefaultCompositeParams.Gamma, "gamma of truecolor.png: the stretched value v becomes v^(1/gamma)")
+	strict   = flag.Bool("strict", false, "exit with status 1 if any scene failed (failures are always listed in failed.jsonl)")
+	progress = flag.Duration("progress", 10*time.Second, "interval of progress lines while the pipeline runs (0: none)")
+
+	backendFlags backend.Flags
+)
+
+func init() {
+	backendFlags.Register(flag.CommandLine)
+	flag.Usage = usage
+}
+
+func usage() {
+	fmt.Fprintf(flag.CommandLine.Output(), `landsat: TOA reflectance, NDVI and true colour of Landsat 8 scenes, on Apache Beam.
+
+Usage: landsat [--input=DIR] [--output=DIR] [--backend=auto|cpu|gpu|stub] [Beam flags]
+
+With no --input it runs on the embedded scene %s.
+It runs on Beam's local runner (prism) unless --runner says otherwise.
+Steps: %s.
+
+Flags of this pipeline:
+`, raster.SampleSceneID, stepList())
+	own := map[string]bool{}
+	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json"} {
+		own[n] = true
+	}
+	flag.VisitAll(func(f *flag.Flag) {
+		if own[f.Name] {
+			fmt.Fprintf(flag.CommandLine.Output(), "  --%s (default %q)\n      %s\n", f.Name, f.DefValue, f.Usage)
+		}
+	})
+	fmt.Fprintf(flag.CommandLine.Output(), "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too; 'landsat --help_beam' lists them.\n")
+}
+
+func stepList() string {
+	var names []string
+	for _, st := range step.Steps() {
+		names = append(names, st.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func main() {
+	for _, a := range os.Args[1:] {
+		if a == "--help_beam" || a == "-help_beam" {
+			flag.CommandLine.SetOutput(os.Stdout)
+			flag.PrintDefaults()
+			return
+		}
+	}
+	flag.Parse()
+	beam.Init()
+	code, err := run(context.Background(), os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "landsat:", err)
+	}
+	os.Exit(code)
+}
+
+// run builds and runs the pipeline from the flags, prints the summary to
+// out and returns the exit status.
+func run(ctx context.Context, out io.Writer) (int, error) {
+	cfg, cleanup, err := configFromFlags()
+	if err != nil {
+		return 2, err
+	}
+	defer cleanup()
+	sel, err := selectorFromFlags()
+	if err != nil {
+		return 2, err
+	}
+	cfg.Steps = []step.Option{step.Using(sel)}
+
+	p, s := beam.NewPipelineWithRoot()
+	Build(s, cfg)
+	if err := backendFlags.Explain(sel); err != nil {
+		return 2, err
+	}
+
+	stop := startProgress(*progress)
+	start := time.Now()
+	res, err := beamx.RunWithMetrics(ctx, p)
+	stop()
+	if err != nil {
+		return 1, fmt.Errorf("pipeline failed: %w", err)
+	}
+	sum, err := summarize(res, sel.Report(), cfg, time.Since(start))
+	if err != nil {
+		return 1, err
+	}
+	sum.Print(out)
+	if err := sum.Reconcile(); err != nil {
+		return 1, err
+	}
+	if *strict && sum.Failed > 0 {
+		return 1, fmt.Errorf("--strict: %d of %d scenes failed; see %s", sum.Failed, sum.In, join(cfg.Output, failedFile))
+	}
+	return 0, nil
+}
+
+func selectorFromFlags() (*backend.Selector, error) {
+	bc, err := backendFlags.Config(step.Steps(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return backend.New(bc)
+}
+
+// configFromFlags resolves the input scenes (extracting the embedded one if
+// --input is empty) and checks that the output directory is writable.
+func configFromFlags() (Config, func(), error) {
+	cfg := Config{Output: *output, TileSize: *tileSize,
+		Composite: raster.CompositeParams{Low: *low, High: *high, Gamma: *gamma}}
+	cleanup := func() {}
+	if cfg.TileSize <= 0 {
+		return cfg, cleanup, fmt.Errorf("--tile_size %d: want a positive number of pixels", cfg.TileSize)
+	}
+	if err := cfg.Composite.Validate(); err != nil {
+		return cfg, cleanup, err
+	}
+	if err := checkWritable(cfg.Output); err != nil {
+		return cfg, cleanup, err
+	}
+	dir := *input
+	if dir == "" {
+		tmp, err := extractEmbedded()
+		if err != nil {
+			return cfg, cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(tmp) }
+		dir = filepath.Join(tmp, raster.SampleSceneID)
+		slog.Info("landsat: no --input: using the embedded scene " + raster.SampleSceneID)
+	}
+	scenes, err := discoverScenes(dir)
+	if err != nil {
+		cleanup()
+		return cfg, func() {}, err
+	}
+	cfg.Scenes = scenes
+	return cfg, cleanup, nil
+}
+
+// checkWritable makes sure a local output directory exists and can be written.
+func checkWritable(dir string) error {
+	if strings.Contains(dir, "://") {
+		return nil // a remote filesystem: its errors are reported per file
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--output %s: cannot create the directory: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("--output %s: directory is not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// extractEmbedded copies the embedded scene into a new temporary directory.
+func extractEmbedded() (string, error) {
+	tmp, err := os.MkdirTemp("", "beamgpu-landsat-")
+	if err != nil {
+		return "", err
+	}
+	root := "testdata"
+	err = fs.WalkDir(embedded, root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(tmp, strings.TrimPrefix(path, root))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := embedded.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", errors.Join(errors.New("extracting the embedded scene"), err)
+	}
+	return tmp, nil
+}
+
+// startProgress prints a line every interval until the returned func is called.
+func startProgress(interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "landsat: running, %s elapsed\n", time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done) }
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/step"
+)
+
+// Config is one run of the pipeline.
+type Config struct {
+	// Scenes are the scene directories to process.
+	Scenes []string
+	// Output is the directory that receives one subdirectory per scene,
+	// failed.jsonl and summary.json.
+	Output string
+	// TileSize is the side of the square tiles scenes are split into.
+	TileSize  int
+	Composite raster.CompositeParams
+	// Steps are passed to every step (the backend selector).
+	Steps []step.Option
+}
+
+// The files written for each scene, under Output/<product ID>/.
+var sceneOutputs = []string{
+	"reflectance_B2.npy", "reflectance_B3.npy", "reflectance_B4.npy", "reflectance_B5.npy",
+	"ndvi.npy", "ndvi.png", "truecolor.png", "stats.json",
+}
+
+// Build adds the pipeline to s and returns the per-scene outcomes.
+//
+//	scene dirs -> read (tiles of DNs) -> toa -> ndvi ----------> assemble -> .npy, ndvi.png, stats
+//	                                       \-> composite ------> truecolor.png
+//	                                       \-> assemble -------> reflectance .npy, stats
+//	failures of every step -> per-scene outcome -> failed.jsonl
+func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
+	refs := make([]raster.SceneRef, len(cfg.Scenes))
+	for i, d := range cfg.Scenes {
+		refs[i] = raster.SceneRef{Dir: d, TileSize: cfg.TileSize, Bands: raster.DefaultBands}
+	}
+	scenes := beam.CreateList(s, refs)
+
+	dn, readFailed := raster.Read(s, scenes, cfg.Steps...)
+	refl, toaFailed := raster.ReflectanceTOA(s, dn, cfg.Steps...)
+	ndvi, ndviFailed := raster.NDVI(s, refl, cfg.Steps...)
+	rgba, compFailed := raster.Composite(s, refl, cfg.Composite, cfg.Steps...)
+	planes, asmFailed := raster.AssemblePlanes(s, beam.Flatten(s, refl, ndvi), cfg.Steps...)
+
+	ws := s.Scope("write")
+	stats, planeWritten, planeFailed := beam.ParDo3(ws, &writePlaneFn{Output: cfg.Output}, planes)
+	picWritten, picFailed := beam.ParDo2(ws, &writePictureFn{Output: cfg.Output},
+		beam.GroupByKey(ws, beam.ParDo(ws, keyRGBA, rgba)))
+	statsWritten, statsFailed := beam.ParDo2(ws, &writeStatsFn{Output: cfg.Output},
+		beam.GroupByKey(ws, beam.ParDo(ws, keyStats, stats)))
+
+	failed := beam.Flatten(s, readFailed, toaFailed, ndviFailed, compFailed, asmFailed,
+		planeFailed, picFailed, statsFailed)
+	written := beam.Flatten(s, planeWritten, picWritten, statsWritten)
+
+	osc := s.Scope("outcome")
+	outcomes = beam.ParDo(osc, &outcomeFn{Expected: len(sceneOutputs)},
+		beam.CoGroupByKey(osc, written, beam.ParDo(osc, keyFailure, failed)))
+	beam.ParDo0(osc, &writeFailuresFn{Output: cfg.Output, ScenesIn: len(cfg.Scenes)},
+		beam.GroupByKey(osc, beam.AddFixedKey(osc, outcomes)))
+	return outcomes
+}
+
+func init() {
+	register.Function1x2(keyRGBA)
+	register.Function1x2(keyStats)
+	register.Function1x2(keyFailure)
+}
+
+func keyRGBA(t raster.RGBATile) (string, raster.RGBATile) { return t.Scene, t }
+
+func keyStats(st raster.PlaneStats) (string, raster.PlaneStats) { return st.Scene, st }
+
+func keyFailure(f step.Failure) (string, step.Failure) { return f.Key, f }
+
+// Outcome is what became of one scene.
+type Outcome struct {
+	Scene    string
+	Done     bool
+	Written  []string
+	Failures []step.Failure
+}
+
+// discoverScenes returns the scene directories of input: input itself if it
+// holds a *_MTL.txt, else each of its subdirectories (a subdirectory that is
+// not a scene fails in the read step and is reported, not skipped).
+func discoverScenes(input string) ([]string, error) {
+	if m, _ := filepath.Glob(filepath.Join(input, "*_MTL.txt")); len(m) > 0 {
+		return []string{input}, nil
+	}
+	entries, err := os.ReadDir(input)
+	if err != nil {
+		return nil, fmt.Errorf("--input %s: %w", input, err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			dirs = append(dirs, filepath.Join(input, e.Name()))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("--input %s: neither a scene directory (no *_MTL.txt) nor a directory of scene directories", input)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}

@@ -1,0 +1,23 @@
+// Package backend chooses, for every step of a pipeline, which implementation
+// runs it: the CPU code, the GPU op served by the GPU executor, or the stub.
+//
+// The choice is made once, at pipeline construction, from a pipeline-wide
+// default (--backend=auto|cpu|gpu|stub) and per-step overrides
+// (--backend_override=ndvi=stub,toa=cpu). Every choice is recorded with its
+// reason and the step's resource hints in a Report, printed at construction
+// like spark-rapids' explain output and available as JSON.
+//
+// The rules:
+//
+//   - auto: the GPU where the step has a GPU op and an executor with a device
+//     is available, else the CPU, with the reason.
+//   - cpu: the CPU implementation.
+//   - gpu: the GPU op. If no executor is available, New fails before any
+//     pipeline is built, with the reason; a step without a GPU op runs on
+//     the CPU under a pipeline-wide gpu default and is an error as an explicit
+//     override.
+//   - stub: the step's stand-in (same output type and shape, no computation).
+//
+// Package backend depends on no step: steps describe themselves with a Step
+// value and ask a Selector to resolve it.
+package backend

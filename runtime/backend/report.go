@@ -1,0 +1,60 @@
+package backend
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+)
+
+// Report is the explain output: one decision per step.
+type Report struct {
+	Default   Kind       `json:"default"`
+	Decisions []Decision `json:"steps"`
+}
+
+// WriteText writes one line per step: step, implementation, reason, hints.
+func (r Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "explain (--backend=%s)\n", r.Default)
+	fmt.Fprintln(tw, "  STEP\tIMPL\tGPU OP\tHINTS\tREASON")
+	for _, d := range r.Decisions {
+		op := d.GPUOp
+		if op == "" {
+			op = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", d.Step, d.Impl, op, d.Hints, d.Reason)
+	}
+	return tw.Flush()
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteJSONFile writes the report as JSON to path.
+func (r Report) WriteJSONFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("explain: %w", err)
+	}
+	if err := r.WriteJSON(f); err != nil {
+		f.Close()
+		return fmt.Errorf("explain: writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// Impl returns the implementation chosen for step, or "" if it was not resolved.
+func (r Report) Impl(step string) Kind {
+	for _, d := range r.Decisions {
+		if d.Step == step {
+			return d.Impl
+		}
+	}
+	return ""
+}

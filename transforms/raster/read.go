@@ -1,0 +1,160 @@
+package raster
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/transforms/step"
+)
+
+// StepRead is the name of the read step.
+const StepRead = "read"
+
+func init() {
+	step.Register(step.Def{
+		Step: backendStep(StepRead, ""),
+		Doc:  "read a scene's _MTL.txt and band GeoTIFFs and split it into tiles",
+		CPU:  ReadScene,
+		Sample: func() any {
+			return SceneRef{Dir: SampleSceneDir(), TileSize: 16, Bands: DefaultBands}
+		},
+	})
+	register.DoFn4x0[context.Context, SceneRef, func(DNTile), func(step.Failure)](&readFn{})
+	register.Emitter1[DNTile]()
+	register.Emitter1[step.Failure]()
+	beam.RegisterType(reflect.TypeOf((*SceneRef)(nil)).Elem())
+}
+
+// Read reads each scene of refs (a PCollection of SceneRef) and returns its
+// tiles (DNTile) and the scenes that could not be read (step.Failure).
+func Read(s beam.Scope, refs beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
+	s = s.Scope(StepRead)
+	return beam.ParDo2(s, &readFn{Exec: step.Resolve(StepRead, opts...)}, refs)
+}
+
+type readFn struct{ step.Exec }
+
+func (f *readFn) ProcessElement(ctx context.Context, ref SceneRef, emit func(DNTile), fail func(step.Failure)) {
+	if tiles, ok := step.Run[SceneRef, []DNTile](ctx, &f.Exec, ref, fail); ok {
+		for _, t := range tiles {
+			emit(t)
+		}
+	}
+}
+
+// ReadScene is the CPU implementation of the read step: it parses the
+// scene's _MTL.txt, decodes the requested bands, checks that they have one
+// size, and splits them into tiles of ref.TileSize.
+func ReadScene(ref SceneRef) ([]DNTile, error) {
+	return readScene(ref, true)
+}
+
+// ReadSceneHeaders reads the MTL and only the headers of the bands: it is the
+// read step's stand-in, with zero pixels of the real shape.
+func ReadSceneHeaders(ref SceneRef) ([]DNTile, error) {
+	return readScene(ref, false)
+}
+
+func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
+	ctx := context.Background()
+	if len(ref.Bands) == 0 {
+		return nil, fmt.Errorf("%s: no bands requested", ref.Dir)
+	}
+	fs, err := filesystem.New(ctx, ref.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref.Dir, err)
+	}
+	defer fs.Close()
+	m, err := readMTL(ctx, fs, ref.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cal := make([]Calibration, len(ref.Bands))
+	planes := make([][]uint16, len(ref.Bands))
+	w, h := 0, 0
+	firstName := ""
+	for i, b := range ref.Bands {
+		if cal[i], err = m.Calibration(b); err != nil {
+			return nil, err
+		}
+		name := path.Join(ref.Dir, m.BandFile(b))
+		bw, bh, dn, err := readBand(ctx, fs, name, pixels)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			w, h, firstName = bw, bh, name
+		} else if bw != w || bh != h {
+			return nil, fmt.Errorf("%s: band %d is %dx%d but %s is %dx%d: bands of a scene must have one size", name, b, bw, bh, firstName, w, h)
+		}
+		planes[i] = dn
+	}
+	rects, err := Split(w, h, ref.TileSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref.Dir, err)
+	}
+	tiles := make([]DNTile, len(rects))
+	for i, r := range rects {
+		t := DNTile{Scene: m.ProductID, SceneW: w, SceneH: h, Rect: r, SunElevation: m.SunElevation,
+			Cal: cal, DN: make([][]uint16, len(planes))}
+		for j, p := range planes {
+			if pixels {
+				t.DN[j] = crop(p, w, r)
+			} else {
+				t.DN[j] = make([]uint16, r.Area())
+			}
+		}
+		tiles[i] = t
+	}
+	return tiles, nil
+}
+
+func readMTL(ctx context.Context, fs filesystem.Interface, dir string) (MTL, error) {
+	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
+	if err != nil {
+		return MTL{}, fmt.Errorf("%s: listing: %w", dir, err)
+	}
+	switch len(files) {
+	case 0:
+		return MTL{}, fmt.Errorf("%s: no *_MTL.txt metadata file: not a Landsat scene directory", dir)
+	case 1:
+	default:
+		return MTL{}, fmt.Errorf("%s: %d *_MTL.txt files, want one per scene directory", dir, len(files))
+	}
+	r, err := fs.OpenRead(ctx, files[0])
+	if err != nil {
+		return MTL{}, fmt.Errorf("%s: %w", files[0], err)
+	}
+	defer r.Close()
+	return ParseMTL(r, files[0])
+}
+
+func readBand(ctx context.Context, fs filesystem.Interface, name string, pixels bool) (int, int, []uint16, error) {
+	r, err := fs.OpenRead(ctx, name)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("%s: cannot open band: %w", name, err)
+	}
+	defer r.Close()
+	if !pixels {
+		w, h, err := DecodeBandConfig(r, name)
+		return w, h, nil, err
+	}
+	return DecodeBand(r, name)
+}
+
+// IsSceneDir reports whether dir holds a *_MTL.txt file.
+func IsSceneDir(ctx context.Context, dir string) (bool, error) {
+	fs, err := filesystem.New(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	defer fs.Close()
+	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
+	return len(files) > 0, err
+}

@@ -1,0 +1,90 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+)
+
+// Exec is the resolved implementation a step's DoFn carries (its exported
+// fields are serialized with the DoFn), plus the step's metrics.
+type Exec struct {
+	Step string
+	Impl backend.Kind
+
+	fn any
+	m  metrics
+}
+
+type metrics struct {
+	batches, items, bytes, failures beam.Counter
+	kernel                          beam.Distribution
+}
+
+// Namespace is the Beam metrics namespace of every step counter.
+const Namespace = "beamgpu"
+
+// Metric names, each prefixed by the step name and a dot: "ndvi.items".
+const (
+	MetricBatches  = "batches"
+	MetricItems    = "items"
+	MetricBytes    = "bytes"
+	MetricFailures = "failures"
+	MetricKernelNS = "kernel_ns"
+)
+
+// Setup finds the implementation; call it from the DoFn's Setup.
+func (e *Exec) Setup() error {
+	fn, err := Impl(e.Step, e.Impl)
+	if err != nil {
+		return err
+	}
+	e.fn = fn
+	p := e.Step + "."
+	e.m = metrics{
+		batches:  beam.NewCounter(Namespace, p+MetricBatches),
+		items:    beam.NewCounter(Namespace, p+MetricItems),
+		bytes:    beam.NewCounter(Namespace, p+MetricBytes),
+		failures: beam.NewCounter(Namespace, p+MetricFailures),
+		kernel:   beam.NewDistribution(Namespace, p+MetricKernelNS),
+	}
+	return nil
+}
+
+// Run applies the step to one batch: it times the implementation, updates the
+// metrics, and on error (or panic) emits a Failure naming the input and
+// returns ok=false.
+func Run[In, Out any](ctx context.Context, e *Exec, in In, fail func(Failure)) (out Out, ok bool) {
+	fn, typed := e.fn.(func(In) (Out, error))
+	if !typed {
+		panic(fmt.Sprintf("step %q: Exec used before Setup, or with the wrong types", e.Step))
+	}
+	start := time.Now()
+	out, err := call(fn, in)
+	e.m.kernel.Update(ctx, time.Since(start).Nanoseconds())
+	e.m.batches.Inc(ctx, 1)
+	if s, isSized := any(in).(Sized); isSized {
+		e.m.items.Inc(ctx, int64(s.Items()))
+		e.m.bytes.Inc(ctx, int64(s.Bytes()))
+	}
+	if err != nil {
+		e.m.failures.Inc(ctx, 1)
+		fail(NewFailure(e.Step, in, err))
+		return out, false
+	}
+	return out, true
+}
+
+// call runs fn, turning a panic in a kernel into an error so one bad batch
+// becomes a Failure instead of a failed bundle retried forever.
+func call[In, Out any](fn func(In) (Out, error), in In) (out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn(in)
+}
