@@ -121,33 +121,39 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	cfg.Steps = []step.Option{step.Using(sel)}
 
-	p, s := beam.NewPipelineWithRoot()
-	Build(s, cfg)
-	if err := backendFlags.Explain(sel); err != nil {
-		return 2, err
-	}
-
-	stop := startProgress(*progress)
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	stop()
+	sum, err := execute(ctx, cfg, sel, out)
 	if err != nil {
-		return 1, fmt.Errorf("pipeline failed: %w", err)
-	}
-	sum, err := summarize(res, sel.Report(), cfg, time.Since(start))
-	if err != nil {
-		return 1, err
-	}
-	sum.Print(out)
-	if err := sum.Reconcile(); err != nil {
 		return 1, err
 	}
 	if *strict && sum.Failed > 0 {
 		return 1, fmt.Errorf("--strict: %d of %d scenes failed; see %s", sum.Failed, sum.In, join(cfg.Output, failedFile))
 	}
 	return 0, nil
+}
+
+// execute builds the pipeline of cfg, prints the explain report, runs it,
+// prints the summary to out and checks that the counts reconcile.
+func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
+	cfg.Steps = append(cfg.Steps, step.Using(sel))
+	p, s := beam.NewPipelineWithRoot()
+	Build(s, cfg)
+	if err := backendFlags.Explain(sel); err != nil {
+		return summary{}, err
+	}
+	stop := startProgress(*progress)
+	start := time.Now()
+	res, err := beamx.RunWithMetrics(ctx, p)
+	stop()
+	if err != nil {
+		return summary{}, fmt.Errorf("pipeline failed: %w", err)
+	}
+	sum, err := summarize(res, sel.Report(), cfg, time.Since(start))
+	if err != nil {
+		return sum, err
+	}
+	sum.Print(out)
+	return sum, sum.Reconcile()
 }
 
 func selectorFromFlags() (*backend.Selector, error) {

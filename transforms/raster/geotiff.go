@@ -21,29 +21,9 @@ const maxPixels = 32768 * 32768
 // value (the committed crop has -32768): those are read too, with negative
 // values and the no-data value mapped to DN 0, Landsat's no-data.
 func DecodeBand(r io.Reader, name string) (w, h int, dn []uint16, err error) {
-	data, err := io.ReadAll(r)
+	data, si, err := readTIFF(r, name)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	si, err := readSampleInfo(data)
-	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: not a readable TIFF: %w", name, err)
-	}
-	switch si.format {
-	case 1:
-	case 2:
-		// x/image/tiff decodes only unsigned samples; the bits are the same.
-		data = append([]byte(nil), data...)
-		si.order.PutUint16(data[si.formatAt:], 1)
-	default:
-		return 0, 0, nil, fmt.Errorf("%s: TIFF sample format %d (floating point or unknown): want 16-bit integers", name, si.format)
-	}
-	cfg, err := tiff.DecodeConfig(bytes.NewReader(data))
-	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: not a readable TIFF: %w", name, err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width*cfg.Height > maxPixels {
-		return 0, 0, nil, fmt.Errorf("%s: TIFF size %dx%d out of range", name, cfg.Width, cfg.Height)
+		return 0, 0, nil, err
 	}
 	img, err := decodeTIFF(data)
 	if err != nil {
@@ -89,11 +69,43 @@ func decodeTIFF(data []byte) (img image.Image, err error) {
 	return tiff.Decode(bytes.NewReader(data))
 }
 
-// DecodeBandConfig reads only a band's header: its width and height.
+// DecodeBandConfig reads a band's header, not its pixels: its width and height.
 func DecodeBandConfig(r io.Reader, name string) (w, h int, err error) {
-	cfg, err := tiff.DecodeConfig(r)
+	data, _, err := readTIFF(r, name)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: not a readable TIFF: %w", name, err)
+		return 0, 0, err
 	}
+	cfg, _ := tiff.DecodeConfig(bytes.NewReader(data))
 	return cfg.Width, cfg.Height, nil
+}
+
+// readTIFF reads a band file and checks its header: a classic TIFF of
+// 16-bit integer samples of a sane size. Signed samples are presented to
+// x/image/tiff, which decodes only unsigned ones, as unsigned (the bits are
+// the same); toDN then interprets them.
+func readTIFF(r io.Reader, name string) ([]byte, sampleInfo, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, sampleInfo{}, fmt.Errorf("%s: %w", name, err)
+	}
+	si, err := readSampleInfo(data)
+	if err != nil {
+		return nil, si, fmt.Errorf("%s: not a readable TIFF: %w", name, err)
+	}
+	switch si.format {
+	case 1:
+	case 2:
+		data = append([]byte(nil), data...)
+		si.order.PutUint16(data[si.formatAt:], 1)
+	default:
+		return nil, si, fmt.Errorf("%s: TIFF sample format %d (floating point or unknown): want 16-bit integers", name, si.format)
+	}
+	cfg, err := tiff.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, si, fmt.Errorf("%s: not a readable TIFF: %w", name, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width*cfg.Height > maxPixels {
+		return nil, si, fmt.Errorf("%s: TIFF size %dx%d out of range", name, cfg.Width, cfg.Height)
+	}
+	return data, si, nil
 }

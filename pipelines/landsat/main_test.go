@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/sbinet/npyio/npy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) {
+	*progress = 0
+	ptest.Main(m)
+}
+
+const scene = raster.SampleSceneID
+
+func sceneDir() string { return filepath.Join("testdata", scene) }
+
+func selector(t *testing.T, def backend.Kind) *backend.Selector {
+	t.Helper()
+	sel, err := backend.New(backend.Config{Default: def, Steps: step.Steps()})
+	require.NoError(t, err)
+	return sel
+}
+
+func runScenes(t *testing.T, scenes []string, def backend.Kind, tile int) (summary, string) {
+	t.Helper()
+	out := t.TempDir()
+	var buf bytes.Buffer
+	sum, err := execute(context.Background(), Config{Scenes: scenes, Output: out, TileSize: tile}, selector(t, def), &buf)
+	require.NoError(t, err)
+	t.Log("\n" + buf.String())
+	return sum, out
+}
+
+func readNPY(t *testing.T, path string) ([]float32, []int) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	r, err := npy.NewReader(f)
+	require.NoError(t, err)
+	require.Equal(t, "<f4", r.Header.Descr.Type, path)
+	var data []float32
+	require.NoError(t, r.Read(&data))
+	return data, r.Header.Descr.Shape
+}
+
+// reference computes the TOA reflectance of a band of the committed scene from
+// the formula, in float64, from the band's DNs and the MTL's coefficients
+// (read here independently of the pipeline's own MTL parser).
+func reference(t *testing.T, band int) []float64 {
+	t.Helper()
+	f, err := os.Open(filepath.Join(sceneDir(), scene+"_B"+string(rune('0'+band))+".TIF"))
+	require.NoError(t, err)
+	defer f.Close()
+	_, _, dn, err := raster.DecodeBand(f, f.Name())
+	require.NoError(t, err)
+	mtl := map[string]float64{}
+	m, err := os.ReadFile(filepath.Join(sceneDir(), scene+"_MTL.txt"))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(m), "\n") {
+		var key string
+		var v float64
+		if n, _ := fmtSscan(line, &key, &v); n == 2 {
+			mtl[key] = v
+		}
+	}
+	sun := mtl["SUN_ELEVATION"]
+	require.Equal(t, 58.99675180, sun)
+	mult, add := mtl["REFLECTANCE_MULT_BAND_"+string(rune('0'+band))], mtl["REFLECTANCE_ADD_BAND_"+string(rune('0'+band))]
+	out := make([]float64, len(dn))
+	for i, v := range dn {
+		if v == 0 {
+			out[i] = math.NaN()
+			continue
+		}
+		out[i] = (mult*float64(v) + add) / math.Sin(sun*math.Pi/180)
+	}
+	return out
+}
+
+// The embedded scene end to end on prism: every output is there and the
+// arrays and statistics match the formulas computed here in float64 to
+// float32 precision.
+func TestEmbeddedSceneEndToEnd(t *testing.T) {
+	sum, out := runScenes(t, []string{sceneDir()}, backend.CPU, 16)
+	assert.Equal(t, summary{In: 1, Done: 1}, summary{In: sum.In, Done: sum.Done, Failed: sum.Failed})
+	dir := filepath.Join(out, scene)
+	for _, name := range sceneOutputs {
+		assert.FileExists(t, filepath.Join(dir, name))
+	}
+
+	refl := map[int][]float64{}
+	for _, b := range []int{2, 3, 4, 5} {
+		refl[b] = reference(t, b)
+		got, shape := readNPY(t, filepath.Join(dir, "reflectance_B"+string(rune('0'+b))+".npy"))
+		require.Equal(t, []int{41, 41}, shape)
+		for i, want := range refl[b] {
+			require.InEpsilon(t, want, float64(got[i]), 6e-8, "band %d pixel %d", b, i) // float32 rounding
+		}
+	}
+	ndvi, shape := readNPY(t, filepath.Join(dir, "ndvi.npy"))
+	require.Equal(t, []int{41, 41}, shape)
+	var ndviSum float64
+	for i := range ndvi {
+		want := (refl[5][i] - refl[4][i]) / (refl[5][i] + refl[4][i])
+		require.InDelta(t, want, float64(ndvi[i]), 2e-7, "pixel %d", i)
+		ndviSum += want
+	}
+
+	var st sceneStats
+	data, err := os.ReadFile(filepath.Join(dir, "stats.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &st))
+	assert.Equal(t, 41, st.Width)
+	assert.Equal(t, 1681, st.Pixels)
+	b4 := st.Reflectance["B4"]
+	assert.Equal(t, 1681, b4.Valid)
+	assert.Equal(t, 0, b4.NoData)
+	// GDAL's statistics of band 4: DN 6600..15257, mean 8367.9369422963.
+	s := math.Sin(58.99675180 * math.Pi / 180)
+	assert.InEpsilon(t, (2e-5*6600-0.1)/s, *b4.Min, 1e-7)
+	assert.InEpsilon(t, (2e-5*15257-0.1)/s, *b4.Max, 1e-7)
+	assert.InEpsilon(t, (2e-5*8367.9369422963-0.1)/s, *b4.Mean, 1e-6)
+	assert.InEpsilon(t, ndviSum/1681, *st.NDVI.Mean, 1e-6)
+
+	for _, name := range []string{"truecolor.png", "ndvi.png"} {
+		f, err := os.Open(filepath.Join(dir, name))
+		require.NoError(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		require.NoError(t, err)
+		assert.Equal(t, 41, img.Bounds().Dx(), name)
+	}
+	failed, err := os.ReadFile(filepath.Join(out, failedFile))
+	require.NoError(t, err)
+	assert.Empty(t, failed)
+}
+
+// Tile size does not change the result: one tile or many.
+func TestTileSizeDoesNotChangeOutputs(t *testing.T) {
+	_, one := runScenes(t, []string{sceneDir()}, backend.CPU, 4096)
+	_, many := runScenes(t, []string{sceneDir()}, backend.CPU, 7)
+	for _, name := range []string{"reflectance_B2.npy", "ndvi.npy", "truecolor.png", "stats.json"} {
+		a, err := os.ReadFile(filepath.Join(one, scene, name))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(many, scene, name))
+		require.NoError(t, err)
+		assert.Equal(t, a, b, name)
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644))
+	}
+}
+
+// A directory of scenes, three of them broken: the good one completes, each
+// broken one is in failed.jsonl with the file and the reason, and the counts
+// reconcile.
+func TestMultiSceneRunReportsFailuresAndReconciles(t *testing.T) {
+	in := t.TempDir()
+	copyDir(t, sceneDir(), filepath.Join(in, "a_good"))
+
+	trunc := filepath.Join(in, "b_truncated")
+	copyDir(t, sceneDir(), trunc)
+	b3 := filepath.Join(trunc, scene+"_B3.TIF")
+	data, err := os.ReadFile(b3)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(b3, data[:len(data)/2], 0o644))
+
+	nocoef := filepath.Join(in, "c_missing_coefficient")
+	copyDir(t, sceneDir(), nocoef)
+	mtlPath := filepath.Join(nocoef, scene+"_MTL.txt")
+	mtl, err := os.ReadFile(mtlPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(mtlPath, []byte(strings.Replace(string(mtl), "REFLECTANCE_ADD_BAND_4", "REFLECTANCE_ADD_BAND_X", 1)), 0o644))
+
+	require.NoError(t, os.MkdirAll(filepath.Join(in, "d_not_a_scene"), 0o755))
+
+	scenes, err := discoverScenes(in)
+	require.NoError(t, err)
+	require.Len(t, scenes, 4)
+	sum, out := runScenes(t, scenes, backend.CPU, 16)
+	assert.Equal(t, 4, sum.In)
+	assert.Equal(t, 1, sum.Done)
+	assert.Equal(t, 3, sum.Failed)
+
+	f, err := os.Open(filepath.Join(out, failedFile))
+	require.NoError(t, err)
+	defer f.Close()
+	var failures []step.Failure
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var fl step.Failure
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &fl))
+		failures = append(failures, fl)
+	}
+	require.Len(t, failures, 3)
+	byInput := map[string]step.Failure{}
+	for _, fl := range failures {
+		assert.Equal(t, "read", fl.Step)
+		byInput[fl.Input] = fl
+	}
+	assert.Contains(t, byInput[trunc].Reason, b3+": corrupt or truncated TIFF")
+	assert.Contains(t, byInput[nocoef].Reason, "missing REFLECTANCE_ADD_BAND_4")
+	assert.Contains(t, byInput[filepath.Join(in, "d_not_a_scene")].Reason, "no *_MTL.txt metadata file")
+
+	var rs runSummary
+	data, err = os.ReadFile(filepath.Join(out, summaryFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &rs))
+	assert.Equal(t, []string{scene}, rs.Done)
+	assert.Len(t, rs.Failed, 3)
+	assert.FileExists(t, filepath.Join(out, scene, "ndvi.npy"))
+}
+
+// --backend=stub runs the pipeline's plumbing: outputs of the real shape, zero values.
+func TestStubBackend(t *testing.T) {
+	sum, out := runScenes(t, []string{sceneDir()}, backend.Stub, 16)
+	assert.Equal(t, 1, sum.Done)
+	ndvi, shape := readNPY(t, filepath.Join(out, scene, "reflectance_B4.npy"))
+	assert.Equal(t, []int{41, 41}, shape)
+	for _, v := range ndvi {
+		require.Zero(t, v)
+	}
+	for _, st := range sum.Steps {
+		assert.Equal(t, backend.Stub, st.Impl, st.Step)
+	}
+}
+
+func TestGPUBackendFailsAtConstruction(t *testing.T) {
+	_, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Steps()})
+	assert.ErrorContains(t, err, "backend gpu requested but no GPU can be had")
+}
+
+func TestOutputDirectoryErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	err := checkWritable(filepath.Join(file, "out"))
+	assert.ErrorContains(t, err, "--output "+filepath.Join(file, "out")+": cannot create the directory")
+
+	_, err = discoverScenes(filepath.Join(t.TempDir(), "missing"))
+	assert.ErrorContains(t, err, "no such file or directory")
+	_, err = discoverScenes(t.TempDir())
+	assert.ErrorContains(t, err, "neither a scene directory")
+}
+
+// --strict turns a failed scene into exit status 1; without it the run succeeds.
+func TestStrict(t *testing.T) {
+	in := t.TempDir()
+	copyDir(t, sceneDir(), filepath.Join(in, "good"))
+	require.NoError(t, os.MkdirAll(filepath.Join(in, "bad"), 0o755))
+	*input, *output = in, t.TempDir()
+	defer func() { *input, *output, *strict = "", "out/landsat", false }()
+
+	var buf bytes.Buffer
+	code, err := run(context.Background(), &buf)
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+
+	*strict = true
+	code, err = run(context.Background(), &buf)
+	assert.Equal(t, 1, code)
+	assert.ErrorContains(t, err, "--strict: 1 of 2 scenes failed")
+}
+
+func TestEmbeddedDefaultInput(t *testing.T) {
+	*output = t.TempDir()
+	defer func() { *output = "out/landsat" }()
+	var buf bytes.Buffer
+	code, err := run(context.Background(), &buf)
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, buf.String(), "scenes: 1 in, 1 done, 0 failed")
+	assert.FileExists(t, filepath.Join(*output, scene, "truecolor.png"))
+}

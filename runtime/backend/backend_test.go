@@ -1,0 +1,139 @@
+package backend_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	ndvi = backend.Step{Name: "ndvi", GPUOp: "raster.ndvi", Hints: backend.Hints{Accelerator: "type:nvidia-tesla-t4;count:1;install-nvidia-driver", MinRAMBytes: 16e9}}
+	read = backend.Step{Name: "read"}
+	all  = []backend.Step{ndvi, read}
+)
+
+type gpuPresent struct{}
+
+func (gpuPresent) Available() (bool, string) { return true, "" }
+
+func TestParseKind(t *testing.T) {
+	for in, want := range map[string]backend.Kind{"auto": backend.Auto, "CPU": backend.CPU, " gpu ": backend.GPU, "stub": backend.Stub} {
+		k, err := backend.ParseKind(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, k)
+	}
+	_, err := backend.ParseKind("tpu")
+	assert.EqualError(t, err, `backend "tpu": want one of auto, cpu, gpu, stub`)
+}
+
+func TestParseOverrides(t *testing.T) {
+	m, err := backend.ParseOverrides("ndvi=stub, toa=cpu,")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]backend.Kind{"ndvi": backend.Stub, "toa": backend.CPU}, m)
+	assert.Equal(t, "ndvi=stub,toa=cpu", backend.FormatOverrides(m))
+
+	_, err = backend.ParseOverrides("ndvi")
+	assert.ErrorContains(t, err, `backend override "ndvi": want step=kind`)
+	_, err = backend.ParseOverrides("ndvi=fast")
+	assert.ErrorContains(t, err, `backend "fast"`)
+}
+
+func TestAutoWithoutExecutorPicksCPUAndSaysWhy(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Steps: all, Executor: backend.NoExecutor{Why: "no executor binary found"}})
+	d := sel.Resolve(ndvi)
+	assert.Equal(t, backend.CPU, d.Impl)
+	assert.Equal(t, "auto: no executor binary found", d.Reason)
+	assert.True(t, d.Hints.IsZero(), "hints are carried only on the GPU")
+
+	d = sel.Resolve(read)
+	assert.Equal(t, backend.CPU, d.Impl)
+	assert.Equal(t, "auto: step has no GPU implementation", d.Reason)
+}
+
+func TestAutoWithExecutorPicksGPUWithHints(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Steps: all, Executor: gpuPresent{}})
+	d := sel.Resolve(ndvi)
+	assert.Equal(t, backend.GPU, d.Impl)
+	assert.Equal(t, ndvi.Hints, d.Hints)
+	assert.Equal(t, backend.CPU, sel.Resolve(read).Impl)
+}
+
+func TestGPUWithoutExecutorFailsAtConstruction(t *testing.T) {
+	_, err := backend.New(backend.Config{Default: backend.GPU, Steps: all, Executor: backend.NoExecutor{Why: "no executor binary found"}})
+	assert.EqualError(t, err, "backend gpu requested but no GPU can be had: no executor binary found (use --backend=auto to fall back to the CPU, or --backend=cpu)")
+
+	_, err = backend.New(backend.Config{Default: backend.CPU, Overrides: map[string]backend.Kind{"ndvi": backend.GPU}, Steps: all})
+	assert.ErrorContains(t, err, "backend gpu requested but no GPU can be had")
+}
+
+func TestGPUDefaultRunsStepsWithoutGPUOpOnCPU(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Default: backend.GPU, Steps: all, Executor: gpuPresent{}})
+	d := sel.Resolve(read)
+	assert.Equal(t, backend.CPU, d.Impl)
+	assert.Equal(t, "step has no GPU implementation; runs on the CPU", d.Reason)
+	assert.Equal(t, backend.GPU, sel.Resolve(ndvi).Impl)
+}
+
+func TestOverrides(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Default: backend.CPU, Overrides: map[string]backend.Kind{"ndvi": backend.Stub}, Steps: all})
+	d := sel.Resolve(ndvi)
+	assert.Equal(t, backend.Stub, d.Impl)
+	assert.Equal(t, "requested by --backend_override=ndvi=stub", d.Reason)
+	d = sel.Resolve(read)
+	assert.Equal(t, backend.CPU, d.Impl)
+	assert.Equal(t, "requested by --backend=cpu", d.Reason)
+
+	_, err := backend.New(backend.Config{Overrides: map[string]backend.Kind{"nvdi": backend.Stub}, Steps: all})
+	assert.EqualError(t, err, `backend override nvdi=stub: no step named "nvdi" in this pipeline (steps: ndvi, read)`)
+
+	_, err = backend.New(backend.Config{Overrides: map[string]backend.Kind{"read": backend.GPU}, Steps: all, Executor: gpuPresent{}})
+	assert.EqualError(t, err, `backend override read=gpu: step "read" has no GPU implementation`)
+}
+
+func TestReportTextAndJSON(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Default: backend.Stub, Steps: all})
+	sel.Resolve(read)
+	sel.Resolve(ndvi)
+	sel.Resolve(ndvi) // a step used twice is listed once
+
+	r := sel.Report()
+	require.Len(t, r.Decisions, 2)
+	assert.Equal(t, backend.Stub, r.Impl("ndvi"))
+	assert.Equal(t, backend.Kind(""), r.Impl("toa"))
+
+	var text bytes.Buffer
+	require.NoError(t, r.WriteText(&text))
+	assert.Contains(t, text.String(), "explain (--backend=stub)")
+	assert.Regexp(t, `ndvi\s+stub\s+raster.ndvi\s+-\s+requested by --backend=stub`, text.String())
+
+	var js bytes.Buffer
+	require.NoError(t, r.WriteJSON(&js))
+	var back backend.Report
+	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
+	assert.Equal(t, r, back)
+}
+
+func TestHintsString(t *testing.T) {
+	assert.Equal(t, "-", backend.Hints{}.String())
+	assert.Equal(t, "accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver,min_ram=16000000000", ndvi.Hints.String())
+}
+
+func TestFlags(t *testing.T) {
+	var f backend.Flags
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f.Register(fs)
+	require.NoError(t, fs.Parse([]string{"--backend=cpu", "--backend_override=ndvi=stub"}))
+	cfg, err := f.Config(all, nil)
+	require.NoError(t, err)
+	assert.Equal(t, backend.CPU, cfg.Default)
+	assert.Equal(t, map[string]backend.Kind{"ndvi": backend.Stub}, cfg.Overrides)
+
+	require.NoError(t, fs.Parse([]string{"--backend=fastest"}))
+	_, err = f.Config(all, nil)
+	assert.ErrorContains(t, err, "--backend: backend \"fastest\"")
+}

@@ -1,0 +1,42 @@
+package stubs_test
+
+import (
+	"testing"
+
+	_ "github.com/beamgpu/beamgpu/stubs/raster"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/steptest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every registered step has a stub whose output has the CPU output's type and
+// shape on the step's sample input.
+func TestEveryStepHonoursTheStubContract(t *testing.T) {
+	defs := step.All()
+	require.NotEmpty(t, defs)
+	for _, d := range defs {
+		t.Run(d.Name, func(t *testing.T) { steptest.CheckStubContract(t, d) })
+	}
+}
+
+// Stubs compute nothing: every number they return is zero.
+func TestStubsComputeNothing(t *testing.T) {
+	for _, d := range step.All() {
+		out, err := steptest.Apply(d.Name, "stub", d.Sample())
+		require.NoError(t, err, d.Name)
+		assert.NoError(t, steptest.AllZero(out), d.Name)
+	}
+}
+
+func TestSameShape(t *testing.T) {
+	type T struct {
+		Name string
+		Data [][]float32
+	}
+	a := T{"B4", [][]float32{{1, 2}, {3}}}
+	assert.NoError(t, steptest.SameShape(a, T{"B4", [][]float32{{0, 0}, {0}}}))
+	assert.EqualError(t, steptest.SameShape(a, T{"B5", [][]float32{{0, 0}, {0}}}), `out.Name: "B4" vs "B5"`)
+	assert.EqualError(t, steptest.SameShape(a, T{"B4", [][]float32{{0, 0}, {0, 0}}}), "out.Data[1]: length 1 vs 2")
+	assert.EqualError(t, steptest.SameShape(a, 3), "out: type stubs_test.T vs int")
+}

@@ -1,0 +1,87 @@
+package raster_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func init() {
+	register.Function1x1(fingerprint)
+	register.Function1x1(failureStep)
+}
+
+// fingerprint summarises a whole-scene plane: its name, size and the sum of
+// its valid pixels (to 1e-6), so passert can compare planes.
+func fingerprint(t raster.Tile) string {
+	sum, nan := 0.0, 0
+	for _, v := range t.Data[0] {
+		if v != v {
+			nan++
+			continue
+		}
+		sum += float64(v)
+	}
+	return fmt.Sprintf("%s %dx%d sum=%.6f nan=%d", t.Names[0], t.W, t.H, sum, nan)
+}
+
+func failureStep(f step.Failure) string { return f.Step + ": " + f.Key }
+
+// The raster steps on prism, tiled 16x16, give the planes that the CPU
+// functions give on the whole scene in one piece.
+func TestStepsOnPrismMatchWholeSceneComputation(t *testing.T) {
+	whole, err := raster.ReadScene(raster.SceneRef{Dir: raster.SampleSceneDir(), TileSize: 64, Bands: raster.DefaultBands})
+	require.NoError(t, err)
+	require.Len(t, whole, 1)
+	refl, err := raster.TOA(whole[0])
+	require.NoError(t, err)
+	ndvi, err := raster.NDVITile(refl)
+	require.NoError(t, err)
+	var want []any
+	for _, name := range []string{"B2", "B3", "B4", "B5"} {
+		p, err := refl.Select(name)
+		require.NoError(t, err)
+		want = append(want, fingerprint(p))
+	}
+	want = append(want, fingerprint(ndvi))
+
+	sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Steps()})
+	opt := step.Using(sel)
+	bad := t.TempDir() // not a scene: fails in the read step
+	p, s := beam.NewPipelineWithRoot()
+	refs := beam.Create(s, raster.SceneRef{Dir: raster.SampleSceneDir(), TileSize: 16, Bands: raster.DefaultBands},
+		raster.SceneRef{Dir: bad, TileSize: 16, Bands: raster.DefaultBands})
+	dn, readFailed := raster.Read(s, refs, opt)
+	passert.Count(s, dn, "tiles", 9)
+	reflTiles, toaFailed := raster.ReflectanceTOA(s, dn, opt)
+	ndviTiles, ndviFailed := raster.NDVI(s, reflTiles, opt)
+	rgba, compFailed := raster.Composite(s, reflTiles, raster.CompositeParams{}, opt)
+	passert.Count(s, rgba, "picture tiles", 9)
+	planes, asmFailed := raster.AssemblePlanes(s, beam.Flatten(s, reflTiles, ndviTiles), opt)
+	passert.Equals(s, beam.ParDo(s, fingerprint, planes), want...)
+	passert.Equals(s, beam.ParDo(s, failureStep, readFailed), "read: "+bad)
+	for _, f := range []beam.PCollection{toaFailed, ndviFailed, compFailed, asmFailed} {
+		passert.Empty(s, f)
+	}
+	ptest.RunAndValidate(t, p)
+
+	r := sel.Report()
+	for _, name := range []string{"read", "toa", "ndvi", "composite", "assemble"} {
+		assert.Equal(t, backend.CPU, r.Impl(name), name)
+	}
+}
+
+func TestNaNSafeFingerprint(t *testing.T) {
+	nan := float32(math.NaN())
+	assert.Equal(t, "B4 2x1 sum=1.000000 nan=1", fingerprint(raster.Tile{Rect: raster.Rect{W: 2, H: 1}, Names: []string{"B4"}, Data: [][]float32{{1, nan}}}))
+}
