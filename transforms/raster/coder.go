@@ -115,7 +115,7 @@ func EncodeDNTile(t DNTile) ([]byte, error) {
 		b = binary.AppendUvarint(b, uint64(c.Band))
 		b = le.AppendUint64(b, math.Float64bits(c.Mult))
 		b = le.AppendUint64(b, math.Float64bits(c.Add))
-		b, _ = binary.Append(b, le, p)
+		b = appendPlane(b, p)
 	}
 	return b, nil
 }
@@ -136,7 +136,7 @@ func DecodeDNTile(data []byte) (DNTile, error) {
 			break
 		}
 		p := make([]uint16, t.Area())
-		_, _ = binary.Decode(raw, le, p)
+		decodePlane(p, raw)
 		t.Cal = append(t.Cal, Calibration{Band: band, Mult: mult, Add: add})
 		t.DN = append(t.DN, p)
 	}
@@ -157,7 +157,7 @@ func EncodeTile(t Tile) ([]byte, error) {
 		}
 		b = binary.AppendUvarint(b, uint64(len(t.Names[i])))
 		b = append(b, t.Names[i]...)
-		b, _ = binary.Append(b, le, p)
+		b = appendPlane(b, p)
 	}
 	return b, nil
 }
@@ -175,7 +175,7 @@ func DecodeTile(data []byte) (Tile, error) {
 			break
 		}
 		p := make([]float32, t.Area())
-		_, _ = binary.Decode(raw, le, p)
+		decodePlane(p, raw)
 		t.Names = append(t.Names, name)
 		t.Data = append(t.Data, p)
 	}
