@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
+	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/stretchr/testify/assert"

@@ -21,11 +21,9 @@ package main
 import (
 	"context"
 	"embed"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -34,6 +32,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster"
@@ -141,7 +140,7 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 	if err := backendFlags.Explain(sel); err != nil {
 		return summary{}, err
 	}
-	stop := startProgress(*progress)
+	stop := job.StartProgress(os.Stderr, "landsat", *progress)
 	start := time.Now()
 	res, err := beamx.RunWithMetrics(ctx, p)
 	stop()
@@ -176,12 +175,12 @@ func configFromFlags() (Config, func(), error) {
 	if err := cfg.Composite.Validate(); err != nil {
 		return cfg, cleanup, err
 	}
-	if err := checkWritable(cfg.Output); err != nil {
+	if err := job.CheckWritable("output", cfg.Output); err != nil {
 		return cfg, cleanup, err
 	}
 	dir := *input
 	if dir == "" {
-		tmp, err := extractEmbedded()
+		tmp, err := job.Extract(embedded, "testdata")
 		if err != nil {
 			return cfg, cleanup, err
 		}
@@ -196,70 +195,4 @@ func configFromFlags() (Config, func(), error) {
 	}
 	cfg.Scenes = scenes
 	return cfg, cleanup, nil
-}
-
-// checkWritable makes sure a local output directory exists and can be written.
-func checkWritable(dir string) error {
-	if strings.Contains(dir, "://") {
-		return nil // a remote filesystem: its errors are reported per file
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--output %s: cannot create the directory: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".write-check-*")
-	if err != nil {
-		return fmt.Errorf("--output %s: directory is not writable: %w", dir, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-// extractEmbedded copies the embedded scene into a new temporary directory.
-func extractEmbedded() (string, error) {
-	tmp, err := os.MkdirTemp("", "beamgpu-landsat-")
-	if err != nil {
-		return "", err
-	}
-	root := "testdata"
-	err = fs.WalkDir(embedded, root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(tmp, strings.TrimPrefix(path, root))
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := embedded.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", errors.Join(errors.New("extracting the embedded scene"), err)
-	}
-	return tmp, nil
-}
-
-// startProgress prints a line every interval until the returned func is called.
-func startProgress(interval time.Duration) (stop func()) {
-	if interval <= 0 {
-		return func() {}
-	}
-	done := make(chan struct{})
-	start := time.Now()
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(os.Stderr, "landsat: running, %s elapsed\n", time.Since(start).Round(time.Second))
-			}
-		}
-	}()
-	return func() { close(done) }
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image/png"
 	"io"
@@ -11,12 +9,10 @@ import (
 	"math"
 	"reflect"
 	"sort"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/sbinet/npyio/npy"
@@ -42,41 +38,14 @@ func init() {
 
 const stepWrite = "write"
 
-// join joins a directory (local or a URL such as gs://b/x) and names.
-func join(dir string, names ...string) string {
-	return strings.TrimSuffix(dir, "/") + "/" + strings.Join(names, "/")
-}
+var join = job.Join
 
-// writeFile writes path through Beam's filesystems (local, gs://, ...).
-func writeFile(ctx context.Context, path string, write func(io.Writer) error) error {
-	fs, err := filesystem.New(ctx, path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	defer fs.Close()
-	w, err := fs.OpenWrite(ctx, path)
-	if err != nil {
-		return fmt.Errorf("%s: cannot create: %w", path, err)
-	}
-	if err := write(w); err != nil {
-		w.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
-// writeNPY writes a whole-scene plane as a float32 (rows, cols) .npy file.
-// npyio takes the shape from the Go type, so the plane is viewed as a slice
-// of [cols]float32 arrays.
 func writeNPY(ctx context.Context, path string, t raster.Tile) error {
 	rows := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(t.W, reflect.TypeFor[float32]())), t.H, t.H)
 	for y := 0; y < t.H; y++ {
 		reflect.Copy(rows.Index(y), reflect.ValueOf(t.Data[0][y*t.W:(y+1)*t.W]))
 	}
-	return writeFile(ctx, path, func(w io.Writer) error { return npy.Write(w, rows.Interface()) })
+	return job.WriteFile(ctx, path, func(w io.Writer) error { return npy.Write(w, rows.Interface()) })
 }
 
 // planeFile is the array file of a plane: reflectance_B4.npy, ndvi.npy.
@@ -105,7 +74,7 @@ func (f *writePlaneFn) ProcessElement(ctx context.Context, t raster.Tile, stats 
 	if plane == raster.PlaneNDVI {
 		img, err := raster.NDVIImage(t)
 		if err == nil {
-			err = writeFile(ctx, join(f.Output, t.Scene, "ndvi.png"), func(w io.Writer) error { return png.Encode(w, img) })
+			err = job.WriteFile(ctx, join(f.Output, t.Scene, "ndvi.png"), func(w io.Writer) error { return png.Encode(w, img) })
 		}
 		if err != nil {
 			failWith(err)
@@ -131,7 +100,7 @@ func (f *writePictureFn) ProcessElement(ctx context.Context, scene string, iter 
 	}
 	img, err := raster.AssembleRGBA(tiles)
 	if err == nil {
-		err = writeFile(ctx, join(f.Output, scene, "truecolor.png"), func(w io.Writer) error { return png.Encode(w, img) })
+		err = job.WriteFile(ctx, join(f.Output, scene, "truecolor.png"), func(w io.Writer) error { return png.Encode(w, img) })
 	}
 	if err != nil {
 		fail(step.Failure{Input: scene + "/truecolor.png", Step: stepWrite, Reason: err.Error(), Key: scene})
@@ -189,12 +158,7 @@ func (f *writeStatsFn) ProcessElement(ctx context.Context, scene string, iter fu
 		}
 	}
 	path := join(f.Output, scene, "stats.json")
-	err := writeFile(ctx, path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	})
-	if err != nil {
+	if err := job.WriteJSON(ctx, path, out); err != nil {
 		fail(step.Failure{Input: path, Step: stepWrite, Reason: err.Error(), Key: scene})
 		return
 	}
@@ -260,29 +224,14 @@ func (f *writeFailuresFn) ProcessElement(ctx context.Context, _ int, iter func(*
 	}
 	sort.Strings(sum.Done)
 	sort.Strings(sum.Failed)
-	sort.Slice(failures, func(i, j int) bool {
-		a, b := failures[i], failures[j]
-		return a.Key < b.Key || a.Key == b.Key && (a.Step < b.Step || a.Step == b.Step && a.Input < b.Input)
-	})
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, fl := range failures {
-		if err := enc.Encode(fl); err != nil {
-			return err
-		}
-	}
-	if err := writeFile(ctx, join(f.Output, failedFile), func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
+	if err := job.WriteFailures(ctx, f.Output, failures); err != nil {
 		return err
 	}
-	return writeFile(ctx, join(f.Output, summaryFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
-	})
+	return job.WriteJSON(ctx, join(f.Output, summaryFile), sum)
 }
 
 const (
-	failedFile  = "failed.jsonl"
+	failedFile  = job.FailedFile
 	summaryFile = "summary.json"
 )
 

@@ -1,18 +1,17 @@
 package raster
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/transforms/internal/wire"
 )
 
 // The tile types carry the bulk of a pipeline's bytes, so they have compact
-// little-endian coders (a header, then the planes as raw arrays) instead of
-// Beam's per-field schema coding.
+// coders (a header, then the planes as raw little-endian arrays, a memmove
+// on little-endian hosts) instead of Beam's per-field schema coding.
 func init() {
 	beam.RegisterCoder(reflect.TypeOf(DNTile{}), EncodeDNTile, DecodeDNTile)
 	beam.RegisterCoder(reflect.TypeOf(Tile{}), EncodeTile, DecodeTile)
@@ -21,81 +20,26 @@ func init() {
 
 const coderVersion = 1
 
-var le = binary.LittleEndian
-
 func appendHeader(b []byte, scene string, sw, sh int, r Rect) []byte {
 	b = append(b, coderVersion)
-	b = binary.AppendUvarint(b, uint64(len(scene)))
-	b = append(b, scene...)
+	b = wire.AppendString(b, scene)
 	for _, v := range []int{sw, sh, r.X, r.Y, r.W, r.H} {
-		b = binary.AppendUvarint(b, uint64(v))
+		b = wire.AppendUvarint(b, v)
 	}
 	return b
 }
 
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("raster coder: "+format, args...)
+func readHeader(d *wire.Decoder) (scene string, sw, sh int, r Rect) {
+	if v := d.Bytes(1); d.Err() == nil && v[0] != coderVersion {
+		d.Fail("version %d, want %d", v[0], coderVersion)
 	}
-}
-
-func (d *decoder) uvarint() int {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 || v > math.MaxInt32 {
-		d.fail("bad length")
-		return 0
-	}
-	d.b = d.b[n:]
-	return int(v)
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.fail("truncated: need %d bytes, have %d", n, len(d.b))
-		return nil
-	}
-	out := d.b[:n]
-	d.b = d.b[n:]
-	return out
-}
-
-func (d *decoder) float64() float64 {
-	b := d.bytes(8)
-	if d.err != nil {
-		return 0
-	}
-	return math.Float64frombits(le.Uint64(b))
-}
-
-func (d *decoder) header() (scene string, sw, sh int, r Rect) {
-	if v := d.bytes(1); d.err == nil && v[0] != coderVersion {
-		d.fail("version %d, want %d", v[0], coderVersion)
-	}
-	scene = string(d.bytes(d.uvarint()))
-	sw, sh = d.uvarint(), d.uvarint()
-	r = Rect{X: d.uvarint(), Y: d.uvarint(), W: d.uvarint(), H: d.uvarint()}
-	if d.err == nil && r.Area() > maxPixels {
-		d.fail("window %v too large", r)
+	scene = d.String()
+	sw, sh = d.Uvarint(), d.Uvarint()
+	r = Rect{X: d.Uvarint(), Y: d.Uvarint(), W: d.Uvarint(), H: d.Uvarint()}
+	if d.Err() == nil && r.Area() > maxPixels {
+		d.Fail("window %v too large", r)
 	}
 	return
-}
-
-func (d *decoder) done() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d trailing bytes", len(d.b))
-	}
-	return d.err
 }
 
 // EncodeDNTile is the coder of DNTile.
@@ -105,42 +49,37 @@ func EncodeDNTile(t DNTile) ([]byte, error) {
 	}
 	b := make([]byte, 0, 64+len(t.DN)*(24+2*t.Area()))
 	b = appendHeader(b, t.Scene, t.SceneW, t.SceneH, t.Rect)
-	b = le.AppendUint64(b, math.Float64bits(t.SunElevation))
-	b = binary.AppendUvarint(b, uint64(len(t.DN)))
+	b = wire.AppendFloat64(b, t.SunElevation)
+	b = wire.AppendUvarint(b, len(t.DN))
 	for i, p := range t.DN {
 		if len(p) != t.Area() {
 			return nil, fmt.Errorf("raster coder: %s plane %d has %d pixels, want %d", t.ID(), i, len(p), t.Area())
 		}
 		c := t.Cal[i]
-		b = binary.AppendUvarint(b, uint64(c.Band))
-		b = le.AppendUint64(b, math.Float64bits(c.Mult))
-		b = le.AppendUint64(b, math.Float64bits(c.Add))
-		b = appendPlane(b, p)
+		b = wire.AppendUvarint(b, c.Band)
+		b = wire.AppendFloat64(b, c.Mult)
+		b = wire.AppendFloat64(b, c.Add)
+		b = wire.AppendPlane(b, p)
 	}
 	return b, nil
 }
 
 // DecodeDNTile is the decoder of DNTile.
 func DecodeDNTile(data []byte) (DNTile, error) {
-	d := &decoder{b: data}
+	d := wire.NewDecoder(data, "raster DNTile")
 	var t DNTile
-	t.Scene, t.SceneW, t.SceneH, t.Rect = d.header()
-	t.SunElevation = d.float64()
-	n := d.uvarint()
-	for i := 0; i < n && d.err == nil; i++ {
-		band := d.uvarint()
-		mult := d.float64()
-		add := d.float64()
-		raw := d.bytes(2 * t.Area())
-		if d.err != nil {
-			break
+	t.Scene, t.SceneW, t.SceneH, t.Rect = readHeader(d)
+	t.SunElevation = d.Float64()
+	n := d.Uvarint()
+	for i := 0; i < n && d.Err() == nil; i++ {
+		c := Calibration{Band: d.Uvarint(), Mult: d.Float64(), Add: d.Float64()}
+		p := wire.Plane[uint16](d, t.Area())
+		if d.Err() == nil {
+			t.Cal = append(t.Cal, c)
+			t.DN = append(t.DN, p)
 		}
-		p := make([]uint16, t.Area())
-		decodePlane(p, raw)
-		t.Cal = append(t.Cal, Calibration{Band: band, Mult: mult, Add: add})
-		t.DN = append(t.DN, p)
 	}
-	return t, d.done()
+	return t, d.Done()
 }
 
 // EncodeTile is the coder of Tile.
@@ -150,36 +89,32 @@ func EncodeTile(t Tile) ([]byte, error) {
 	}
 	b := make([]byte, 0, 64+len(t.Data)*(8+4*t.Area()))
 	b = appendHeader(b, t.Scene, t.SceneW, t.SceneH, t.Rect)
-	b = binary.AppendUvarint(b, uint64(len(t.Data)))
+	b = wire.AppendUvarint(b, len(t.Data))
 	for i, p := range t.Data {
 		if len(p) != t.Area() {
 			return nil, fmt.Errorf("raster coder: %s plane %s has %d pixels, want %d", t.ID(), t.Names[i], len(p), t.Area())
 		}
-		b = binary.AppendUvarint(b, uint64(len(t.Names[i])))
-		b = append(b, t.Names[i]...)
-		b = appendPlane(b, p)
+		b = wire.AppendString(b, t.Names[i])
+		b = wire.AppendPlane(b, p)
 	}
 	return b, nil
 }
 
 // DecodeTile is the decoder of Tile.
 func DecodeTile(data []byte) (Tile, error) {
-	d := &decoder{b: data}
+	d := wire.NewDecoder(data, "raster Tile")
 	var t Tile
-	t.Scene, t.SceneW, t.SceneH, t.Rect = d.header()
-	n := d.uvarint()
-	for i := 0; i < n && d.err == nil; i++ {
-		name := string(d.bytes(d.uvarint()))
-		raw := d.bytes(4 * t.Area())
-		if d.err != nil {
-			break
+	t.Scene, t.SceneW, t.SceneH, t.Rect = readHeader(d)
+	n := d.Uvarint()
+	for i := 0; i < n && d.Err() == nil; i++ {
+		name := d.String()
+		p := wire.Plane[float32](d, t.Area())
+		if d.Err() == nil {
+			t.Names = append(t.Names, name)
+			t.Data = append(t.Data, p)
 		}
-		p := make([]float32, t.Area())
-		decodePlane(p, raw)
-		t.Names = append(t.Names, name)
-		t.Data = append(t.Data, p)
 	}
-	return t, d.done()
+	return t, d.Done()
 }
 
 // EncodeRGBATile is the coder of RGBATile.
@@ -194,9 +129,9 @@ func EncodeRGBATile(t RGBATile) ([]byte, error) {
 
 // DecodeRGBATile is the decoder of RGBATile.
 func DecodeRGBATile(data []byte) (RGBATile, error) {
-	d := &decoder{b: data}
+	d := wire.NewDecoder(data, "raster RGBATile")
 	var t RGBATile
-	t.Scene, t.SceneW, t.SceneH, t.Rect = d.header()
-	t.Pix = append([]uint8(nil), d.bytes(4*t.Area())...)
-	return t, d.done()
+	t.Scene, t.SceneW, t.SceneH, t.Rect = readHeader(d)
+	t.Pix = wire.Plane[uint8](d, 4*t.Area())
+	return t, d.Done()
 }

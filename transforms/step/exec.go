@@ -78,6 +78,19 @@ func Run[In, Out any](ctx context.Context, e *Exec, in In, fail func(Failure)) (
 	return out, true
 }
 
+// Record updates the step's metrics for a batch run outside Run (a model
+// called by RunInference): items and bytes in, the kernel time, and whether
+// it failed.
+func (e *Exec) Record(ctx context.Context, items, bytes int, took time.Duration, failed bool) {
+	e.m.kernel.Update(ctx, took.Nanoseconds())
+	e.m.batches.Inc(ctx, 1)
+	e.m.items.Inc(ctx, int64(items))
+	e.m.bytes.Inc(ctx, int64(bytes))
+	if failed {
+		e.m.failures.Inc(ctx, 1)
+	}
+}
+
 // call runs fn, turning a panic in a kernel into an error so one bad batch
 // becomes a Failure instead of a failed bundle retried forever.
 func call[In, Out any](fn func(In) (Out, error), in In) (out Out, err error) {

@@ -16,6 +16,10 @@ type Failure struct {
 	// Key is the unit of work the input belongs to (a scene, a file), so a
 	// pipeline can reconcile failures with its inputs; see Keyed.
 	Key string `json:"key,omitempty"`
+	// Items is the number of records (rows, pixels) the failed input held,
+	// when it is a Sized batch; 0 for an input that was never counted in
+	// (a file that could not be read).
+	Items int `json:"items,omitempty"`
 }
 
 func (f Failure) Error() string { return fmt.Sprintf("%s: %s: %s", f.Step, f.Input, f.Reason) }
@@ -37,6 +41,9 @@ func NewFailure(stepName string, input any, err error) Failure {
 	f := Failure{Input: Describe(input), Step: stepName, Reason: err.Error()}
 	if k, ok := input.(Keyed); ok {
 		f.Key = k.Key()
+	}
+	if s, ok := input.(Sized); ok {
+		f.Items = s.Items()
 	}
 	return f
 }

@@ -1,0 +1,148 @@
+// Package job is the plumbing the runnable pipelines share: writing files
+// through Beam's filesystems, checking the output directory before anything
+// runs, extracting embedded default data, progress lines, the per-step
+// summary read back from Beam metrics, and failed.jsonl.
+package job
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
+	"github.com/beamgpu/beamgpu/transforms/step"
+)
+
+// FailedFile is the name of the failures file at the root of an output directory.
+const FailedFile = "failed.jsonl"
+
+// Join joins a directory (local or a URL such as gs://b/x) and names.
+func Join(dir string, names ...string) string {
+	return strings.TrimSuffix(dir, "/") + "/" + strings.Join(names, "/")
+}
+
+// WriteFile writes path through Beam's filesystems (local, gs://, ...).
+func WriteFile(ctx context.Context, path string, write func(io.Writer) error) error {
+	fsys, err := filesystem.New(ctx, path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer fsys.Close()
+	w, err := fsys.OpenWrite(ctx, path)
+	if err != nil {
+		return fmt.Errorf("%s: cannot create: %w", path, err)
+	}
+	if err := write(w); err != nil {
+		w.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteJSON writes v as indented JSON to path.
+func WriteJSON(ctx context.Context, path string, v any) error {
+	return WriteFile(ctx, path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
+}
+
+// WriteFailures writes failures to dir/failed.jsonl, one JSON object a line,
+// sorted by key, step and input (an empty file when there are none).
+func WriteFailures(ctx context.Context, dir string, failures []step.Failure) error {
+	sort.Slice(failures, func(i, j int) bool {
+		a, b := failures[i], failures[j]
+		return a.Key < b.Key || a.Key == b.Key && (a.Step < b.Step || a.Step == b.Step && a.Input < b.Input)
+	})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, f := range failures {
+		if err := enc.Encode(f); err != nil {
+			return err
+		}
+	}
+	return WriteFile(ctx, Join(dir, FailedFile), func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err })
+}
+
+// CheckWritable makes sure a local output directory exists and can be
+// written; flag names the flag in errors. Remote directories are not checked
+// (their errors are reported per file).
+func CheckWritable(flag, dir string) error {
+	if strings.Contains(dir, "://") {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--%s %s: cannot create the directory: %w", flag, dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("--%s %s: directory is not writable: %w", flag, dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// Extract copies the tree root of fsys into a new temporary directory and
+// returns that directory (the caller removes it).
+func Extract(fsys fs.FS, root string) (string, error) {
+	tmp, err := os.MkdirTemp("", "beamgpu-")
+	if err != nil {
+		return "", err
+	}
+	err = fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(tmp, strings.TrimPrefix(path, root))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", errors.Join(errors.New("extracting embedded data"), err)
+	}
+	return tmp, nil
+}
+
+// StartProgress prints "name: running, 12s elapsed" to w every interval
+// until the returned func is called. An interval of 0 prints nothing.
+func StartProgress(w io.Writer, name string, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "%s: running, %s elapsed\n", name, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done) }
+}

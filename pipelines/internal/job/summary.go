@@ -1,0 +1,88 @@
+package job
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/step"
+)
+
+// StepCounts are one step's metrics, summed over the transforms that ran it.
+type StepCounts struct {
+	Step                                      string
+	Impl                                      backend.Kind
+	Batches, Items, Bytes, Failures, KernelNS int64
+}
+
+// Metrics is what a run's Beam metrics say: the counts of every step of the
+// explain report, in its order, and every other counter of namespace
+// step.Namespace by name.
+type Metrics struct {
+	Steps    []StepCounts
+	Counters map[string]int64
+}
+
+// ReadMetrics reads the step metrics of res for the steps of report.
+func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error) {
+	if res == nil {
+		return Metrics{}, fmt.Errorf("the runner returned no metrics")
+	}
+	m := Metrics{Counters: map[string]int64{}}
+	byStep := map[string]*StepCounts{}
+	for _, d := range report.Decisions {
+		byStep[d.Step] = &StepCounts{Step: d.Step, Impl: d.Impl}
+	}
+	all := res.Metrics().AllMetrics()
+	for _, c := range all.Counters() {
+		if c.Namespace() != step.Namespace {
+			continue
+		}
+		m.Counters[c.Name()] += c.Result()
+		name, metric, _ := strings.Cut(c.Name(), ".")
+		sc := byStep[name]
+		if sc == nil {
+			continue
+		}
+		switch metric {
+		case step.MetricBatches:
+			sc.Batches += c.Result()
+		case step.MetricItems:
+			sc.Items += c.Result()
+		case step.MetricBytes:
+			sc.Bytes += c.Result()
+		case step.MetricFailures:
+			sc.Failures += c.Result()
+		}
+	}
+	for _, d := range all.Distributions() {
+		name, metric, _ := strings.Cut(d.Name(), ".")
+		if sc := byStep[name]; d.Namespace() == step.Namespace && sc != nil && metric == step.MetricKernelNS {
+			sc.KernelNS += d.Result().Sum
+		}
+	}
+	for _, d := range report.Decisions {
+		m.Steps = append(m.Steps, *byStep[d.Step])
+	}
+	return m, nil
+}
+
+// PrintSteps writes one line per step: implementation, batches, items (with
+// unit naming them, e.g. "pixels" or "rows"), MB in, kernel seconds, items/s
+// and failures.
+func (m Metrics) PrintSteps(w io.Writer, unit string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "step\timpl\tbatches\t%s\tMB in\tkernel s\t%s/s\tfailures\t\n", unit, unit)
+	for _, st := range m.Steps {
+		rate := "-"
+		if st.KernelNS > 0 && st.Items > 0 {
+			rate = fmt.Sprintf("%.3g", float64(st.Items)/(float64(st.KernelNS)/1e9))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.3f\t%s\t%d\t\n", st.Step, st.Impl, st.Batches, st.Items,
+			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures)
+	}
+	tw.Flush()
+}
