@@ -4,11 +4,19 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion test lint vet fmt-check staticcheck bench fuzz clean
+.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean
 
 ## run: the Landsat pipeline on the embedded scene, on prism (outputs in out/landsat)
 run:
 	$(GO) run ./pipelines/landsat
+
+## run-fashion: the Fashion-MNIST pipeline on the embedded test set with the shipped MLP
+run-fashion:
+	$(GO) run ./pipelines/fashion
+
+## train: train the Fashion-MNIST MLP (needs the training set: apt-get install dataset-fashion-mnist)
+train:
+	$(GO) run ./pipelines/fashion/train --checkpoint_dir=out/fashion-ckpt --out=out/mlp-784-256-128-10.bgmlp
 
 ## test: every test, with the real Beam runner (prism); then the lint checks
 test:

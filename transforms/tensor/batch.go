@@ -164,3 +164,8 @@ func copyLabels(l []int32) []int32 {
 	}
 	return append([]int32(nil), l...)
 }
+
+// Batch returns the scores as a batch of Rows x Classes (sharing them).
+func (p Predictions) Batch() Batch {
+	return Batch{Source: p.Source, Offset: p.Offset, Rows: len(p.Predicted), Cols: p.Classes, X: p.Scores, Labels: p.Labels}
+}
