@@ -1,0 +1,37 @@
+// Package gke builds the Kubernetes manifests and the gcloud command that run
+// the project's container as a batch job on Google Kubernetes Engine with
+// flex-start provisioning: accelerators (TPU slices or GPUs) obtained on
+// demand, for up to seven days, without reservations, billed at Dynamic
+// Workload Scheduler prices, with node pools that scale from zero for the
+// job and back to zero after it (seed 003, "run a small batch workload with
+// TPUs and flex-start provisioning").
+//
+// Why: the same worker container that runs the Dataflow steps (and the
+// trainer of the fashion pipeline) can run as a plain batch job where a
+// Dataflow job is not the right shape, such as a long training run. The
+// manifests are typed k8s.io/api structs, never YAML templates, so that they
+// are checked by the compiler, tested as data, and easy to amend (add a
+// volume for the checkpoints, a service account) before Marshal writes them.
+//
+// What seed 003 gives, and where it is used:
+//   - node selectors cloud.google.com/gke-flex-start: "true",
+//     cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology;
+//     requests equal to limits of google.com/tpu, NUM_CHIPS per VM being 1, 4
+//     or 8 (SingleHostJob, MultiHostJob);
+//   - the single-host Job: restartPolicy OnFailure, no backoffLimit
+//     (SingleHostJob);
+//   - the multi-host Job: a headless Service (clusterIP None) selecting
+//     job-name, an Indexed Job with completions = parallelism = the slice's
+//     node count, backoffLimit 0, restartPolicy Never, the pods' subdomain
+//     set to the Service, TPU ports 8471 and 8431, privileged (MultiHostJob);
+//   - the node pool: --flex-start, --enable-autoscaling, --num-nodes=0,
+//     --min-nodes=0, --max-nodes = the topology's chips over the chips per VM
+//     (4x4 at 4 per ct6e-standard-4t VM: 4), --reservation-affinity=none and,
+//     for multi-host slices, --tpu-topology and --no-enable-autorepair
+//     (NodePoolCommand, NodeCount).
+//
+// Seed 003 covers TPUs only. For GPUs the package uses GKE's GPU node label
+// cloud.google.com/gke-accelerator, the nvidia.com/gpu resource and gcloud's
+// --accelerator=type=T,count=N,gpu-driver-version=V; those come from GKE's
+// documentation, not from a seed, and are marked so in the code.
+package gke

@@ -1,0 +1,251 @@
+package gke
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Where the names below come from.
+const (
+	srcSeed003 = "seed 003"
+	// srcGKE marks what seed 003 (a TPU page) does not cover: GKE's GPU
+	// documentation (cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+	srcGKE = "GKE docs, not a seed"
+)
+
+// Node labels and resource names.
+const (
+	// LabelFlexStart selects flex-start nodes: seed 003's node selector
+	// cloud.google.com/gke-flex-start: "true".
+	LabelFlexStart = "cloud.google.com/gke-flex-start"
+	// LabelTPUAccelerator and LabelTPUTopology select a TPU slice (seed 003).
+	LabelTPUAccelerator = "cloud.google.com/gke-tpu-accelerator"
+	LabelTPUTopology    = "cloud.google.com/gke-tpu-topology"
+	// LabelGPUAccelerator selects GPU nodes by accelerator type (srcGKE).
+	LabelGPUAccelerator = "cloud.google.com/gke-accelerator"
+	// ResourceTPU is the TPU chips resource (seed 003); ResourceGPU the GPU
+	// one (srcGKE).
+	ResourceTPU = "google.com/tpu"
+	ResourceGPU = "nvidia.com/gpu"
+)
+
+// Kind says whether an accelerator is a TPU or a GPU.
+type Kind string
+
+// The accelerator kinds.
+const (
+	TPU Kind = "tpu"
+	GPU Kind = "gpu"
+)
+
+// acceleratorType is one row of the accelerator table.
+type acceleratorType struct {
+	name   string
+	kind   Kind
+	source string
+}
+
+// accelerators is the table of accelerator types the package knows: the GKE
+// node label values.
+var accelerators = []acceleratorType{
+	// Seed 003 gives these two as examples of ACCELERATOR_TYPE.
+	{"tpu-v4-podslice", TPU, srcSeed003},
+	{"tpu-v5-lite-podslice", TPU, srcSeed003},
+	// Seed 003 uses ct6e-standard-4t (TPU Trillium) without naming its
+	// accelerator type; GKE's is tpu-v6e-slice. v5p is tpu-v5p-slice.
+	{"tpu-v5p-slice", TPU, srcGKE},
+	{"tpu-v6e-slice", TPU, srcGKE},
+	// Seed 003 covers TPUs only. GKE labels GPU nodes with the Compute Engine
+	// accelerator type; these are the types the project's Dataflow table knows.
+	{"nvidia-tesla-t4", GPU, srcGKE},
+	{"nvidia-tesla-v100", GPU, srcGKE},
+	{"nvidia-l4", GPU, srcGKE},
+	{"nvidia-tesla-a100", GPU, srcGKE},
+	{"nvidia-a100-80gb", GPU, srcGKE},
+	{"nvidia-h100-80gb", GPU, srcGKE},
+	{"nvidia-h100-mega-80gb", GPU, srcGKE},
+}
+
+// maxNodes bounds node and chip counts, far above any real slice, so that
+// they fit the Job's int32 fields.
+const maxNodes = 1 << 20
+
+// tpuChipsPerVM is seed 003's "the number of TPU chips in each VM is one, four
+// or eight".
+var tpuChipsPerVM = []int{1, 4, 8}
+
+func lookupAccelerator(name string) (acceleratorType, bool) {
+	i := slices.IndexFunc(accelerators, func(a acceleratorType) bool { return a.name == name })
+	if i < 0 {
+		return acceleratorType{}, false
+	}
+	return accelerators[i], true
+}
+
+func knownAccelerators() string {
+	names := make([]string, len(accelerators))
+	for i, a := range accelerators {
+		names[i] = a.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Accelerator is what a job's nodes carry.
+type Accelerator struct {
+	// Type is the GKE accelerator type: a TPU one ("tpu-v6e-slice",
+	// "tpu-v5-lite-podslice", ...) or a GPU one ("nvidia-l4", ...).
+	Type string
+	// Topology is the TPU slice's physical topology, "AxB" or "AxBxC" (seed
+	// 003: 2x2, 4x4, 4x4x4). TPUs only.
+	Topology string
+	// PerNode is the number of chips (TPU) or GPUs on each node, which each
+	// pod requests: seed 003's NUM_CHIPS, 1, 4 or 8 for TPUs.
+	PerNode int
+	// Nodes is the number of hosts of a multi-host GPU job. For TPUs the
+	// node count follows from Topology and PerNode; leave Nodes 0 or set it
+	// to that count.
+	Nodes int
+}
+
+// Kind returns the kind of a's type, and false where the type is unknown.
+func (a Accelerator) Kind() (Kind, bool) {
+	t, ok := lookupAccelerator(a.Type)
+	return t.kind, ok
+}
+
+// NodeCount returns the number of nodes (VMs) of a TPU slice: the chips of the
+// topology divided by the chips per VM. Seed 003: "a 4x4 topology consists
+// of 16 chips and each ct6e-standard-4t VM has 4 chips", so 4 nodes.
+func NodeCount(topology string, chipsPerNode int) (int, error) {
+	chips, err := topologyChips(topology)
+	if err != nil {
+		return 0, err
+	}
+	if chipsPerNode < 1 {
+		return 0, fmt.Errorf("chips per node %d is not positive", chipsPerNode)
+	}
+	if chips%chipsPerNode != 0 {
+		return 0, fmt.Errorf("topology %s has %d chips, which is not a multiple of %d chips per node", topology, chips, chipsPerNode)
+	}
+	return chips / chipsPerNode, nil
+}
+
+// topologyChips returns the product of a topology's dimensions.
+func topologyChips(topology string) (int, error) {
+	dims := strings.Split(topology, "x")
+	if topology == "" || len(dims) < 2 || len(dims) > 3 {
+		return 0, fmt.Errorf("topology %q is not AxB or AxBxC", topology)
+	}
+	chips := 1
+	for _, d := range dims {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 1 || strings.HasPrefix(d, "+") {
+			return 0, fmt.Errorf("topology %q is not a product of positive integers (AxB or AxBxC): %q", topology, d)
+		}
+		if chips > maxNodes/n {
+			return 0, fmt.Errorf("topology %q has too many chips", topology)
+		}
+		chips *= n
+	}
+	return chips, nil
+}
+
+// nodes validates a and returns its node count.
+func (a Accelerator) nodes() (Kind, int, error) {
+	t, ok := lookupAccelerator(a.Type)
+	if !ok {
+		return "", 0, fmt.Errorf("accelerator type %q is unknown; the known types are %s", a.Type, knownAccelerators())
+	}
+	if a.PerNode < 1 {
+		return "", 0, fmt.Errorf("accelerator %s: %d per node is not positive", a.Type, a.PerNode)
+	}
+	if a.Nodes < 0 || a.Nodes > maxNodes {
+		return "", 0, fmt.Errorf("accelerator %s: node count %d is not between 0 and %d", a.Type, a.Nodes, maxNodes)
+	}
+	switch t.kind {
+	case TPU:
+		if !slices.Contains(tpuChipsPerVM, a.PerNode) {
+			return "", 0, fmt.Errorf("accelerator %s: %d chips per node; a TPU VM has 1, 4 or 8 chips (seed 003)", a.Type, a.PerNode)
+		}
+		n, err := NodeCount(a.Topology, a.PerNode)
+		if err != nil {
+			return "", 0, fmt.Errorf("accelerator %s: %w", a.Type, err)
+		}
+		if a.Nodes != 0 && a.Nodes != n {
+			return "", 0, fmt.Errorf("accelerator %s: nodes %d disagrees with topology %s at %d chips per node, which makes %d nodes", a.Type, a.Nodes, a.Topology, a.PerNode, n)
+		}
+		return TPU, n, nil
+	default:
+		if a.Topology != "" {
+			return "", 0, fmt.Errorf("accelerator %s is a GPU; topology %q applies to TPUs only", a.Type, a.Topology)
+		}
+		return GPU, max(a.Nodes, 1), nil
+	}
+}
+
+// JobSpec describes a batch Job on flex-start nodes.
+type JobSpec struct {
+	// Name is the Job's name (a DNS label); the pods get the label
+	// job-name=<Name>, and the container is named after it too.
+	Name string
+	// Namespace is the Job's namespace; empty for the current one.
+	Namespace string
+	// Image, Command and Args are the container's.
+	Image   string
+	Command []string
+	Args    []string
+	// Accelerator is what each node carries and each pod requests.
+	Accelerator Accelerator
+	// ServiceName names the headless Service of a multi-host Job; empty for
+	// "<Name>-headless" (seed 003 calls it headless-svc; a per-job name lets
+	// several jobs share a namespace).
+	ServiceName string
+}
+
+func (s JobSpec) serviceName() string {
+	if s.ServiceName != "" {
+		return s.ServiceName
+	}
+	return s.Name + "-headless"
+}
+
+// validate checks s and returns the accelerator kind and node count.
+func (s JobSpec) validate(multiHost bool) (Kind, int, error) {
+	var errs []error
+	for _, e := range validation.IsDNS1123Label(s.Name) {
+		errs = append(errs, fmt.Errorf("job name %q: %s", s.Name, e))
+	}
+	if s.Namespace != "" {
+		for _, e := range validation.IsDNS1123Label(s.Namespace) {
+			errs = append(errs, fmt.Errorf("namespace %q: %s", s.Namespace, e))
+		}
+	}
+	if multiHost {
+		for _, e := range validation.IsDNS1123Label(s.serviceName()) {
+			errs = append(errs, fmt.Errorf("service name %q: %s", s.serviceName(), e))
+		}
+	}
+	if strings.TrimSpace(s.Image) == "" {
+		errs = append(errs, errors.New("image is empty"))
+	}
+	kind, n, err := s.Accelerator.nodes()
+	if err != nil {
+		errs = append(errs, err)
+	} else if !multiHost && n != 1 {
+		if kind == TPU {
+			errs = append(errs, fmt.Errorf("a single-host job runs on 1 node, but accelerator %s with topology %s at %d chips per node needs %d nodes; use MultiHostJob",
+				s.Accelerator.Type, s.Accelerator.Topology, s.Accelerator.PerNode, n))
+		} else {
+			errs = append(errs, fmt.Errorf("a single-host job runs on 1 node, but accelerator %s asks for %d nodes; use MultiHostJob", s.Accelerator.Type, n))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", 0, err
+	}
+	return kind, n, nil
+}
