@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
@@ -182,23 +181,11 @@ type summary struct {
 // that the record counts reconcile.
 func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	cfg.Steps = append(cfg.Steps, step.Using(sel))
-	p, s := beam.NewPipelineWithRoot()
-	Build(s, cfg)
-	if err := backendFlags.Explain(sel); err != nil {
-		return summary{}, err
-	}
-	stop := job.StartProgress(os.Stderr, "fashion", *progress)
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	stop()
-	if err != nil {
-		return summary{}, fmt.Errorf("pipeline failed: %w", err)
-	}
-	m, err := job.ReadMetrics(res, sel.Report())
+	m, took, err := job.Run(ctx, "fashion", sel, backendFlags.Explain, *progress, func(s beam.Scope) { Build(s, cfg) })
 	if err != nil {
 		return summary{}, err
 	}
-	sum := summary{Metrics: m, Elapsed: time.Since(start), Output: cfg.Output,
+	sum := summary{Metrics: m, Elapsed: took, Output: cfg.Output,
 		In:        int(m.Counters["records_decoded"] + m.Counters["records_rejected"]),
 		Predicted: int(m.Counters["records_predicted"]), Failed: int(m.Counters["records_failed"]),
 		Failures: int(m.Counters["failures"])}

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
@@ -135,22 +134,12 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 // prints the summary to out and checks that the counts reconcile.
 func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	cfg.Steps = append(cfg.Steps, step.Using(sel))
-	p, s := beam.NewPipelineWithRoot()
-	Build(s, cfg)
-	if err := backendFlags.Explain(sel); err != nil {
+	m, took, err := job.Run(ctx, "landsat", sel, backendFlags.Explain, *progress, func(s beam.Scope) { Build(s, cfg) })
+	if err != nil {
 		return summary{}, err
 	}
-	stop := job.StartProgress(os.Stderr, "landsat", *progress)
-	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
-	stop()
-	if err != nil {
-		return summary{}, fmt.Errorf("pipeline failed: %w", err)
-	}
-	sum, err := summarize(res, sel.Report(), cfg, time.Since(start))
-	if err != nil {
-		return sum, err
-	}
+	sum := summary{Metrics: m, In: len(cfg.Scenes), Done: int(m.Counters["scenes_done"]),
+		Failed: int(m.Counters["scenes_failed"]), Elapsed: took, Output: cfg.Output}
 	sum.Print(out)
 	return sum, sum.Reconcile()
 }

@@ -5,9 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
-	"github.com/beamgpu/beamgpu/runtime/backend"
 )
 
 // summary is the end-of-run report.
@@ -16,15 +14,6 @@ type summary struct {
 	In, Done, Failed int
 	Elapsed          time.Duration
 	Output           string
-}
-
-func summarize(res beam.PipelineResult, report backend.Report, cfg Config, elapsed time.Duration) (summary, error) {
-	m, err := job.ReadMetrics(res, report)
-	if err != nil {
-		return summary{}, err
-	}
-	return summary{Metrics: m, In: len(cfg.Scenes), Done: int(m.Counters["scenes_done"]),
-		Failed: int(m.Counters["scenes_failed"]), Elapsed: elapsed, Output: cfg.Output}, nil
 }
 
 // Print writes the one-screen summary.

@@ -1,12 +1,16 @@
 package job
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
@@ -85,4 +89,27 @@ func (m Metrics) PrintSteps(w io.Writer, unit string) {
 			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures)
 	}
 	tw.Flush()
+}
+
+// Run builds a pipeline with build, has explain print sel's report, runs the
+// pipeline on the runner Beam's flags name (prism by default) with a
+// progress line on stderr every progress, and reads back the metrics of
+// sel's steps. It returns them with the run's duration.
+func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*backend.Selector) error,
+	progress time.Duration, build func(beam.Scope)) (Metrics, time.Duration, error) {
+	p, s := beam.NewPipelineWithRoot()
+	build(s)
+	if err := explain(sel); err != nil {
+		return Metrics{}, 0, err
+	}
+	stop := StartProgress(os.Stderr, name, progress)
+	start := time.Now()
+	res, err := beamx.RunWithMetrics(ctx, p)
+	stop()
+	took := time.Since(start)
+	if err != nil {
+		return Metrics{}, took, fmt.Errorf("pipeline failed: %w", err)
+	}
+	m, err := ReadMetrics(res, sel.Report())
+	return m, took, err
 }
