@@ -27,6 +27,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -55,7 +56,7 @@ var (
 )
 
 var ownFlags = []string{"input", "output", "model", "model_path", "data_dir", "k", "knn_weights", "batch_rows", "max_batch_rows",
-	"strict", "progress", "backend", "backend_override", "explain_json"}
+	"strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor"}
 
 func init() {
 	backendFlags.Register(flag.CommandLine)
@@ -94,7 +95,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	bc, err := backendFlags.Config(step.Steps(), nil)
+	bc, err := backendFlags.Config(step.Steps(), stepops.Executor(backendFlags.Executor))
 	if err != nil {
 		return 2, err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -71,7 +72,7 @@ Steps: %s.
 Flags of this pipeline:
 `, raster.SampleSceneID, stepList())
 	own := map[string]bool{}
-	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json"} {
+	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor"} {
 		own[n] = true
 	}
 	flag.VisitAll(func(f *flag.Flag) {
@@ -145,7 +146,7 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 }
 
 func selectorFromFlags() (*backend.Selector, error) {
-	bc, err := backendFlags.Config(step.Steps(), nil)
+	bc, err := backendFlags.Config(step.Steps(), stepops.Executor(backendFlags.Executor))
 	if err != nil {
 		return nil, err
 	}

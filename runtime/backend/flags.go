@@ -11,6 +11,10 @@ type Flags struct {
 	Backend     string
 	Overrides   string
 	ExplainJSON string
+	// Executor is --gpu_executor: the GPU executor binary ("": the
+	// BEAMGPU_EXECUTOR environment variable, else the worker container's
+	// fixed path).
+	Executor string
 }
 
 // Register adds --backend, --backend_override and --explain_json to fs.
@@ -21,6 +25,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		"per-step backend, comma separated step=kind pairs, e.g. ndvi=stub,toa=cpu")
 	fs.StringVar(&f.ExplainJSON, "explain_json", "",
 		"also write the explain report (implementation per step and why) as JSON to this file")
+	fs.StringVar(&f.Executor, "gpu_executor", "",
+		"GPU executor binary (empty: $BEAMGPU_EXECUTOR, else /opt/beamgpu/bin/beamgpu-executor, the worker container's path)")
 }
 
 // Config turns the flags into a Config for the given steps and executor.

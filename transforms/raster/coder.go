@@ -6,7 +6,7 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/transforms/internal/wire"
+	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
 // The tile types carry the bulk of a pipeline's bytes, so they have compact

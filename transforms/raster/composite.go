@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -88,6 +89,19 @@ func init() {
 			t, _ := TOA(sampleDNTile())
 			return CompositeInput{Tile: t, Stretch: Stretch{Scene: t.Scene, Lo: []float32{0.02, 0.03, 0.05}, Hi: []float32{0.2, 0.2, 0.2}, Gamma: 1.4}}
 		},
+		Random: func(seed uint64) any {
+			t, _ := TOA(randomDNTile(seed))
+			r := rand.New(rand.NewPCG(seed, 2))
+			st := Stretch{Scene: t.Scene, Gamma: 0.5 + 2.5*r.Float64()}
+			for c := 0; c < 3; c++ {
+				lo := float32(0.3 * r.Float64())
+				st.Lo, st.Hi = append(st.Lo, lo), append(st.Hi, lo+0.01+float32(r.Float64()))
+			}
+			return CompositeInput{Tile: t, Stretch: st}
+		},
+		// 8-bit output rounded from floats: a GPU's pow may land on the
+		// other side of a .5 by an ulp.
+		Tolerance: step.Tolerance{IntDiff: 1},
 	})
 	register.DoFn5x0[context.Context, Tile, func(*Stretch) bool, func(RGBATile), func(step.Failure)](&compositeFn{})
 	register.Emitter1[RGBATile]()

@@ -25,6 +25,11 @@ func init() {
 			t, _ := TOA(sampleDNTile())
 			return t
 		},
+		Random: func(seed uint64) any {
+			t, _ := TOA(randomDNTile(seed)) // NaN where DN is 0
+			t.Data[2][0] = -t.Data[3][0]    // one zero sum
+			return t
+		},
 	})
 	register.DoFn4x0[context.Context, Tile, func(Tile), func(step.Failure)](&ndviFn{})
 }

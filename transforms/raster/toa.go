@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"sync"
 
@@ -24,6 +25,7 @@ func init() {
 		Doc:    "top-of-atmosphere reflectance of each band, NaN where DN is 0",
 		CPU:    TOA,
 		Sample: func() any { return sampleDNTile() },
+		Random: func(seed uint64) any { return randomDNTile(seed) },
 	})
 	register.DoFn4x0[context.Context, DNTile, func(Tile), func(step.Failure)](&toaFn{})
 	register.Emitter1[Tile]()
@@ -136,6 +138,26 @@ func toaTable(scale, offset float64, build bool) *[1 << 16]float32 {
 
 // BandName is the plane name of band n: "B4".
 func BandName(n int) string { return fmt.Sprintf("B%d", n) }
+
+// randomDNTile is a tile of random size and DNs (some 0, no-data), four
+// bands with coefficients around Landsat 8's, and a random sun elevation.
+func randomDNTile(seed uint64) DNTile {
+	r := rand.New(rand.NewPCG(seed, 1))
+	w, h := 1+r.IntN(70), 1+r.IntN(70)
+	t := DNTile{Scene: fmt.Sprintf("random%d", seed), SceneW: w + r.IntN(50), SceneH: h + r.IntN(50),
+		Rect: Rect{W: w, H: h}, SunElevation: 5 + 85*r.Float64()}
+	for _, b := range DefaultBands {
+		t.Cal = append(t.Cal, Calibration{Band: b, Mult: 1e-5 + 3e-5*r.Float64(), Add: -0.2 * r.Float64()})
+		p := make([]uint16, w*h)
+		for i := range p {
+			if r.IntN(20) > 0 {
+				p[i] = uint16(r.IntN(65536))
+			}
+		}
+		t.DN = append(t.DN, p)
+	}
+	return t
+}
 
 // sampleDNTile is a small real tile: the top-left 16x16 of the committed
 // crop, or synthetic DNs with the crop's coefficients when it is absent.

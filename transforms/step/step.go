@@ -19,12 +19,33 @@ type Def struct {
 	// Sample returns a small valid input (of type In) for the contract tests
 	// that every step's stub and CPU implementation share type and shape.
 	Sample func() any
+	// Random returns a valid input (of type In) drawn with seed, for the
+	// CPU/GPU equivalence tests; nil means Sample only.
+	Random func(seed uint64) any
+	// Tolerance is how far the GPU implementation may be from the CPU's.
+	Tolerance Tolerance
+}
+
+// Tolerance states how close a step's GPU output must be to its CPU output.
+// Integers (classes, indices, labels) must be equal, or within IntDiff (8-bit
+// pixels rounded from floats); NaN must match NaN.
+type Tolerance struct {
+	// Rel bounds each float's relative error |g-c| <= Rel*max(|g|,|c|);
+	// zero means 1e-5.
+	Rel float64
+	// Norm, when set, bounds instead the relative error of each float
+	// array as a whole, ||g-c|| / ||c|| <= Norm (matrix products, whose sums
+	// the GPU orders differently).
+	Norm float64
+	// IntDiff bounds |g-c| for unsigned integers (pixels).
+	IntDiff int
 }
 
 type entry struct {
 	def     Def
 	in, out reflect.Type
 	stub    any
+	gpu     any
 }
 
 var (
@@ -64,9 +85,7 @@ func Register(d Def) {
 		registry[d.Name] = e
 	}
 	e.def, e.in, e.out = d, in, out
-	if e.stub != nil {
-		mustMatch(d.Name, e)
-	}
+	mustMatch(d.Name, e)
 }
 
 // RegisterStub registers the stand-in of a step: a func(In) (Out, error) with
@@ -92,10 +111,38 @@ func RegisterStub(name string, fn any) {
 	}
 }
 
+// RegisterGPU registers the GPU implementation of a step: a func(In) (Out,
+// error) with the CPU function's types that runs the step's GPU op on the
+// GPU executor (package runtime/executor/stepops registers them all).
+func RegisterGPU(name string, fn any) {
+	if _, _, err := signature(fn); err != nil {
+		panic(fmt.Sprintf("step.RegisterGPU(%q): %v", name, err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	e := registry[name]
+	if e == nil {
+		e = &entry{}
+		registry[name] = e
+	}
+	if e.gpu != nil {
+		panic(fmt.Sprintf("step.RegisterGPU: GPU implementation of %q registered twice", name))
+	}
+	e.gpu = fn
+	if e.def.CPU != nil {
+		mustMatch(name, e)
+	}
+}
+
 func mustMatch(name string, e *entry) {
-	in, out, _ := signature(e.stub)
-	if in != e.in || out != e.out {
-		panic(fmt.Sprintf("step %q: stub is func(%v) (%v, error), CPU is func(%v) (%v, error)", name, in, out, e.in, e.out))
+	for what, fn := range map[string]any{"stub": e.stub, "GPU implementation": e.gpu} {
+		if fn == nil {
+			continue
+		}
+		in, out, _ := signature(fn)
+		if in != e.in || out != e.out {
+			panic(fmt.Sprintf("step %q: %s is func(%v) (%v, error), CPU is func(%v) (%v, error)", name, what, in, out, e.in, e.out))
+		}
 	}
 }
 
@@ -153,7 +200,13 @@ func Impl(name string, kind backend.Kind) (any, error) {
 		}
 		return e.stub, nil
 	case backend.GPU:
-		return nil, fmt.Errorf("step %q: GPU op %q cannot be served: this build has no GPU executor client", name, e.def.GPUOp)
+		if e.def.GPUOp == "" {
+			return nil, fmt.Errorf("step %q has no GPU op", name)
+		}
+		if e.gpu == nil {
+			return nil, fmt.Errorf("step %q: GPU op %q has no client registered: import github.com/beamgpu/beamgpu/runtime/executor/stepops", name, e.def.GPUOp)
+		}
+		return e.gpu, nil
 	}
 	return nil, fmt.Errorf("step %q: unknown implementation %q", name, kind)
 }

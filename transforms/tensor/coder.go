@@ -5,7 +5,7 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/transforms/internal/wire"
+	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
 // Batch and Predictions carry the bulk of a pipeline's bytes: they have

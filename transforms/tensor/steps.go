@@ -137,6 +137,39 @@ func MLPBatch(in MLPInput) (Predictions, error) {
 	return in.Model.Predict(in.Batch)
 }
 
+// randomBatch is a batch of 1 to 40 rows of random values drawn with seed.
+func randomBatch(seed uint64, cols int) Batch {
+	return randomRows(seed, 1+rand.New(rand.NewPCG(seed, 8)).IntN(40), cols)
+}
+
+// randomRows is a batch of rows x cols random values drawn with seed.
+func randomRows(seed uint64, rows, cols int) Batch {
+	r := rand.New(rand.NewPCG(seed, 7))
+	b := Batch{Source: fmt.Sprintf("random%d", seed), Offset: r.IntN(1000), Rows: rows, Cols: cols,
+		X: make([]float32, rows*cols), Labels: make([]int32, rows)}
+	for i := range b.X {
+		b.X[i] = float32(r.NormFloat64())
+	}
+	for i := range b.Labels {
+		b.Labels[i] = int32(r.IntN(10))
+	}
+	return b
+}
+
+func randomMLP(seed uint64, dims ...int) *MLP {
+	m, _ := NewMLP(dims...)
+	r := rand.New(rand.NewPCG(seed, 9))
+	for _, l := range m.Layers {
+		for i := range l.W {
+			l.W[i] = float32(r.NormFloat64() / 4)
+		}
+		for i := range l.B {
+			l.B[i] = float32(r.NormFloat64() / 10)
+		}
+	}
+	return m
+}
+
 // sampleBatch is a deterministic batch of rows x cols values in [0, 1).
 func sampleBatch(rows, cols int) Batch {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -169,28 +202,58 @@ func init() {
 		}})
 	step.Register(step.Def{Step: gpuStep(StepStandardize), CPU: StandardizeBatch,
 		Doc:    "scale columns: x/255 (unit) or (x-mean)/std (zscore)",
-		Sample: func() any { return StandardizeInput{Batch: sampleBatch(8, 16), Scaler: Scaler{Mode: ScaleUnit}} }})
+		Sample: func() any { return StandardizeInput{Batch: sampleBatch(8, 16), Scaler: Scaler{Mode: ScaleUnit}} },
+		Random: func(seed uint64) any {
+			b := randomBatch(seed, 33)
+			if seed%2 == 0 {
+				return StandardizeInput{Batch: b, Scaler: FitScaler(b)}
+			}
+			return StandardizeInput{Batch: b, Scaler: Scaler{Mode: ScaleUnit}}
+		}})
 	step.Register(step.Def{Step: gpuStep(StepDense), CPU: DenseBatch,
 		Doc: "dense layer: rows x W + b, optionally ReLU",
 		Sample: func() any {
 			return DenseInput{Batch: sampleBatch(8, 16), Layer: sampleMLP().Layers[0]}
-		}})
+		},
+		Random: func(seed uint64) any {
+			l := randomMLP(seed, 50, 20).Layers[0]
+			l.ReLU = seed%2 == 0
+			return DenseInput{Batch: randomBatch(seed, 50), Layer: l}
+		},
+		Tolerance: step.Tolerance{Norm: 1e-4}})
 	step.Register(step.Def{Step: gpuStep(StepSoftmax), CPU: Softmax,
-		Doc: "row-wise softmax", Sample: func() any { return sampleBatch(8, 10) }})
+		Doc: "row-wise softmax", Sample: func() any { return sampleBatch(8, 10) },
+		Random: func(seed uint64) any { return randomBatch(seed, 10) }})
 	step.Register(step.Def{Step: gpuStep(StepArgmax), CPU: ArgmaxBatch,
-		Doc: "predicted class of each row (ties: lowest class)", Sample: func() any { return sampleBatch(8, 10) }})
+		Doc: "predicted class of each row (ties: lowest class)", Sample: func() any { return sampleBatch(8, 10) },
+		Random: func(seed uint64) any { return randomBatch(seed, 10) }})
 	step.Register(step.Def{Step: gpuStep(StepTopK), CPU: TopKBatch,
-		Doc: "the k best classes of each row", Sample: func() any { return TopKInput{Batch: sampleBatch(8, 10), K: 3} }})
+		Doc: "the k best classes of each row", Sample: func() any { return TopKInput{Batch: sampleBatch(8, 10), K: 3} },
+		Random: func(seed uint64) any { return TopKInput{Batch: randomBatch(seed, 10), K: 1 + int(seed%10)} }})
 	step.Register(step.Def{Step: gpuStep(StepKNN), CPU: KNNBatch,
 		Doc: "brute-force k-nearest-neighbours classification against a reference set",
 		Sample: func() any {
 			ref, _ := NewReference(sampleBatch(64, 16), 10)
 			q := sampleBatch(8, 16)
 			return KNNInput{Query: q, Ref: ref, K: 5, Weights: WeightUniform}
-		}})
+		},
+		Random: func(seed uint64) any {
+			ref, _ := NewReference(randomRows(seed+1000, 200, 24), 10)
+			w := WeightUniform
+			if seed%2 == 0 {
+				w = WeightDistance
+			}
+			return KNNInput{Query: randomBatch(seed, 24), Ref: ref, K: 1 + int(seed%7), Weights: w}
+		},
+		// Predictions must be identical; vote shares are sums of the same weights.
+		Tolerance: step.Tolerance{Norm: 1e-4}})
 	step.Register(step.Def{Step: gpuStep(StepMLP), CPU: MLPBatch,
 		Doc:    "multi-layer perceptron forward pass, softmax and argmax",
-		Sample: func() any { return MLPInput{Batch: sampleBatch(8, 16), Model: sampleMLP()} }})
+		Sample: func() any { return MLPInput{Batch: sampleBatch(8, 16), Model: sampleMLP()} },
+		Random: func(seed uint64) any {
+			return MLPInput{Batch: randomBatch(seed, 30), Model: randomMLP(seed, 30, 16, 10)}
+		},
+		Tolerance: step.Tolerance{Norm: 1e-4}})
 
 	register.DoFn4x0[context.Context, Source, func(Batch), func(step.Failure)](&decodeFn{})
 	register.DoFn4x0[context.Context, Batch, func(Batch), func(step.Failure)](&standardizeFn{})

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/beamgpu/beamgpu/transforms/internal/wire"
+	"github.com/beamgpu/beamgpu/transforms/step/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -1,7 +1,8 @@
-// Package wire holds what the steps' Beam coders share: appending and reading
-// numeric planes as raw little-endian arrays (a memmove on little-endian
-// hosts), lengths as uvarints, and a decoder that turns every malformed
-// input into an error instead of a panic.
+// Package wire holds what the steps' coders share, their Beam coders and
+// their GPU executor codecs alike: appending and reading numeric planes as
+// raw little-endian arrays (a memmove on little-endian hosts), lengths as
+// uvarints, and a decoder that turns every malformed input into an error
+// instead of a panic.
 package wire
 
 import (
@@ -43,6 +44,9 @@ func AppendUvarint(b []byte, v int) []byte { return binary.AppendUvarint(b, uint
 
 // AppendString appends a length-prefixed string.
 func AppendString(b []byte, s string) []byte { return append(AppendUvarint(b, len(s)), s...) }
+
+// AppendBytes appends a length-prefixed byte slice.
+func AppendBytes(b, p []byte) []byte { return append(AppendUvarint(b, len(p)), p...) }
 
 // AppendFloat64 appends a float64.
 func AppendFloat64(b []byte, v float64) []byte { return le.AppendUint64(b, math.Float64bits(v)) }
@@ -106,6 +110,9 @@ func (d *Decoder) Bytes(n int) []byte {
 
 // String reads a length-prefixed string.
 func (d *Decoder) String() string { return string(d.Bytes(d.Uvarint())) }
+
+// LenBytes reads a length-prefixed byte slice (a view of the input).
+func (d *Decoder) LenBytes() []byte { return d.Bytes(d.Uvarint()) }
 
 // Float64 reads a float64.
 func (d *Decoder) Float64() float64 {

@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"os"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
+	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/steptest"
+	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/beamgpu/beamgpu/transforms/raster"
+)
+
+// executorPath is the executor the tests use: $BEAMGPU_EXECUTOR if set (a
+// CUDA build on a GPU machine), else this test binary as the reference
+// executor.
+var executorPath string
+
+func TestMain(m *testing.M) {
+	executortest.MaybeServe()
+	if p := os.Getenv(client.EnvPath); p != "" {
+		executorPath = p
+		stepops.SetExecutor(p)
+	} else {
+		executorPath = executortest.Use()
+	}
+	code := m.Run()
+	client.CloseShared()
+	os.Exit(code)
+}
+
+// seeds is how many fresh random inputs each step is checked on.
+const seeds = 8
+
+// Every step with a GPU op computes, through the executor, what its CPU
+// implementation computes: on its sample (real data where the step reads
+// it: the Landsat crop) and on fresh random inputs, within the step's stated
+// tolerance. The executor poisons its outputs, so a part left unwritten
+// shows up as NaN or 0xFF.
+func TestEveryGPUStepMatchesItsCPUImplementation(t *testing.T) {
+	ok, why := stepops.Executor(executorPath).Available()
+	require.True(t, ok, why)
+	cl, err := client.Shared(executorPath)
+	require.NoError(t, err)
+	info, err := cl.Info(t.Context())
+	require.NoError(t, err)
+	require.NotEqual(t, os.Getpid(), info.PID, "the executor is another process")
+	t.Logf("executor pid %d, device %q, ops %v", info.PID, info.Device, info.Ops)
+	checked := 0
+	for _, d := range step.All() {
+		if d.GPUOp == "" {
+			continue
+		}
+		t.Run(d.Name, func(t *testing.T) {
+			inputs := []any{d.Sample()}
+			if d.Random != nil {
+				for s := uint64(1); s <= seeds; s++ {
+					inputs = append(inputs, d.Random(s))
+				}
+			}
+			for i, in := range inputs {
+				cpu, err := steptest.Apply(d.Name, backend.CPU, in)
+				require.NoError(t, err, "input %d", i)
+				gpu, err := steptest.Apply(d.Name, backend.GPU, in)
+				require.NoError(t, err, "input %d", i)
+				require.NoError(t, steptest.Equal(cpu, gpu, d.Tolerance), "input %d", i)
+			}
+		})
+		checked++
+	}
+	assert.Equal(t, 10, checked, "steps with a GPU op")
+	st := cl.Stats()
+	t.Logf("client stats: %+v", st)
+	assert.Equal(t, 1, st.Starts)
+}
+
+// The real data: the shipped MLP and kNN on a slice of the Fashion-MNIST
+// test set give the same predictions through the executor.
+func TestRealDataThroughTheExecutor(t *testing.T) {
+	x, err := tensor.ReadDataset(tensor.SampleImagesPath(), tensor.SampleLabelsPath())
+	require.NoError(t, err)
+	x, err = tensor.Scaler{Mode: tensor.ScaleUnit}.Apply(x.Slice(0, 500))
+	require.NoError(t, err)
+	m, err := tensor.LoadMLP("../pipelines/fashion/data/mlp-784-256-128-10.bgmlp")
+	require.NoError(t, err)
+	ref, err := tensor.NewReference(x.Slice(100, 500), 10)
+	require.NoError(t, err)
+	for name, in := range map[string]any{
+		tensor.StepMLP: tensor.MLPInput{Batch: x, Model: m},
+		tensor.StepKNN: tensor.KNNInput{Query: x.Slice(0, 100), Ref: ref, K: 5, Weights: tensor.WeightUniform},
+	} {
+		d, _ := step.Lookup(name)
+		cpu, err := steptest.Apply(name, backend.CPU, in)
+		require.NoError(t, err, name)
+		gpu, err := steptest.Apply(name, backend.GPU, in)
+		require.NoError(t, err, name)
+		require.NoError(t, steptest.Equal(cpu, gpu, d.Tolerance), name)
+	}
+}
+
+// An error in the op (a batch the step rejects) comes back as the step's
+// error, naming the batch, as on the CPU.
+func TestOpErrorsComeBack(t *testing.T) {
+	bad := tensor.DenseInput{Batch: tensor.Batch{Source: "f", Offset: 3, Rows: 1, Cols: 3, X: make([]float32, 3)},
+		Layer: tensor.Dense{In: 4, Out: 2, W: make([]float32, 8), B: make([]float32, 2)}}
+	_, cpuErr := steptest.Apply(tensor.StepDense, backend.CPU, bad)
+	require.Error(t, cpuErr)
+	_, gpuErr := steptest.Apply(tensor.StepDense, backend.GPU, bad)
+	require.Error(t, gpuErr)
+	assert.Contains(t, gpuErr.Error(), "f[3:4]")
+}

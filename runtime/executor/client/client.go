@@ -1,0 +1,626 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
+	"github.com/beamgpu/beamgpu/runtime/executor/shm"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Path is the executor binary; empty means Find("").
+	Path string
+	// Socket, when set, connects to an executor already serving there
+	// instead of starting one (tests, or an executor run by hand). The
+	// client does not manage that process.
+	Socket string
+	// Args are extra arguments of "serve", e.g. "--max_concurrent=4".
+	Args []string
+	// StartTimeout bounds the executor's start (until its handshake); 0
+	// means 30s.
+	StartTimeout time.Duration
+	// MaxArena bounds one connection's shared-memory arena (inputs plus
+	// outputs of one batch); 0 means 16 GiB.
+	MaxArena int64
+	// MaxIdle is how many idle connections (each with its arena) are kept
+	// for reuse; 0 means 16.
+	MaxIdle int
+	// Stderr receives the executor's output; nil means os.Stderr.
+	Stderr io.Writer
+}
+
+// Client runs ops on one executor process, starting it on first use and
+// again after it died. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+
+	mu     sync.Mutex
+	cur    *proc
+	idle   []*session
+	closed bool
+	starts int
+
+	retries atomic.Int64
+}
+
+// New returns a client for the executor cfg describes; nothing is started
+// before the first call.
+func New(cfg Config) *Client {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.MaxArena <= 0 {
+		cfg.MaxArena = 16 << 30
+	}
+	if cfg.MaxIdle <= 0 {
+		cfg.MaxIdle = 16
+	}
+	return &Client{cfg: cfg}
+}
+
+var shared struct {
+	mu sync.Mutex
+	m  map[string]*Client
+}
+
+// Shared returns the process-wide client of the executor Find(explicit)
+// finds (explicit being the --gpu_executor value, possibly empty).
+func Shared(explicit string) (*Client, error) {
+	path, err := Find(explicit)
+	if err != nil {
+		return nil, err
+	}
+	return SharedAt(path), nil
+}
+
+// SharedAt returns the process-wide client of the executor binary at path:
+// one per path, so every goroutine of the process shares its executor.
+func SharedAt(path string) *Client {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.m == nil {
+		shared.m = map[string]*Client{}
+	}
+	c := shared.m[path]
+	if c == nil {
+		c = New(Config{Path: path})
+		shared.m[path] = c
+	}
+	return c
+}
+
+// CloseShared closes every shared client (stopping their executors); a
+// later Shared returns a new one.
+func CloseShared() error {
+	shared.mu.Lock()
+	m := shared.m
+	shared.m = nil
+	shared.mu.Unlock()
+	var errs []error
+	for _, c := range m {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Info describes the running executor.
+type Info struct {
+	// Path is the binary (or, with Config.Socket, the socket).
+	Path string
+	// Socket is the executor's socket.
+	Socket string
+	// PID is the executor's process id.
+	PID int
+	// Version is the protocol version.
+	Version uint16
+	// Device describes the device; empty means none.
+	Device string
+	// Ops are the op names served.
+	Ops []string
+	// Limits are the executor's limits.
+	Limits protocol.Limits
+}
+
+// Info starts the executor if needed and describes it.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	s, err := c.get(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	p := s.p
+	c.put(s)
+	w := p.welcome
+	return Info{Path: p.path, Socket: p.socket, PID: int(w.PID), Version: w.Version, Device: w.Device, Ops: w.Ops, Limits: w.Limits}, nil
+}
+
+// Available implements backend.Executor: the executor starts, and its
+// handshake reports a device. It starts the executor (once; it then serves
+// the calls).
+func (c *Client) Available() (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	if info.Device == "" {
+		return false, fmt.Sprintf("GPU executor %s reports no usable device", info.Path)
+	}
+	return true, fmt.Sprintf("GPU executor %s: %s", info.Path, info.Device)
+}
+
+var _ backend.Executor = (*Client)(nil)
+
+// Prober is the backend.Executor of Probe.
+type Prober struct {
+	explicit string
+	once     sync.Once
+	ok       bool
+	why      string
+}
+
+var _ backend.Executor = (*Prober)(nil)
+
+// Probe returns the backend.Executor for the executor Find(explicit) finds
+// (explicit being the --gpu_executor value, possibly empty). Available
+// answers once and remembers: whether the binary is there and its handshake
+// reports a device, or why not, e.g. "no GPU executor: --gpu_executor not
+// set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not
+// found". The executor it starts is the Shared one, kept for the calls.
+func Probe(explicit string) *Prober { return &Prober{explicit: explicit} }
+
+// Available implements backend.Executor.
+func (p *Prober) Available() (bool, string) {
+	p.once.Do(func() {
+		c, err := Shared(p.explicit)
+		if err != nil {
+			p.why = err.Error()
+			return
+		}
+		p.ok, p.why = c.Available()
+	})
+	return p.ok, p.why
+}
+
+// Stats counts what the client did.
+type Stats struct {
+	// Starts is how many executor processes it started (or connections to
+	// Config.Socket it made anew).
+	Starts int
+	// Restarts is Starts less the first.
+	Restarts int
+	// Retries is how many calls it retried after the executor died.
+	Retries int
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Stats{Starts: c.starts, Retries: int(c.retries.Load())}
+	if c.starts > 1 {
+		st.Restarts = c.starts - 1
+	}
+	return st
+}
+
+// Close stops the executor (SIGTERM: running batches may finish; SIGKILL
+// after 5s), closes the idle connections and waits for the process to exit
+// and its socket directory to be removed. Calls in flight fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	for _, s := range c.idle {
+		s.close()
+	}
+	c.idle = nil
+	var done <-chan struct{}
+	if c.cur != nil {
+		done = c.cur.stop(5 * time.Second)
+		c.cur = nil
+	}
+	c.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	return nil
+}
+
+// get returns an idle session of the current executor, or a new one,
+// starting the executor if there is none or it has exited.
+func (c *Client) get(ctx context.Context) (*session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil && c.cur.exited() {
+		c.retireLocked(c.cur)
+	}
+	if c.cur == nil {
+		p, s, err := c.start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.cur = p
+		c.starts++
+		return s, nil
+	}
+	for len(c.idle) > 0 {
+		s := c.idle[len(c.idle)-1]
+		c.idle = c.idle[:len(c.idle)-1]
+		if s.p == c.cur {
+			return s, nil
+		}
+		s.close()
+	}
+	return c.dial(ctx, c.cur)
+}
+
+// put returns a session to the pool, or closes it.
+func (c *Client) put(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || s.broken || s.p != c.cur || len(c.idle) >= c.cfg.MaxIdle {
+		s.close()
+		return
+	}
+	c.idle = append(c.idle, s)
+}
+
+// retireLocked forgets p (the next get starts a new executor) and stops it.
+func (c *Client) retireLocked(p *proc) {
+	if c.cur == p {
+		c.cur = nil
+	}
+	kept := c.idle[:0]
+	for _, s := range c.idle {
+		if s.p == p {
+			s.close()
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	c.idle = kept
+	p.stop(2 * time.Second)
+}
+
+// lost handles a session whose executor died or broke its connection: it
+// waits a little for the process to exit, then retires it, so the retry
+// starts a new one.
+func (c *Client) lost(p *proc) {
+	if p.cmd != nil {
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	c.mu.Lock()
+	c.retireLocked(p)
+	c.mu.Unlock()
+}
+
+// Result is the outcome of CallView or CallFill: the op's outputs as views
+// of shared memory, valid until Release.
+type Result struct {
+	// Outputs are the op's outputs. Do not use them after Release.
+	Outputs [][]byte
+
+	c        *Client
+	s        *session
+	released atomic.Bool
+}
+
+// Release hands the outputs' memory back for the next call. Call it exactly
+// once per Result, when done with Outputs (further calls do nothing).
+func (r *Result) Release() {
+	if r.released.CompareAndSwap(false, true) {
+		r.Outputs = nil
+		r.c.put(r.s)
+	}
+}
+
+// Call runs op on the executor: it copies inputs into shared memory, runs
+// the op and returns copies of its outputs (owned by the caller). If the
+// executor dies during the call, Call starts a new one and retries once.
+func (c *Client) Call(ctx context.Context, op string, params []byte, inputs [][]byte) ([][]byte, error) {
+	r, err := c.CallView(ctx, op, params, inputs)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	outs := make([][]byte, len(r.Outputs))
+	for i, b := range r.Outputs {
+		outs[i] = append([]byte(nil), b...)
+	}
+	return outs, nil
+}
+
+// CallView is Call without the copy of the outputs: they are views of
+// shared memory, valid until r.Release, which the caller must call.
+func (c *Client) CallView(ctx context.Context, op string, params []byte, inputs [][]byte) (*Result, error) {
+	sizes := make([]int, len(inputs))
+	for i, b := range inputs {
+		sizes[i] = len(b)
+	}
+	return c.CallFill(ctx, op, params, sizes, func(bufs [][]byte) error {
+		for i, b := range inputs {
+			copy(bufs[i], b)
+		}
+		return nil
+	})
+}
+
+// CallFill is CallView with the inputs written in place: fill gets one
+// shared-memory buffer per size and must fill them (it may be called twice:
+// again for the retry, if the executor died; it must write the same data).
+// The buffers are valid only during fill.
+func (c *Client) CallFill(ctx context.Context, op string, params []byte, sizes []int, fill func(in [][]byte) error) (*Result, error) {
+	switch {
+	case op == "" || len(op) > protocol.MaxName:
+		return nil, fmt.Errorf("GPU executor: op name %q: want 1 to %d bytes", op, protocol.MaxName)
+	case len(params) > protocol.MaxParams:
+		return nil, fmt.Errorf("GPU executor op %q: params of %d bytes exceed %d (pass bulk data as inputs)", op, len(params), protocol.MaxParams)
+	case len(sizes) > protocol.MaxBuffers:
+		return nil, fmt.Errorf("GPU executor op %q: %d inputs exceed %d", op, len(sizes), protocol.MaxBuffers)
+	}
+	for _, n := range sizes {
+		if n < 0 {
+			return nil, fmt.Errorf("GPU executor op %q: negative input size %d", op, n)
+		}
+	}
+	r, err := c.attempt(ctx, op, params, sizes, fill)
+	if err == nil || !IsRetryable(err) || ctx.Err() != nil {
+		return r, err
+	}
+	// The executor died: retry once, on a new one.
+	c.retries.Add(1)
+	r, err2 := c.attempt(ctx, op, params, sizes, fill)
+	if err2 != nil {
+		return nil, fmt.Errorf("%w (retried once; the first attempt failed: %v)", err2, err)
+	}
+	return r, nil
+}
+
+func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error) (*Result, error) {
+	s, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := s.call(ctx, op, params, sizes, fill)
+	if err != nil {
+		if IsRetryable(err) {
+			s.close()
+			c.lost(s.p)
+			if st := s.p.status(); st != "" {
+				err = fmt.Errorf("%w (executor pid %d %s)", err, s.welcome.PID, st)
+			}
+			return nil, err
+		}
+		c.put(s)
+		return nil, err
+	}
+	return &Result{Outputs: outs, c: c, s: s}, nil
+}
+
+// OpError is an op's failure reported by the executor.
+type OpError struct {
+	Op      string
+	Status  protocol.Status
+	Message string
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("GPU executor op %q: %s: %s", e.Op, e.Status, e.Message)
+}
+
+// Unwrap makes errors.Is match ErrOutOfMemory or ErrFatal by status.
+func (e *OpError) Unwrap() error {
+	switch e.Status {
+	case protocol.StatusOutOfMemory:
+		return ErrOutOfMemory
+	case protocol.StatusFatal:
+		return ErrFatal
+	}
+	return nil
+}
+
+// session is one connection to the executor with its arena. One call at a
+// time uses it.
+type session struct {
+	c       *Client
+	p       *proc
+	pc      *protocol.Conn
+	welcome protocol.Welcome
+	arena   *shm.Arena
+	arenaID uint32
+	nextID  uint64
+	broken  bool // unusable: closed on put
+}
+
+// dial opens a session to p.
+func (c *Client) dial(ctx context.Context, p *proc) (*session, error) {
+	pc, err := protocol.Dial(ctx, p.socket)
+	if err != nil {
+		return nil, fmt.Errorf("%w: connect to %s: %v", ErrUnavailable, p.socket, err)
+	}
+	return c.handshake(ctx, p, pc)
+}
+
+// handshake makes a session of a new connection to p.
+func (c *Client) handshake(ctx context.Context, p *proc, pc *protocol.Conn) (*session, error) {
+	if d, ok := ctx.Deadline(); ok {
+		pc.SetDeadline(d)
+	} else {
+		pc.SetDeadline(time.Now().Add(c.cfg.StartTimeout))
+	}
+	w, err := protocol.ClientHandshake(pc)
+	pc.SetDeadline(time.Time{})
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	return &session{c: c, p: p, pc: pc, welcome: w}, nil
+}
+
+func (s *session) close() {
+	s.broken = true
+	s.pc.Close()
+	if s.arena != nil {
+		s.arena.Close()
+		s.arena = nil
+	}
+}
+
+// longAgo is a deadline in the past: it wakes blocked socket I/O.
+var longAgo = time.Unix(1, 0)
+
+// roundTrip sends m (with fds) and reads one answer, honouring ctx.
+func (s *session) roundTrip(ctx context.Context, m protocol.Message, fds ...int) (protocol.Message, error) {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { s.pc.SetDeadline(longAgo) })
+		defer func() {
+			if !stop() {
+				s.broken = true // the deadline may be set after we return
+			}
+		}()
+	}
+	err := s.pc.Send(m, fds...)
+	var ans protocol.Message
+	if err == nil {
+		ans, err = s.pc.Recv()
+	}
+	if err != nil {
+		s.broken = true
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, fmt.Errorf("%w: connection lost: %v", ErrExecutorDied, err)
+	}
+	return ans, nil
+}
+
+// minOut is the smallest output region a request offers.
+const minOut = 64 << 10
+
+// ensure makes the arena at least size bytes, telling the executor.
+func (s *session) ensure(ctx context.Context, size int64) error {
+	if s.arena != nil && s.arena.Size() >= size {
+		return nil
+	}
+	limit := s.c.cfg.MaxArena
+	if size > limit {
+		return fmt.Errorf("GPU executor: a batch needing %d bytes of shared memory exceeds the %d-byte arena limit: split it", size, limit)
+	}
+	grow := size
+	if s.arena != nil {
+		grow = min(max(size, 2*s.arena.Size()), limit)
+	}
+	var err error
+	if s.arena == nil {
+		s.arena, err = shm.Create(grow)
+	} else {
+		err = s.arena.Grow(grow)
+	}
+	if err != nil {
+		s.broken = true
+		return err
+	}
+	s.arenaID++
+	ans, err := s.roundTrip(ctx, protocol.Arena{ID: s.arenaID, Size: uint64(s.arena.Size())}, s.arena.FD())
+	if err != nil {
+		return err
+	}
+	ack, ok := ans.(protocol.ArenaAck)
+	if !ok || ack.ID != s.arenaID {
+		s.broken = true
+		return fmt.Errorf("%w: answer to Arena: %v", protocol.ErrFrame, ans)
+	}
+	if ack.Status != protocol.StatusOK {
+		s.broken = true
+		return fmt.Errorf("GPU executor refused the shared-memory arena: %s", ack.Message)
+	}
+	return nil
+}
+
+// call runs one attempt of an op on this session and returns views of the
+// outputs.
+func (s *session) call(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error) ([][]byte, error) {
+	// Layout: the inputs from offset 0, then the output region up to the
+	// end of the arena.
+	alloc := shm.NewAllocator(0, s.c.cfg.MaxArena)
+	regions := make([]shm.Region, len(sizes))
+	var inBytes int64
+	for i, n := range sizes {
+		r, ok := alloc.Alloc(int64(n))
+		if !ok {
+			return nil, fmt.Errorf("GPU executor op %q: inputs exceed the %d-byte arena limit: split the batch", op, s.c.cfg.MaxArena)
+		}
+		regions[i] = r
+		inBytes += int64(n)
+	}
+	inEnd := shm.AlignUp(alloc.Used())
+	if err := s.ensure(ctx, inEnd+max(inBytes, minOut)); err != nil {
+		return nil, err
+	}
+	bufs := make([][]byte, len(sizes))
+	refs := make([]protocol.Ref, len(sizes))
+	for i, r := range regions {
+		bufs[i], _ = s.arena.Slice(uint64(r.Off), uint64(r.Len))
+		refs[i] = protocol.Ref{Off: uint64(r.Off), Len: uint64(r.Len)}
+	}
+	if err := fill(bufs); err != nil {
+		return nil, fmt.Errorf("GPU executor op %q: filling the inputs: %w", op, err)
+	}
+	for try := 0; ; try++ {
+		s.nextID++
+		req := protocol.Request{
+			ID: s.nextID, Arena: s.arenaID, Op: op, Params: params, Inputs: refs,
+			Out: protocol.Ref{Off: uint64(inEnd), Len: uint64(s.arena.Size() - inEnd)},
+		}
+		ans, err := s.roundTrip(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("GPU executor op %q: %w", op, err)
+		}
+		resp, ok := ans.(protocol.Response)
+		if !ok || resp.ID != req.ID {
+			s.broken = true
+			return nil, fmt.Errorf("GPU executor op %q: %w: answer %v to request %d", op, protocol.ErrFrame, ans, req.ID)
+		}
+		switch resp.Status {
+		case protocol.StatusOK:
+			outs := make([][]byte, len(resp.Outputs))
+			for i, r := range resp.Outputs {
+				if r.Off < req.Out.Off || r.End() > req.Out.End() {
+					s.broken = true
+					return nil, fmt.Errorf("GPU executor op %q: %w: output %d at %d+%d is outside the output region", op, protocol.ErrFrame, i, r.Off, r.Len)
+				}
+				outs[i], _ = s.arena.Slice(r.Off, r.Len)
+			}
+			return outs, nil
+		case protocol.StatusNoSpace:
+			if try >= 2 || resp.Need <= req.Out.Len {
+				return nil, fmt.Errorf("GPU executor op %q: output region still too small after growing (%d bytes asked)", op, resp.Need)
+			}
+			if err := s.ensure(ctx, inEnd+shm.AlignUp(int64(resp.Need))); err != nil {
+				return nil, fmt.Errorf("GPU executor op %q: %w", op, err)
+			}
+			continue
+		case protocol.StatusFatal:
+			s.broken = true
+		}
+		return nil, &OpError{Op: op, Status: resp.Status, Message: resp.Message}
+	}
+}

@@ -1,0 +1,250 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
+	"github.com/beamgpu/beamgpu/runtime/executor/server"
+)
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // selftest failed, or serve failed
+	exitUsage    = 2
+	exitFatal    = 3 // an op failed fatally: restart the executor
+	exitNoDevice = 4 // selftest: no usable device
+)
+
+const usage = `beamgpu-executor runs beamgpu's GPU ops for the pipeline workers.
+
+Usage:
+  beamgpu-executor serve --socket=PATH [--max_concurrent=N] [--memory_budget=BYTES]
+      serve the executor protocol on the Unix socket PATH (the worker starts this)
+  beamgpu-executor selftest
+      print the device and run every op on a tiny input; the exit status says
+      whether this executor is usable
+  beamgpu-executor version
+      print the protocol version, the build and the ops served
+
+Run "beamgpu-executor serve --help" for the flags of serve.
+`
+
+// Build describes the executor a binary is: its kind and its device.
+type Build struct {
+	// Kind names the build, e.g. "reference (CPU)" or "cuda".
+	Kind string
+	// Device describes the device ops run on; "" means none is usable.
+	Device func() string
+}
+
+var build Build
+
+// Main runs the executor command line (serve, selftest, version) with the
+// ops registered with package server, and returns the exit status. A
+// binary's main registers its ops, then calls os.Exit(Main(b, os.Args[1:],
+// os.Stdout, os.Stderr)); a test binary can do the same to serve as an
+// executor (see package executortest).
+func Main(b Build, args []string, stdout, stderr io.Writer) int {
+	build = b
+	return run(args, stdout, stderr)
+}
+
+func device() string {
+	if build.Device == nil {
+		return ""
+	}
+	return build.Device()
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "selftest":
+		return selftest(stdout)
+	case "version":
+		fmt.Fprintf(stdout, "beamgpu-executor: protocol v%d, %s build, device %q\nops: %s\n",
+			protocol.Version, build.Kind, device(), strings.Join(opNames(), ", "))
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "beamgpu-executor: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+func opNames() []string {
+	var names []string
+	for _, op := range server.Registered() {
+		names = append(names, op.Name())
+	}
+	return names
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	socket := fs.String("socket", "", "Unix socket path to serve on (required; its directory is created at mode 0700, the socket is 0600)")
+	maxConc := fs.Int("max_concurrent", server.DefaultMaxConcurrent, "batches run at once, across connections (like spark-rapids' concurrentGpuTasks)")
+	budget := fs.String("memory_budget", "0", "bytes of inputs and outputs held at once, e.g. 8GiB or 500MB; a batch over it gets out-of-memory (0: unlimited)")
+	withParent := fs.Bool("exit_with_parent", true, "exit when the process that started this one exits")
+	grace := fs.Duration("shutdown_grace", 10*time.Second, "on SIGTERM or SIGINT, how long running batches may take to finish")
+	poison := fs.Bool("poison_outputs", false, "fill output buffers with 0xFF (NaN) before each op writes them, to catch outputs left unwritten (for equivalence tests)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: beamgpu-executor serve --socket=PATH [flags]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *socket == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	mem, err := parseBytes(*budget)
+	if err != nil {
+		fmt.Fprintf(stderr, "beamgpu-executor: --memory_budget: %v\n", err)
+		return exitUsage
+	}
+	srv, err := server.New(server.Config{Device: device(), MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison})
+	if err != nil {
+		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
+		return exitFailed
+	}
+	ln, err := server.Listen(*socket)
+	if err != nil {
+		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
+		return exitFailed
+	}
+
+	stop := make(chan string, 2)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() { stop <- (<-sigs).String() }()
+	if *withParent {
+		go watchParent(stop)
+	}
+	go func() {
+		why := <-stop
+		fmt.Fprintf(stderr, "beamgpu-executor: %s: shutting down\n", why)
+		ctx, cancel := context.WithTimeout(context.Background(), *grace)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}()
+
+	err = srv.Serve(ln)
+	// The listener removed the socket; the directory, made for this
+	// executor alone, goes too if nothing else is in it.
+	os.Remove(filepath.Dir(*socket))
+	switch {
+	case errors.Is(err, server.ErrFatal):
+		fmt.Fprintf(stderr, "beamgpu-executor: exiting after a fatal error: %v\n", err)
+		return exitFatal
+	case err != nil:
+		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// watchParent reports when the process that started the executor is gone
+// (the executor has been re-parented), so an executor never outlives its
+// worker.
+func watchParent(stop chan<- string) {
+	parent := os.Getppid()
+	for range time.Tick(500 * time.Millisecond) {
+		if os.Getppid() != parent {
+			stop <- fmt.Sprintf("parent process %d exited", parent)
+			return
+		}
+	}
+}
+
+// parseBytes parses a byte count: an integer with an optional unit (B, KB,
+// MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	mult := map[string]float64{
+		"": 1, "b": 1,
+		"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	}[strings.ToLower(unit)]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q: unknown unit %q (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q: want a non-negative number of bytes", s)
+	}
+	return int64(v * mult), nil
+}
+
+// selftest prints the device and runs every op that can check itself.
+func selftest(stdout io.Writer) int {
+	dev := device()
+	fmt.Fprintf(stdout, "beamgpu-executor selftest: protocol v%d, %s build\ndevice: %s\n", protocol.Version, build.Kind, orNone(dev))
+	failed := 0
+	for _, op := range server.Registered() {
+		st, ok := op.(server.SelfTester)
+		if !ok {
+			fmt.Fprintf(stdout, "  skip  %-24s (no self-test)\n", op.Name())
+			continue
+		}
+		params, in, check := st.SelfTest()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		start := time.Now()
+		out, err := server.RunLocal(ctx, op, params, in)
+		cancel()
+		if err == nil {
+			err = check(out)
+		}
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "  FAIL  %-24s %v\n", op.Name(), err)
+			continue
+		}
+		fmt.Fprintf(stdout, "  ok    %-24s %v\n", op.Name(), time.Since(start).Round(time.Microsecond))
+	}
+	switch {
+	case dev == "":
+		fmt.Fprintln(stdout, "FAIL: no usable device")
+		return exitNoDevice
+	case failed > 0:
+		fmt.Fprintf(stdout, "FAIL: %d op(s) failed\n", failed)
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, "PASS")
+	return exitOK
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+//go:build linux
+
+package shm
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Dir is where Create makes its files: tmpfs, so the pages are memory.
+var Dir = "/dev/shm"
+
+// pageRound rounds size up to whole pages (the mapping's granularity).
+func pageRound(size int64) int64 {
+	p := int64(os.Getpagesize())
+	return (size + p - 1) / p * p
+}
+
+// Create makes a new arena of at least size bytes (rounded up to pages): a
+// file created at mode 0600 with O_EXCL in Dir (os.TempDir() if Dir is not a
+// directory), unlinked at once, sized and mapped.
+func Create(size int64) (*Arena, error) {
+	if size <= 0 {
+		size = 1
+	}
+	size = pageRound(size)
+	dir := Dir
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		dir = os.TempDir()
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	path := filepath.Join(dir, fmt.Sprintf("beamgpu-arena-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("shared-memory arena: create %s: %w", path, err)
+	}
+	// Nobody else opens it: the descriptor is all either process needs.
+	_ = syscall.Unlink(path)
+	if err := syscall.Fchmod(fd, 0o600); err != nil { // whatever the umask did
+		syscall.Close(fd)
+		return nil, fmt.Errorf("shared-memory arena: chmod: %w", err)
+	}
+	a := &Arena{fd: fd, owner: true}
+	if err := a.resize(size); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return a, nil
+}
+
+// Map maps an arena of size bytes from a descriptor received from the other
+// process; the arena takes ownership of fd (Close closes it). The file must
+// be at least size bytes, or touching the mapping past its end would crash
+// the process (SIGBUS).
+func Map(fd int, size int64) (*Arena, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("shared-memory arena: fstat: %w", err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("shared-memory arena: descriptor is not a regular file (mode %o)", st.Mode)
+	}
+	if size <= 0 || st.Size < size {
+		return nil, fmt.Errorf("shared-memory arena: %d bytes announced, file has %d", size, st.Size)
+	}
+	data, err := syscall.Mmap(fd, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shared-memory arena: mmap %d bytes: %w", size, err)
+	}
+	return &Arena{fd: fd, data: data}, nil
+}
+
+// Grow makes the arena at least size bytes (rounded up to pages), keeping
+// its contents. Views taken before are invalid after. Only the creator of an
+// arena may grow it; the other process maps it again (Map) at the new size.
+func (a *Arena) Grow(size int64) error {
+	if !a.owner {
+		return fmt.Errorf("shared-memory arena: only its creator can grow it")
+	}
+	if size <= int64(len(a.data)) {
+		return nil
+	}
+	return a.resize(pageRound(size))
+}
+
+func (a *Arena) resize(size int64) error {
+	if err := syscall.Ftruncate(a.fd, size); err != nil {
+		return fmt.Errorf("shared-memory arena: grow to %d bytes: %w", size, err)
+	}
+	data, err := syscall.Mmap(a.fd, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("shared-memory arena: mmap %d bytes: %w", size, err)
+	}
+	if a.data != nil {
+		_ = syscall.Munmap(a.data)
+	}
+	a.data = data
+	return nil
+}
+
+// Stat returns the mode and link count of the arena's file (for checks: the
+// mode is 0600 and the link count 0, since it is unlinked).
+func (a *Arena) Stat() (mode os.FileMode, links uint64, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(a.fd, &st); err != nil {
+		return 0, 0, err
+	}
+	return os.FileMode(st.Mode & 0o777), uint64(st.Nlink), nil
+}
+
+// Close unmaps the arena and closes its descriptor.
+func (a *Arena) Close() error {
+	var err error
+	if a.data != nil {
+		err = syscall.Munmap(a.data)
+		a.data = nil
+	}
+	if a.fd >= 0 {
+		if cerr := syscall.Close(a.fd); err == nil {
+			err = cerr
+		}
+		a.fd = -1
+	}
+	return err
+}

@@ -1,0 +1,19 @@
+// Package shm is the shared memory that carries the executor's bulk data.
+//
+// The client creates an Arena: a file in /dev/shm (tmpfs; os.TempDir() where
+// there is no /dev/shm) created with O_EXCL at mode 0600 and unlinked at once,
+// so no other process can open it and nothing is left behind if either side
+// dies; only its file descriptor lives on. The descriptor goes to the
+// executor over the socket (SCM_RIGHTS) and both sides mmap it MAP_SHARED:
+// the client writes inputs into it, the executor reads them and writes its
+// outputs into it, and the client reads those, with no copy through the
+// socket or the kernel.
+//
+// Bytes and Slice return zero-copy views of the mapping; they are valid
+// until the arena is grown (Grow remaps it, possibly elsewhere) or closed.
+// Allocator lays regions out within an arena (a bump allocator with 64-byte
+// alignment, reset per batch); when a batch does not fit, the client grows
+// the arena and sends the descriptor again.
+//
+// Linux only: on other systems Create and Map return ErrUnsupported.
+package shm

@@ -1,0 +1,56 @@
+package stepops
+
+import (
+	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/step/wire"
+)
+
+func init() {
+	Define(raster.StepTOA, Codec[raster.DNTile, raster.Tile]{
+		EncodeIn:  raster.EncodeDNTile,
+		DecodeIn:  func(b []byte, _ any) (raster.DNTile, error) { return raster.DecodeDNTile(b) },
+		EncodeOut: raster.EncodeTile,
+		DecodeOut: raster.DecodeTile,
+	})
+	Define(raster.StepNDVI, Codec[raster.Tile, raster.Tile]{
+		EncodeIn:  raster.EncodeTile,
+		DecodeIn:  func(b []byte, _ any) (raster.Tile, error) { return raster.DecodeTile(b) },
+		EncodeOut: raster.EncodeTile,
+		DecodeOut: raster.DecodeTile,
+	})
+	Define(raster.StepComposite, Codec[raster.CompositeInput, raster.RGBATile]{
+		EncodeIn:  encodeComposite,
+		DecodeIn:  decodeComposite,
+		EncodeOut: raster.EncodeRGBATile,
+		DecodeOut: raster.DecodeRGBATile,
+	})
+}
+
+// encodeComposite writes the tile, then the stretch.
+func encodeComposite(in raster.CompositeInput) ([]byte, error) {
+	tile, err := raster.EncodeTile(in.Tile)
+	if err != nil {
+		return nil, err
+	}
+	st := in.Stretch
+	b := wire.AppendBytes(nil, tile)
+	b = wire.AppendString(b, st.Scene)
+	b = wire.AppendUvarint(b, len(st.Lo))
+	b = wire.AppendPlane(b, st.Lo)
+	b = wire.AppendUvarint(b, len(st.Hi))
+	b = wire.AppendPlane(b, st.Hi)
+	return wire.AppendFloat64(b, st.Gamma), nil
+}
+
+func decodeComposite(b []byte, _ any) (raster.CompositeInput, error) {
+	d := wire.NewDecoder(b, "composite input")
+	tile, err := raster.DecodeTile(d.LenBytes())
+	if err != nil {
+		return raster.CompositeInput{}, err
+	}
+	st := raster.Stretch{Scene: d.String()}
+	st.Lo = wire.Plane[float32](d, d.Uvarint())
+	st.Hi = wire.Plane[float32](d, d.Uvarint())
+	st.Gamma = d.Float64()
+	return raster.CompositeInput{Tile: tile, Stretch: st}, d.Done()
+}

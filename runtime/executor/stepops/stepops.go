@@ -1,0 +1,271 @@
+// Package stepops connects the steps' GPU ops to the GPU executor.
+//
+// For every step with a GPU op it defines a Codec: how the step's input and
+// output cross the executor boundary (one shared-memory buffer each, in the
+// steps' own Beam coders where they have one). From the codec it derives
+// both ends:
+//
+//   - the step's GPU implementation, registered with step.RegisterGPU: it
+//     encodes the batch, calls the op on the process's shared executor
+//     client (started lazily, restarted after a crash) and decodes the
+//     result. Importing this package is what makes --backend=gpu possible.
+//   - the reference op (ReferenceOps), which the CPU reference executor
+//     serves: it decodes the batch, runs the step's CPU function and encodes
+//     the result. With it the whole out-of-process path (transport,
+//     codecs, errors, restarts) is tested without a GPU; a -tags cuda
+//     executor serves CUDA kernels under the same op names instead.
+//
+// Large inputs that rarely change (a kNN reference set, a model's weights)
+// travel as side data: the client sends them once, under a content key, and
+// the executor keeps the most recent few; if the executor has lost them (it
+// restarted), it says so and the client sends them again.
+package stepops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/server"
+	"github.com/beamgpu/beamgpu/transforms/step"
+)
+
+// Codec moves one step's batches across the executor boundary.
+type Codec[In, Out any] struct {
+	EncodeIn  func(In) ([]byte, error)
+	DecodeIn  func(main []byte, side any) (In, error)
+	EncodeOut func(Out) ([]byte, error)
+	DecodeOut func([]byte) (Out, error)
+
+	// Side, when set, names the input's side data (a pointer to a model or a
+	// reference set): EncodeSide encodes it and DecodeSide decodes it into the
+	// value DecodeIn receives. The side data is encoded and hashed once per
+	// pointer.
+	Side       func(In) any
+	EncodeSide func(In) ([]byte, error)
+	DecodeSide func([]byte) (any, error)
+}
+
+// needSide is the message prefix of the error the op returns when it does
+// not hold the side data a request names.
+const needSide = "stepops: side data not loaded: "
+
+var (
+	pathMu sync.RWMutex
+	path   string
+)
+
+// SetExecutor sets the executor binary the GPU implementations use ("": the
+// BEAMGPU_EXECUTOR environment variable, else client.DefaultPath). Call it
+// before the first GPU batch; pipelines call it from --gpu_executor.
+func SetExecutor(p string) {
+	pathMu.Lock()
+	defer pathMu.Unlock()
+	path = p
+}
+
+func executor() (*client.Client, error) {
+	pathMu.RLock()
+	defer pathMu.RUnlock()
+	return client.Shared(path)
+}
+
+// sideCache remembers, per side pointer, its key and encoding; and which
+// keys this process has sent to the executor.
+var sideCache struct {
+	sync.Mutex
+	byPtr map[any]sideEntry
+	sent  map[string]bool
+}
+
+type sideEntry struct {
+	key  string
+	data []byte
+}
+
+func sideOf[In, Out any](c Codec[In, Out], in In) (sideEntry, error) {
+	ptr := c.Side(in)
+	sideCache.Lock()
+	defer sideCache.Unlock()
+	if sideCache.byPtr == nil {
+		sideCache.byPtr, sideCache.sent = map[any]sideEntry{}, map[string]bool{}
+	}
+	if e, ok := sideCache.byPtr[ptr]; ok {
+		return e, nil
+	}
+	data, err := c.EncodeSide(in)
+	if err != nil {
+		return sideEntry{}, err
+	}
+	sum := sha256.Sum256(data)
+	e := sideEntry{key: hex.EncodeToString(sum[:16]), data: data}
+	if len(sideCache.byPtr) > 16 {
+		clear(sideCache.byPtr)
+	}
+	sideCache.byPtr[ptr] = e
+	return e, nil
+}
+
+func sent(key string) bool {
+	sideCache.Lock()
+	defer sideCache.Unlock()
+	return sideCache.sent[key]
+}
+
+func markSent(key string, ok bool) {
+	sideCache.Lock()
+	defer sideCache.Unlock()
+	sideCache.sent[key] = ok
+}
+
+// gpuFunc is the GPU implementation of a step: the op on the executor.
+func gpuFunc[In, Out any](op string, c Codec[In, Out]) func(In) (Out, error) {
+	return func(in In) (Out, error) {
+		var zero Out
+		cl, err := executor()
+		if err != nil {
+			return zero, err
+		}
+		main, err := c.EncodeIn(in)
+		if err != nil {
+			return zero, err
+		}
+		var side sideEntry
+		if c.Side != nil {
+			if side, err = sideOf(c, in); err != nil {
+				return zero, err
+			}
+		}
+		call := func(withSide bool) ([][]byte, error) {
+			inputs := [][]byte{main}
+			if withSide {
+				inputs = append(inputs, side.data)
+			}
+			return cl.Call(context.Background(), op, []byte(side.key), inputs)
+		}
+		outs, err := call(side.key != "" && !sent(side.key))
+		if err != nil && side.key != "" && strings.Contains(err.Error(), needSide) {
+			outs, err = call(true) // the executor restarted, or evicted the side data
+		}
+		if err != nil {
+			return zero, err
+		}
+		if side.key != "" {
+			markSent(side.key, true)
+		}
+		if len(outs) != 1 {
+			return zero, fmt.Errorf("GPU op %s returned %d outputs, want 1", op, len(outs))
+		}
+		return c.DecodeOut(outs[0])
+	}
+}
+
+// referenceOp serves op with the step's CPU function.
+type referenceOp[In, Out any] struct {
+	name string
+	c    Codec[In, Out]
+	cpu  func(In) (Out, error)
+
+	mu    sync.Mutex
+	sides map[string]any
+	order []string
+}
+
+// maxSides is how many side data an op keeps (the most recent).
+const maxSides = 4
+
+func (o *referenceOp[In, Out]) Name() string { return o.name }
+
+func (o *referenceOp[In, Out]) side(key string, in [][]byte) (any, error) {
+	if key == "" {
+		return nil, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(in) < 2 {
+		if v, ok := o.sides[key]; ok {
+			return v, nil
+		}
+		return nil, errors.New(needSide + key)
+	}
+	v, err := o.c.DecodeSide(in[1])
+	if err != nil {
+		return nil, err
+	}
+	if o.sides == nil {
+		o.sides = map[string]any{}
+	}
+	if _, ok := o.sides[key]; !ok {
+		o.order = append(o.order, key)
+	}
+	o.sides[key] = v
+	if len(o.order) > maxSides {
+		delete(o.sides, o.order[0])
+		o.order = o.order[1:]
+	}
+	return v, nil
+}
+
+func (o *referenceOp[In, Out]) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
+	if len(in) < 1 {
+		return fmt.Errorf("op %s: no input", o.name)
+	}
+	side, err := o.side(string(params), in)
+	if err != nil {
+		return err
+	}
+	x, err := o.c.DecodeIn(in[0], side)
+	if err != nil {
+		return err
+	}
+	y, err := o.cpu(x)
+	if err != nil {
+		return err
+	}
+	b, err := o.c.EncodeOut(y)
+	if err != nil {
+		return err
+	}
+	bufs, err := out(len(b))
+	if err != nil {
+		return err
+	}
+	copy(bufs[0], b)
+	return nil
+}
+
+var (
+	opsMu sync.Mutex
+	refs  []server.Op
+)
+
+// Define registers the GPU implementation of the step called name (its
+// op is the step's GPUOp) and its reference op. It panics if the step is not
+// registered, has no GPU op, or its CPU function has other types.
+func Define[In, Out any](name string, c Codec[In, Out]) {
+	d, ok := step.Lookup(name)
+	if !ok || d.GPUOp == "" {
+		panic(fmt.Sprintf("stepops.Define(%q): not a registered step with a GPU op", name))
+	}
+	cpu, ok := d.CPU.(func(In) (Out, error))
+	if !ok {
+		panic(fmt.Sprintf("stepops.Define(%q): the step's CPU function is %T", name, d.CPU))
+	}
+	step.RegisterGPU(name, gpuFunc(d.GPUOp, c))
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	refs = append(refs, &referenceOp[In, Out]{name: d.GPUOp, c: c, cpu: cpu})
+}
+
+// ReferenceOps returns the reference op of every step defined here: what
+// the CPU reference executor serves.
+func ReferenceOps() []server.Op {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	return append([]server.Op(nil), refs...)
+}
