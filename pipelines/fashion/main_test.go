@@ -19,6 +19,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
+	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -28,6 +31,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	executortest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
 	ptest.Main(m)
 }
@@ -313,4 +317,78 @@ func TestStrict(t *testing.T) {
 	code, err = run(context.Background(), &buf)
 	assert.Equal(t, 1, code)
 	assert.ErrorContains(t, err, "--strict: 2 failures (1 of 51 records failed)")
+}
+
+// gpuSelector is --backend=gpu with this test binary as the executor.
+func gpuSelector(t *testing.T) *backend.Selector {
+	t.Helper()
+	sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
+	require.NoError(t, err)
+	return sel
+}
+
+func runOutputs(t *testing.T, cfg Config, sel *backend.Selector) (summary, map[string][]byte) {
+	t.Helper()
+	cfg.Output = t.TempDir()
+	var buf bytes.Buffer
+	sum, err := execute(context.Background(), cfg, sel, &buf)
+	require.NoError(t, err, buf.String())
+	files := map[string][]byte{}
+	for _, name := range []string{metricsFile, predictionsFile, "failed.jsonl"} {
+		data, err := os.ReadFile(filepath.Join(cfg.Output, name))
+		require.NoError(t, err)
+		files[name] = data
+	}
+	return sum, files
+}
+
+// --backend=gpu through an out-of-process executor gives the CPU's outputs,
+// for the MLP (RunInference) and for kNN (with its reference as side data).
+func TestGPUBackendMatchesCPU(t *testing.T) {
+	dir := t.TempDir()
+	src := slice(t, dir, "t10k", 1000)
+	ref := t.TempDir()
+	slice(t, ref, "train", 600)
+	for _, n := range []string{"images-idx3", "labels-idx1"} {
+		require.NoError(t, os.Rename(filepath.Join(ref, "train-"+n+"-ubyte"), filepath.Join(ref, "train-"+n+"-ubyte.gz")))
+	}
+	refSrc, err := trainingSet(ref, 64)
+	require.NoError(t, err)
+	for _, cfg := range []Config{
+		{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel},
+		{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, KNN: tensor.KNNParams{K: 5, Classes: 10}},
+	} {
+		_, cpu := runOutputs(t, cfg, selector(t, backend.CPU))
+		sum, gpu := runOutputs(t, cfg, gpuSelector(t))
+		assert.Equal(t, cpu, gpu, cfg.Model)
+		for _, st := range sum.Steps {
+			if st.Step != tensor.StepDecode {
+				assert.Equal(t, backend.GPU, st.Impl, st.Step)
+			}
+		}
+	}
+}
+
+// The executor dies in the middle of a batch: the client starts a new one
+// and sends the batch again; the outputs are those of an undisturbed run,
+// with nothing lost or predicted twice.
+func TestKilledExecutorLosesNothing(t *testing.T) {
+	src := slice(t, t.TempDir(), "t10k", 1000)
+	cfg := Config{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel}
+	_, want := runOutputs(t, cfg, selector(t, backend.CPU))
+
+	require.NoError(t, client.CloseShared()) // a fresh executor, that crashes once
+	mark := filepath.Join(t.TempDir(), "crashed")
+	executortest.CrashOnce(4, mark)
+	defer func() {
+		executortest.CrashOnce(0, "")
+		client.CloseShared()
+	}()
+	sum, got := runOutputs(t, cfg, gpuSelector(t))
+	assert.FileExists(t, mark, "the executor crashed")
+	assert.Equal(t, want, got)
+	assert.Equal(t, 1000, sum.Predicted)
+	cl, err := client.Shared(executortest.Use())
+	require.NoError(t, err)
+	assert.Equal(t, 1, cl.Stats().Restarts)
 }

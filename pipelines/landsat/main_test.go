@@ -15,6 +15,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
+	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/sbinet/npyio/npy"
@@ -23,6 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	executortest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
 	ptest.Main(m)
 }
@@ -297,4 +300,31 @@ func TestEmbeddedDefaultInput(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, buf.String(), "scenes: 1 in, 1 done, 0 failed")
 	assert.FileExists(t, filepath.Join(*output, scene, "truecolor.png"))
+}
+
+// --backend=gpu through an out-of-process executor writes the CPU's outputs,
+// byte for byte.
+func TestGPUBackendMatchesCPU(t *testing.T) {
+	_, cpu := runScenes(t, []string{sceneDir()}, backend.CPU, 16)
+	sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
+	require.NoError(t, err)
+	gpu := t.TempDir()
+	var buf bytes.Buffer
+	sum, err := execute(context.Background(), Config{Scenes: []string{sceneDir()}, Output: gpu, TileSize: 16}, sel, &buf)
+	require.NoError(t, err, buf.String())
+	assert.Equal(t, 1, sum.Done)
+	for _, st := range sum.Steps {
+		want := backend.GPU
+		if st.Step == raster.StepRead || st.Step == raster.StepAssemble {
+			want = backend.CPU
+		}
+		assert.Equal(t, want, st.Impl, st.Step)
+	}
+	for _, name := range sceneOutputs {
+		a, err := os.ReadFile(filepath.Join(cpu, scene, name))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(gpu, scene, name))
+		require.NoError(t, err)
+		assert.Equal(t, a, b, name)
+	}
 }

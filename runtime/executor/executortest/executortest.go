@@ -13,7 +13,10 @@
 package executortest
 
 import (
+	"context"
 	"os"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
@@ -21,8 +24,13 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/testops"
 )
 
-// env marks the child process started as an executor.
-const env = "BEAMGPU_EXECUTORTEST_SERVE"
+// env marks the child process started as an executor; crashEnv and
+// markEnv configure CrashOnce.
+const (
+	env      = "BEAMGPU_EXECUTORTEST_SERVE"
+	crashEnv = "BEAMGPU_EXECUTORTEST_CRASH_AT"
+	markEnv  = "BEAMGPU_EXECUTORTEST_CRASH_MARK"
+)
 
 // MaybeServe, in a process started as an executor by Use, registers the
 // reference ops, serves, and exits; elsewhere it returns at once.
@@ -33,7 +41,12 @@ func MaybeServe() {
 	for _, op := range testops.All() {
 		server.Register(op)
 	}
+	crashAt, _ := strconv.Atoi(os.Getenv(crashEnv))
+	var calls atomic.Int64
 	for _, op := range stepops.ReferenceOps() {
+		if crashAt > 0 {
+			op = crashingOp{Op: op, at: int64(crashAt), calls: &calls, mark: os.Getenv(markEnv)}
+		}
 		server.Register(op)
 	}
 	b := executor.Build{Kind: "reference (CPU, test binary)", Device: func() string { return "cpu-reference (test binary)" }}
@@ -57,4 +70,30 @@ func Use() string {
 	}
 	stepops.SetExecutor(path)
 	return path
+}
+
+// CrashOnce makes the next executor this process starts die (exit status
+// 86, as if killed) in the middle of its n-th step op, before writing any
+// output; the executor started after it does not crash. mark is a file path
+// that records the crash.
+func CrashOnce(n int, mark string) {
+	os.Setenv(crashEnv, strconv.Itoa(n))
+	os.Setenv(markEnv, mark)
+}
+
+type crashingOp struct {
+	server.Op
+	at    int64
+	calls *atomic.Int64
+	mark  string
+}
+
+func (o crashingOp) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
+	if o.calls.Add(1) == o.at {
+		if f, err := os.OpenFile(o.mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+			os.Exit(86)
+		}
+	}
+	return o.Op.Run(ctx, params, in, out)
 }
