@@ -19,11 +19,12 @@ import (
 
 // The op names.
 const (
-	Echo   = "echo"
-	SumF32 = "sum_f32"
-	Sleep  = "sleep"
-	Crash  = "crash"
-	Fatal  = "fatal"
+	Echo    = "echo"
+	Discard = "discard"
+	SumF32  = "sum_f32"
+	Sleep   = "sleep"
+	Crash   = "crash"
+	Fatal   = "fatal"
 )
 
 // CrashExitCode is the exit status of the executor after the crash op.
@@ -31,8 +32,16 @@ const CrashExitCode = 86
 
 // All returns the test ops.
 func All() []server.Op {
-	return []server.Op{echo{}, sumF32{}, sleep{}, crash{}, fatal{}}
+	return []server.Op{echo{}, discard{}, sumF32{}, sleep{}, crash{}, fatal{}}
 }
+
+// discard takes its inputs (in place, in shared memory) and returns nothing:
+// what a batch costs to move into the executor.
+type discard struct{}
+
+func (discard) Name() string { return Discard }
+
+func (discard) Run(context.Context, []byte, [][]byte, server.Outputs) error { return nil }
 
 // echo copies each input to an output of the same size.
 type echo struct{}
