@@ -80,7 +80,7 @@ func TestHandshakeReportsDeviceOpsAndLimits(t *testing.T) {
 	info, err := r.cl.Info(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "test-device", info.Device)
-	assert.Equal(t, []string{"crash", "echo", "fatal", "sleep", "sum_f32"}, info.Ops)
+	assert.Equal(t, []string{"crash", "discard", "echo", "fatal", "sleep", "sum_f32"}, info.Ops)
 	assert.Equal(t, uint32(3), info.Limits.MaxConcurrent)
 	assert.Equal(t, uint64(1<<30), info.Limits.MemoryBudget)
 	assert.Equal(t, os.Getpid(), info.PID)
