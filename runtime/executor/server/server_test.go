@@ -213,7 +213,7 @@ func TestOpErrorsKeepTheExecutorUsable(t *testing.T) {
 	var oe *client.OpError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, protocol.StatusError, oe.Status)
-	assert.Contains(t, oe.Message, `unknown op "nope"; this executor serves: boom, crash, echo`)
+	assert.Contains(t, oe.Message, `unknown op "nope"; this executor serves: boom, crash, discard, echo`)
 
 	_, err = r.cl.Call(ctx, "boom", nil, nil)
 	assert.ErrorContains(t, err, `op "boom" panicked: kernel bug`)
