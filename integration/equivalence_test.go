@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/raster"
 )
 
 // executorPath is the executor the tests use: $BEAMGPU_EXECUTOR if set (a
@@ -114,4 +114,52 @@ func TestOpErrorsComeBack(t *testing.T) {
 	_, gpuErr := steptest.Apply(tensor.StepDense, backend.GPU, bad)
 	require.Error(t, gpuErr)
 	assert.Contains(t, gpuErr.Error(), "f[3:4]")
+}
+
+// A batch larger than the executor's memory budget is split until the
+// halves fit, and the merged result is the CPU's.
+func TestOutOfMemorySplitsTheBatch(t *testing.T) {
+	if os.Getenv(client.EnvPath) != "" {
+		t.Skip("needs the test executor, whose memory budget the test sets")
+	}
+	require.NoError(t, client.CloseShared())
+	executortest.MemoryBudget(64 << 10) // 64 KiB: a 100x100 tile of 4 bands is 80 KB in, 160 KB out
+	defer func() {
+		executortest.MemoryBudget(0)
+		client.CloseShared()
+	}()
+	d, _ := step.Lookup(raster.StepTOA)
+	big := bigTile()
+	cpu, err := steptest.Apply(raster.StepTOA, backend.CPU, big)
+	require.NoError(t, err)
+	gpu, err := steptest.Apply(raster.StepTOA, backend.GPU, big)
+	require.NoError(t, err)
+	require.NoError(t, steptest.Equal(cpu, gpu, d.Tolerance))
+
+	x, err := tensor.ReadDataset(tensor.SampleImagesPath(), tensor.SampleLabelsPath())
+	require.NoError(t, err)
+	m, err := tensor.LoadMLP("../pipelines/fashion/data/mlp-784-256-128-10.bgmlp")
+	require.NoError(t, err)
+	mlp := tensor.MLPInput{Batch: x.Slice(0, 200), Model: m} // 627 KB of pixels
+	cpuP, err := steptest.Apply(tensor.StepMLP, backend.CPU, mlp)
+	require.NoError(t, err)
+	executortest.MemoryBudget(2 << 20) // the model (940 KB) fits, 200 rows with it do not
+	require.NoError(t, client.CloseShared())
+	gpuP, err := steptest.Apply(tensor.StepMLP, backend.GPU, mlp)
+	require.NoError(t, err)
+	require.NoError(t, steptest.Equal(cpuP, gpuP, step.Tolerance{Norm: 1e-4}))
+}
+
+// bigTile is a 100x100 tile of four bands of the committed scene's DNs.
+func bigTile() raster.DNTile {
+	t := raster.DNTile{Scene: "big", SceneW: 100, SceneH: 100, Rect: raster.Rect{W: 100, H: 100}, SunElevation: 58.99675180}
+	for _, b := range raster.DefaultBands {
+		t.Cal = append(t.Cal, raster.Calibration{Band: b, Mult: 2e-5, Add: -0.1})
+		p := make([]uint16, 100*100)
+		for i := range p {
+			p[i] = uint16(6000 + (i*b)%20000)
+		}
+		t.DN = append(t.DN, p)
+	}
+	return t
 }

@@ -56,11 +56,14 @@ const Lanes = 2
 
 // Sizes of the buffers.
 const (
-	align          = 256      // offset alignment of the arrays packed into one buffer
-	bufGranule     = 1 << 20  // device buffers grow in steps of 1 MiB
+	align          = 256       // offset alignment of the arrays packed into one buffer
+	bufGranule     = 1 << 20   // device buffers grow in steps of 1 MiB
 	maxPinnedBytes = 256 << 20 // larger staging uses pageable memory (synchronous copies)
-	knnDotsBytes   = 256 << 20 // the dot-product block of KNN: query chunks fit this
 )
+
+// knnDotsBytes bounds the dot-product block of a KNN call: the queries go in chunks
+// whose products with the reference set fit it (a variable for the tests).
+var knnDotsBytes int64 = 256 << 20
 
 // Info describes the Device.
 type Info struct {
@@ -108,7 +111,7 @@ type Device struct {
 
 	modules []cu.Module
 	k       struct {
-		toa, toaNDVI, ndvi, composite                            kernel
+		toa, toaNDVI, ndvi, composite                               kernel
 		stdUnit, stdZScore, biasReLU, softmax, argmax, sqNorms, knn kernel
 	}
 

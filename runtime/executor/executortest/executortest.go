@@ -27,9 +27,10 @@ import (
 // env marks the child process started as an executor; crashEnv and
 // markEnv configure CrashOnce.
 const (
-	env      = "BEAMGPU_EXECUTORTEST_SERVE"
-	crashEnv = "BEAMGPU_EXECUTORTEST_CRASH_AT"
-	markEnv  = "BEAMGPU_EXECUTORTEST_CRASH_MARK"
+	env       = "BEAMGPU_EXECUTORTEST_SERVE"
+	crashEnv  = "BEAMGPU_EXECUTORTEST_CRASH_AT"
+	budgetEnv = "BEAMGPU_EXECUTORTEST_MEMORY_BUDGET"
+	markEnv   = "BEAMGPU_EXECUTORTEST_CRASH_MARK"
 )
 
 // MaybeServe, in a process started as an executor by Use, registers the
@@ -55,6 +56,9 @@ func MaybeServe() {
 		// Test executors poison their outputs: an op that leaves part of
 		// one unwritten fails the equivalence tests.
 		args = append([]string{"serve", "--poison_outputs"}, args[1:]...)
+		if b := os.Getenv(budgetEnv); b != "" {
+			args = append(args, "--memory_budget="+b)
+		}
 	}
 	os.Exit(executor.Main(b, args, os.Stdout, os.Stderr))
 }
@@ -96,4 +100,15 @@ func (o crashingOp) Run(ctx context.Context, params []byte, in [][]byte, out ser
 		}
 	}
 	return o.Op.Run(ctx, params, in, out)
+}
+
+// MemoryBudget makes the executors this process starts next hold at most
+// bytes of inputs and outputs at once (0: unlimited), so tests can make a
+// batch not fit.
+func MemoryBudget(bytes int64) {
+	if bytes == 0 {
+		os.Unsetenv(budgetEnv)
+		return
+	}
+	os.Setenv(budgetEnv, strconv.FormatInt(bytes, 10))
 }

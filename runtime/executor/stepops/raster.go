@@ -11,18 +11,27 @@ func init() {
 		DecodeIn:  func(b []byte, _ any) (raster.DNTile, error) { return raster.DecodeDNTile(b) },
 		EncodeOut: raster.EncodeTile,
 		DecodeOut: raster.DecodeTile,
+		Split:     splitDNTile,
+		Merge:     mergeTiles,
 	})
 	Define(raster.StepNDVI, Codec[raster.Tile, raster.Tile]{
 		EncodeIn:  raster.EncodeTile,
 		DecodeIn:  func(b []byte, _ any) (raster.Tile, error) { return raster.DecodeTile(b) },
 		EncodeOut: raster.EncodeTile,
 		DecodeOut: raster.DecodeTile,
+		Split:     splitTile,
+		Merge:     mergeTiles,
 	})
 	Define(raster.StepComposite, Codec[raster.CompositeInput, raster.RGBATile]{
 		EncodeIn:  encodeComposite,
 		DecodeIn:  decodeComposite,
 		EncodeOut: raster.EncodeRGBATile,
 		DecodeOut: raster.DecodeRGBATile,
+		Split: func(in raster.CompositeInput) (raster.CompositeInput, raster.CompositeInput, bool) {
+			a, b, ok := splitTile(in.Tile)
+			return raster.CompositeInput{Tile: a, Stretch: in.Stretch}, raster.CompositeInput{Tile: b, Stretch: in.Stretch}, ok
+		},
+		Merge: mergeRGBA,
 	})
 }
 

@@ -49,6 +49,13 @@ type Codec[In, Out any] struct {
 	Side       func(In) any
 	EncodeSide func(In) ([]byte, error)
 	DecodeSide func([]byte) (any, error)
+
+	// Split and Merge, when set, let a batch the executor cannot hold (out
+	// of memory: its budget, or the device's) be run in two halves: Split
+	// cuts it in two (ok false when it cannot be cut further) and Merge puts
+	// the two outputs back together as one.
+	Split func(In) (a, b In, ok bool)
+	Merge func(a, b Out) (Out, error)
 }
 
 // needSide is the message prefix of the error the op returns when it does
@@ -123,8 +130,36 @@ func markSent(key string, ok bool) {
 	sideCache.sent[key] = ok
 }
 
-// gpuFunc is the GPU implementation of a step: the op on the executor.
+// gpuFunc is the GPU implementation of a step: the op on the executor. A
+// batch that does not fit the executor's memory is split in two and each
+// half run (recursively), when the codec can split it.
 func gpuFunc[In, Out any](op string, c Codec[In, Out]) func(In) (Out, error) {
+	call := callFunc(op, c)
+	var run func(In) (Out, error)
+	run = func(in In) (Out, error) {
+		out, err := call(in)
+		if err == nil || !errors.Is(err, client.ErrOutOfMemory) || c.Split == nil {
+			return out, err
+		}
+		a, b, ok := c.Split(in)
+		if !ok {
+			return out, err
+		}
+		oa, err := run(a)
+		if err != nil {
+			return out, err
+		}
+		ob, err := run(b)
+		if err != nil {
+			return out, err
+		}
+		return c.Merge(oa, ob)
+	}
+	return run
+}
+
+// callFunc runs one batch on the executor.
+func callFunc[In, Out any](op string, c Codec[In, Out]) func(In) (Out, error) {
 	return func(in In) (Out, error) {
 		var zero Out
 		cl, err := executor()

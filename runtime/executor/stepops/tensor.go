@@ -14,6 +14,11 @@ func init() {
 		DecodeIn:  decodeStandardize,
 		EncodeOut: tensor.EncodeBatch,
 		DecodeOut: tensor.DecodeBatch,
+		Split: func(in tensor.StandardizeInput) (tensor.StandardizeInput, tensor.StandardizeInput, bool) {
+			a, b, ok := splitBatch(in.Batch)
+			return tensor.StandardizeInput{Batch: a, Scaler: in.Scaler}, tensor.StandardizeInput{Batch: b, Scaler: in.Scaler}, ok
+		},
+		Merge: mergeBatches,
 	})
 	Define(tensor.StepDense, Codec[tensor.DenseInput, tensor.Batch]{
 		EncodeIn:  func(in tensor.DenseInput) ([]byte, error) { return tensor.EncodeBatch(in.Batch) },
@@ -28,18 +33,27 @@ func init() {
 		},
 		EncodeSide: func(in tensor.DenseInput) ([]byte, error) { return encodeLayer(in.Layer), nil },
 		DecodeSide: func(b []byte) (any, error) { return decodeLayer(b) },
+		Split: func(in tensor.DenseInput) (tensor.DenseInput, tensor.DenseInput, bool) {
+			a, b, ok := splitBatch(in.Batch)
+			return tensor.DenseInput{Batch: a, Layer: in.Layer}, tensor.DenseInput{Batch: b, Layer: in.Layer}, ok
+		},
+		Merge: mergeBatches,
 	})
 	Define(tensor.StepSoftmax, Codec[tensor.Batch, tensor.Batch]{
 		EncodeIn:  tensor.EncodeBatch,
 		DecodeIn:  func(b []byte, _ any) (tensor.Batch, error) { return tensor.DecodeBatch(b) },
 		EncodeOut: tensor.EncodeBatch,
 		DecodeOut: tensor.DecodeBatch,
+		Split:     splitBatch,
+		Merge:     mergeBatches,
 	})
 	Define(tensor.StepArgmax, Codec[tensor.Batch, tensor.Predictions]{
 		EncodeIn:  tensor.EncodeBatch,
 		DecodeIn:  func(b []byte, _ any) (tensor.Batch, error) { return tensor.DecodeBatch(b) },
 		EncodeOut: tensor.EncodePredictions,
 		DecodeOut: tensor.DecodePredictions,
+		Split:     splitBatch,
+		Merge:     mergePredictions,
 	})
 	Define(tensor.StepTopK, Codec[tensor.TopKInput, tensor.Ranked]{
 		EncodeIn:  encodeTopK,
@@ -55,6 +69,13 @@ func init() {
 		Side:       func(in tensor.KNNInput) any { return in.Ref },
 		EncodeSide: func(in tensor.KNNInput) ([]byte, error) { return encodeReference(in.Ref) },
 		DecodeSide: func(b []byte) (any, error) { return decodeReference(b) },
+		Split: func(in tensor.KNNInput) (tensor.KNNInput, tensor.KNNInput, bool) {
+			a, b, ok := splitBatch(in.Query)
+			x, y := in, in
+			x.Query, y.Query = a, b
+			return x, y, ok
+		},
+		Merge: mergePredictions,
 	})
 	Define(tensor.StepMLP, Codec[tensor.MLPInput, tensor.Predictions]{
 		EncodeIn:  func(in tensor.MLPInput) ([]byte, error) { return tensor.EncodeBatch(in.Batch) },
@@ -71,6 +92,11 @@ func init() {
 			return buf.Bytes(), err
 		},
 		DecodeSide: func(b []byte) (any, error) { return tensor.ReadMLP(bytes.NewReader(b), "model sent to the executor") },
+		Split: func(in tensor.MLPInput) (tensor.MLPInput, tensor.MLPInput, bool) {
+			a, b, ok := splitBatch(in.Batch)
+			return tensor.MLPInput{Batch: a, Model: in.Model}, tensor.MLPInput{Batch: b, Model: in.Model}, ok
+		},
+		Merge: mergePredictions,
 	})
 }
 
