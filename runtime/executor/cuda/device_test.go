@@ -34,7 +34,6 @@ import (
 
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"gonum.org/v1/gonum/blas"
 	"gorgonia.org/cu"
 )
 
@@ -594,7 +593,6 @@ func TestGemmLayout(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("dense %v, want %v", got, want)
 	}
-	_ = blas.NoTrans
 }
 
 // TestClassify checks the error mapping without a failing GPU.

@@ -205,6 +205,7 @@ type referenceOp[In, Out any] struct {
 	name string
 	c    Codec[In, Out]
 	cpu  func(In) (Out, error)
+	def  step.Def
 
 	mu    sync.Mutex
 	sides map[string]any
@@ -274,6 +275,53 @@ func (o *referenceOp[In, Out]) Run(ctx context.Context, params []byte, in [][]by
 	return nil
 }
 
+// SelfTest implements server.SelfTester: the op on the step's sample input,
+// checked against the step's CPU function within the step's tolerance.
+// (The reference op is that function; a CUDA op that embeds this check
+// proves its kernel.)
+func (o *referenceOp[In, Out]) SelfTest() ([]byte, [][]byte, func([][]byte) error) {
+	return SelfTest(o.c, o.def)
+}
+
+// SelfTest is the selftest of any op serving the step of d with codec c:
+// its request for the step's sample, and the check of its response against
+// the step's CPU function.
+func SelfTest[In, Out any](c Codec[In, Out], d step.Def) ([]byte, [][]byte, func([][]byte) error) {
+	in, ok := d.Sample().(In)
+	fail := func(err error) ([]byte, [][]byte, func([][]byte) error) {
+		return nil, nil, func([][]byte) error { return err }
+	}
+	if !ok {
+		return fail(fmt.Errorf("step %s: sample of type %T", d.Name, d.Sample()))
+	}
+	main, err := c.EncodeIn(in)
+	if err != nil {
+		return fail(err)
+	}
+	inputs, params := [][]byte{main}, []byte(nil)
+	if c.Side != nil {
+		side, err := c.EncodeSide(in)
+		if err != nil {
+			return fail(err)
+		}
+		inputs, params = append(inputs, side), []byte("selftest")
+	}
+	return params, inputs, func(outs [][]byte) error {
+		if len(outs) != 1 {
+			return fmt.Errorf("%d outputs, want 1", len(outs))
+		}
+		got, err := c.DecodeOut(outs[0])
+		if err != nil {
+			return err
+		}
+		want, err := d.CPU.(func(In) (Out, error))(in)
+		if err != nil {
+			return fmt.Errorf("CPU function: %w", err)
+		}
+		return step.Compare(want, got, d.Tolerance)
+	}
+}
+
 var (
 	opsMu sync.Mutex
 	refs  []server.Op
@@ -294,7 +342,7 @@ func Define[In, Out any](name string, c Codec[In, Out]) {
 	step.RegisterGPU(name, gpuFunc(d.GPUOp, c))
 	opsMu.Lock()
 	defer opsMu.Unlock()
-	refs = append(refs, &referenceOp[In, Out]{name: d.GPUOp, c: c, cpu: cpu})
+	refs = append(refs, &referenceOp[In, Out]{name: d.GPUOp, c: c, cpu: cpu, def: d})
 }
 
 // ReferenceOps returns the reference op of every step defined here: what

@@ -12,69 +12,11 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
-// SameShape reports how a and b differ in type or shape: the dynamic types,
-// the lengths of every slice and map, and the strings (names and identities)
-// must be equal; numbers may differ. It returns nil when they agree.
-func SameShape(a, b any) error {
-	return sameShape("out", reflect.ValueOf(a), reflect.ValueOf(b))
-}
+// SameShape reports how a and b differ in type or shape; see step.SameShape.
+func SameShape(a, b any) error { return step.SameShape(a, b) }
 
-func sameShape(path string, a, b reflect.Value) error {
-	if a.IsValid() != b.IsValid() {
-		return fmt.Errorf("%s: one side is nil", path)
-	}
-	if !a.IsValid() {
-		return nil
-	}
-	if a.Type() != b.Type() {
-		return fmt.Errorf("%s: type %v vs %v", path, a.Type(), b.Type())
-	}
-	switch a.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if a.IsNil() != b.IsNil() {
-			return fmt.Errorf("%s: nil vs non-nil", path)
-		}
-		if a.IsNil() {
-			return nil
-		}
-		return sameShape(path, a.Elem(), b.Elem())
-	case reflect.Slice, reflect.Array:
-		if a.Len() != b.Len() {
-			return fmt.Errorf("%s: length %d vs %d", path, a.Len(), b.Len())
-		}
-		if k := a.Type().Elem().Kind(); k >= reflect.Bool && k <= reflect.Complex128 {
-			return nil // numbers: values are free
-		}
-		for i := 0; i < a.Len(); i++ {
-			if err := sameShape(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i)); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		if a.Len() != b.Len() {
-			return fmt.Errorf("%s: %d keys vs %d", path, a.Len(), b.Len())
-		}
-		for _, k := range a.MapKeys() {
-			if err := sameShape(fmt.Sprintf("%s[%v]", path, k), a.MapIndex(k), b.MapIndex(k)); err != nil {
-				return err
-			}
-		}
-	case reflect.Struct:
-		for i := 0; i < a.NumField(); i++ {
-			if !a.Type().Field(i).IsExported() {
-				continue
-			}
-			if err := sameShape(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i)); err != nil {
-				return err
-			}
-		}
-	case reflect.String:
-		if a.String() != b.String() {
-			return fmt.Errorf("%s: %q vs %q", path, a.String(), b.String())
-		}
-	}
-	return nil
-}
+// Equal reports how a GPU output differs from the CPU's beyond tol; see step.Compare.
+func Equal(cpu, gpu any, tol step.Tolerance) error { return step.Compare(cpu, gpu, tol) }
 
 // Apply runs the implementation kind of the registered step name on in.
 func Apply(name string, kind backend.Kind, in any) (any, error) {

@@ -1,17 +1,16 @@
-package steptest
+package step
 
 import (
 	"fmt"
 	"math"
 	"reflect"
-
-	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
-// Equal reports how gpu differs from cpu beyond tol: the same type and
-// shape (as SameShape) and every number within the tolerance. It returns
-// nil when they agree.
-func Equal(cpu, gpu any, tol step.Tolerance) error {
+// Compare reports how a GPU output differs from the CPU output beyond tol:
+// the same type and shape (as SameShape) and every number within the
+// tolerance. It returns nil when they agree. The equivalence tests and the
+// executor's selftest use it.
+func Compare(cpu, gpu any, tol Tolerance) error {
 	if err := SameShape(cpu, gpu); err != nil {
 		return err
 	}
@@ -21,7 +20,7 @@ func Equal(cpu, gpu any, tol step.Tolerance) error {
 	return equal("out", reflect.ValueOf(cpu), reflect.ValueOf(gpu), tol)
 }
 
-func equal(path string, c, g reflect.Value, tol step.Tolerance) error {
+func equal(path string, c, g reflect.Value, tol Tolerance) error {
 	switch c.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if c.IsNil() {
@@ -99,6 +98,70 @@ func normClose(path string, c, g reflect.Value, bound float64) error {
 	}
 	if rel := math.Sqrt(diff / ref); ref == 0 || rel > bound {
 		return fmt.Errorf("%s: relative norm error %.3g > %g", path, rel, bound)
+	}
+	return nil
+}
+
+// SameShape reports how a and b differ in type or shape: the dynamic types,
+// the lengths of every slice and map, and the strings (names and identities)
+// must be equal; numbers may differ. It returns nil when they agree.
+func SameShape(a, b any) error {
+	return sameShape("out", reflect.ValueOf(a), reflect.ValueOf(b))
+}
+
+func sameShape(path string, a, b reflect.Value) error {
+	if a.IsValid() != b.IsValid() {
+		return fmt.Errorf("%s: one side is nil", path)
+	}
+	if !a.IsValid() {
+		return nil
+	}
+	if a.Type() != b.Type() {
+		return fmt.Errorf("%s: type %v vs %v", path, a.Type(), b.Type())
+	}
+	switch a.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() != b.IsNil() {
+			return fmt.Errorf("%s: nil vs non-nil", path)
+		}
+		if a.IsNil() {
+			return nil
+		}
+		return sameShape(path, a.Elem(), b.Elem())
+	case reflect.Slice, reflect.Array:
+		if a.Len() != b.Len() {
+			return fmt.Errorf("%s: length %d vs %d", path, a.Len(), b.Len())
+		}
+		if k := a.Type().Elem().Kind(); k >= reflect.Bool && k <= reflect.Complex128 {
+			return nil // numbers: values are free
+		}
+		for i := 0; i < a.Len(); i++ {
+			if err := sameShape(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if a.Len() != b.Len() {
+			return fmt.Errorf("%s: %d keys vs %d", path, a.Len(), b.Len())
+		}
+		for _, k := range a.MapKeys() {
+			if err := sameShape(fmt.Sprintf("%s[%v]", path, k), a.MapIndex(k), b.MapIndex(k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		for i := 0; i < a.NumField(); i++ {
+			if !a.Type().Field(i).IsExported() {
+				continue
+			}
+			if err := sameShape(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.String:
+		if a.String() != b.String() {
+			return fmt.Errorf("%s: %q vs %q", path, a.String(), b.String())
+		}
 	}
 	return nil
 }
