@@ -4,7 +4,9 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean
+.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci
+
+include containers/ptx.mk
 
 ## run: the Landsat pipeline on the embedded scene, on prism (outputs in out/landsat)
 run:
@@ -33,6 +35,27 @@ vet:
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+
+## executor: the CPU reference executor (serves every GPU op with the steps' CPU code)
+executor:
+	CGO_ENABLED=0 $(GO) build -o out/bin/beamgpu-executor ./runtime/executor/cmd/beamgpu-executor
+
+## cuda-check: the -tags cuda build (device layer and executor), vetted, against CUDA 11.8
+## headers extracted from Debian (containers/cuda-headers.sh); runs without a GPU
+cuda-check:
+	containers/build-cuda.sh
+
+## gpu-test: on a machine with an NVIDIA GPU: build the CUDA executor, run its selftest,
+## the device tests and the equivalence tests of every step against it
+gpu-test:
+	containers/build-cuda.sh --out out/bin
+	out/bin/beamgpu-executor selftest
+	eval "$$(containers/cuda-headers.sh)"; CGO_ENABLED=1 CGO_CFLAGS="$$CGO_CFLAGS" CGO_LDFLAGS="$$CGO_LDFLAGS" \
+		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
+	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
+
+## ci: what .ci/run runs: the tests, then the GPU build and the PTX check (no GPU needed)
+ci: test cuda-check ptx-check
 
 ## bench: the benchmarks, then one line per result with its ratio to the ceiling
 bench:

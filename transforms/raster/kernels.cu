@@ -5,14 +5,14 @@
 // when the two differ. The executor (runtime/executor/cuda) loads the PTX with
 // cuModuleLoadData and launches the kernels by name.
 //
-// Target: PTX for the virtual architecture compute_80 (nvcc -arch=compute_80 -ptx).
-// PTX is not machine code: at module load the driver JIT-compiles it for the GPU it
-// finds (and caches the result in ~/.nv/ComputeCache), so one file runs on every GPU
-// of compute capability 8.0 or more: A100 (8.0), A10/L4 (8.6/8.9), H100 (9.0), and
-// later ones, with no sm_XX cubin per GPU to build or ship. 8.0 is the oldest of the
-// GPUs the project targets; nothing here needs more than 7.0 (warp shuffles, double
-// precision), so a compute_70 PTX would also serve V100/T4 (see containers/ptx.mk,
-// PTX_ARCH). CUDA 11.8's nvcc emits PTX ISA 7.8: the driver must be R520 or newer.
+// Target: PTX for the virtual architecture compute_70 (nvcc -arch=compute_70 -ptx;
+// containers/ptx.mk, PTX_ARCH). PTX is not machine code: at module load the driver
+// JIT-compiles it for the GPU it finds (and caches the result in ~/.nv/ComputeCache),
+// so one file runs on every GPU of compute capability 7.0 or more: V100 (7.0), T4
+// (7.5, the GPU of the steps' resource hints), A100 (8.0), L4 (8.9), H100 (9.0), with
+// no sm_XX cubin per GPU to build or ship. Nothing here needs more than 7.0 (warp
+// shuffles, double precision). CUDA 11.8's nvcc emits PTX ISA 7.8: the driver must
+// be R520 or newer.
 //
 // Numerics: the outputs must match the CPU code within float32 relative 1e-5, so
 //   - no fast math: the build passes -fmad=false -prec-div=true -prec-sqrt=true

@@ -2,7 +2,7 @@ package raster
 
 import _ "embed" // for PTX
 
-// PTX is the PTX (virtual architecture compute_80) of the raster steps' CUDA kernels,
+// PTX is the PTX (virtual architecture compute_70) of the raster steps' CUDA kernels,
 // compiled from kernels.cu by `make ptx` (containers/ptx.mk); the GPU executor
 // (runtime/executor/cuda, built with -tags cuda) loads it with cuModuleLoadData.
 // This package stays pure Go: it only carries the bytes.

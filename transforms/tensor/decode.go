@@ -74,9 +74,7 @@ func DecodeSource(src Source) (Decoded, error) {
 	out := Decoded{Rows: all.Rows}
 	start := 0 // first row of the current run of valid rows
 	flush := func(end int) {
-		for _, b := range all.Slice(start, end).Split(batchRows(src)) {
-			out.Batches = append(out.Batches, b)
-		}
+		out.Batches = append(out.Batches, all.Slice(start, end).Split(batchRows(src))...)
 	}
 	for i := 0; i < all.Rows; i++ {
 		if err := checkFinite(all.Slice(i, i+1)); err != nil {

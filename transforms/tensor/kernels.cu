@@ -5,13 +5,11 @@
 // beside this file is generated from it by `make ptx` (containers/ptx.mk) and embedded
 // by kernels.go; `make ptx-check` fails when the two differ.
 //
-// Target: PTX for the virtual architecture compute_80 (nvcc -arch=compute_80 -ptx).
+// Target: PTX for the virtual architecture compute_70 (containers/ptx.mk, PTX_ARCH).
 // The driver JIT-compiles PTX for the GPU it finds at module load (and caches the
-// result), so one file runs on every GPU of compute capability 8.0 or more (A100,
-// A10/L4, H100, ...) with no per-GPU cubin to build or ship. 8.0 is the oldest of the
-// GPUs the project targets; nothing here needs more than 7.0, so a compute_70 PTX
-// would also serve V100/T4 (containers/ptx.mk, PTX_ARCH). CUDA 11.8's nvcc emits PTX
-// ISA 7.8: the driver must be R520 or newer.
+// result), so one file runs on every GPU of compute capability 7.0 or more (V100, T4,
+// A100, L4, H100, ...) with no per-GPU cubin to build or ship; nothing here needs
+// more than 7.0. CUDA 11.8's nvcc emits PTX ISA 7.8: the driver must be R520 or newer.
 //
 // Numerics (the CPU results must be met within float32 relative 1e-5):
 //   - no fast math: built with -fmad=false -prec-div=true -prec-sqrt=true -ftz=false,

@@ -104,6 +104,14 @@ func KNN(q Batch, ref *Reference, k int, weights string) (Predictions, error) {
 	if err != nil {
 		return Predictions{}, err
 	}
+	return Vote(q, ref, idx, dist, k, weights), nil
+}
+
+// Vote classifies each query row from its k nearest reference rows (idx and
+// squared distances dist, k per query, nearest first, as Neighbors returns
+// them) with the voting and tie rules of KNN. A GPU computes the neighbours;
+// the vote is this.
+func Vote(q Batch, ref *Reference, idx []int32, dist []float32, k int, weights string) Predictions {
 	p := Predictions{
 		Source:    q.Source,
 		Offset:    q.Offset,
@@ -143,7 +151,7 @@ func KNN(q Batch, ref *Reference, k int, weights string) (Predictions, error) {
 			p.Scores[i*ref.Classes+c] = float32(v / total)
 		}
 	}
-	return p, nil
+	return p
 }
 
 // Neighbors returns the k nearest reference rows of each query row: idx and

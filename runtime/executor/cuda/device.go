@@ -152,7 +152,8 @@ type devBuf struct {
 // hostBuf is a staging buffer: page-locked (pinned) memory from cuMemAllocHost, so
 // that async copies really are asynchronous, or, above maxPinnedBytes or when the
 // system refuses to pin more, ordinary Go memory (then the driver copies through its
-// own staging and the copy returns when done).
+// own pinned staging and the "async" copy may block the caller; the buffer stays
+// referenced by the lane, so it outlives the copy either way).
 type hostBuf struct {
 	pinned unsafe.Pointer
 	mem    []byte
@@ -413,10 +414,16 @@ func (d *Device) release() error {
 		}
 	}
 	d.refsMu.Lock()
+	refs := make([]*RefHandle, 0, len(d.refs))
 	for r := range d.refs {
-		keep(r.freeLocked())
+		refs = append(refs, r)
 	}
 	d.refsMu.Unlock()
+	for _, r := range refs {
+		r.mu.Lock()
+		keep(r.freeLocked())
+		r.mu.Unlock()
+	}
 	for _, l := range d.allLanes {
 		if l.stream != (cu.Stream{}) {
 			keep(l.stream.Synchronize())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -196,16 +197,18 @@ func (d *Device) UploadReference(x []float32, rows, cols int) (*RefHandle, error
 		_ = d.free(r.x, r.xBytes)
 		return nil, err
 	}
+	defer runtime.KeepAlive(x) // until the async copy from it is done
 	fail := func(op string, err error) (*RefHandle, error) {
 		_ = l.stream.Synchronize()
 		_ = d.free(r.x, r.xBytes)
 		_ = d.free(r.norms, r.normBytes)
 		return nil, d.fail(op, err)
 	}
-	// Once per reference set, so a synchronous copy straight from the Go slice (the
-	// driver stages pageable memory itself) rather than through a lane's pinned
-	// buffer, which would stay as large as the set.
-	if err := cu.MemcpyHtoD(r.x, unsafe.Pointer(&x[0]), r.xBytes); err != nil {
+	// Once per reference set, so straight from the Go slice (the driver stages
+	// pageable memory itself) rather than through a lane's pinned buffer, which
+	// would then stay as large as the set. On the lane's stream, so that the norms
+	// kernel comes after it; x is kept alive until the stream is done.
+	if err := cu.MemcpyHtoDAsync(r.x, unsafe.Pointer(&x[0]), r.xBytes, l.stream); err != nil {
 		return fail("upload reference", err)
 	}
 	// row_sqnorms: one warp per row, 8 rows per 256-thread block.
@@ -224,16 +227,18 @@ func (d *Device) UploadReference(x []float32, rows, cols int) (*RefHandle, error
 // Free releases the reference set's device memory. KNN calls in flight finish
 // first; later ones fail. Close frees the sets not freed.
 func (r *RefHandle) Free() error {
-	d := r.d
-	d.refsMu.Lock()
-	defer d.refsMu.Unlock()
-	if _, ok := d.refs[r]; !ok {
-		return nil // freed already, or by Close
+	// Lock order: the set, then a lane, then d.refsMu (Close: the lanes, then
+	// d.refsMu, then each set; a Free or KNN waiting for a lane gives up when Close
+	// starts).
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.freed {
+		return nil
 	}
-	if d.closed.Load() {
+	_, done, err := r.d.acquire()
+	if errors.Is(err, ErrClosed) {
 		return nil // Close frees it
 	}
-	_, done, err := d.acquire()
 	if err != nil {
 		return err
 	}
@@ -241,15 +246,16 @@ func (r *RefHandle) Free() error {
 	return r.freeLocked()
 }
 
-// freeLocked frees the set; d.refsMu is held and the context current.
+// freeLocked frees the set's memory and forgets it: r.mu is held and the context
+// current.
 func (r *RefHandle) freeLocked() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.d.refs, r)
 	if r.freed {
 		return nil
 	}
 	r.freed = true
+	r.d.refsMu.Lock()
+	delete(r.d.refs, r)
+	r.d.refsMu.Unlock()
 	return errors.Join(r.d.free(r.x, r.xBytes), r.d.free(r.norms, r.normBytes))
 }
 

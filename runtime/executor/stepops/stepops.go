@@ -200,11 +200,12 @@ func callFunc[In, Out any](op string, c Codec[In, Out]) func(In) (Out, error) {
 	}
 }
 
-// referenceOp serves op with the step's CPU function.
-type referenceOp[In, Out any] struct {
+// stepOp serves a step's op with an implementation of the step: its CPU
+// function (the reference executor) or a device-backed one (CUDA).
+type stepOp[In, Out any] struct {
 	name string
 	c    Codec[In, Out]
-	cpu  func(In) (Out, error)
+	impl func(In) (Out, error)
 	def  step.Def
 
 	mu    sync.Mutex
@@ -215,9 +216,9 @@ type referenceOp[In, Out any] struct {
 // maxSides is how many side data an op keeps (the most recent).
 const maxSides = 4
 
-func (o *referenceOp[In, Out]) Name() string { return o.name }
+func (o *stepOp[In, Out]) Name() string { return o.name }
 
-func (o *referenceOp[In, Out]) side(key string, in [][]byte) (any, error) {
+func (o *stepOp[In, Out]) side(key string, in [][]byte) (any, error) {
 	if key == "" {
 		return nil, nil
 	}
@@ -247,7 +248,7 @@ func (o *referenceOp[In, Out]) side(key string, in [][]byte) (any, error) {
 	return v, nil
 }
 
-func (o *referenceOp[In, Out]) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
+func (o *stepOp[In, Out]) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
 	if len(in) < 1 {
 		return fmt.Errorf("op %s: no input", o.name)
 	}
@@ -259,7 +260,7 @@ func (o *referenceOp[In, Out]) Run(ctx context.Context, params []byte, in [][]by
 	if err != nil {
 		return err
 	}
-	y, err := o.cpu(x)
+	y, err := o.impl(x)
 	if err != nil {
 		return err
 	}
@@ -277,9 +278,7 @@ func (o *referenceOp[In, Out]) Run(ctx context.Context, params []byte, in [][]by
 
 // SelfTest implements server.SelfTester: the op on the step's sample input,
 // checked against the step's CPU function within the step's tolerance.
-// (The reference op is that function; a CUDA op that embeds this check
-// proves its kernel.)
-func (o *referenceOp[In, Out]) SelfTest() ([]byte, [][]byte, func([][]byte) error) {
+func (o *stepOp[In, Out]) SelfTest() ([]byte, [][]byte, func([][]byte) error) {
 	return SelfTest(o.c, o.def)
 }
 
@@ -323,8 +322,9 @@ func SelfTest[In, Out any](c Codec[In, Out], d step.Def) ([]byte, [][]byte, func
 }
 
 var (
-	opsMu sync.Mutex
-	refs  []server.Op
+	opsMu    sync.Mutex
+	builders = map[string]func(impl any) (server.Op, error){}
+	names    []string
 )
 
 // Define registers the GPU implementation of the step called name (its
@@ -335,20 +335,61 @@ func Define[In, Out any](name string, c Codec[In, Out]) {
 	if !ok || d.GPUOp == "" {
 		panic(fmt.Sprintf("stepops.Define(%q): not a registered step with a GPU op", name))
 	}
-	cpu, ok := d.CPU.(func(In) (Out, error))
-	if !ok {
+	if _, ok := d.CPU.(func(In) (Out, error)); !ok {
 		panic(fmt.Sprintf("stepops.Define(%q): the step's CPU function is %T", name, d.CPU))
 	}
 	step.RegisterGPU(name, gpuFunc(d.GPUOp, c))
 	opsMu.Lock()
 	defer opsMu.Unlock()
-	refs = append(refs, &referenceOp[In, Out]{name: d.GPUOp, c: c, cpu: cpu, def: d})
+	names = append(names, name)
+	builders[name] = func(impl any) (server.Op, error) {
+		fn, ok := impl.(func(In) (Out, error))
+		if !ok {
+			return nil, fmt.Errorf("step %s: implementation is %T, want %T", name, impl, fn)
+		}
+		return &stepOp[In, Out]{name: d.GPUOp, c: c, impl: fn, def: d}, nil
+	}
 }
 
-// ReferenceOps returns the reference op of every step defined here: what
-// the CPU reference executor serves.
-func ReferenceOps() []server.Op {
+// Ops returns the op of every step defined here, served by impls: step name
+// to an implementation with the step's CPU function's type. A step missing
+// from impls is an error: an executor serves every op.
+func Ops(impls map[string]any) ([]server.Op, error) {
 	opsMu.Lock()
 	defer opsMu.Unlock()
-	return append([]server.Op(nil), refs...)
+	var ops []server.Op
+	for _, name := range names {
+		impl, ok := impls[name]
+		if !ok {
+			return nil, fmt.Errorf("no implementation of step %s", name)
+		}
+		op, err := builders[name](impl)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// ReferenceOps returns the op of every step defined here served by the
+// step's CPU function: what the CPU reference executor serves.
+func ReferenceOps() []server.Op {
+	impls := map[string]any{}
+	for _, name := range Names() {
+		d, _ := step.Lookup(name)
+		impls[name] = d.CPU
+	}
+	ops, err := Ops(impls)
+	if err != nil {
+		panic(err) // the CPU functions have the steps' types by construction
+	}
+	return ops
+}
+
+// Names returns the steps defined here.
+func Names() []string {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	return append([]string(nil), names...)
 }
