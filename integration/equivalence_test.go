@@ -74,7 +74,7 @@ func TestEveryGPUStepMatchesItsCPUImplementation(t *testing.T) {
 		})
 		checked++
 	}
-	assert.Equal(t, 10, checked, "steps with a GPU op")
+	assert.Equal(t, 11, checked, "steps with a GPU op")
 	st := cl.Stats()
 	t.Logf("client stats: %+v", st)
 	assert.Equal(t, 1, st.Starts)

@@ -392,3 +392,41 @@ func TestKilledExecutorLosesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, cl.Stats().Restarts)
 }
+
+// An executor that dies on every batch: under --backend=auto every batch
+// falls back to the CPU, counted, and the outputs are the CPU's; under
+// --backend=gpu every batch fails, named, and the counts reconcile.
+func TestExecutorGoneAtRunTime(t *testing.T) {
+	src := slice(t, t.TempDir(), "t10k", 300)
+	cfg := Config{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel}
+	_, want := runOutputs(t, cfg, selector(t, backend.CPU))
+
+	require.NoError(t, client.CloseShared())
+	executortest.CrashAlways(true)
+	defer func() {
+		executortest.CrashAlways(false)
+		client.CloseShared()
+	}()
+	auto, err := backend.New(backend.Config{Default: backend.Auto, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
+	require.NoError(t, err)
+	sum, got := runOutputs(t, cfg, auto)
+	for name := range want {
+		assert.Equal(t, string(want[name]), string(got[name]), name)
+	}
+	fallbacks := map[string]int64{}
+	for _, st := range sum.Steps {
+		fallbacks[st.Step] = st.Fallbacks
+	}
+	assert.Positive(t, fallbacks[tensor.StepMLP])
+	assert.Positive(t, fallbacks[tensor.StepStandardize])
+
+	cfg.Output = t.TempDir()
+	var buf bytes.Buffer
+	sum, err = execute(context.Background(), cfg, gpuSelector(t), &buf)
+	require.NoError(t, err, buf.String()) // reconciled
+	assert.Equal(t, 0, sum.Predicted)
+	assert.Equal(t, 300, sum.Failed)
+	for _, f := range readFailures(t, cfg.Output) {
+		assert.Contains(t, f.Reason, "GPU unavailable")
+	}
+}

@@ -35,9 +35,9 @@ var sceneOutputs = []string{
 
 // Build adds the pipeline to s and returns the per-scene outcomes.
 //
-//	scene dirs -> read (tiles of DNs) -> toa -> ndvi ----------> assemble -> .npy, ndvi.png, stats
-//	                                       \-> composite ------> truecolor.png
-//	                                       \-> assemble -------> reflectance .npy, stats
+//	scene dirs -> read (tiles of DNs) -> toa_ndvi (reflectance B2-B5 and NDVI, one pass)
+//	                                       |-> assemble (per plane) -> .npy, ndvi.png, stats.json
+//	                                       '-> composite -----------> truecolor.png
 //	failures of every step -> per-scene outcome -> failed.jsonl
 func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	refs := make([]raster.SceneRef, len(cfg.Scenes))
@@ -47,10 +47,9 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	scenes := beam.CreateList(s, refs)
 
 	dn, readFailed := raster.Read(s, scenes, cfg.Steps...)
-	refl, toaFailed := raster.ReflectanceTOA(s, dn, cfg.Steps...)
-	ndvi, ndviFailed := raster.NDVI(s, refl, cfg.Steps...)
-	rgba, compFailed := raster.Composite(s, refl, cfg.Composite, cfg.Steps...)
-	planes, asmFailed := raster.AssemblePlanes(s, beam.Flatten(s, refl, ndvi), cfg.Steps...)
+	tiles, toaFailed := raster.ReflectanceAndNDVI(s, dn, cfg.Steps...)
+	rgba, compFailed := raster.Composite(s, tiles, cfg.Composite, cfg.Steps...)
+	planes, asmFailed := raster.AssemblePlanes(s, tiles, cfg.Steps...)
 
 	ws := s.Scope("write")
 	stats, planeWritten, planeFailed := beam.ParDo3(ws, &writePlaneFn{Output: cfg.Output}, planes)
@@ -59,7 +58,7 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	statsWritten, statsFailed := beam.ParDo2(ws, &writeStatsFn{Output: cfg.Output},
 		beam.GroupByKey(ws, beam.ParDo(ws, keyStats, stats)))
 
-	failed := beam.Flatten(s, readFailed, toaFailed, ndviFailed, compFailed, asmFailed,
+	failed := beam.Flatten(s, readFailed, toaFailed, compFailed, asmFailed,
 		planeFailed, picFailed, statsFailed)
 	written := beam.Flatten(s, planeWritten, picWritten, statsWritten)
 

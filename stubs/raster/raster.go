@@ -12,6 +12,7 @@ func init() {
 	step.RegisterStub(rs.StepRead, rs.ReadSceneHeaders)
 	step.RegisterStub(rs.StepTOA, TOA)
 	step.RegisterStub(rs.StepNDVI, NDVI)
+	step.RegisterStub(rs.StepTOANDVI, TOANDVI)
 	step.RegisterStub(rs.StepComposite, Composite)
 	step.RegisterStub(rs.StepAssemble, Assemble)
 }
@@ -24,6 +25,15 @@ func TOA(t rs.DNTile) (rs.Tile, error) {
 		out.Names = append(out.Names, rs.BandName(c.Band))
 		out.Data = append(out.Data, make([]float32, t.Area()))
 	}
+	return out, nil
+}
+
+// TOANDVI is the toa_ndvi step's stand-in: the TOA stand-in's planes and a
+// zero NDVI plane.
+func TOANDVI(t rs.DNTile) (rs.Tile, error) {
+	out, _ := TOA(t)
+	out.Names = append(out.Names, rs.PlaneNDVI)
+	out.Data = append(out.Data, make([]float32, t.Area()))
 	return out, nil
 }
 

@@ -2,12 +2,14 @@ package inference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -54,7 +56,7 @@ type runInferenceFn struct {
 	Kind      string
 	Config    []byte
 
-	model                                  Model
+	model, cpuModel                        Model
 	inferences, failedBatches              beam.Counter
 	size, bytes, latency, load, modelBytes beam.Distribution
 	loadReported                           bool
@@ -76,6 +78,11 @@ func (f *runInferenceFn) Setup() error {
 	f.model = m
 	f.loadReported = !loaded
 	f.loadTook = took
+	if f.Fallback { // --backend=auto chose the GPU: keep the CPU model at hand
+		if f.cpuModel, _, _, err = load(h, backend.CPU); err != nil {
+			return err
+		}
+	}
 	p := "runinference."
 	f.inferences = beam.NewCounter(step.Namespace, p+MetricInferences)
 	f.failedBatches = beam.NewCounter(step.Namespace, p+MetricFailed)
@@ -98,6 +105,10 @@ func (f *runInferenceFn) ProcessElement(ctx context.Context, in []tensor.Batch, 
 		start := time.Now()
 		var preds tensor.Predictions
 		preds, err = f.model.Predict(x)
+		if err != nil && f.cpuModel != nil && errors.Is(err, step.ErrGPUUnavailable) {
+			f.FellBack(ctx)
+			preds, err = f.cpuModel.Predict(x)
+		}
 		took := time.Since(start)
 		f.latency.Update(ctx, took.Microseconds())
 		f.Record(ctx, x.Rows, x.Bytes(), took, err != nil)

@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,14 +15,23 @@ import (
 type Exec struct {
 	Step string
 	Impl backend.Kind
+	// Fallback is set when the GPU was chosen by --backend=auto: a batch
+	// whose GPU op cannot be had (ErrGPUUnavailable) runs on the CPU, and
+	// the step's gpu_fallbacks metric counts it.
+	Fallback bool
 
-	fn any
-	m  metrics
+	fn, cpu any
+	m       metrics
 }
 
+// ErrGPUUnavailable is wrapped by GPU implementations when no executor can
+// run the batch (none found, or it keeps dying): under --backend=auto the
+// batch then runs on the CPU.
+var ErrGPUUnavailable = errors.New("GPU unavailable")
+
 type metrics struct {
-	batches, items, bytes, failures beam.Counter
-	kernel                          beam.Distribution
+	batches, items, bytes, failures, fallbacks beam.Counter
+	kernel                                     beam.Distribution
 }
 
 // Namespace is the Beam metrics namespace of every step counter.
@@ -33,6 +43,7 @@ const (
 	MetricItems    = "items"
 	MetricBytes    = "bytes"
 	MetricFailures = "failures"
+	MetricFallback = "gpu_fallbacks"
 	MetricKernelNS = "kernel_ns"
 )
 
@@ -43,13 +54,19 @@ func (e *Exec) Setup() error {
 		return err
 	}
 	e.fn = fn
+	if e.Impl == backend.GPU && e.Fallback {
+		if e.cpu, err = Impl(e.Step, backend.CPU); err != nil {
+			return err
+		}
+	}
 	p := e.Step + "."
 	e.m = metrics{
-		batches:  beam.NewCounter(Namespace, p+MetricBatches),
-		items:    beam.NewCounter(Namespace, p+MetricItems),
-		bytes:    beam.NewCounter(Namespace, p+MetricBytes),
-		failures: beam.NewCounter(Namespace, p+MetricFailures),
-		kernel:   beam.NewDistribution(Namespace, p+MetricKernelNS),
+		batches:   beam.NewCounter(Namespace, p+MetricBatches),
+		items:     beam.NewCounter(Namespace, p+MetricItems),
+		bytes:     beam.NewCounter(Namespace, p+MetricBytes),
+		failures:  beam.NewCounter(Namespace, p+MetricFailures),
+		fallbacks: beam.NewCounter(Namespace, p+MetricFallback),
+		kernel:    beam.NewDistribution(Namespace, p+MetricKernelNS),
 	}
 	return nil
 }
@@ -64,6 +81,10 @@ func Run[In, Out any](ctx context.Context, e *Exec, in In, fail func(Failure)) (
 	}
 	start := time.Now()
 	out, err := call(fn, in)
+	if err != nil && e.cpu != nil && errors.Is(err, ErrGPUUnavailable) {
+		e.m.fallbacks.Inc(ctx, 1)
+		out, err = call(e.cpu.(func(In) (Out, error)), in)
+	}
 	e.m.kernel.Update(ctx, time.Since(start).Nanoseconds())
 	e.m.batches.Inc(ctx, 1)
 	if s, isSized := any(in).(Sized); isSized {
@@ -90,6 +111,10 @@ func (e *Exec) Record(ctx context.Context, items, bytes int, took time.Duration,
 		e.m.failures.Inc(ctx, 1)
 	}
 }
+
+// FellBack counts a batch that ran on the CPU because its GPU op could not
+// be had (for batches run outside Run, as RunInference's).
+func (e *Exec) FellBack(ctx context.Context) { e.m.fallbacks.Inc(ctx, 1) }
 
 // call runs fn, turning a panic in a kernel into an error so one bad batch
 // becomes a Failure instead of a failed bundle retried forever.

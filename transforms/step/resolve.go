@@ -62,5 +62,5 @@ func Resolve(name string, opts ...Option) Exec {
 	if _, err := Impl(name, dec.Impl); err != nil {
 		panic(err.Error())
 	}
-	return Exec{Step: name, Impl: dec.Impl}
+	return Exec{Step: name, Impl: dec.Impl, Fallback: dec.Impl == backend.GPU && dec.Requested == backend.Auto}
 }

@@ -20,6 +20,9 @@ type StepCounts struct {
 	Step                                      string
 	Impl                                      backend.Kind
 	Batches, Items, Bytes, Failures, KernelNS int64
+	// Fallbacks counts the batches a GPU step ran on the CPU because no
+	// executor could run them (--backend=auto).
+	Fallbacks int64
 }
 
 // Metrics is what a run's Beam metrics say: the counts of every step of the
@@ -60,6 +63,8 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 			sc.Bytes += c.Result()
 		case step.MetricFailures:
 			sc.Failures += c.Result()
+		case step.MetricFallback:
+			sc.Fallbacks += c.Result()
 		}
 	}
 	for _, d := range all.Distributions() {
@@ -79,14 +84,14 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 // and failures.
 func (m Metrics) PrintSteps(w io.Writer, unit string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "step\timpl\tbatches\t%s\tMB in\tkernel s\t%s/s\tfailures\t\n", unit, unit)
+	fmt.Fprintf(tw, "step\timpl\tbatches\t%s\tMB in\tkernel s\t%s/s\tfailures\tcpu fallbacks\t\n", unit, unit)
 	for _, st := range m.Steps {
 		rate := "-"
 		if st.KernelNS > 0 && st.Items > 0 {
 			rate = fmt.Sprintf("%.3g", float64(st.Items)/(float64(st.KernelNS)/1e9))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.3f\t%s\t%d\t\n", st.Step, st.Impl, st.Batches, st.Items,
-			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.3f\t%s\t%d\t%d\t\n", st.Step, st.Impl, st.Batches, st.Items,
+			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures, st.Fallbacks)
 	}
 	tw.Flush()
 }

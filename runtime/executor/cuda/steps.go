@@ -21,8 +21,9 @@ import (
 func (d *Device) Steps() map[string]any {
 	refs := &refCache{d: d, m: map[*tensor.Reference]*RefHandle{}}
 	return map[string]any{
-		raster.StepTOA:  func(t raster.DNTile) (raster.Tile, error) { return serverErr(d.toaTile(t)) },
-		raster.StepNDVI: func(t raster.Tile) (raster.Tile, error) { return serverErr(d.ndviTile(t)) },
+		raster.StepTOA:     func(t raster.DNTile) (raster.Tile, error) { return serverErr(d.toaTile(t)) },
+		raster.StepNDVI:    func(t raster.Tile) (raster.Tile, error) { return serverErr(d.ndviTile(t)) },
+		raster.StepTOANDVI: func(t raster.DNTile) (raster.Tile, error) { return serverErr(d.toaNDVITile(t)) },
 		raster.StepComposite: func(in raster.CompositeInput) (raster.RGBATile, error) {
 			return serverErr(d.compositeTile(in))
 		},
@@ -105,6 +106,40 @@ func (d *Device) toaTile(t raster.DNTile) (raster.Tile, error) {
 		out.Names = append(out.Names, raster.BandName(t.Cal[i].Band))
 		out.Data = append(out.Data, p)
 	}
+	return out, nil
+}
+
+// toaNDVITile runs the fused kernel: every band's reflectance and the NDVI
+// of bands 4 and 5 in one pass.
+func (d *Device) toaNDVITile(t raster.DNTile) (raster.Tile, error) {
+	red, nir := -1, -1
+	for i, c := range t.Cal {
+		switch c.Band {
+		case 4:
+			red = i
+		case 5:
+			nir = i
+		}
+	}
+	if red < 0 || nir < 0 || len(t.Cal) != len(t.DN) || !(t.SunElevation > 0 && t.SunElevation <= 90) {
+		return raster.TOANDVI(t) // the CPU function's error
+	}
+	sin := math.Sin(t.SunElevation * math.Pi / 180)
+	scale, offset := make([]float64, len(t.Cal)), make([]float64, len(t.Cal))
+	out := raster.Tile{Scene: t.Scene, SceneW: t.SceneW, SceneH: t.SceneH, Rect: t.Rect}
+	for i, c := range t.Cal {
+		if len(t.DN[i]) != t.Area() {
+			return raster.TOANDVI(t)
+		}
+		scale[i], offset[i] = c.Mult/sin, c.Add/sin
+		out.Names = append(out.Names, raster.BandName(c.Band))
+	}
+	refl, ndvi, err := d.TOANDVI(t.DN, scale, offset, red, nir)
+	if err != nil {
+		return raster.Tile{}, err
+	}
+	out.Names = append(out.Names, raster.PlaneNDVI)
+	out.Data = append(refl, ndvi)
 	return out, nil
 }
 

@@ -45,7 +45,7 @@ func MaybeServe() {
 	crashAt, _ := strconv.Atoi(os.Getenv(crashEnv))
 	var calls atomic.Int64
 	for _, op := range stepops.ReferenceOps() {
-		if crashAt > 0 {
+		if crashAt != 0 {
 			op = crashingOp{Op: op, at: int64(crashAt), calls: &calls, mark: os.Getenv(markEnv)}
 		}
 		server.Register(op)
@@ -76,6 +76,16 @@ func Use() string {
 	return path
 }
 
+// CrashAlways makes the executors this process starts next die in every
+// step op (on), as an executor on a machine whose GPU is gone would.
+func CrashAlways(on bool) {
+	if on {
+		os.Setenv(crashEnv, "-1")
+	} else {
+		os.Unsetenv(crashEnv)
+	}
+}
+
 // CrashOnce makes the next executor this process starts die (exit status
 // 86, as if killed) in the middle of its n-th step op, before writing any
 // output; the executor started after it does not crash. mark is a file path
@@ -93,6 +103,9 @@ type crashingOp struct {
 }
 
 func (o crashingOp) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
+	if o.at < 0 {
+		os.Exit(86)
+	}
 	if o.calls.Add(1) == o.at {
 		if f, err := os.OpenFile(o.mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()

@@ -14,6 +14,14 @@ func init() {
 		Split:     splitDNTile,
 		Merge:     mergeTiles,
 	})
+	Define(raster.StepTOANDVI, Codec[raster.DNTile, raster.Tile]{
+		EncodeIn:  raster.EncodeDNTile,
+		DecodeIn:  func(b []byte, _ any) (raster.DNTile, error) { return raster.DecodeDNTile(b) },
+		EncodeOut: raster.EncodeTile,
+		DecodeOut: raster.DecodeTile,
+		Split:     splitDNTile,
+		Merge:     mergeTiles,
+	})
 	Define(raster.StepNDVI, Codec[raster.Tile, raster.Tile]{
 		EncodeIn:  raster.EncodeTile,
 		DecodeIn:  func(b []byte, _ any) (raster.Tile, error) { return raster.DecodeTile(b) },

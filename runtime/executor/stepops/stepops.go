@@ -164,7 +164,7 @@ func callFunc[In, Out any](op string, c Codec[In, Out]) func(In) (Out, error) {
 		var zero Out
 		cl, err := executor()
 		if err != nil {
-			return zero, err
+			return zero, fmt.Errorf("%w: %w", step.ErrGPUUnavailable, err)
 		}
 		main, err := c.EncodeIn(in)
 		if err != nil {
@@ -186,6 +186,9 @@ func callFunc[In, Out any](op string, c Codec[In, Out]) func(In) (Out, error) {
 		outs, err := call(side.key != "" && !sent(side.key))
 		if err != nil && side.key != "" && strings.Contains(err.Error(), needSide) {
 			outs, err = call(true) // the executor restarted, or evicted the side data
+		}
+		if errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrExecutorDied) || errors.Is(err, client.ErrFatal) {
+			return zero, fmt.Errorf("%w: %w", step.ErrGPUUnavailable, err)
 		}
 		if err != nil {
 			return zero, err
