@@ -92,31 +92,21 @@ func Register(d Def) {
 // the CPU function's types that allocates the output's shape and computes
 // nothing. The step may be registered before or after its stub.
 func RegisterStub(name string, fn any) {
-	if _, _, err := signature(fn); err != nil {
-		panic(fmt.Sprintf("step.RegisterStub(%q): %v", name, err))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	e := registry[name]
-	if e == nil {
-		e = &entry{}
-		registry[name] = e
-	}
-	if e.stub != nil {
-		panic(fmt.Sprintf("step.RegisterStub: stub for %q registered twice", name))
-	}
-	e.stub = fn
-	if e.def.CPU != nil {
-		mustMatch(name, e)
-	}
+	registerImpl("RegisterStub", "stub", name, fn, func(e *entry) *any { return &e.stub })
 }
 
 // RegisterGPU registers the GPU implementation of a step: a func(In) (Out,
 // error) with the CPU function's types that runs the step's GPU op on the
 // GPU executor (package runtime/executor/stepops registers them all).
 func RegisterGPU(name string, fn any) {
+	registerImpl("RegisterGPU", "GPU implementation", name, fn, func(e *entry) *any { return &e.gpu })
+}
+
+// registerImpl puts fn in the slot of step name's entry, checking its
+// signature (and its types against the CPU function's, if registered).
+func registerImpl(caller, what, name string, fn any, slot func(*entry) *any) {
 	if _, _, err := signature(fn); err != nil {
-		panic(fmt.Sprintf("step.RegisterGPU(%q): %v", name, err))
+		panic(fmt.Sprintf("step.%s(%q): %v", caller, name, err))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -125,10 +115,11 @@ func RegisterGPU(name string, fn any) {
 		e = &entry{}
 		registry[name] = e
 	}
-	if e.gpu != nil {
-		panic(fmt.Sprintf("step.RegisterGPU: GPU implementation of %q registered twice", name))
+	p := slot(e)
+	if *p != nil {
+		panic(fmt.Sprintf("step.%s: %s of %q registered twice", caller, what, name))
 	}
-	e.gpu = fn
+	*p = fn
 	if e.def.CPU != nil {
 		mustMatch(name, e)
 	}

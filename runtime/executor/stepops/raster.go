@@ -5,23 +5,19 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
+// dnToTile is the codec of the steps from DN tiles to reflectance tiles.
+var dnToTile = Codec[raster.DNTile, raster.Tile]{
+	EncodeIn:  raster.EncodeDNTile,
+	DecodeIn:  func(b []byte, _ any) (raster.DNTile, error) { return raster.DecodeDNTile(b) },
+	EncodeOut: raster.EncodeTile,
+	DecodeOut: raster.DecodeTile,
+	Split:     splitDNTile,
+	Merge:     mergeTiles,
+}
+
 func init() {
-	Define(raster.StepTOA, Codec[raster.DNTile, raster.Tile]{
-		EncodeIn:  raster.EncodeDNTile,
-		DecodeIn:  func(b []byte, _ any) (raster.DNTile, error) { return raster.DecodeDNTile(b) },
-		EncodeOut: raster.EncodeTile,
-		DecodeOut: raster.DecodeTile,
-		Split:     splitDNTile,
-		Merge:     mergeTiles,
-	})
-	Define(raster.StepTOANDVI, Codec[raster.DNTile, raster.Tile]{
-		EncodeIn:  raster.EncodeDNTile,
-		DecodeIn:  func(b []byte, _ any) (raster.DNTile, error) { return raster.DecodeDNTile(b) },
-		EncodeOut: raster.EncodeTile,
-		DecodeOut: raster.DecodeTile,
-		Split:     splitDNTile,
-		Merge:     mergeTiles,
-	})
+	Define(raster.StepTOA, dnToTile)
+	Define(raster.StepTOANDVI, dnToTile)
 	Define(raster.StepNDVI, Codec[raster.Tile, raster.Tile]{
 		EncodeIn:  raster.EncodeTile,
 		DecodeIn:  func(b []byte, _ any) (raster.Tile, error) { return raster.DecodeTile(b) },
