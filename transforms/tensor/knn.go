@@ -180,12 +180,16 @@ func Neighbors(q Batch, ref *Reference, k int) (idx []int32, dist []float32, err
 		return idx, dist, nil
 	}
 	qn := sqNorms(q)
-	qb, rb := min(knnQueryBlock, q.Rows), min(knnRefBlock, ref.Rows)
-	blocks := (q.Rows + qb - 1) / qb
 	workers := knnWorkers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Query blocks of at most knnQueryBlock rows, but small enough that a
+	// batch of a few hundred queries (a pipeline's) still keeps every worker
+	// busy; each query's distances are summed the same way whatever its block.
+	qb := min(knnQueryBlock, max(16, (q.Rows+workers-1)/workers), q.Rows)
+	rb := min(knnRefBlock, ref.Rows)
+	blocks := (q.Rows + qb - 1) / qb
 	workers = min(workers, blocks)
 	var next atomic.Int64
 	var wg sync.WaitGroup
