@@ -52,14 +52,8 @@ func (f *toaFn) ProcessElement(ctx context.Context, in DNTile, emit func(Tile), 
 // (Mult*DN + Add) / sin(SunElevation) per pixel, computed in float64 and
 // rounded to float32, with NaN where DN is 0 (no-data).
 func TOA(t DNTile) (Tile, error) {
-	if err := checkPlanes(t.ID(), t.Rect, t.DN); err != nil {
+	if err := checkTOA(t); err != nil {
 		return Tile{}, err
-	}
-	if len(t.Cal) != len(t.DN) {
-		return Tile{}, fmt.Errorf("%s: %d calibrations for %d bands", t.ID(), len(t.Cal), len(t.DN))
-	}
-	if !(t.SunElevation > 0 && t.SunElevation <= 90) {
-		return Tile{}, fmt.Errorf("%s: sun elevation %g: want (0, 90] degrees", t.ID(), t.SunElevation)
 	}
 	sin := math.Sin(t.SunElevation * math.Pi / 180)
 	out := Tile{Scene: t.Scene, SceneW: t.SceneW, SceneH: t.SceneH, Rect: t.Rect,
@@ -70,6 +64,20 @@ func TOA(t DNTile) (Tile, error) {
 		toaPlane(out.Data[i], dn, t.Cal[i].Mult/sin, t.Cal[i].Add/sin)
 	}
 	return out, nil
+}
+
+// checkTOA checks a DN tile's planes, calibrations and sun elevation.
+func checkTOA(t DNTile) error {
+	if err := checkPlanes(t.ID(), t.Rect, t.DN); err != nil {
+		return err
+	}
+	if len(t.Cal) != len(t.DN) {
+		return fmt.Errorf("%s: %d calibrations for %d bands", t.ID(), len(t.Cal), len(t.DN))
+	}
+	if !(t.SunElevation > 0 && t.SunElevation <= 90) {
+		return fmt.Errorf("%s: sun elevation %g: want (0, 90] degrees", t.ID(), t.SunElevation)
+	}
+	return nil
 }
 
 // toaPlane is the per-pixel kernel: dst = scale*dn + offset, NaN for dn 0.

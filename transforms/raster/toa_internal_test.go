@@ -25,3 +25,34 @@ func TestTOATableEqualsFormula(t *testing.T) {
 		require.Equal(t, math.Float32bits(direct[i]), math.Float32bits(viaTable[i]), "DN %d", i)
 	}
 }
+
+// The fused toa_ndvi equals TOA then NDVITile bit for bit, on small tiles
+// (direct formula) and large ones (tables).
+func TestTOANDVIEqualsTheTwoSteps(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		tile := randomDNTile(seed)
+		if seed == 3 { // large enough for the tables
+			tile = randomDNTile(seed)
+			tile.Rect = Rect{W: 200, H: 100}
+			for i := range tile.DN {
+				p := make([]uint16, tile.Area())
+				for j := range p {
+					p[j] = uint16(j*(i+7)) % 30000
+				}
+				tile.DN[i] = p
+			}
+		}
+		fused, err := TOANDVI(tile)
+		require.NoError(t, err)
+		refl, err := TOA(tile)
+		require.NoError(t, err)
+		ndvi, err := NDVITile(refl)
+		require.NoError(t, err)
+		require.Equal(t, append(refl.Names, PlaneNDVI), fused.Names)
+		for i, p := range append(refl.Data, ndvi.Data[0]) {
+			for j := range p {
+				require.Equal(t, math.Float32bits(p[j]), math.Float32bits(fused.Data[i][j]), "plane %d pixel %d", i, j)
+			}
+		}
+	}
+}

@@ -2,6 +2,8 @@ package raster
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -43,18 +45,63 @@ func (f *toaNDVIFn) ProcessElement(ctx context.Context, in DNTile, emit func(Til
 	}
 }
 
-// TOANDVI is the CPU implementation of the toa_ndvi step: TOA, then NDVI
-// appended as the last plane. The tile must hold bands 4 and 5.
+// TOANDVI is the CPU implementation of the toa_ndvi step: TOA, with NDVI
+// appended as the last plane; bands 4 and 5 and the NDVI are computed in one
+// pass over their DNs (the same values as TOA then NDVITile, bit for bit).
+// The tile must hold bands 4 and 5.
 func TOANDVI(t DNTile) (Tile, error) {
-	refl, err := TOA(t)
-	if err != nil {
+	red, nir := -1, -1
+	for i, c := range t.Cal {
+		switch c.Band {
+		case 4:
+			red = i
+		case 5:
+			nir = i
+		}
+	}
+	if red < 0 || nir < 0 {
+		return Tile{}, fmt.Errorf("%s: toa_ndvi needs bands 4 and 5, the tile has %v", t.ID(), t.Cal)
+	}
+	if err := checkTOA(t); err != nil {
 		return Tile{}, err
 	}
-	ndvi, err := NDVITile(refl)
-	if err != nil {
-		return Tile{}, err
+	sin := math.Sin(t.SunElevation * math.Pi / 180)
+	out := Tile{Scene: t.Scene, SceneW: t.SceneW, SceneH: t.SceneH, Rect: t.Rect,
+		Names: make([]string, len(t.DN), len(t.DN)+1), Data: make([][]float32, len(t.DN), len(t.DN)+1)}
+	for i, dn := range t.DN {
+		out.Names[i] = BandName(t.Cal[i].Band)
+		out.Data[i] = make([]float32, len(dn))
+		if i != red && i != nir {
+			toaPlane(out.Data[i], dn, t.Cal[i].Mult/sin, t.Cal[i].Add/sin)
+		}
 	}
-	refl.Names = append(refl.Names, PlaneNDVI)
-	refl.Data = append(refl.Data, ndvi.Data[0])
-	return refl, nil
+	ndvi := make([]float32, t.Area())
+	toaNDVIPlanes(out.Data[red], out.Data[nir], ndvi, t.DN[red], t.DN[nir],
+		t.Cal[red].Mult/sin, t.Cal[red].Add/sin, t.Cal[nir].Mult/sin, t.Cal[nir].Add/sin)
+	out.Names = append(out.Names, PlaneNDVI)
+	out.Data = append(out.Data, ndvi)
+	return out, nil
+}
+
+// toaNDVIPlanes is the fused kernel: the red and near-infrared reflectances
+// and the NDVI of each pixel in one pass.
+func toaNDVIPlanes(red, nir, ndvi []float32, dnRed, dnNIR []uint16, sr, or, sn, on float64) {
+	lr := toaTable(sr, or, len(dnRed) >= lutMinPixels)
+	ln := toaTable(sn, on, len(dnNIR) >= lutMinPixels)
+	red, nir, ndvi, dnNIR = red[:len(dnRed)], nir[:len(dnRed)], ndvi[:len(dnRed)], dnNIR[:len(dnRed)]
+	for i, d := range dnRed {
+		var r, n float32
+		if lr != nil && ln != nil {
+			r, n = lr[d], ln[dnNIR[i]]
+		} else {
+			r, n = toaValue(d, sr, or), toaValue(dnNIR[i], sn, on)
+		}
+		red[i], nir[i] = r, n
+		sum := n + r
+		if sum == 0 {
+			ndvi[i] = nan32
+			continue
+		}
+		ndvi[i] = (n - r) / sum
+	}
 }
