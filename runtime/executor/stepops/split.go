@@ -20,6 +20,17 @@ func splitBatch(b tensor.Batch) (tensor.Batch, tensor.Batch, bool) {
 	return b.Slice(0, h), b.Slice(h, b.Rows), true
 }
 
+// splitOn splits an input by the rows of the batch that rows points at,
+// keeping the rest of the input (a scaler, a layer, a model) in both halves.
+func splitOn[In any](rows func(*In) *tensor.Batch) func(In) (In, In, bool) {
+	return func(in In) (In, In, bool) {
+		a, b, ok := splitBatch(*rows(&in))
+		x, y := in, in
+		*rows(&x), *rows(&y) = a, b
+		return x, y, ok
+	}
+}
+
 func mergeBatches(a, b tensor.Batch) (tensor.Batch, error) {
 	return tensor.Concat([]tensor.Batch{a, b})
 }

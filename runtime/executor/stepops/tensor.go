@@ -14,11 +14,8 @@ func init() {
 		DecodeIn:  decodeStandardize,
 		EncodeOut: tensor.EncodeBatch,
 		DecodeOut: tensor.DecodeBatch,
-		Split: func(in tensor.StandardizeInput) (tensor.StandardizeInput, tensor.StandardizeInput, bool) {
-			a, b, ok := splitBatch(in.Batch)
-			return tensor.StandardizeInput{Batch: a, Scaler: in.Scaler}, tensor.StandardizeInput{Batch: b, Scaler: in.Scaler}, ok
-		},
-		Merge: mergeBatches,
+		Split:     splitOn(func(in *tensor.StandardizeInput) *tensor.Batch { return &in.Batch }),
+		Merge:     mergeBatches,
 	})
 	Define(tensor.StepDense, Codec[tensor.DenseInput, tensor.Batch]{
 		EncodeIn:  func(in tensor.DenseInput) ([]byte, error) { return tensor.EncodeBatch(in.Batch) },
@@ -33,11 +30,8 @@ func init() {
 		},
 		EncodeSide: func(in tensor.DenseInput) ([]byte, error) { return encodeLayer(in.Layer), nil },
 		DecodeSide: func(b []byte) (any, error) { return decodeLayer(b) },
-		Split: func(in tensor.DenseInput) (tensor.DenseInput, tensor.DenseInput, bool) {
-			a, b, ok := splitBatch(in.Batch)
-			return tensor.DenseInput{Batch: a, Layer: in.Layer}, tensor.DenseInput{Batch: b, Layer: in.Layer}, ok
-		},
-		Merge: mergeBatches,
+		Split:      splitOn(func(in *tensor.DenseInput) *tensor.Batch { return &in.Batch }),
+		Merge:      mergeBatches,
 	})
 	Define(tensor.StepSoftmax, Codec[tensor.Batch, tensor.Batch]{
 		EncodeIn:  tensor.EncodeBatch,
@@ -69,13 +63,8 @@ func init() {
 		Side:       func(in tensor.KNNInput) any { return in.Ref },
 		EncodeSide: func(in tensor.KNNInput) ([]byte, error) { return encodeReference(in.Ref) },
 		DecodeSide: func(b []byte) (any, error) { return decodeReference(b) },
-		Split: func(in tensor.KNNInput) (tensor.KNNInput, tensor.KNNInput, bool) {
-			a, b, ok := splitBatch(in.Query)
-			x, y := in, in
-			x.Query, y.Query = a, b
-			return x, y, ok
-		},
-		Merge: mergePredictions,
+		Split:      splitOn(func(in *tensor.KNNInput) *tensor.Batch { return &in.Query }),
+		Merge:      mergePredictions,
 	})
 	Define(tensor.StepMLP, Codec[tensor.MLPInput, tensor.Predictions]{
 		EncodeIn:  func(in tensor.MLPInput) ([]byte, error) { return tensor.EncodeBatch(in.Batch) },
@@ -92,11 +81,8 @@ func init() {
 			return buf.Bytes(), err
 		},
 		DecodeSide: func(b []byte) (any, error) { return tensor.ReadMLP(bytes.NewReader(b), "model sent to the executor") },
-		Split: func(in tensor.MLPInput) (tensor.MLPInput, tensor.MLPInput, bool) {
-			a, b, ok := splitBatch(in.Batch)
-			return tensor.MLPInput{Batch: a, Model: in.Model}, tensor.MLPInput{Batch: b, Model: in.Model}, ok
-		},
-		Merge: mergePredictions,
+		Split:      splitOn(func(in *tensor.MLPInput) *tensor.Batch { return &in.Batch }),
+		Merge:      mergePredictions,
 	})
 }
 
