@@ -15,7 +15,6 @@ package main
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -190,9 +189,9 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 		In:        int(m.Counters["records_decoded"] + m.Counters["records_rejected"]),
 		Predicted: int(m.Counters["records_predicted"]), Failed: int(m.Counters["records_failed"]),
 		Failures: int(m.Counters["failures"])}
-	var mj metrics
-	if data, err := os.ReadFile(job.Join(cfg.Output, metricsFile)); err == nil && json.Unmarshal(data, &mj) == nil {
-		sum.Accuracy = mj.Accuracy
+	if n := m.Counters["records_labelled"]; n > 0 {
+		acc := float64(m.Counters["records_correct"]) / float64(n)
+		sum.Accuracy = &acc
 	}
 	sum.PrintSteps(out, "rows")
 	acc := "n/a (no labels)"

@@ -52,7 +52,7 @@ type reportFn struct {
 	Output  string
 	Sources int
 
-	predicted, failedRows, rejected, failures beam.Counter
+	predicted, failedRows, rejected, failures, labelled, correct beam.Counter
 }
 
 func (f *reportFn) Setup() {
@@ -60,6 +60,8 @@ func (f *reportFn) Setup() {
 	f.failedRows = beam.NewCounter(step.Namespace, "records_failed")
 	f.rejected = beam.NewCounter(step.Namespace, "records_rejected")
 	f.failures = beam.NewCounter(step.Namespace, "failures")
+	f.labelled = beam.NewCounter(step.Namespace, "records_labelled")
+	f.correct = beam.NewCounter(step.Namespace, "records_correct")
 }
 
 type row struct {
@@ -102,6 +104,10 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*te
 
 	m := computeMetrics(rows, classes)
 	m.Failed = failedRows
+	f.labelled.Inc(ctx, int64(m.Labelled))
+	for c := range m.Confusion {
+		f.correct.Inc(ctx, int64(m.Confusion[c][c]))
+	}
 	if err := job.WriteJSON(ctx, job.Join(f.Output, metricsFile), m); err != nil {
 		return err
 	}
