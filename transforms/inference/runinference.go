@@ -48,7 +48,9 @@ func RunInference(s beam.Scope, batches beam.PCollection, h ModelHandler, p batc
 		panic(err.Error())
 	}
 	grouped := batch.Elements(s, batches, p)
-	return beam.ParDo2(s, &runInferenceFn{Exec: step.Resolve(h.Step(), opts...), Kind: h.Kind(), Config: cfg}, grouped)
+	// Only the model's step is placed on GPU workers; batching is not.
+	ms, ex := step.Scope(s, h.Step(), opts...)
+	return beam.ParDo2(ms, &runInferenceFn{Exec: ex, Kind: h.Kind(), Config: cfg}, grouped)
 }
 
 type runInferenceFn struct {

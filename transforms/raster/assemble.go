@@ -35,9 +35,9 @@ func init() {
 // where a whole plane is needed (a picture, an array file): the scene is one
 // element only from here on.
 func AssemblePlanes(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (planes, failed beam.PCollection) {
-	s = s.Scope(StepAssemble)
+	s, ex := step.Scope(s, StepAssemble, opts...)
 	grouped := beam.GroupByKey(s, beam.ParDo(s, keyByScenePlane, tiles))
-	return beam.ParDo2(s, &assembleFn{Exec: step.Resolve(StepAssemble, opts...)}, grouped)
+	return beam.ParDo2(s, &assembleFn{Exec: ex}, grouped)
 }
 
 // keyByScenePlane emits each plane of a tile keyed by "scene/plane".

@@ -123,10 +123,10 @@ func Composite(s beam.Scope, refl beam.PCollection, p CompositeParams, opts ...s
 	if err := p.Validate(); err != nil {
 		panic(err)
 	}
-	s = s.Scope(StepComposite)
+	s, ex := step.Scope(s, StepComposite, opts...)
 	keyed := beam.ParDo(s, keyByScene, refl)
 	stretches := beam.ParDo(s, dropKey, beam.CombinePerKey(s, &histogramFn{Params: p}, keyed))
-	fn := &compositeFn{Exec: step.Resolve(StepComposite, opts...)}
+	fn := &compositeFn{Exec: ex}
 	return beam.ParDo2(s, fn, refl, beam.SideInput{Input: stretches})
 }
 

@@ -38,8 +38,8 @@ func init() {
 // tiles holding planes B4 (red) and B5 (near infrared); each output tile has
 // one plane, "NDVI".
 func NDVI(s beam.Scope, refl beam.PCollection, opts ...step.Option) (ndvi, failed beam.PCollection) {
-	s = s.Scope(StepNDVI)
-	return beam.ParDo2(s, &ndviFn{Exec: step.Resolve(StepNDVI, opts...)}, refl)
+	s, ex := step.Scope(s, StepNDVI, opts...)
+	return beam.ParDo2(s, &ndviFn{Exec: ex}, refl)
 }
 
 type ndviFn struct{ step.Exec }

@@ -34,8 +34,8 @@ func init() {
 // Read reads each scene of refs (a PCollection of SceneRef) and returns its
 // tiles (DNTile) and the scenes that could not be read (step.Failure).
 func Read(s beam.Scope, refs beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
-	s = s.Scope(StepRead)
-	return beam.ParDo2(s, &readFn{Exec: step.Resolve(StepRead, opts...)}, refs)
+	s, ex := step.Scope(s, StepRead, opts...)
+	return beam.ParDo2(s, &readFn{Exec: ex}, refs)
 }
 
 type readFn struct{ step.Exec }

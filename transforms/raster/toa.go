@@ -36,8 +36,8 @@ func init() {
 // ReflectanceTOA turns DN tiles into reflectance tiles with one plane per
 // band, named "B<n>".
 func ReflectanceTOA(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (refl, failed beam.PCollection) {
-	s = s.Scope(StepTOA)
-	return beam.ParDo2(s, &toaFn{Exec: step.Resolve(StepTOA, opts...)}, tiles)
+	s, ex := step.Scope(s, StepTOA, opts...)
+	return beam.ParDo2(s, &toaFn{Exec: ex}, tiles)
 }
 
 type toaFn struct{ step.Exec }

@@ -33,8 +33,8 @@ func init() {
 // ReflectanceAndNDVI turns DN tiles into tiles with one reflectance plane per
 // band ("B<n>") and, last, the NDVI plane: TOA then NDVI, fused.
 func ReflectanceAndNDVI(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (out, failed beam.PCollection) {
-	s = s.Scope(StepTOANDVI)
-	return beam.ParDo2(s, &toaNDVIFn{Exec: step.Resolve(StepTOANDVI, opts...)}, tiles)
+	s, ex := step.Scope(s, StepTOANDVI, opts...)
+	return beam.ParDo2(s, &toaNDVIFn{Exec: ex}, tiles)
 }
 
 type toaNDVIFn struct{ step.Exec }

@@ -276,8 +276,8 @@ func init() {
 // batches of rows; files that cannot be read and rows with NaN or infinity
 // go to failed.
 func DecodeIDXFiles(s beam.Scope, sources beam.PCollection, opts ...step.Option) (batches, failed beam.PCollection) {
-	s = s.Scope(StepDecode)
-	return beam.ParDo2(s, &decodeFn{Exec: step.Resolve(StepDecode, opts...)}, sources)
+	s, ex := step.Scope(s, StepDecode, opts...)
+	return beam.ParDo2(s, &decodeFn{Exec: ex}, sources)
 }
 
 type decodeFn struct{ step.Exec }
@@ -297,8 +297,8 @@ func (f *decodeFn) ProcessElement(ctx context.Context, src Source, emit func(Bat
 
 // StandardizeRows scales the columns of every batch with sc.
 func StandardizeRows(s beam.Scope, batches beam.PCollection, sc Scaler, opts ...step.Option) (out, failed beam.PCollection) {
-	s = s.Scope(StepStandardize)
-	return beam.ParDo2(s, &standardizeFn{Exec: step.Resolve(StepStandardize, opts...), Scaler: sc}, batches)
+	s, ex := step.Scope(s, StepStandardize, opts...)
+	return beam.ParDo2(s, &standardizeFn{Exec: ex, Scaler: sc}, batches)
 }
 
 type standardizeFn struct {
@@ -317,8 +317,8 @@ func DenseRows(s beam.Scope, batches beam.PCollection, layer Dense, opts ...step
 	if err := layer.check(); err != nil {
 		panic(err)
 	}
-	s = s.Scope(StepDense)
-	return beam.ParDo2(s, &denseFn{Exec: step.Resolve(StepDense, opts...), Layer: layer}, batches)
+	s, ex := step.Scope(s, StepDense, opts...)
+	return beam.ParDo2(s, &denseFn{Exec: ex, Layer: layer}, batches)
 }
 
 type denseFn struct {
@@ -334,8 +334,8 @@ func (f *denseFn) ProcessElement(ctx context.Context, b Batch, emit func(Batch),
 
 // SoftmaxRows applies a row-wise softmax to every batch.
 func SoftmaxRows(s beam.Scope, batches beam.PCollection, opts ...step.Option) (out, failed beam.PCollection) {
-	s = s.Scope(StepSoftmax)
-	return beam.ParDo2(s, &softmaxFn{Exec: step.Resolve(StepSoftmax, opts...)}, batches)
+	s, ex := step.Scope(s, StepSoftmax, opts...)
+	return beam.ParDo2(s, &softmaxFn{Exec: ex}, batches)
 }
 
 type softmaxFn struct{ step.Exec }
@@ -348,8 +348,8 @@ func (f *softmaxFn) ProcessElement(ctx context.Context, b Batch, emit func(Batch
 
 // ArgmaxRows predicts the class of every row (the column of its largest value).
 func ArgmaxRows(s beam.Scope, batches beam.PCollection, opts ...step.Option) (preds, failed beam.PCollection) {
-	s = s.Scope(StepArgmax)
-	return beam.ParDo2(s, &argmaxFn{Exec: step.Resolve(StepArgmax, opts...)}, batches)
+	s, ex := step.Scope(s, StepArgmax, opts...)
+	return beam.ParDo2(s, &argmaxFn{Exec: ex}, batches)
 }
 
 type argmaxFn struct{ step.Exec }
@@ -365,8 +365,8 @@ func TopKRows(s beam.Scope, batches beam.PCollection, k int, opts ...step.Option
 	if k <= 0 {
 		panic(fmt.Sprintf("tensor.TopKRows: k = %d, want > 0", k))
 	}
-	s = s.Scope(StepTopK)
-	return beam.ParDo2(s, &topKFn{Exec: step.Resolve(StepTopK, opts...), K: k}, batches)
+	s, ex := step.Scope(s, StepTopK, opts...)
+	return beam.ParDo2(s, &topKFn{Exec: ex, K: k}, batches)
 }
 
 type topKFn struct {
@@ -412,8 +412,8 @@ func KNNClassify(s beam.Scope, queries, reference beam.PCollection, p KNNParams,
 	if err != nil {
 		panic(err)
 	}
-	s = s.Scope(StepKNN)
-	fn := &knnFn{Exec: step.Resolve(StepKNN, opts...), K: p.K, Weights: p.Weights, Classes: p.Classes}
+	s, ex := step.Scope(s, StepKNN, opts...)
+	fn := &knnFn{Exec: ex, K: p.K, Weights: p.Weights, Classes: p.Classes}
 	return beam.ParDo2(s, fn, queries, beam.SideInput{Input: reference})
 }
 
