@@ -25,6 +25,9 @@ type Config struct {
 	Socket string
 	// Args are extra arguments of "serve", e.g. "--max_concurrent=4".
 	Args []string
+	// Env are extra environment variables of the executor ("K=V"), on top
+	// of this process's.
+	Env []string
 	// StartTimeout bounds the executor's start (until its handshake); 0
 	// means 30s.
 	StartTimeout time.Duration
@@ -95,7 +98,7 @@ func SharedAt(path string) *Client {
 	}
 	c := shared.m[path]
 	if c == nil {
-		c = New(Config{Path: path})
+		c = New(sharedConfig(path))
 		shared.m[path] = c
 	}
 	return c

@@ -78,6 +78,9 @@ func (c *Client) start(ctx context.Context) (*proc, *session, error) {
 	p := &proc{path: path, dir: dir, socket: sock, done: make(chan struct{}), stderr: &tail{max: 4 << 10}}
 	args := append([]string{"serve", "--socket=" + sock}, c.cfg.Args...)
 	p.cmd = exec.Command(path, args...)
+	if len(c.cfg.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), c.cfg.Env...)
+	}
 	var errOut io.Writer = os.Stderr
 	if c.cfg.Stderr != nil {
 		errOut = c.cfg.Stderr

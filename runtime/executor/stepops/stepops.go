@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 
+	beamruntime "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -61,6 +62,13 @@ type Codec[In, Out any] struct {
 // needSide is the message prefix of the error the op returns when it does
 // not hold the side data a request names.
 const needSide = "stepops: side data not loaded: "
+
+// On a worker, the job's GPU sharing (how many SDK processes share the GPU,
+// set by the launcher) arrives as a pipeline option; the executor this
+// process starts is configured with it.
+func init() {
+	client.SetSharingSource(func() string { return beamruntime.GlobalOptions.Get(client.OptionSharing) })
+}
 
 var (
 	pathMu sync.RWMutex

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/beamgpu/beamgpu/runtime/executor"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/cuda"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
@@ -18,8 +19,8 @@ import (
 // (default 1) processes that share the GPU, as several SDK harness
 // processes or MPS clients on one worker do.
 const (
-	envFraction  = "BEAMGPU_GPU_MEMORY_FRACTION"
-	envProcesses = "BEAMGPU_GPU_PROCESSES"
+	envFraction  = client.EnvMemoryFraction
+	envProcesses = client.EnvProcesses
 )
 
 var (
@@ -36,7 +37,7 @@ func registerStepOps() {
 	if openErr != nil {
 		return
 	}
-	fraction, processes := 0.8, 1
+	fraction, processes := client.DefaultMemoryFraction, 1
 	if v, err := strconv.ParseFloat(os.Getenv(envFraction), 64); err == nil && v > 0 && v <= 1 {
 		fraction = v
 	}
