@@ -34,4 +34,19 @@
 // cloud.google.com/gke-accelerator, the nvidia.com/gpu resource and gcloud's
 // --accelerator=type=T,count=N,gpu-driver-version=V; those come from GKE's
 // documentation, not from a seed, and are marked so in the code.
+//
+// Impossible combinations are errors, all of them reported at once: a
+// topology whose chips do not divide into VMs; chips per VM other than a
+// TPU version's (v4 and v5p VMs have 4, v5e and v6e 1, 4 or 8, and 1- and
+// 8-chip VMs make single-host slices only); a topology of the wrong shape
+// (AxBxC for v4 and v5p, AxB for v5e and v6e); a GPU count per node that no
+// machine type has, or a machine type that does not carry the GPUs (both by
+// runtime/dataflow's GPU and machine type tables, the one rule table of the
+// project); a TPU machine type of another version or chip count.
+// DefaultMachineType picks a machine type that fits.
+//
+// Package workload (runtime/gke/workload) and the command beamgpu-gke
+// (runtime/gke/cmd/beamgpu-gke) use this package to run the project's
+// trainer and pipelines as such Jobs, with their volumes; the examples under
+// containers/k8s are their output.
 package gke

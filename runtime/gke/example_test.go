@@ -79,3 +79,28 @@ func ExampleNodePoolCommand() {
 	//     --max-nodes=4 \
 	//     --no-enable-autorepair
 }
+
+// The machine type of a node pool, where none is given: a TPU version's VM
+// with the chips per node, or the first machine type that carries the GPUs.
+func ExampleDefaultMachineType() {
+	for _, a := range []gke.Accelerator{
+		{Type: "tpu-v6e-slice", Topology: "4x4", PerNode: 4},
+		{Type: "nvidia-l4", PerNode: 1},
+		{Type: "nvidia-l4", PerNode: 2},
+		{Type: "nvidia-tesla-t4", PerNode: 1},
+		{Type: "nvidia-l4", PerNode: 3},
+	} {
+		m, err := gke.DefaultMachineType(a)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Printf("%s x%d: %s\n", a.Type, a.PerNode, m)
+	}
+	// Output:
+	// tpu-v6e-slice x4: ct6e-standard-4t
+	// nvidia-l4 x1: g2-standard-4
+	// nvidia-l4 x2: g2-standard-24
+	// nvidia-tesla-t4 x1: n1-standard-4
+	// error: accelerator nvidia-l4: 3 GPUs per node is not a count its machine types have; a node has 1, 2, 4 or 8
+}

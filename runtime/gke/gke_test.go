@@ -421,3 +421,140 @@ func FuzzNodeCount(f *testing.F) {
 		}
 	})
 }
+
+// Every GPU type of the accelerator table is a row of runtime/dataflow's GPU
+// table, which gives its counts and machine types.
+func TestGPUTypesAreInTheDataflowTable(t *testing.T) {
+	for _, a := range accelerators {
+		if a.kind != GPU {
+			assert.NotEmpty(t, a.machine, "%s: a TPU row needs its machine type", a.name)
+			continue
+		}
+		g, ok := gpuType(a.name)
+		require.True(t, ok, a.name)
+		for _, n := range g.Counts {
+			m, err := DefaultMachineType(Accelerator{Type: a.name, PerNode: n})
+			require.NoError(t, err, "%s x %d", a.name, n)
+			require.NoError(t, gpuMachineFits(m, Accelerator{Type: a.name, PerNode: n}), "%s x %d on %s", a.name, n, m)
+		}
+	}
+}
+
+func TestAcceleratorCombinations(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		a     Accelerator
+		nodes int
+		err   string
+	}{
+		{"l4 x1", Accelerator{Type: "nvidia-l4", PerNode: 1}, 1, ""},
+		{"l4 x8 on 2 nodes", Accelerator{Type: "nvidia-l4", PerNode: 8, Nodes: 2}, 2, ""},
+		{"l4 x3", Accelerator{Type: "nvidia-l4", PerNode: 3}, 0,
+			"accelerator nvidia-l4: 3 GPUs per node is not a count its machine types have; a node has 1, 2, 4 or 8"},
+		{"t4 x8", Accelerator{Type: "nvidia-tesla-t4", PerNode: 8}, 0,
+			"accelerator nvidia-tesla-t4: 8 GPUs per node is not a count its machine types have; a node has 1, 2 or 4"},
+		{"h100 mega x1", Accelerator{Type: "nvidia-h100-mega-80gb", PerNode: 1}, 0,
+			"accelerator nvidia-h100-mega-80gb: 1 GPUs per node is not a count its machine types have; a node has 8"},
+		{"v6e 2x4 on one 8-chip VM", Accelerator{Type: "tpu-v6e-slice", Topology: "2x4", PerNode: 8}, 1, ""},
+		{"v6e 1x1", Accelerator{Type: "tpu-v6e-slice", Topology: "1x1", PerNode: 1}, 1, ""},
+		{"v5e 8x8", Accelerator{Type: "tpu-v5-lite-podslice", Topology: "8x8", PerNode: 4}, 16, ""},
+		{"v4 2x2x2", Accelerator{Type: "tpu-v4-podslice", Topology: "2x2x2", PerNode: 4}, 2, ""},
+		{"v6e 4x4 of 8-chip VMs", Accelerator{Type: "tpu-v6e-slice", Topology: "4x4", PerNode: 8}, 0,
+			"accelerator tpu-v6e-slice: topology 4x4 at 8 chips per node makes 2 nodes, but 8-chip VMs make single-host slices only (of 8 chips); a multi-host slice is made of 4-chip VMs"},
+		{"v6e 2x2 of 1-chip VMs", Accelerator{Type: "tpu-v6e-slice", Topology: "2x2", PerNode: 1}, 0,
+			"accelerator tpu-v6e-slice: topology 2x2 at 1 chips per node makes 4 nodes, but 1-chip VMs make single-host slices only (of 1 chips); a multi-host slice is made of 4-chip VMs"},
+		{"v4 with 8 chips", Accelerator{Type: "tpu-v4-podslice", Topology: "2x2x2", PerNode: 8}, 0,
+			"accelerator tpu-v4-podslice: 8 chips per node; its VMs have 4 chips (ct4p-hightpu-4t)"},
+		{"v4 in 2D", Accelerator{Type: "tpu-v4-podslice", Topology: "4x4", PerNode: 4}, 0,
+			"accelerator tpu-v4-podslice: topology 4x4 has 2 dimensions; tpu-v4-podslice slices have 3 (AxBxC)"},
+		{"v6e in 3D", Accelerator{Type: "tpu-v6e-slice", Topology: "2x2x4", PerNode: 4}, 0,
+			"accelerator tpu-v6e-slice: topology 2x2x4 has 3 dimensions; tpu-v6e-slice slices have 2 (AxB)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, n, err := tc.a.nodes()
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.nodes, n)
+		})
+	}
+}
+
+func TestDefaultMachineType(t *testing.T) {
+	for _, tc := range []struct {
+		a    Accelerator
+		want string
+	}{
+		{Accelerator{Type: "tpu-v6e-slice", Topology: "4x4", PerNode: 4}, "ct6e-standard-4t"}, // seed 003's
+		{Accelerator{Type: "tpu-v6e-slice", Topology: "2x4", PerNode: 8}, "ct6e-standard-8t"},
+		{Accelerator{Type: "tpu-v5-lite-podslice", Topology: "2x2", PerNode: 4}, "ct5lp-hightpu-4t"},
+		{Accelerator{Type: "tpu-v5p-slice", Topology: "2x2x1", PerNode: 4}, "ct5p-hightpu-4t"},
+		{Accelerator{Type: "nvidia-tesla-t4", PerNode: 1}, "n1-standard-4"},
+		{Accelerator{Type: "nvidia-tesla-v100", PerNode: 8}, "n1-standard-4"},
+		{Accelerator{Type: "nvidia-l4", PerNode: 1}, "g2-standard-4"},
+		{Accelerator{Type: "nvidia-l4", PerNode: 2}, "g2-standard-24"},
+		{Accelerator{Type: "nvidia-tesla-a100", PerNode: 16}, "a2-megagpu-16g"},
+		{Accelerator{Type: "nvidia-a100-80gb", PerNode: 4}, "a2-ultragpu-4g"},
+		{Accelerator{Type: "nvidia-h100-80gb", PerNode: 8}, "a3-highgpu-8g"},
+		{Accelerator{Type: "nvidia-h100-mega-80gb", PerNode: 8}, "a3-megagpu-8g"},
+	} {
+		got, err := DefaultMachineType(tc.a)
+		require.NoError(t, err, "%+v", tc.a)
+		assert.Equal(t, tc.want, got, "%+v", tc.a)
+	}
+	_, err := DefaultMachineType(Accelerator{Type: "nvidia-l4", PerNode: 5})
+	assert.ErrorContains(t, err, "5 GPUs per node is not a count")
+}
+
+func TestNodePoolMachineFits(t *testing.T) {
+	gpu := func(typ string, n int, machine string) NodePoolSpec {
+		return NodePoolSpec{Name: "p", Cluster: "c", Location: "l", MachineType: machine, Accelerator: Accelerator{Type: typ, PerNode: n}}
+	}
+	tpu := func(machine string) NodePoolSpec {
+		return NodePoolSpec{Name: "p", Cluster: "c", Location: "l", MachineType: machine,
+			Accelerator: Accelerator{Type: "tpu-v6e-slice", Topology: "4x4", PerNode: 4}}
+	}
+	for _, tc := range []struct {
+		spec NodePoolSpec
+		err  string
+	}{
+		{gpu("nvidia-l4", 2, "g2-standard-24"), ""},
+		{gpu("nvidia-tesla-t4", 4, "n1-standard-8"), ""},
+		{gpu("nvidia-tesla-t4", 1, "n1-custom-8-30720"), ""}, // N1 shapes the table does not list
+		{gpu("nvidia-l4", 2, "g2-standard-8"), "machine type g2-standard-8 takes 1 nvidia-l4, not 2; machine types with 2: g2-standard-24"},
+		{gpu("nvidia-tesla-t4", 1, "g2-standard-8"), "machine type g2-standard-8 does not carry nvidia-tesla-t4; machine types with 1: n1-standard-4,"},
+		{gpu("nvidia-tesla-t4", 1, "n1-standard-64"), "machine type n1-standard-64 takes 4 nvidia-tesla-t4, not 1;"},
+		{gpu("nvidia-l4", 1, "n2-standard-8"), "machine type n2-standard-8 does not carry nvidia-l4 (it goes with G2 machine types); machine types with 1: g2-standard-4, g2-standard-8,"},
+		{gpu("nvidia-l4", 1, "n1-standard-8"), "machine type n1-standard-8 does not carry nvidia-l4; machine types with 1: g2-standard-4,"},
+		{tpu("ct6e-standard-4t"), ""},
+		{tpu("ct5lp-hightpu-4t"), "machine type ct5lp-hightpu-4t is not a machine type of tpu-v6e-slice, whose 4-chip VMs are ct6e-standard-4t"},
+		{func() NodePoolSpec { s := tpu("ct6e-standard-4t"); s.Name = "Flex_Pool"; return s }(), `node pool name "Flex_Pool": GKE wants`},
+		{func() NodePoolSpec { s := tpu("ct6e-standard-4t"); s.Name = strings.Repeat("p", 41); return s }(), "GKE wants 1 to 40"},
+	} {
+		t.Run(tc.spec.MachineType+"/"+tc.spec.Accelerator.Type, func(t *testing.T) {
+			_, err := NodePoolCommand(tc.spec)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
+
+// A Service's "status: {loadBalancer: {}}" is left out like a Job's "status: {}".
+func TestMarshalDropsEmptyServiceStatus(t *testing.T) {
+	job, svc, err := MultiHostJob(tpuSpec("4x4", 4))
+	require.NoError(t, err)
+	data, err := Marshal(svc, job)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "status")
+	assert.NotContains(t, string(data), "loadBalancer")
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.0.1"}}
+	data, err = Marshal(svc)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "10.0.0.1", "a status with content stays")
+}

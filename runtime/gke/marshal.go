@@ -12,8 +12,9 @@ import (
 
 // Marshal writes objects as one YAML stream, documents separated by "---",
 // ready for kubectl apply -f. Each object must say its apiVersion and kind
-// (the constructors of this package set them). An empty status, and the
-// empty metadata of a pod template, are left out.
+// (the constructors of this package set them). An empty status (a Job's
+// "status: {}", a Service's "status: {loadBalancer: {}}"), and the empty
+// metadata of a pod template, are left out.
 func Marshal(objs ...runtime.Object) ([]byte, error) {
 	if len(objs) == 0 {
 		return nil, errors.New("no objects to marshal")
@@ -38,7 +39,7 @@ func Marshal(objs ...runtime.Object) ([]byte, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("object %d (%s): %w", i, gvk.Kind, err)
 		}
-		if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+		if st, ok := m["status"].(map[string]any); ok && emptyMap(st) {
 			delete(m, "status")
 		}
 		// Likewise the empty "metadata: {}" of a Job's pod template.
@@ -59,4 +60,14 @@ func Marshal(objs ...runtime.Object) ([]byte, error) {
 		buf.Write(doc)
 	}
 	return buf.Bytes(), nil
+}
+
+// emptyMap reports whether m holds nothing but empty maps.
+func emptyMap(m map[string]any) bool {
+	for _, v := range m {
+		if sub, ok := v.(map[string]any); !ok || !emptyMap(sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/beamgpu/beamgpu/runtime/dataflow"
 )
 
 // NodePoolSpec describes a flex-start node pool for a Job's accelerators.
@@ -36,6 +38,34 @@ var tpuMachine = regexp.MustCompile(`^ct[0-9a-z]+-[a-z]+-([0-9]+)t$`)
 
 var gpuDriverVersions = []string{"default", "latest", "disabled"}
 
+// poolName is GKE's rule for node pool names (srcGKE).
+var poolName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
+
+// gpuMachineFits checks that machine type name carries a.PerNode GPUs of
+// a.Type, by runtime/dataflow's machine type table. N1 shapes the table does
+// not list (n1-standard-1, custom shapes) are accepted for the GPUs that
+// attach to N1, as the Dataflow rules accept them.
+func gpuMachineFits(name string, a Accelerator) error {
+	g, _ := gpuType(a.Type)
+	fits := gpuMachines(a.Type, a.PerNode)
+	if slices.Contains(fits, name) {
+		return nil
+	}
+	for _, m := range dataflow.MachineTypes() {
+		if m.Name != name {
+			continue
+		}
+		if counts := m.GPUs[a.Type]; len(counts) > 0 {
+			return fmt.Errorf("machine type %s takes %s %s, not %d; machine types with %d: %s", name, fmtInts(counts), a.Type, a.PerNode, a.PerNode, strings.Join(fits, ", "))
+		}
+		return fmt.Errorf("machine type %s does not carry %s; machine types with %d: %s", name, a.Type, a.PerNode, strings.Join(fits, ", "))
+	}
+	if g.Family == dataflow.FamilyN1 && (strings.HasPrefix(name, "n1-") || strings.HasPrefix(name, "custom-")) {
+		return nil
+	}
+	return fmt.Errorf("machine type %s does not carry %s (it goes with %s machine types); machine types with %d: %s", name, a.Type, strings.ToUpper(g.Family), a.PerNode, strings.Join(fits, ", "))
+}
+
 // NodePoolCommand returns seed 003's gcloud command that creates a flex-start
 // node pool for spec, one argument per element:
 //
@@ -57,6 +87,14 @@ var gpuDriverVersions = []string{"default", "latest", "disabled"}
 // GPU pools (not in the seed, which covers TPUs) get gcloud's
 // --accelerator=type=T,count=N,gpu-driver-version=V and --max-nodes set to
 // Accelerator.Nodes (1 where 0).
+//
+// Beyond the seed, the machine type must fit the accelerator: a TPU's must
+// be its version's machine type with PerNode chips (ct6e-standard-4t for
+// tpu-v6e-slice at 4; DefaultMachineType gives it), a GPU's must carry
+// PerNode GPUs of the type by runtime/dataflow's machine type table (L4s
+// come with G2 shapes, g2-standard-24 has 2; T4s attach to N1 shapes). The
+// pool name follows GKE's rule: 1 to 40 lowercase letters, digits and
+// hyphens, starting with a letter.
 func NodePoolCommand(spec NodePoolSpec) ([]string, error) {
 	var errs []error
 	for _, f := range []struct{ name, value string }{
@@ -65,6 +103,9 @@ func NodePoolCommand(spec NodePoolSpec) ([]string, error) {
 		if strings.TrimSpace(f.value) == "" {
 			errs = append(errs, fmt.Errorf("%s is empty", f.name))
 		}
+	}
+	if spec.Name != "" && !poolName.MatchString(spec.Name) {
+		errs = append(errs, fmt.Errorf("node pool name %q: GKE wants 1 to 40 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", spec.Name))
 	}
 	for _, z := range spec.NodeZones {
 		if strings.TrimSpace(z) == "" || strings.Contains(z, ",") {
@@ -83,10 +124,13 @@ func NodePoolCommand(spec NodePoolSpec) ([]string, error) {
 	case err != nil:
 	case kind == TPU:
 		m := tpuMachine.FindStringSubmatch(spec.MachineType)
+		t, _ := lookupAccelerator(spec.Accelerator.Type)
 		if m == nil {
 			errs = append(errs, fmt.Errorf("machine type %q is not a TPU machine type (like ct6e-standard-4t) for accelerator %s", spec.MachineType, spec.Accelerator.Type))
 		} else if chips, _ := strconv.Atoi(m[1]); chips != spec.Accelerator.PerNode {
 			errs = append(errs, fmt.Errorf("machine type %s has %d chips per VM, but the accelerator asks for %d per node", spec.MachineType, chips, spec.Accelerator.PerNode))
+		} else if want := fmt.Sprintf(t.machine, chips); spec.MachineType != want {
+			errs = append(errs, fmt.Errorf("machine type %s is not a machine type of %s, whose %d-chip VMs are %s", spec.MachineType, t.name, chips, want))
 		}
 		if spec.GPUDriverVersion != "" {
 			errs = append(errs, fmt.Errorf("gpu driver version %q applies to GPU node pools, not to TPU %s", spec.GPUDriverVersion, spec.Accelerator.Type))
@@ -94,6 +138,8 @@ func NodePoolCommand(spec NodePoolSpec) ([]string, error) {
 	case kind == GPU:
 		if tpuMachine.MatchString(spec.MachineType) {
 			errs = append(errs, fmt.Errorf("machine type %s is a TPU machine type, but accelerator %s is a GPU", spec.MachineType, spec.Accelerator.Type))
+		} else if err := gpuMachineFits(spec.MachineType, spec.Accelerator); err != nil {
+			errs = append(errs, err)
 		}
 		if !slices.Contains(gpuDriverVersions, driver) {
 			errs = append(errs, fmt.Errorf("gpu driver version %q is not one of %s", driver, strings.Join(gpuDriverVersions, ", ")))

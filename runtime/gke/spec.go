@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/runtime/dataflow"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -48,27 +49,75 @@ type acceleratorType struct {
 	name   string
 	kind   Kind
 	source string
+	// TPUs only (srcGKE, GKE's TPU machine type table): machine is the
+	// machine type with %d for the chips per VM, chips the chips per VM
+	// its machine types have, dims the topology's dimensions (2 for v5e and
+	// v6e, AxB; 3 for v4 and v5p, AxBxC).
+	machine string
+	chips   []int
+	dims    int
 }
 
 // accelerators is the table of accelerator types the package knows: the GKE
 // node label values.
 var accelerators = []acceleratorType{
-	// Seed 003 gives these two as examples of ACCELERATOR_TYPE.
-	{"tpu-v4-podslice", TPU, srcSeed003},
-	{"tpu-v5-lite-podslice", TPU, srcSeed003},
+	// Seed 003 gives these two as examples of ACCELERATOR_TYPE (their machine
+	// types, chips per VM and topology shapes are GKE's, srcGKE).
+	{"tpu-v4-podslice", TPU, srcSeed003, "ct4p-hightpu-%dt", []int{4}, 3},
+	{"tpu-v5-lite-podslice", TPU, srcSeed003, "ct5lp-hightpu-%dt", []int{1, 4, 8}, 2},
 	// Seed 003 uses ct6e-standard-4t (TPU Trillium) without naming its
 	// accelerator type; GKE's is tpu-v6e-slice. v5p is tpu-v5p-slice.
-	{"tpu-v5p-slice", TPU, srcGKE},
-	{"tpu-v6e-slice", TPU, srcGKE},
+	{"tpu-v5p-slice", TPU, srcGKE, "ct5p-hightpu-%dt", []int{4}, 3},
+	{"tpu-v6e-slice", TPU, srcGKE, "ct6e-standard-%dt", []int{1, 4, 8}, 2},
 	// Seed 003 covers TPUs only. GKE labels GPU nodes with the Compute Engine
-	// accelerator type; these are the types the project's Dataflow table knows.
-	{"nvidia-tesla-t4", GPU, srcGKE},
-	{"nvidia-tesla-v100", GPU, srcGKE},
-	{"nvidia-l4", GPU, srcGKE},
-	{"nvidia-tesla-a100", GPU, srcGKE},
-	{"nvidia-a100-80gb", GPU, srcGKE},
-	{"nvidia-h100-80gb", GPU, srcGKE},
-	{"nvidia-h100-mega-80gb", GPU, srcGKE},
+	// accelerator type; these are types of the project's Dataflow GPU table
+	// (runtime/dataflow), which also gives their allowed counts per node and
+	// the machine types that carry them.
+	{name: "nvidia-tesla-t4", kind: GPU, source: srcGKE},
+	{name: "nvidia-tesla-v100", kind: GPU, source: srcGKE},
+	{name: "nvidia-l4", kind: GPU, source: srcGKE},
+	{name: "nvidia-tesla-a100", kind: GPU, source: srcGKE},
+	{name: "nvidia-a100-80gb", kind: GPU, source: srcGKE},
+	{name: "nvidia-h100-80gb", kind: GPU, source: srcGKE},
+	{name: "nvidia-h100-mega-80gb", kind: GPU, source: srcGKE},
+}
+
+// singleHostChips are the TPU machine types' chip counts that only make
+// single-host slices (srcGKE): a 1-chip VM is the 1x1 slice, an 8-chip VM the
+// 2x4 one; multi-host slices are made of 4-chip VMs.
+var singleHostChips = []int{1, 8}
+
+// gpuType returns the Dataflow table's row for a GPU accelerator type.
+func gpuType(name string) (dataflow.GPUType, bool) {
+	for _, t := range dataflow.GPUTypes() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return dataflow.GPUType{}, false
+}
+
+// gpuMachines returns the machine types of the Dataflow table that carry
+// count GPUs of type name, in the table's order.
+func gpuMachines(name string, count int) []string {
+	var out []string
+	for _, m := range dataflow.MachineTypes() {
+		if slices.Contains(m.GPUs[name], count) {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+func fmtInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	if len(s) > 1 {
+		return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+	}
+	return strings.Join(s, "")
 }
 
 // maxNodes bounds node and chip counts, far above any real slice, so that
@@ -172,9 +221,24 @@ func (a Accelerator) nodes() (Kind, int, error) {
 		if !slices.Contains(tpuChipsPerVM, a.PerNode) {
 			return "", 0, fmt.Errorf("accelerator %s: %d chips per node; a TPU VM has 1, 4 or 8 chips (seed 003)", a.Type, a.PerNode)
 		}
+		if !slices.Contains(t.chips, a.PerNode) {
+			ms := make([]string, len(t.chips))
+			for i, c := range t.chips {
+				ms[i] = fmt.Sprintf(t.machine, c)
+			}
+			return "", 0, fmt.Errorf("accelerator %s: %d chips per node; its VMs have %s chips (%s)", a.Type, a.PerNode, fmtInts(t.chips), strings.Join(ms, ", "))
+		}
 		n, err := NodeCount(a.Topology, a.PerNode)
 		if err != nil {
 			return "", 0, fmt.Errorf("accelerator %s: %w", a.Type, err)
+		}
+		if d := strings.Count(a.Topology, "x") + 1; d != t.dims {
+			shape := map[int]string{2: "AxB", 3: "AxBxC"}[t.dims]
+			return "", 0, fmt.Errorf("accelerator %s: topology %s has %d dimensions; %s slices have %d (%s)", a.Type, a.Topology, d, a.Type, t.dims, shape)
+		}
+		if n > 1 && slices.Contains(singleHostChips, a.PerNode) {
+			return "", 0, fmt.Errorf("accelerator %s: topology %s at %d chips per node makes %d nodes, but %d-chip VMs make single-host slices only (of %d chips); a multi-host slice is made of 4-chip VMs",
+				a.Type, a.Topology, a.PerNode, n, a.PerNode, a.PerNode)
 		}
 		if a.Nodes != 0 && a.Nodes != n {
 			return "", 0, fmt.Errorf("accelerator %s: nodes %d disagrees with topology %s at %d chips per node, which makes %d nodes", a.Type, a.Nodes, a.Topology, a.PerNode, n)
@@ -184,8 +248,38 @@ func (a Accelerator) nodes() (Kind, int, error) {
 		if a.Topology != "" {
 			return "", 0, fmt.Errorf("accelerator %s is a GPU; topology %q applies to TPUs only", a.Type, a.Topology)
 		}
+		g, ok := gpuType(a.Type)
+		if !ok {
+			return "", 0, fmt.Errorf("accelerator %s is not in runtime/dataflow's GPU table", a.Type)
+		}
+		if !slices.Contains(g.Counts, a.PerNode) {
+			return "", 0, fmt.Errorf("accelerator %s: %d GPUs per node is not a count its machine types have; a node has %s", a.Type, a.PerNode, fmtInts(g.Counts))
+		}
 		return GPU, max(a.Nodes, 1), nil
 	}
+}
+
+// DefaultMachineType returns a node machine type for a: for a TPU, the
+// machine type of its version with PerNode chips (ct6e-standard-4t for
+// tpu-v6e-slice at 4 chips, seed 003's); for a GPU, the first machine type of
+// runtime/dataflow's table that carries PerNode GPUs of the type
+// (n1-standard-4 for one nvidia-tesla-t4, g2-standard-4 for one nvidia-l4,
+// a2-highgpu-1g for one nvidia-tesla-a100, ...). It returns the validation
+// error of a where a is invalid.
+func DefaultMachineType(a Accelerator) (string, error) {
+	kind, _, err := a.nodes()
+	if err != nil {
+		return "", err
+	}
+	if kind == TPU {
+		t, _ := lookupAccelerator(a.Type)
+		return fmt.Sprintf(t.machine, a.PerNode), nil
+	}
+	ms := gpuMachines(a.Type, a.PerNode)
+	if len(ms) == 0 {
+		return "", fmt.Errorf("accelerator %s: no machine type of runtime/dataflow's table carries %d", a.Type, a.PerNode)
+	}
+	return ms[0], nil
 }
 
 // JobSpec describes a batch Job on flex-start nodes.
