@@ -4,7 +4,16 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci
+.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci plan dataflow k8s
+
+# Launch settings of `make plan` and `make dataflow`.
+PIPELINES ?= landsat fashion
+PIPELINE ?= landsat
+IMAGE ?= beamgpu-worker:dev
+REGION ?= us-central1
+PLAN_DIR ?= out/plan
+# ARGS are passed to the pipeline, e.g. ARGS='--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver --worker_machine_type=g2-standard-8'
+ARGS ?=
 
 include containers/ptx.mk
 
@@ -53,6 +62,27 @@ gpu-test:
 	eval "$$(containers/cuda-headers.sh)"; CGO_ENABLED=1 CGO_CFLAGS="$$CGO_CFLAGS" CGO_LDFLAGS="$$CGO_LDFLAGS" \
 		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
 	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
+
+## plan: write a reviewable Dataflow plan of each of PIPELINES, offline, into PLAN_DIR/<pipeline>:
+## plan.txt, plan.json, job.json, pipeline.pb, pipeline.txtpb (right fitting unless ARGS say otherwise)
+plan:
+	@for p in $(PIPELINES); do \
+		echo "== $$p: $(PLAN_DIR)/$$p"; \
+		$(GO) run ./pipelines/$$p --runner=dataflow --region=$(REGION) --sdk_container_image=$(IMAGE) \
+			--plan_out=$(PLAN_DIR)/$$p --progress=0 $(ARGS) || exit 1; \
+	done
+
+## dataflow: submit PIPELINE to Dataflow with the worker image IMAGE (needs PROJECT, STAGING=gs://...,
+## credentials, and inputs and outputs the workers can read: ARGS='--input=... --output=gs://...')
+dataflow:
+	@test -n "$(PROJECT)" || { echo "make dataflow: set PROJECT=<Google Cloud project>"; exit 2; }
+	@case "$(STAGING)" in gs://*) ;; *) echo "make dataflow: set STAGING=gs://BUCKET/PATH"; exit 2;; esac
+	$(GO) run ./pipelines/$(PIPELINE) --runner=dataflow --project=$(PROJECT) --region=$(REGION) \
+		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) $(ARGS)
+
+## k8s: regenerate the GKE flex-start example manifests in containers/k8s (checked by TestGKEExamplesUpToDate)
+k8s:
+	$(GO) run ./runtime/gke/cmd/beamgpu-gke --examples=containers/k8s
 
 ## ci: what .ci/run runs: the tests, then the GPU build and the PTX check (no GPU needed)
 ci: test cuda-check ptx-check

@@ -27,6 +27,7 @@ import (
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
+	"github.com/beamgpu/beamgpu/runtime/launch"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -52,13 +53,16 @@ var (
 	progress  = flag.Duration("progress", 10*time.Second, "interval of progress lines while the pipeline runs (0: none)")
 
 	backendFlags backend.Flags
+	launchFlags  launch.Flags
 )
 
 var ownFlags = []string{"input", "output", "model", "model_path", "data_dir", "k", "knn_weights", "batch_rows", "max_batch_rows",
-	"strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor"}
+	"strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor",
+	"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules"}
 
 func init() {
 	backendFlags.Register(flag.CommandLine)
+	launchFlags.Register(flag.CommandLine)
 	flag.Usage = func() {
 		w := flag.CommandLine.Output()
 		fmt.Fprint(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP or k-nearest neighbours).
@@ -89,12 +93,17 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) (int, error) {
+	// The launch configuration (runner, Dataflow GPU rules) is checked
+	// before anything is read or built.
+	if err := launchFlags.Validate(); err != nil {
+		return 2, err
+	}
 	cfg, cleanup, err := configFromFlags()
 	defer cleanup()
 	if err != nil {
 		return 2, err
 	}
-	bc, err := backendFlags.Config(step.Steps(), stepops.Executor(backendFlags.Executor))
+	bc, err := backendFlags.Config(step.Steps(), gpuExecutor())
 	if err != nil {
 		return 2, err
 	}
@@ -110,6 +119,17 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 		return 1, fmt.Errorf("--strict: %d failures (%d of %d records failed); see %s", sum.Failures, sum.Failed, sum.In, job.Join(cfg.Output, job.FailedFile))
 	}
 	return 0, nil
+}
+
+// gpuExecutor is what the backend selector asks about GPUs: the local
+// executor (--gpu_executor) for a run here, the worker container's for a
+// remote one.
+func gpuExecutor() backend.Executor {
+	ex, err := launchFlags.Executor(stepops.Executor(backendFlags.Executor))
+	if err != nil {
+		return backend.NoExecutor{Why: err.Error()}
+	}
+	return ex
 }
 
 // configFromFlags resolves the inputs, extracting the embedded test set and
@@ -181,9 +201,12 @@ type summary struct {
 // that the record counts reconcile.
 func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	cfg.Steps = append(cfg.Steps, step.Using(sel))
-	m, took, err := job.Run(ctx, "fashion", sel, backendFlags.Explain, *progress, func(s beam.Scope) { Build(s, cfg) })
+	m, took, launched, err := job.Run(ctx, "fashion", sel, backendFlags.Explain, *progress, launchFlags, func(s beam.Scope) { Build(s, cfg) })
 	if err != nil {
 		return summary{}, err
+	}
+	if launched.Result == nil {
+		return summary{}, job.Launched(out, launched)
 	}
 	sum := summary{Metrics: m, Elapsed: took, Output: cfg.Output,
 		In:        int(m.Counters["records_decoded"] + m.Counters["records_rejected"]),

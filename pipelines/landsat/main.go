@@ -34,6 +34,7 @@ import (
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
+	"github.com/beamgpu/beamgpu/runtime/launch"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -53,10 +54,12 @@ var (
 	progress = flag.Duration("progress", 10*time.Second, "interval of progress lines while the pipeline runs (0: none)")
 
 	backendFlags backend.Flags
+	launchFlags  launch.Flags
 )
 
 func init() {
 	backendFlags.Register(flag.CommandLine)
+	launchFlags.Register(flag.CommandLine)
 	flag.Usage = usage
 }
 
@@ -72,7 +75,8 @@ Steps: %s.
 Flags of this pipeline:
 `, raster.SampleSceneID, stepList())
 	own := map[string]bool{}
-	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor"} {
+	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor",
+		"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules"} {
 		own[n] = true
 	}
 	flag.VisitAll(func(f *flag.Flag) {
@@ -111,6 +115,11 @@ func main() {
 // run builds and runs the pipeline from the flags, prints the summary to
 // out and returns the exit status.
 func run(ctx context.Context, out io.Writer) (int, error) {
+	// The launch configuration (runner, Dataflow GPU rules) is checked
+	// before anything is read or built.
+	if err := launchFlags.Validate(); err != nil {
+		return 2, err
+	}
 	cfg, cleanup, err := configFromFlags()
 	if err != nil {
 		return 2, err
@@ -135,9 +144,12 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 // prints the summary to out and checks that the counts reconcile.
 func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	cfg.Steps = append(cfg.Steps, step.Using(sel))
-	m, took, err := job.Run(ctx, "landsat", sel, backendFlags.Explain, *progress, func(s beam.Scope) { Build(s, cfg) })
+	m, took, launched, err := job.Run(ctx, "landsat", sel, backendFlags.Explain, *progress, launchFlags, func(s beam.Scope) { Build(s, cfg) })
 	if err != nil {
 		return summary{}, err
+	}
+	if launched.Result == nil {
+		return summary{}, job.Launched(out, launched)
 	}
 	sum := summary{Metrics: m, In: len(cfg.Scenes), Done: int(m.Counters["scenes_done"]),
 		Failed: int(m.Counters["scenes_failed"]), Elapsed: took, Output: cfg.Output}
@@ -146,11 +158,22 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 }
 
 func selectorFromFlags() (*backend.Selector, error) {
-	bc, err := backendFlags.Config(step.Steps(), stepops.Executor(backendFlags.Executor))
+	bc, err := backendFlags.Config(step.Steps(), gpuExecutor())
 	if err != nil {
 		return nil, err
 	}
 	return backend.New(bc)
+}
+
+// gpuExecutor is what the backend selector asks about GPUs: the local
+// executor (--gpu_executor) for a run here, the worker container's for a
+// remote one.
+func gpuExecutor() backend.Executor {
+	ex, err := launchFlags.Executor(stepops.Executor(backendFlags.Executor))
+	if err != nil {
+		return backend.NoExecutor{Why: err.Error()}
+	}
+	return ex
 }
 
 // configFromFlags resolves the input scenes (extracting the embedded one if

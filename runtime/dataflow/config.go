@@ -156,3 +156,11 @@ func (c Config) Flags() ([]string, error) {
 	}
 	return f, nil
 }
+
+// ServiceOptionList returns the job's --dataflow_service_options values:
+// worker_accelerator first, then enable_prime, then the others.
+func (c Config) ServiceOptionList() []string { return c.serviceOptions() }
+
+// ExperimentList returns the job's --experiments values, with
+// no_use_multiple_sdk_containers where NoUseMultipleSDKContainers asks.
+func (c Config) ExperimentList() []string { return c.experiments() }

@@ -340,3 +340,7 @@ func fmtCounts(counts []int) string {
 }
 
 func fmtGB(gb float64) string { return fmt.Sprintf("%g GB", gb) }
+
+// LookupMachine returns the machine type called name: a row of the table or
+// an N1 shape (n1-standard-8, n1-custom-8-30720, ...).
+func LookupMachine(name string) (MachineType, bool) { return lookupMachine(name) }

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,8 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/launch"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
@@ -96,25 +97,56 @@ func (m Metrics) PrintSteps(w io.Writer, unit string) {
 	tw.Flush()
 }
 
-// Run builds a pipeline with build, has explain print sel's report, runs the
-// pipeline on the runner Beam's flags name (prism by default) with a
-// progress line on stderr every progress, and reads back the metrics of
-// sel's steps. It returns them with the run's duration.
+// Run builds a pipeline with build, has explain print sel's report, and
+// launches it with lf (runtime/launch: prism by default, Dataflow, a
+// portable job server, or only a plan with --plan_out), with a progress line
+// on stderr every progress. Where GPU steps were placed in their own
+// environments it says so on stderr. It returns the metrics of sel's steps
+// (none for a plan or an --async submission), the run's duration, and what
+// the launcher did.
 func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*backend.Selector) error,
-	progress time.Duration, build func(beam.Scope)) (Metrics, time.Duration, error) {
+	progress time.Duration, lf launch.Flags, build func(beam.Scope)) (Metrics, time.Duration, launch.Outcome, error) {
 	p, s := beam.NewPipelineWithRoot()
 	build(s)
 	if err := explain(sel); err != nil {
-		return Metrics{}, 0, err
+		return Metrics{}, 0, launch.Outcome{}, err
 	}
 	stop := StartProgress(os.Stderr, name, progress)
 	start := time.Now()
-	res, err := beamx.RunWithMetrics(ctx, p)
+	out, err := launch.Run(ctx, p, lf)
 	stop()
 	took := time.Since(start)
 	if err != nil {
-		return Metrics{}, took, fmt.Errorf("pipeline failed: %w", err)
+		return Metrics{}, took, out, fmt.Errorf("pipeline failed: %w", err)
 	}
-	m, err := ReadMetrics(res, sel.Report())
-	return m, took, err
+	if out.Plan != nil && out.Plan.Mode == launch.ModeRightFitting && len(out.Plan.Environments) > 1 && !out.Planned {
+		fmt.Fprintf(os.Stderr, "%s: right fitting: %s\n", name, out.Plan.Placement())
+	}
+	if out.Result == nil {
+		return Metrics{}, took, out, nil
+	}
+	m, err := ReadMetrics(out.Result, sel.Report())
+	return m, took, out, err
+}
+
+// Launched reports a launch that produced no metrics to out: the plan of
+// --plan_out (its summary, and where its files are), or a job submitted with
+// --async.
+func Launched(out io.Writer, o launch.Outcome) error {
+	if o.Planned && o.Plan != nil {
+		if err := o.Plan.WriteText(out); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(out, "plan written to %s; nothing was run\n", launchPlanDir())
+		return err
+	}
+	_, err := fmt.Fprintln(out, "job submitted (--async): no metrics to report")
+	return err
+}
+
+func launchPlanDir() string {
+	if f := flag.Lookup("plan_out"); f != nil {
+		return f.Value.String()
+	}
+	return "--plan_out"
 }

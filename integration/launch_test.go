@@ -1,0 +1,298 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/beamgpu/beamgpu/runtime/launch"
+	"github.com/beamgpu/beamgpu/runtime/rightfit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+)
+
+// The launcher is tested through the pipelines' own binaries, as a user
+// runs them (and as make plan does): built once per test run.
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+func pipelineBin(t *testing.T, name string) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "beamgpu-integration-")
+		if binErr != nil {
+			return
+		}
+		for _, p := range []string{"landsat", "fashion"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, p), "github.com/beamgpu/beamgpu/pipelines/"+p)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binErr = err
+				binDir = string(out)
+				return
+			}
+		}
+	})
+	require.NoError(t, binErr, binDir)
+	return filepath.Join(binDir, name)
+}
+
+// runBin runs a pipeline binary and returns its exit status, stdout and stderr.
+func runBin(t *testing.T, name string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(pipelineBin(t, name), append([]string{"--progress=0"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// planned is a plan written by a pipeline binary, read back.
+type planned struct {
+	plan     launch.Plan
+	pipeline *pipepb.Pipeline
+	job      map[string]any
+	dir      string
+}
+
+func plan(t *testing.T, name string, args ...string) planned {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "plan")
+	args = append([]string{"--runner=dataflow", "--region=us-central1", "--plan_out=" + dir,
+		"--output=" + filepath.Join(t.TempDir(), "out")}, args...)
+	code, stdout, stderr := runBin(t, name, args...)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "nothing was run")
+	var p planned
+	p.dir = dir
+	js, err := os.ReadFile(filepath.Join(dir, launch.FilePlanJSON))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &p.plan))
+	pb, err := os.ReadFile(filepath.Join(dir, launch.FilePipeline))
+	require.NoError(t, err)
+	p.pipeline = &pipepb.Pipeline{}
+	require.NoError(t, proto.Unmarshal(pb, p.pipeline))
+	jj, err := os.ReadFile(filepath.Join(dir, launch.FileJob))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(jj, &p.job))
+	txt, err := os.ReadFile(filepath.Join(dir, launch.FilePlanText))
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSpace(string(txt)), strings.TrimSpace(stdout[:strings.Index(stdout, "plan written")]), "plan.txt is what was printed")
+	return p
+}
+
+// leafEnv returns the environment of every SDK leaf transform whose unique
+// name starts with prefix.
+func leafEnvs(p *pipepb.Pipeline, prefix string) []string {
+	var out []string
+	for _, t := range p.GetComponents().GetTransforms() {
+		if len(t.GetSubtransforms()) == 0 && t.GetEnvironmentId() != "" && strings.HasPrefix(t.GetUniqueName(), prefix) {
+			out = append(out, t.GetEnvironmentId())
+		}
+	}
+	return out
+}
+
+func (p planned) envHints(id string) map[string][]byte {
+	return p.pipeline.GetComponents().GetEnvironments()[id].GetResourceHints()
+}
+
+func (p planned) images() []any {
+	pools := p.job["environment"].(map[string]any)["workerPools"].([]any)
+	return pools[0].(map[string]any)["sdkHarnessContainerImages"].([]any)
+}
+
+const image = "us-central1-docker.pkg.dev/example/beamgpu/worker:test"
+
+// Right fitting: the GPU steps' transforms, and only they, sit in an
+// environment with the accelerator hint, after a fusion break; the Dataflow
+// job has one container entry per environment and no worker_accelerator.
+func TestPlanRightFitting(t *testing.T) {
+	for _, tc := range []struct {
+		pipeline  string
+		gpu, cpu  []string
+		gpuSteps  []string
+		extraArgs []string
+	}{
+		{"landsat", []string{"toa_ndvi/", "composite/"}, []string{"read/", "assemble/"}, []string{"composite", "toa_ndvi"}, nil},
+		{"fashion", []string{"standardize/", "RunInference/mlp/"}, []string{"decode/", "RunInference/batch.Elements/"}, []string{"RunInference/mlp", "standardize"}, nil},
+	} {
+		t.Run(tc.pipeline, func(t *testing.T) {
+			p := plan(t, tc.pipeline, append([]string{"--sdk_container_image=" + image}, tc.extraArgs...)...)
+			assert.Equal(t, launch.ModeRightFitting, p.plan.Mode)
+			assert.Equal(t, tc.gpuSteps, p.plan.Hinted)
+			require.Len(t, p.pipeline.GetComponents().GetEnvironments(), 2)
+			assert.Empty(t, p.envHints("go"), "the default environment carries no hints")
+			gpuHints := p.envHints("go-gpu")
+			assert.Equal(t, "type:nvidia-tesla-t4;count:1;install-nvidia-driver", string(gpuHints[rightfit.URNAccelerator]))
+			assert.Equal(t, "16000000000", string(gpuHints[rightfit.URNMinRAM]))
+			for _, prefix := range tc.gpu {
+				envs := leafEnvs(p.pipeline, prefix)
+				require.NotEmpty(t, envs, prefix)
+				for _, e := range envs {
+					assert.Equal(t, "go-gpu", e, prefix)
+				}
+			}
+			for _, prefix := range tc.cpu {
+				envs := leafEnvs(p.pipeline, prefix)
+				require.NotEmpty(t, envs, prefix)
+				for _, e := range envs {
+					assert.Equal(t, "go", e, prefix)
+				}
+			}
+			require.NotEmpty(t, p.plan.FusionBreaks)
+			reshuffles := 0
+			for _, tr := range p.pipeline.GetComponents().GetTransforms() {
+				if tr.GetSpec().GetUrn() == graphx.URNReshuffle && strings.Contains(tr.GetUniqueName(), "fusion_break") {
+					reshuffles++
+				}
+				for k := range tr.GetAnnotations() {
+					assert.False(t, strings.HasPrefix(k, rightfit.AnnotationPrefix), "annotation %s left on %s", k, tr.GetUniqueName())
+				}
+			}
+			assert.Equal(t, len(p.plan.FusionBreaks), reshuffles)
+			assert.Len(t, p.images(), 2, "one container entry per environment")
+			js, _ := os.ReadFile(filepath.Join(p.dir, launch.FileJob))
+			assert.NotContains(t, string(js), "worker_accelerator")
+			assert.Contains(t, string(js), image)
+		})
+	}
+}
+
+// Whole-pipeline GPU: worker_accelerator in the job's service options, one
+// environment, no resource hints anywhere.
+func TestPlanWholePipelineGPU(t *testing.T) {
+	for _, name := range []string{"landsat", "fashion"} {
+		t.Run(name, func(t *testing.T) {
+			p := plan(t, name, "--sdk_container_image="+image, "--worker_machine_type=g2-standard-8",
+				"--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver;use_nvidia_mps")
+			assert.Equal(t, launch.ModeWholePipeline, p.plan.Mode)
+			require.Len(t, p.pipeline.GetComponents().GetEnvironments(), 1)
+			for id, env := range p.pipeline.GetComponents().GetEnvironments() {
+				assert.Empty(t, env.GetResourceHints(), id)
+			}
+			assert.Empty(t, p.plan.FusionBreaks)
+			opts := p.job["environment"].(map[string]any)["serviceOptions"].([]any)
+			assert.Contains(t, opts, "worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver;use_nvidia_mps")
+			require.NotNil(t, p.plan.Sharing)
+			assert.True(t, p.plan.Sharing.MPS)
+			assert.Equal(t, 1, p.plan.Sharing.Processes)
+			txt, _ := os.ReadFile(filepath.Join(p.dir, launch.FilePlanText))
+			assert.Contains(t, string(txt), "MPS on")
+		})
+	}
+}
+
+// GPU sharing follows the processes per GPU: with --gpu_processes=4 each
+// executor budgets a quarter of the memory and runs one batch at a time.
+func TestPlanGPUSharing(t *testing.T) {
+	p := plan(t, "landsat", "--sdk_container_image="+image, "--gpu_processes=4")
+	require.NotNil(t, p.plan.Sharing)
+	assert.Equal(t, 4, p.plan.Sharing.Processes)
+	assert.Equal(t, 1, p.plan.Sharing.MaxConcurrent)
+	opts := p.job["environment"].(map[string]any)["sdkPipelineOptions"].(map[string]any)["beam:option:go_options:v1"].(map[string]any)["options"].(map[string]any)
+	assert.Equal(t, "processes=4,max_concurrent=1,memory_fraction=0.8", opts["beamgpu_gpu_sharing"], "the workers get the sharing as a pipeline option")
+}
+
+// Nothing in a plan is a credential: a service-account key named by
+// GOOGLE_APPLICATION_CREDENTIALS is never read into it.
+func TestPlanHoldsNoCredentials(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key.json")
+	require.NoError(t, os.WriteFile(key, []byte(`{"type":"service_account","private_key":"-----BEGIN PRIVATE KEY-----SECRET-MATERIAL"}`), 0o600))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", key)
+	p := plan(t, "landsat", "--sdk_container_image="+image, "--project=my-project", "--service_account_email=runner@my-project.iam.gserviceaccount.com")
+	entries, err := os.ReadDir(p.dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(p.dir, e.Name()))
+		require.NoError(t, err)
+		for _, bad := range []string{"SECRET-MATERIAL", "PRIVATE KEY", key} {
+			assert.NotContains(t, string(data), bad, e.Name())
+		}
+	}
+}
+
+// Every invalid configuration is refused with its rule, before anything is
+// read, built or written.
+func TestInvalidGPUConfigurationsAreRejected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"T4 on an A2 machine", []string{"--worker_machine_type=a2-highgpu-1g", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "gpu-machine-family"},
+		{"3 T4s", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:3;install-nvidia-driver"}, "gpu-count"},
+		{"too many vCPUs for one V100", []string{"--worker_machine_type=n1-standard-32", "--worker_accelerator=type:nvidia-tesla-v100;count:1;install-nvidia-driver"}, "vcpu-memory-per-gpu"},
+		{"region without GPUs", []string{"--region=mars-east1", "--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "gpu-region"},
+		{"MPS with 2 GPUs", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:2;install-nvidia-driver;use_nvidia_mps"}, "mps-single-gpu"},
+		{"MPS with one SDK container", []string{"--worker_machine_type=n1-standard-8", "--experiments=no_use_multiple_sdk_containers", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver;use_nvidia_mps"}, "mps-multiple-sdk-containers"},
+		{"MPS on Prime", []string{"--worker_machine_type=n1-standard-8", "--dataflow_service_options=enable_prime", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver;use_nvidia_mps"}, "mps-prime"},
+		{"hints with worker_accelerator", []string{"--worker_machine_type=n1-standard-8", "--gpu_accelerator=type:nvidia-l4;count:1;install-nvidia-driver", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "right-fitting-exclusive"},
+		{"raw worker_accelerator", []string{"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-t4;count:1"}, "typed-accelerator"},
+		{"unknown right-fitting GPU", []string{"--gpu_accelerator=type:nvidia-rtx-9000;count:1"}, "gpu-type"},
+		{"bad accelerator syntax", []string{"--worker_accelerator=nvidia-tesla-t4"}, "--worker_accelerator"},
+		{"unknown runner", []string{"--runner=direct"}, "--runner=direct"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "plan")
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"--runner=dataflow", "--region=us-central1", "--sdk_container_image=" + image, "--plan_out=" + dir, "--output=" + out}, tc.args...)
+			code, stdout, stderr := runBin(t, "landsat", args...)
+			assert.Equal(t, 2, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.NoDirExists(t, dir, "nothing is planned")
+			assert.NoDirExists(t, out, "nothing is read or written")
+		})
+	}
+	// A GPU job needs the worker image: Dataflow's own has no executor.
+	code, _, stderr := runBin(t, "landsat", "--runner=dataflow", "--region=us-central1", "--backend=gpu",
+		"--plan_out="+filepath.Join(t.TempDir(), "p"), "--output="+filepath.Join(t.TempDir(), "o"))
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "sdk_container_image")
+}
+
+// The right-fitted pipeline runs on prism: two environments (a loopback
+// worker each), GPU steps through an out-of-process executor, and outputs
+// byte-identical to the CPU run's.
+func TestRightFittedLandsatOnPrism(t *testing.T) {
+	cpuOut, gpuOut := t.TempDir(), t.TempDir()
+	code, stdout, stderr := runBin(t, "landsat", "--backend=cpu", "--output="+cpuOut)
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	assert.NotContains(t, stderr, "right fitting:")
+	code, stdout, stderr = runBin(t, "landsat", "--backend=gpu", "--gpu_executor="+executorPath, "--output="+gpuOut)
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
+	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver, min_ram=16000000000] (composite,")
+	assert.Contains(t, stdout, "1 done, 0 failed")
+	var files int
+	require.NoError(t, filepath.WalkDir(cpuOut, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) == ".json" && filepath.Base(path) == "summary.json" {
+			return err
+		}
+		rel, _ := filepath.Rel(cpuOut, path)
+		want, _ := os.ReadFile(path)
+		got, err := os.ReadFile(filepath.Join(gpuOut, rel))
+		require.NoError(t, err)
+		assert.Equal(t, want, got, rel)
+		files++
+		return nil
+	}))
+	assert.Greater(t, files, 8)
+}

@@ -1,0 +1,219 @@
+package launch
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/dataflow"
+)
+
+// Flags are the launcher's own flags. The rest of a launch is configured
+// with Beam's flags, which the launcher reads: --runner, --endpoint,
+// --environment_type, --project, --region, --staging_location,
+// --worker_machine_type, --sdk_container_image, --experiments,
+// --dataflow_service_options, --number_of_worker_harness_threads,
+// --resource_hints, --job_name, ...
+type Flags struct {
+	// PlanOut is --plan_out: write the plan into this directory and run
+	// nothing.
+	PlanOut string
+	// RightFitting is --right_fitting: move hinted steps to their own
+	// environments (default true).
+	RightFitting bool
+	// WorkerAccelerator is --worker_accelerator: every Dataflow worker gets
+	// this GPU (whole-pipeline GPU); steps then carry no hints.
+	WorkerAccelerator string
+	// Accelerator is --gpu_accelerator: the accelerator hint of the
+	// right-fitted GPU steps, instead of the one they declare.
+	Accelerator string
+	// GPUProcesses is --gpu_processes: SDK processes sharing one GPU on a
+	// worker (0: derived from the environment and the machine type).
+	GPUProcesses int
+	// SkipRules is --skip_gpu_rules: Dataflow GPU rules not to check,
+	// comma separated (for a region or machine newer than the tables).
+	SkipRules string
+}
+
+// Register adds the launcher's flags to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.PlanOut, "plan_out", "",
+		"write the launch plan into this directory and run nothing: plan.txt (a summary: environments, steps, hints, service options, machine, image), plan.json, pipeline.pb and pipeline.txtpb (the pipeline proto) and, for --runner=dataflow, job.json (the Dataflow job); works offline and holds no credentials")
+	fs.BoolVar(&f.RightFitting, "right_fitting", true,
+		"run GPU steps in their own environment carrying their resource hints (accelerator, min_ram), after a fusion break, so that only their stages get GPU workers; false leaves every step on the default environment")
+	fs.StringVar(&f.WorkerAccelerator, "worker_accelerator", "",
+		"whole-pipeline GPU on Dataflow: every worker gets this GPU, as type:T;count:N;install-nvidia-driver[;use_nvidia_mps] (becomes --dataflow_service_options=worker_accelerator=...); steps then carry no hints")
+	fs.StringVar(&f.Accelerator, "gpu_accelerator", "",
+		"accelerator hint of the right-fitted GPU steps, type:T;count:N;install-nvidia-driver (empty: the one each step declares)")
+	fs.IntVar(&f.GPUProcesses, "gpu_processes", 0,
+		"SDK processes sharing one GPU on a worker, which divide its memory and concurrent batches among their executors (0: derived: 1 for a Go SDK container, which is multi-core)")
+	fs.StringVar(&f.SkipRules, "skip_gpu_rules", "",
+		"comma-separated Dataflow GPU rules not to check, for a region or machine type newer than the rule tables (see runtime/dataflow)")
+}
+
+// Target is where a pipeline goes.
+type Target string
+
+// The targets.
+const (
+	Prism    Target = "prism"    // Beam's local runner, in this process
+	Dataflow Target = "dataflow" // Google Cloud Dataflow
+	Portable Target = "portable" // any portable job server, by --endpoint
+)
+
+// Runner returns the target named by Beam's --runner ("" is prism).
+func Runner() (Target, error) {
+	switch r := strings.ToLower(*runners.Runner); r {
+	case "", "prism", "prismrunner":
+		return Prism, nil
+	case "dataflow", "dataflowrunner":
+		return Dataflow, nil
+	case "portable", "universal", "portablerunner", "flink", "spark":
+		return Portable, nil
+	default:
+		return "", fmt.Errorf("--runner=%s: the launcher runs prism (the default), dataflow, or portable/universal/flink/spark with --endpoint", *runners.Runner)
+	}
+}
+
+// remote reports whether the target's workers are other processes, started
+// from a container (Dataflow, or a portable runner whose environment is not
+// loopback).
+func remote(t Target) bool {
+	switch t {
+	case Dataflow:
+		return true
+	case Portable:
+		env := strings.ToLower(*jobopts.EnvironmentType)
+		return env != "loopback"
+	}
+	return false
+}
+
+// Executor returns what the backend selector should ask about GPUs: local
+// (the executor this process would start) when the pipeline runs here, and
+// for remote workers whether the job is configured for GPUs: the workers
+// then run GPU ops in the worker container's executor. A Dataflow job has
+// GPUs with --worker_accelerator or a custom --sdk_container_image (the
+// beamgpu worker image; Dataflow's default image has no executor).
+func (f *Flags) Executor(local backend.Executor) (backend.Executor, error) {
+	t, err := Runner()
+	if err != nil {
+		return nil, err
+	}
+	if !remote(t) {
+		return local, nil
+	}
+	if t == Dataflow && f.WorkerAccelerator == "" && flagValue("sdk_container_image") == "" {
+		return backend.NoExecutor{Why: "Dataflow's default container has no GPU executor: pass --sdk_container_image with the beamgpu worker image (make image)"}, nil
+	}
+	return remoteExecutor{}, nil
+}
+
+type remoteExecutor struct{}
+
+func (remoteExecutor) Available() (bool, string) {
+	return true, "the workers run GPU ops in the worker container's executor"
+}
+
+// gpuConfig is the typed Dataflow GPU configuration of the flags, without
+// the right-fitting hints (known once the pipeline is marshalled).
+func (f *Flags) gpuConfig() (dataflow.Config, error) {
+	c := dataflow.Config{
+		Region:         flagValue("region"),
+		MachineType:    firstNonEmpty(flagValue("worker_machine_type"), flagValue("machine_type")),
+		ContainerImage: flagValue("sdk_container_image"),
+		Experiments:    splitList(flagValue("experiments")),
+		ServiceOptions: splitList(flagValue("dataflow_service_options")),
+		Skip:           splitList(f.SkipRules),
+	}
+	if v := flagValue("number_of_worker_harness_threads"); v != "" && v != "0" {
+		if _, err := fmt.Sscan(v, &c.NumberOfWorkerHarnessThreads); err != nil {
+			return c, fmt.Errorf("--number_of_worker_harness_threads=%s: %w", v, err)
+		}
+	}
+	if f.WorkerAccelerator != "" {
+		g, err := dataflow.ParseAccelerator(f.WorkerAccelerator)
+		if err != nil {
+			return c, fmt.Errorf("--worker_accelerator: %w", err)
+		}
+		c.WorkerAccelerator = &g
+	}
+	if f.Accelerator != "" {
+		g, err := dataflow.ParseAccelerator(f.Accelerator)
+		if err != nil {
+			return c, fmt.Errorf("--gpu_accelerator: %w", err)
+		}
+		c.RightFitting = append(c.RightFitting, g)
+	}
+	// A pipeline-wide accelerator hint is right fitting's syntax too.
+	for _, h := range jobopts.ResourceHints {
+		if v, ok := strings.CutPrefix(h, "accelerator="); ok {
+			g, err := dataflow.ParseAccelerator(v)
+			if err != nil {
+				return c, fmt.Errorf("--resource_hints=%s: %w", h, err)
+			}
+			c.RightFitting = append(c.RightFitting, g)
+		}
+	}
+	return c, nil
+}
+
+// Validate checks the flags before a pipeline is constructed: the runner
+// is one the launcher knows, and for Dataflow the GPU configuration keeps
+// every rule of runtime/dataflow. Right-fitting hints are checked again once
+// the pipeline is marshalled.
+func (f *Flags) Validate() error {
+	t, err := Runner()
+	if err != nil {
+		return err
+	}
+	if f.GPUProcesses < 0 {
+		return fmt.Errorf("--gpu_processes=%d: want 0 (derive) or a positive count", f.GPUProcesses)
+	}
+	if t == Portable && *jobopts.Endpoint == "" {
+		return fmt.Errorf("--runner=%s needs --endpoint=HOST:PORT of the job server", *runners.Runner)
+	}
+	if f.WorkerAccelerator != "" && t != Dataflow {
+		return fmt.Errorf("--worker_accelerator is a Dataflow service option; --runner=%s does not take it", t)
+	}
+	if t != Dataflow {
+		return nil
+	}
+	c, err := f.gpuConfig()
+	if err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("invalid Dataflow GPU configuration:\n%w", err)
+	}
+	return nil
+}
+
+func flagValue(name string) string {
+	if fl := flag.Lookup(name); fl != nil {
+		return fl.Value.String()
+	}
+	return ""
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/pipelinex"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/extworker"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/server"
+	"github.com/beamgpu/beamgpu/runtime/rightfit"
+
+	// Registers Dataflow's flags (--project, --region, --staging_location,
+	// --worker_machine_type, --sdk_container_image, ...), which the launcher reads.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
+)
+
+// Outcome is what Run did.
+type Outcome struct {
+	// Result is the runner's result (metrics); nil for a plan and for a
+	// job submitted with --async.
+	Result beam.PipelineResult
+	// Plan describes the pipeline as it was (or, with --plan_out, would
+	// be) submitted.
+	Plan *Plan
+	// Planned reports that --plan_out was given: the plan was written and
+	// nothing ran.
+	Planned bool
+}
+
+// Run marshals p, rewrites it for right fitting (or, for whole-pipeline
+// GPU, strips the steps' hints), and runs it on the target of --runner: in
+// this process on prism, on Dataflow, or on a portable job server. With
+// --plan_out it writes the plan and runs nothing. Call f.Validate before
+// constructing p, so that a bad configuration fails before any work.
+func Run(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error) {
+	if !beam.Initialized() {
+		return Outcome{}, fmt.Errorf("launch: call beam.Init() before running a pipeline")
+	}
+	if err := f.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	t, _ := Runner()
+	if t == Dataflow {
+		return runDataflow(ctx, p, f)
+	}
+	return runPortable(ctx, p, f, t)
+}
+
+// marshal turns p into its proto with env as the default environment and
+// Beam's pipeline-wide hints and image overrides applied, as Beam's runners do.
+func marshal(p *beam.Pipeline, env *pipepb.Environment) (*pipepb.Pipeline, error) {
+	edges, _, err := p.Build()
+	if err != nil {
+		return nil, err
+	}
+	model, err := graphx.Marshal(edges, &graphx.Options{Environment: env, PipelineResourceHints: jobopts.GetPipelineResourceHints()})
+	if err != nil {
+		return nil, fmt.Errorf("marshalling the pipeline: %w", err)
+	}
+	if err := pipelinex.ApplySdkImageOverrides(model, jobopts.GetSdkImageOverrides()); err != nil {
+		return nil, fmt.Errorf("applying container image overrides: %w", err)
+	}
+	return model, nil
+}
+
+// place applies right fitting (or strips the hints for whole-pipeline GPU,
+// or with --right_fitting=false) and starts the plan.
+func place(model *pipepb.Pipeline, f Flags, t Target) (*pipepb.Pipeline, *Plan, error) {
+	plan := &Plan{Runner: string(t), Hinted: rightfit.Hinted(model)}
+	switch {
+	case f.WorkerAccelerator != "":
+		rightfit.Strip(model)
+		plan.Mode = ModeWholePipeline
+	case !f.RightFitting:
+		rightfit.Strip(model)
+		plan.Mode = ModeOneEnvironment
+	default:
+		np, res, err := rightfit.Apply(model, rightfit.Options{Accelerator: f.Accelerator})
+		if err != nil {
+			return nil, nil, fmt.Errorf("right fitting: %w", err)
+		}
+		model = np
+		plan.Mode = ModeRightFitting
+		plan.FusionBreaks = res.FusionBreaks
+		plan.moved = res.Environments
+	}
+	plan.describe(model)
+	return model, plan, nil
+}
+
+// runPortable runs on prism (started here unless --endpoint names one) or
+// on a portable job server.
+func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outcome, error) {
+	endpoint := *jobopts.Endpoint
+	if t == Prism && *jobopts.EnvironmentType == "" {
+		*jobopts.EnvironmentType = "loopback"
+	}
+	getEnvCfg := jobopts.GetEnvironmentConfig
+	if jobopts.IsLoopback() && f.PlanOut == "" {
+		srv, err := extworker.StartLoopback(ctx, 0)
+		if err != nil {
+			return Outcome{}, err
+		}
+		defer srv.Stop(ctx)
+		getEnvCfg = srv.EnvironmentConfig
+	}
+	env, err := graphx.CreateEnvironment(ctx, jobopts.GetEnvironmentUrn(ctx), getEnvCfg)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("creating the environment: %w", err)
+	}
+	model, err := marshal(p, env)
+	if err != nil {
+		return Outcome{}, err
+	}
+	model, plan, err := place(model, f, t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := f.setSharing(plan, model, ""); err != nil {
+		return Outcome{}, err
+	}
+	if f.PlanOut != "" {
+		return Outcome{Plan: plan, Planned: true}, plan.Write(f.PlanOut, model, nil)
+	}
+	if t == Prism && endpoint == "" {
+		port, err := freePort()
+		if err != nil {
+			return Outcome{}, fmt.Errorf("starting prism: %w", err)
+		}
+		if _, err := prism.CreateJobServer(ctx, prism.Options{Port: port}); err != nil {
+			return Outcome{}, fmt.Errorf("starting prism: %w", err)
+		}
+		endpoint = fmt.Sprintf("localhost:%d", port)
+	}
+	opt := &runnerlib.JobOptions{
+		Name:         jobopts.GetJobName(),
+		Experiments:  jobopts.GetExperiments(),
+		Worker:       *jobopts.WorkerBinary,
+		RetainDocker: *jobopts.RetainDockerContainers,
+		Parallelism:  *jobopts.Parallelism,
+		Loopback:     jobopts.IsLoopback(),
+	}
+	res, err := runnerlib.Execute(ctx, model, endpoint, opt, *jobopts.Async)
+	if err != nil {
+		return Outcome{Plan: plan}, err
+	}
+	if *jobopts.Async {
+		return Outcome{Plan: plan}, nil
+	}
+	return Outcome{Result: res, Plan: plan}, nil
+}
+
+// setSharing works out how the GPU of a worker is shared (plan.Sharing) and
+// hands it to the workers as a pipeline option, which their executors are
+// started with.
+func (f Flags) setSharing(plan *Plan, model *pipepb.Pipeline, machine string) error {
+	if !plan.usesGPU() {
+		return nil
+	}
+	processes, why := f.GPUProcesses, "--gpu_processes"
+	if processes == 0 {
+		processes, why = sdkProcesses(model, machine, plan)
+	}
+	s := client.ShareGPU(processes, server.DefaultMaxConcurrent)
+	plan.Sharing = &SharingPlan{Sharing: s, Why: why, MPS: plan.mps}
+	beam.PipelineOptions.Set(client.OptionSharing, s.String())
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
