@@ -296,3 +296,18 @@ func TestRightFittedLandsatOnPrism(t *testing.T) {
 	}))
 	assert.Greater(t, files, 8)
 }
+
+// A Dataflow submission refuses paths the workers cannot reach, before
+// anything is read or submitted (plans are not held to it).
+func TestDataflowSubmissionNeedsWorkerPaths(t *testing.T) {
+	base := []string{"--runner=dataflow", "--region=us-central1", "--project=p", "--staging_location=gs://b/s", "--sdk_container_image=" + image}
+	code, _, stderr := runBin(t, "landsat", base...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--input: the dataflow workers cannot read this machine's files")
+	code, _, stderr = runBin(t, "landsat", append(base, "--input=gs://b/scenes", "--output="+t.TempDir())...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--output="+os.TempDir())
+	code, _, stderr = runBin(t, "fashion", base...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "reads its images and model from local files")
+}

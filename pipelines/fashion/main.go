@@ -98,6 +98,12 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err := launchFlags.Validate(); err != nil {
 		return 2, err
 	}
+	if launch.RemoteWorkers() && launchFlags.PlanOut == "" {
+		// The decoder and the model loader read local files: a remote
+		// worker would not find them. Plans are fine.
+		t, _ := launch.Runner()
+		return 2, fmt.Errorf("--runner=%s: the fashion pipeline reads its images and model from local files, which remote workers cannot reach; it runs on prism (the default) or with loopback workers, and --plan_out plans it for Dataflow", t)
+	}
 	cfg, cleanup, err := configFromFlags()
 	defer cleanup()
 	if err != nil {

@@ -120,6 +120,11 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err := launchFlags.Validate(); err != nil {
 		return 2, err
 	}
+	for name, path := range map[string]string{"input": *input, "output": *output} {
+		if err := launchFlags.WorkerPath(name, path); err != nil {
+			return 2, err
+		}
+	}
 	cfg, cleanup, err := configFromFlags()
 	if err != nil {
 		return 2, err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
+
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
@@ -327,4 +329,22 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, a, b, name)
 	}
+}
+
+// Scenes on an object store (memfs here, Cloud Storage on Dataflow) are
+// found through Beam's filesystems: a scene prefix, or a prefix of scenes.
+func TestDiscoverRemoteScenes(t *testing.T) {
+	for _, name := range []string{"memfs://b/one/S1_MTL.txt", "memfs://b/one/S1_B4.TIF",
+		"memfs://b/many/S1/S1_MTL.txt", "memfs://b/many/S2/S2_MTL.txt", "memfs://b/many/S2/S2_B4.TIF",
+		"memfs://b/many/readme.txt", "memfs://b/empty/readme.txt"} {
+		memfs.Write(name, []byte("x"))
+	}
+	got, err := discoverScenes("memfs://b/one/")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"memfs://b/one"}, got)
+	got, err = discoverScenes("memfs://b/many")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"memfs://b/many/S1", "memfs://b/many/S2"}, got)
+	_, err = discoverScenes("memfs://b/empty")
+	assert.ErrorContains(t, err, "neither a scene")
 }

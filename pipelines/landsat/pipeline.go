@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -93,7 +95,11 @@ type Outcome struct {
 // discoverScenes returns the scene directories of input: input itself if it
 // holds a *_MTL.txt, else each of its subdirectories (a subdirectory that is
 // not a scene fails in the read step and is reported, not skipped).
+// Inputs with a scheme (gs://...) are listed through Beam's filesystems.
 func discoverScenes(input string) ([]string, error) {
+	if strings.Contains(input, "://") {
+		return discoverRemoteScenes(context.Background(), input)
+	}
 	if m, _ := filepath.Glob(filepath.Join(input, "*_MTL.txt")); len(m) > 0 {
 		return []string{input}, nil
 	}
@@ -109,6 +115,52 @@ func discoverScenes(input string) ([]string, error) {
 	}
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("--input %s: neither a scene directory (no *_MTL.txt) nor a directory of scene directories", input)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// discoverRemoteScenes is discoverScenes for an object store, which has
+// objects, not directories: the scene "directories" are the first path
+// parts under input of its objects. Object stores differ on whether * spans
+// a "/" (Cloud Storage's does), so both levels are listed and the results
+// sorted out by their relative paths.
+func discoverRemoteScenes(ctx context.Context, input string) ([]string, error) {
+	base := strings.TrimSuffix(input, "/")
+	fsys, err := filesystem.New(ctx, base)
+	if err != nil {
+		return nil, fmt.Errorf("--input %s: %w", input, err)
+	}
+	defer fsys.Close()
+	var objects []string
+	for _, glob := range []string{base + "/*", base + "/*/*"} {
+		got, err := fsys.List(ctx, glob)
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: listing %s: %w", input, glob, err)
+		}
+		objects = append(objects, got...)
+	}
+	seen := map[string]bool{}
+	var dirs []string
+	for _, o := range objects {
+		rel, ok := strings.CutPrefix(o, base+"/")
+		if !ok {
+			continue
+		}
+		first, rest, nested := strings.Cut(rel, "/")
+		if !nested {
+			if strings.HasSuffix(first, "_MTL.txt") {
+				return []string{base}, nil
+			}
+			continue
+		}
+		if rest != "" && !strings.HasPrefix(first, ".") && !seen[first] {
+			seen[first] = true
+			dirs = append(dirs, base+"/"+first)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("--input %s: neither a scene (no *_MTL.txt) nor a prefix of scenes", input)
 	}
 	sort.Strings(dirs)
 	return dirs, nil

@@ -217,3 +217,26 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// RemoteWorkers reports whether the pipeline's workers will be other
+// processes, started from a container (Dataflow, or a portable runner whose
+// environment is not loopback), rather than this process.
+func RemoteWorkers() bool {
+	t, err := Runner()
+	return err == nil && remote(t)
+}
+
+// WorkerPath checks that a path a pipeline hands its workers can be read
+// (or written) by them: any path when they run in this process, else only a
+// URL such as gs://bucket/x, not a path on this machine. Plans are not
+// checked: nothing runs. flag names the flag in the error.
+func (f *Flags) WorkerPath(flagName, path string) error {
+	t, err := Runner()
+	if err != nil || !remote(t) || f.PlanOut != "" || strings.Contains(path, "://") {
+		return err
+	}
+	if path == "" {
+		return fmt.Errorf("--%s: the %s workers cannot read this machine's files (the embedded default data included); pass a gs:// path", flagName, t)
+	}
+	return fmt.Errorf("--%s=%s: the %s workers cannot read a path on this machine; pass a gs:// path", flagName, path, t)
+}

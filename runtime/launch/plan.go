@@ -184,11 +184,7 @@ func (p *Plan) Placement() string {
 	for _, e := range p.Environments {
 		s := e.ID
 		if len(e.Hints) > 0 {
-			var hs []string
-			for _, k := range sortedKeys(e.Hints) {
-				hs = append(hs, k+"="+e.Hints[k])
-			}
-			s += " [" + strings.Join(hs, ", ") + "]"
+			s += " [" + formatHints(e.Hints) + "]"
 		}
 		parts = append(parts, s+" ("+strings.Join(e.Steps, ", ")+")")
 	}
@@ -208,11 +204,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, e := range p.Environments {
 		hints := "none"
 		if len(e.Hints) > 0 {
-			var hs []string
-			for _, k := range sortedKeys(e.Hints) {
-				hs = append(hs, k+"="+e.Hints[k])
-			}
-			hints = strings.Join(hs, ", ")
+			hints = formatHints(e.Hints)
 		}
 		fmt.Fprintf(&b, "  %s\n    container: %s\n    hints:     %s\n    runs:      %d transforms: %s\n",
 			e.ID, e.Container, hints, e.Transforms, strings.Join(e.Steps, ", "))
@@ -322,6 +314,15 @@ func (p *Plan) Write(dir string, model *pipepb.Pipeline, job *df.Job) error {
 		}
 	}
 	return nil
+}
+
+// formatHints writes hints as "accelerator=..., min_ram=...", sorted by name.
+func formatHints(hints map[string]string) string {
+	var hs []string
+	for _, k := range sortedKeys(hints) {
+		hs = append(hs, k+"="+hints[k])
+	}
+	return strings.Join(hs, ", ")
 }
 
 func sortedKeys(m map[string]string) []string {
