@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # build-cuda.sh: build, vet and compile the tests of the cuda-tagged packages
-# (runtime/executor/cuda and its commands) against CUDA 11.8's headers and link stubs,
-# which containers/cuda-headers.sh fetches into its cache on the first run. It needs
-# no GPU and runs nothing on one: CI calls it on every change (with `make ptx-check`),
-# and the Dockerfile's builder stage can call it with --out to get the binaries.
+# (runtime/executor/cuda and its commands, and the executor) with cgo against a
+# CUDA 11 or 12 toolkit's headers and link stubs. It needs no GPU and runs nothing
+# on one. CI calls it on every change (through containers/build-worker.sh, which
+# the Dockerfile's builder stage runs too).
+#
+# Which CUDA:
+#   - a CUDA 11 or 12 toolkit where there is one: $CUDA_HOME, else /usr/local/cuda
+#     (the nvidia/cuda devel image of the Dockerfile's builder stage): its include/
+#     (and include/cccl/ where the toolkit keeps libcu++ there; 12.x cu/blas needs
+#     libcu++'s nv/target), linked against lib64/stubs then lib64;
+#   - else Debian's CUDA 11.8 headers and link stubs, which containers/cuda-headers.sh
+#     fetches into its cache on the first run (no root needed; this is what a
+#     development machine and CI use).
+#   BEAMGPU_CUDA=debian forces Debian's 11.8 even where a toolkit is installed.
+#   A toolkit of another major version (gorgonia.org/cu does not compile against
+#   CUDA 13) is an error where $CUDA_HOME names it, and skipped (with a note) where
+#   it is only the default /usr/local/cuda.
 #
 # Usage: containers/build-cuda.sh [--out DIR]
-#   --out DIR  also write the commands' binaries (cudaprobe) into DIR
+#   --out DIR  also write the commands' binaries (beamgpu-executor, cudaprobe) into DIR
 #
 # The binaries need, where they run, the NVIDIA driver (libcuda.so.1, R520 or newer
-# for the PTX) and CUDA 11's libcublas.so.11 and libcublasLt.so.11.
+# for the PTX) and the cuBLAS of the CUDA they were built with: libcublas.so.12 and
+# libcublasLt.so.12 (an nvidia/cuda:12 runtime image) or CUDA 11's .so.11.
 set -euo pipefail
 
 out=
@@ -32,24 +46,79 @@ done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here/.."
+
+# toolkit_version DIR: the CUDA_VERSION of DIR/include/cuda.h (12040 for 12.4), or nothing.
+toolkit_version() {
+	[[ -f $1/include/cuda.h ]] || return 0
+	sed -n 's/^#define CUDA_VERSION[[:space:]]\{1,\}\([0-9]\{1,\}\).*/\1/p' "$1/include/cuda.h" | head -n 1
+}
+
 # Keep cgo's default optimisation flags (they apply only when CGO_CFLAGS is unset).
 user_cflags=${CGO_CFLAGS:--O2 -g}
 user_ldflags=${CGO_LDFLAGS:-}
-eval "$("$here/cuda-headers.sh")"
+source=${BEAMGPU_CUDA:-auto}
+case $source in
+auto | toolkit | debian) ;;
+*)
+	echo "build-cuda: BEAMGPU_CUDA=$source: want auto, toolkit or debian" >&2
+	exit 2
+	;;
+esac
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [[ $source != debian ]]; then
+	version=$(toolkit_version "$cuda_home")
+	if [[ -z $version ]]; then
+		if [[ -n ${CUDA_HOME:-} || $source == toolkit ]]; then
+			echo "build-cuda: no CUDA toolkit in $cuda_home (no include/cuda.h with a CUDA_VERSION)" >&2
+			exit 1
+		fi
+		source=debian
+	elif ((version / 1000 != 11 && version / 1000 != 12)); then
+		msg="the CUDA toolkit in $cuda_home is $((version / 1000)).$((version % 1000 / 10)); gorgonia.org/cu needs CUDA 11 or 12"
+		if [[ -n ${CUDA_HOME:-} || $source == toolkit ]]; then
+			echo "build-cuda: $msg" >&2
+			exit 1
+		fi
+		echo "build-cuda: $msg: using Debian's CUDA 11.8 headers instead" >&2
+		source=debian
+	else
+		source=toolkit
+	fi
+fi
+if [[ $source == toolkit ]]; then
+	[[ $cuda_home != *[[:space:]]* ]] || {
+		echo "build-cuda: the CUDA toolkit path '$cuda_home' contains whitespace: cgo flags cannot carry it" >&2
+		exit 1
+	}
+	CGO_CFLAGS="-I$cuda_home/include"
+	if [[ -d $cuda_home/include/cccl ]]; then
+		CGO_CFLAGS+=" -I$cuda_home/include/cccl"
+	fi
+	CGO_LDFLAGS="-L$cuda_home/lib64/stubs -L$cuda_home/lib64"
+	echo "build-cuda: CUDA $((version / 1000)).$((version % 1000 / 10)) toolkit in $cuda_home" >&2
+else
+	eval "$("$here/cuda-headers.sh")"
+	echo "build-cuda: Debian's CUDA 11.8 headers and stubs in $BEAMGPU_CUDA_DIR" >&2
+fi
 export CGO_ENABLED=1
 export CGO_CFLAGS="$user_cflags $CGO_CFLAGS"
 export CGO_LDFLAGS="$user_ldflags $CGO_LDFLAGS"
 
 pkgs=(./runtime/executor/cuda/... ./runtime/executor/cmd/beamgpu-executor)
-echo "build-cuda: go build -tags cuda ${pkgs[*]}" >&2
-go build -tags cuda "${pkgs[@]}"
+if [[ -n $out ]]; then
+	mkdir -p "$out"
+	# With -o DIR/ the commands are linked into DIR and the libraries only compiled.
+	echo "build-cuda: go build -tags cuda -o $out/ ${pkgs[*]}" >&2
+	go build -tags cuda -o "$out/" "${pkgs[@]}"
+else
+	echo "build-cuda: go build -tags cuda ${pkgs[*]}" >&2
+	go build -tags cuda "${pkgs[@]}"
+fi
 echo "build-cuda: go vet -tags cuda ${pkgs[*]}" >&2
 go vet -tags cuda "${pkgs[@]}"
 echo "build-cuda: go test -tags cuda -c (the tests need a GPU to run)" >&2
 go test -tags cuda -c -o /dev/null ./runtime/executor/cuda/
 if [[ -n $out ]]; then
-	mkdir -p "$out"
-	go build -tags cuda -o "$out/" ./runtime/executor/cuda/cmd/... ./runtime/executor/cmd/beamgpu-executor
 	echo "build-cuda: binaries in $out" >&2
 fi
 echo "build-cuda: ok" >&2

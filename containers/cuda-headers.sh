@@ -16,8 +16,9 @@
 #     usr/bin/{ptxas,cudafe++,fatbinary}     (cicc and libdevice beside nvcc)
 #
 # A second run finds the stamp file and does nothing but print (well under a second).
-# Concurrent runs are serialised with flock. CI runs it on every change; the
-# Dockerfile's builder stage runs it too.
+# Concurrent runs are serialised with flock. CI runs it on every change (through
+# containers/build-cuda.sh); the Dockerfile's builder stage does not need it, as it
+# builds against its CUDA 12 toolkit.
 #
 # Usage: containers/cuda-headers.sh [--env-file FILE] [--quiet]
 #
