@@ -4,12 +4,13 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci plan dataflow k8s
+.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci plan dataflow k8s worker image image-push
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
 PIPELINE ?= landsat
 IMAGE ?= beamgpu-worker:dev
+DOCKER ?= docker
 REGION ?= us-central1
 PLAN_DIR ?= out/plan
 # ARGS are passed to the pipeline, e.g. ARGS='--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver --worker_machine_type=g2-standard-8'
@@ -84,8 +85,28 @@ dataflow:
 k8s:
 	$(GO) run ./runtime/gke/cmd/beamgpu-gke --examples=containers/k8s
 
-## ci: what .ci/run runs: the tests, then the GPU build and the PTX check (no GPU needed)
-ci: test cuda-check ptx-check
+## worker: the worker image's build steps without Docker (what the Dockerfile's builder stage runs):
+## the CUDA executor and the pure-Go pipeline and trainer binaries, into out/worker
+worker:
+	containers/build-worker.sh --out out/worker
+
+## image: build the worker image IMAGE (default beamgpu-worker:dev) from the root Dockerfile; needs a
+## Docker engine with BuildKit (without one, `make worker` runs the same build steps)
+image:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: '$(DOCKER)' not found: install the Docker client (or set DOCKER=podman)" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable ('$(DOCKER) info' failed: start the daemon or set DOCKER_HOST); without one, make worker runs the image's build steps" >&2; exit 1; }
+	DOCKER_BUILDKIT=1 $(DOCKER) build -t $(IMAGE) .
+
+## image-push: push IMAGE, built by `make image` with the same IMAGE=REGISTRY/PATH:TAG
+## (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG), with registry credentials configured
+image-push:
+	@case "$(IMAGE)" in */*) ;; *) echo "make image-push: IMAGE=$(IMAGE) names no registry: set IMAGE=REGISTRY/PATH:TAG" >&2; exit 2;; esac
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image-push: '$(DOCKER)' not found: install the Docker client" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "make image-push: no Docker engine reachable ('$(DOCKER) info' failed: start the daemon or set DOCKER_HOST)" >&2; exit 1; }
+	$(DOCKER) push $(IMAGE)
+
+## ci: what .ci/run runs: the tests, then the worker image's build steps and the PTX check (no GPU needed)
+ci: test worker ptx-check
 
 ## bench: the benchmarks, then one line per result with its ratio to the ceiling
 bench:
