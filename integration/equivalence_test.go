@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	client.CloseShared()
+	removeBinaries()
 	os.Exit(code)
 }
 

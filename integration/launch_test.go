@@ -30,6 +30,18 @@ var (
 func pipelineBin(t *testing.T, name string) string {
 	t.Helper()
 	binOnce.Do(func() {
+		// go test caches a passing result by the files the test binary
+		// opened: stat every Go source the binaries are built from, so that
+		// a change to any of them runs these tests again.
+		binErr = filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+				_, err = os.Stat(path)
+			}
+			return err
+		})
+		if binErr != nil {
+			return
+		}
 		binDir, binErr = os.MkdirTemp("", "beamgpu-integration-")
 		if binErr != nil {
 			return
@@ -46,6 +58,13 @@ func pipelineBin(t *testing.T, name string) string {
 	})
 	require.NoError(t, binErr, binDir)
 	return filepath.Join(binDir, name)
+}
+
+// removeBinaries removes the binaries pipelineBin built (TestMain calls it).
+func removeBinaries() {
+	if binErr == nil && binDir != "" {
+		os.RemoveAll(binDir)
+	}
 }
 
 // runBin runs a pipeline binary and returns its exit status, stdout and stderr.
