@@ -2,13 +2,18 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -329,4 +334,31 @@ func TestDataflowSubmissionNeedsWorkerPaths(t *testing.T) {
 	code, _, stderr = runBin(t, "fashion", base...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "reads its images and model from local files")
+}
+
+// Any portable job server, by endpoint: here a prism job server started by
+// the test, with the pipeline's workers in loopback.
+func TestPortableJobServerByEndpoint(t *testing.T) {
+	port := freePort(t)
+	_, err := prism.CreateJobServer(context.Background(), prism.Options{Port: port})
+	require.NoError(t, err)
+	out := t.TempDir()
+	code, stdout, stderr := runBin(t, "landsat", "--runner=portable", fmt.Sprintf("--endpoint=localhost:%d", port),
+		"--environment_type=loopback", "--backend=gpu", "--gpu_executor="+executorPath, "--output="+out)
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "1 done, 0 failed")
+	assert.Contains(t, stderr, "right fitting: 2 environments")
+	assert.FileExists(t, filepath.Join(out, "LC08_L1TP_195025_20130707_20170503_01_T1", "ndvi.npy"))
+
+	code, _, stderr = runBin(t, "landsat", "--runner=portable", "--output="+out)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "needs --endpoint")
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "localhost:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -44,6 +44,8 @@
 //	flags, err := cfg.Flags() // --region=us-central1 --worker_machine_type=g2-standard-8
 //	//   --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver;use_nvidia_mps
 //
-// The package does not import Beam: the launcher passes Flags to the Dataflow
-// runner and puts GPU.Hint on the GPU steps' environments.
+// The package does not import Beam: the launcher (runtime/launch) reads a
+// Config from Beam's flags and its own, validates it before anything is
+// built, builds the Dataflow job from it, and checks the right-fitting
+// hints that runtime/rightfit put on the GPU steps' environments.
 package dataflow
