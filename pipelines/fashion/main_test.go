@@ -410,6 +410,7 @@ func TestExecutorGoneAtRunTime(t *testing.T) {
 	auto, err := backend.New(backend.Config{Default: backend.Auto, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
 	require.NoError(t, err)
 	sum, got := runOutputs(t, cfg, auto)
+	require.Empty(t, string(got["failed.jsonl"]), "under auto no batch fails")
 	for name := range want {
 		assert.Equal(t, string(want[name]), string(got[name]), name)
 	}

@@ -459,7 +459,14 @@ func (c *Client) dial(ctx context.Context, p *proc) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: connect to %s: %v", ErrUnavailable, p.socket, err)
 	}
-	return c.handshake(ctx, p, pc)
+	s, err := c.handshake(ctx, p, pc)
+	if err != nil {
+		// The executor went away between accepting and welcoming (it
+		// crashed on another connection's batch): like a death mid-call,
+		// a new executor may serve the batch.
+		return nil, fmt.Errorf("%w: %w", ErrExecutorDied, err)
+	}
+	return s, nil
 }
 
 // handshake makes a session of a new connection to p.
