@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
@@ -131,14 +132,9 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 		return Outcome{Plan: plan, Planned: true}, plan.Write(f.PlanOut, model, nil)
 	}
 	if t == Prism && endpoint == "" {
-		port, err := freePort()
-		if err != nil {
-			return Outcome{}, fmt.Errorf("starting prism: %w", err)
+		if endpoint, err = localPrism(); err != nil {
+			return Outcome{}, err
 		}
-		if _, err := prism.CreateJobServer(ctx, prism.Options{Port: port}); err != nil {
-			return Outcome{}, fmt.Errorf("starting prism: %w", err)
-		}
-		endpoint = fmt.Sprintf("localhost:%d", port)
 	}
 	opt := &runnerlib.JobOptions{
 		Name:         jobopts.GetJobName(),
@@ -173,6 +169,30 @@ func (f Flags) setSharing(plan *Plan, model *pipepb.Pipeline, machine string) er
 	plan.Sharing = &SharingPlan{Sharing: s, Why: why, MPS: plan.mps}
 	beam.PipelineOptions.Set(client.OptionSharing, s.String())
 	return nil
+}
+
+var prismServer struct {
+	once     sync.Once
+	endpoint string
+	err      error
+}
+
+// localPrism starts prism's job server in this process on first use and
+// returns its endpoint: every later pipeline of the process uses the same
+// server, as Beam's own prism runner does.
+func localPrism() (string, error) {
+	prismServer.once.Do(func() {
+		port, err := freePort()
+		if err == nil {
+			_, err = prism.CreateJobServer(context.Background(), prism.Options{Port: port})
+		}
+		if err != nil {
+			prismServer.err = fmt.Errorf("starting prism: %w", err)
+			return
+		}
+		prismServer.endpoint = fmt.Sprintf("localhost:%d", port)
+	})
+	return prismServer.endpoint, prismServer.err
 }
 
 func freePort() (int, error) {
