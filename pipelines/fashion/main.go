@@ -26,7 +26,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/runtime/launch"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"
@@ -109,11 +108,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	bc, err := backendFlags.Config(step.Steps(), gpuExecutor())
-	if err != nil {
-		return 2, err
-	}
-	sel, err := backend.New(bc)
+	sel, err := job.Selector(&backendFlags, &launchFlags)
 	if err != nil {
 		return 2, err
 	}
@@ -125,17 +120,6 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 		return 1, fmt.Errorf("--strict: %d failures (%d of %d records failed); see %s", sum.Failures, sum.Failed, sum.In, job.Join(cfg.Output, job.FailedFile))
 	}
 	return 0, nil
-}
-
-// gpuExecutor is what the backend selector asks about GPUs: the local
-// executor (--gpu_executor) for a run here, the worker container's for a
-// remote one.
-func gpuExecutor() backend.Executor {
-	ex, err := launchFlags.Executor(stepops.Executor(backendFlags.Executor))
-	if err != nil {
-		return backend.NoExecutor{Why: err.Error()}
-	}
-	return ex
 }
 
 // configFromFlags resolves the inputs, extracting the embedded test set and

@@ -33,7 +33,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/runtime/launch"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster"
@@ -130,7 +129,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 		return 2, err
 	}
 	defer cleanup()
-	sel, err := selectorFromFlags()
+	sel, err := job.Selector(&backendFlags, &launchFlags)
 	if err != nil {
 		return 2, err
 	}
@@ -160,25 +159,6 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 		Failed: int(m.Counters["scenes_failed"]), Elapsed: took, Output: cfg.Output}
 	sum.Print(out)
 	return sum, sum.Reconcile()
-}
-
-func selectorFromFlags() (*backend.Selector, error) {
-	bc, err := backendFlags.Config(step.Steps(), gpuExecutor())
-	if err != nil {
-		return nil, err
-	}
-	return backend.New(bc)
-}
-
-// gpuExecutor is what the backend selector asks about GPUs: the local
-// executor (--gpu_executor) for a run here, the worker container's for a
-// remote one.
-func gpuExecutor() backend.Executor {
-	ex, err := launchFlags.Executor(stepops.Executor(backendFlags.Executor))
-	if err != nil {
-		return backend.NoExecutor{Why: err.Error()}
-	}
-	return ex
 }
 
 // configFromFlags resolves the input scenes (extracting the embedded one if

@@ -71,9 +71,7 @@ func runDataflow(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error
 		return Outcome{}, fmt.Errorf("the job has GPU steps (%s) but no --sdk_container_image: Dataflow's default container has no GPU executor; build and push the beamgpu worker image (make image) and pass it", strings.Join(plan.Hinted, ", "))
 	}
 	plan.mps = cfg.WorkerAccelerator != nil && cfg.WorkerAccelerator.MPS
-	if err := f.setSharing(plan, model, cfg.MachineType); err != nil {
-		return Outcome{}, err
-	}
+	f.setSharing(plan, model, cfg.MachineType)
 	planOnly := f.PlanOut != ""
 	opts, err := jobOptions(ctx, cfg, planOnly)
 	if err != nil {

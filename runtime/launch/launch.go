@@ -125,9 +125,7 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := f.setSharing(plan, model, ""); err != nil {
-		return Outcome{}, err
-	}
+	f.setSharing(plan, model, "")
 	if f.PlanOut != "" {
 		return Outcome{Plan: plan, Planned: true}, plan.Write(f.PlanOut, model, nil)
 	}
@@ -157,9 +155,9 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 // setSharing works out how the GPU of a worker is shared (plan.Sharing) and
 // hands it to the workers as a pipeline option, which their executors are
 // started with.
-func (f Flags) setSharing(plan *Plan, model *pipepb.Pipeline, machine string) error {
+func (f Flags) setSharing(plan *Plan, model *pipepb.Pipeline, machine string) {
 	if !plan.usesGPU() {
-		return nil
+		return
 	}
 	processes, why := f.GPUProcesses, "--gpu_processes"
 	if processes == 0 {
@@ -168,7 +166,6 @@ func (f Flags) setSharing(plan *Plan, model *pipepb.Pipeline, machine string) er
 	s := client.ShareGPU(processes, server.DefaultMaxConcurrent)
 	plan.Sharing = &SharingPlan{Sharing: s, Why: why, MPS: plan.mps}
 	beam.PipelineOptions.Set(client.OptionSharing, s.String())
-	return nil
 }
 
 var prismServer struct {

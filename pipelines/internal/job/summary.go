@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/runtime/launch"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
@@ -127,6 +128,22 @@ func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*
 	}
 	m, err := ReadMetrics(out.Result, sel.Report())
 	return m, took, out, err
+}
+
+// Selector builds the backend selector of bf (--backend, --backend_override)
+// over every registered step. It asks lf's target about GPUs: the executor
+// this process would start (--gpu_executor) for a run here, the worker
+// container's for remote workers (runtime/launch).
+func Selector(bf *backend.Flags, lf *launch.Flags) (*backend.Selector, error) {
+	ex, err := lf.Executor(stepops.Executor(bf.Executor))
+	if err != nil {
+		return nil, err
+	}
+	bc, err := bf.Config(step.Steps(), ex)
+	if err != nil {
+		return nil, err
+	}
+	return backend.New(bc)
 }
 
 // Launched reports a launch that produced no metrics to out: the plan of
