@@ -121,11 +121,9 @@ func insertFusionBreaks(p *pipepb.Pipeline, nodes map[string]*node, order []stri
 		}
 	}
 	var (
-		t       *template
-		added   = &pipepb.Components{Transforms: map[string]*pipepb.PTransform{}, Pcollections: map[string]*pipepb.PCollection{}, Coders: map[string]*pipepb.Coder{}, WindowingStrategies: map[string]*pipepb.WindowingStrategy{}}
-		done    = map[breakKey]string{} // -> the broken PCollection
-		breaks  []FusionBreak
-		parents = map[string]*pipepb.PTransform{} // composite that gets the break, by break id
+		t      *template
+		done   = map[breakKey]string{} // -> the broken PCollection
+		breaks []FusionBreak
 	)
 	for _, id := range order {
 		env, ok := moved[id]
@@ -154,7 +152,7 @@ func insertFusionBreaks(p *pipepb.Pipeline, nodes map[string]*node, order []stri
 				n := len(breaks) + 1
 				parent := nodes[leaf.outermost].parent
 				name := breakName(comps, parent, comps.GetTransforms()[leaf.outermost].GetUniqueName(), n)
-				compositeID, o, err := spliceReshuffle(comps, added, t, n, name, pc, prod.GetEnvironmentId(), env)
+				compositeID, o, err := spliceReshuffle(comps, t, n, name, pc, prod.GetEnvironmentId(), env)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -162,7 +160,7 @@ func insertFusionBreaks(p *pipepb.Pipeline, nodes map[string]*node, order []stri
 				done[k] = out
 				breaks = append(breaks, FusionBreak{Name: name, PCollection: pc, Environment: env})
 				if pt := comps.GetTransforms()[parent]; pt != nil {
-					parents[compositeID] = pt
+					pt.Subtransforms = append(pt.Subtransforms, compositeID)
 				}
 			}
 			leaf.t.Inputs[local] = out
@@ -171,10 +169,7 @@ func insertFusionBreaks(p *pipepb.Pipeline, nodes map[string]*node, order []stri
 	if len(breaks) == 0 {
 		return p, nil, nil
 	}
-	for id, pt := range parents {
-		pt.Subtransforms = append(pt.Subtransforms, id)
-	}
-	np, err := pipelinex.Update(p, added)
+	np, err := pipelinex.Normalize(p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("fusion breaks: %w", err)
 	}
@@ -194,10 +189,10 @@ func breakName(comps *pipepb.Components, parent, hinted string, n int) string {
 	return name
 }
 
-// spliceReshuffle adds to added a copy of the template reshuffling the
+// spliceReshuffle adds to comps a copy of the template reshuffling the
 // PCollection pc (produced in environment from) for transforms of environment
 // to, and returns the id of its composite and of its output PCollection.
-func spliceReshuffle(comps, added *pipepb.Components, t *template, n int, name, pc, from, to string) (string, string, error) {
+func spliceReshuffle(comps *pipepb.Components, t *template, n int, name, pc, from, to string) (string, string, error) {
 	in := comps.GetPcollections()[pc]
 	if in == nil {
 		return "", "", fmt.Errorf("PCollection %q is read but not defined", pc)
@@ -214,7 +209,6 @@ func spliceReshuffle(comps, added *pipepb.Components, t *template, n int, name, 
 		for i, sub := range cp.ComponentCoderIds {
 			cp.ComponentCoderIds[i] = rename(sub)
 		}
-		added.Coders[rename(cid)] = cp
 		comps.Coders[rename(cid)] = cp
 	}
 	wsID := templatePrefix + "windowing_" + from
@@ -222,14 +216,12 @@ func spliceReshuffle(comps, added *pipepb.Components, t *template, n int, name, 
 		ws := proto.Clone(t.windowing).(*pipepb.WindowingStrategy)
 		ws.WindowCoderId = rename(ws.WindowCoderId)
 		ws.EnvironmentId = from
-		added.WindowingStrategies[wsID] = ws
 		comps.WindowingStrategies[wsID] = ws
 	}
 
 	pcoll := func(suffix, coder, ws string) string {
 		pid := id + "_" + suffix
 		x := &pipepb.PCollection{UniqueName: pid, CoderId: coder, WindowingStrategyId: ws, IsBounded: in.GetIsBounded()}
-		added.Pcollections[pid] = x
 		comps.Pcollections[pid] = x
 		return pid
 	}
@@ -265,7 +257,7 @@ func spliceReshuffle(comps, added *pipepb.Components, t *template, n int, name, 
 			x.Spec.Payload = protox.MustEncode(&pl)
 		}
 		xid := id + "_" + suffix
-		added.Transforms[xid] = x
+		comps.Transforms[xid] = x
 		return xid, nil
 	}
 	var subs []string
@@ -283,7 +275,7 @@ func spliceReshuffle(comps, added *pipepb.Components, t *template, n int, name, 
 		}
 		subs = append(subs, xid)
 	}
-	added.Transforms[id] = &pipepb.PTransform{
+	comps.Transforms[id] = &pipepb.PTransform{
 		UniqueName:    name,
 		Spec:          &pipepb.FunctionSpec{Urn: graphx.URNReshuffle},
 		Subtransforms: subs,
