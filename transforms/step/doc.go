@@ -11,8 +11,9 @@
 //     way image formats register with package image.
 //
 // A step's PTransform resolves its implementation at construction with
-// Resolve (through a backend.Selector, so the explain report lists it) and
-// runs it in its DoFn with Run, which times the kernel, feeds the step's Beam
+// Scope (Resolve through a backend.Selector, so the explain report lists it;
+// on the GPU the step's scope carries its resource hints for right fitting,
+// runtime/rightfit) and runs it in its DoFn with Run, which times the kernel, feeds the step's Beam
 // metrics and turns an error into a Failure on the dead-letter output. The
 // input that failed is named in the Failure, and nothing is dropped silently.
 package step
