@@ -243,33 +243,47 @@ func (c *Client) Close() error {
 
 // get returns an idle session of the current executor, or a new one,
 // starting the executor if there is none or it has exited.
+//
+// An executor that has died may not have been reaped yet (its exit is seen
+// a moment later, later still on a loaded machine), and then its socket
+// refuses connections. Such an executor is retired here and a new one
+// started, before the batch is sent: a death that a restart fixes costs the
+// caller a start, never its batch.
 func (c *Client) get(ctx context.Context) (*session, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, ErrClosed
-	}
-	if c.cur != nil && c.cur.exited() {
-		c.retireLocked(c.cur)
-	}
-	if c.cur == nil {
-		p, s, err := c.start(ctx)
-		if err != nil {
-			return nil, err
+	for replaced := false; ; replaced = true {
+		if c.closed {
+			return nil, ErrClosed
 		}
-		c.cur = p
-		c.starts++
-		return s, nil
-	}
-	for len(c.idle) > 0 {
-		s := c.idle[len(c.idle)-1]
-		c.idle = c.idle[:len(c.idle)-1]
-		if s.p == c.cur {
+		if c.cur != nil && c.cur.exited() {
+			c.retireLocked(c.cur)
+		}
+		if c.cur == nil {
+			p, s, err := c.start(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c.cur = p
+			c.starts++
 			return s, nil
 		}
-		s.close()
+		for len(c.idle) > 0 {
+			s := c.idle[len(c.idle)-1]
+			c.idle = c.idle[:len(c.idle)-1]
+			if s.p == c.cur {
+				return s, nil
+			}
+			s.close()
+		}
+		s, err := c.dial(ctx, c.cur)
+		if err == nil || replaced || ctx.Err() != nil {
+			return s, err
+		}
+		// The current executor does not take connections: it is dead or
+		// dying. Retire it; the next turn starts another.
+		c.retireLocked(c.cur)
 	}
-	return c.dial(ctx, c.cur)
 }
 
 // put returns a session to the pool, or closes it.

@@ -157,6 +157,32 @@ func TestKilledExecutorIsRestartedAndTheCallSucceedsOnce(t *testing.T) {
 	assert.Error(t, syscall.Kill(info.PID, 0), "the old one is gone")
 }
 
+// An executor killed between calls (its process not yet reaped, its socket
+// refusing connections) is replaced by the next call, which succeeds: a
+// death that a restart fixes never fails a batch. Killed 20 times in a row.
+func TestExecutorKilledBetweenCallsIsReplaced(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	for i := range 20 {
+		info, err := c.Info(ctx)
+		require.NoError(t, err)
+		require.NoError(t, syscall.Kill(info.PID, syscall.SIGKILL))
+		// Callers at once: one takes the dead executor's idle connection,
+		// the others connect to its socket.
+		var wg sync.WaitGroup
+		for j := range 4 {
+			wg.Go(func() {
+				out, err := c.Call(ctx, testops.Echo, nil, [][]byte{[]byte("again")})
+				if assert.NoError(t, err, "kill %d, caller %d", i, j) {
+					assert.Equal(t, "again", string(out[0]))
+				}
+			})
+		}
+		wg.Wait()
+	}
+	assert.Equal(t, 20, c.Stats().Restarts)
+}
+
 func TestCrashingOpFailsAfterOneRetry(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
