@@ -48,7 +48,7 @@ staticcheck:
 
 ## executor: the CPU reference executor (serves every GPU op with the steps' CPU code)
 executor:
-	CGO_ENABLED=0 $(GO) build -o out/bin/beamgpu-executor ./runtime/executor/cmd/beamgpu-executor
+	CGO_ENABLED=0 $(GO) build -o out/bin/beamgpu-executor ./pipelines/beamgpu-executor
 
 ## cuda-check: the -tags cuda build (device layer and executor), vetted, against CUDA 11.8
 ## headers extracted from Debian (containers/cuda-headers.sh); runs without a GPU

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # build-cuda.sh: build, vet and compile the tests of the cuda-tagged packages
-# (runtime/executor/cuda and its commands, and the executor) with cgo against a
-# CUDA 11 or 12 toolkit's headers and link stubs. It needs no GPU and runs nothing
-# on one. CI calls it on every change (through containers/build-worker.sh, which
-# the Dockerfile's builder stage runs too).
+# (runtime/executor/cuda and its commands, the step families' launches and the
+# executor, pipelines/beamgpu-executor) with cgo against a CUDA 11 or 12 toolkit's
+# headers and link stubs, and run the tests that check every step's CUDA launch
+# against its family's PTX (they need no GPU: gpu.Recorder). It needs no GPU and
+# runs nothing on one. CI calls it on every change (through
+# containers/build-worker.sh, which the Dockerfile's builder stage runs too).
 #
 # Which CUDA:
 #   - a CUDA 11 or 12 toolkit where there is one: $CUDA_HOME, else /usr/local/cuda
@@ -104,7 +106,7 @@ export CGO_ENABLED=1
 export CGO_CFLAGS="$user_cflags $CGO_CFLAGS"
 export CGO_LDFLAGS="$user_ldflags $CGO_LDFLAGS"
 
-pkgs=(./runtime/executor/cuda/... ./runtime/executor/cmd/beamgpu-executor)
+pkgs=(./runtime/executor/cuda/... ./transforms/... ./pipelines/beamgpu-executor)
 if [[ -n $out ]]; then
 	mkdir -p "$out"
 	# With -o DIR/ the commands are linked into DIR and the libraries only compiled.
@@ -116,8 +118,13 @@ else
 fi
 echo "build-cuda: go vet -tags cuda ${pkgs[*]}" >&2
 go vet -tags cuda "${pkgs[@]}"
-echo "build-cuda: go test -tags cuda -c (the tests need a GPU to run)" >&2
+echo "build-cuda: go test -tags cuda -c ./runtime/executor/cuda/ (its tests need a GPU to run)" >&2
 go test -tags cuda -c -o /dev/null ./runtime/executor/cuda/
+# The launches are pure Go against gpu.Call: their tests run here, without a GPU
+# (a package that links gorgonia.org/cu could not start: its init exits).
+launch_tests=(./transforms/raster/ ./transforms/tensor/)
+echo "build-cuda: go test -tags cuda -run Launch ${launch_tests[*]} (no GPU needed)" >&2
+go test -tags cuda -count=1 -run 'Launch' "${launch_tests[@]}"
 if [[ -n $out ]]; then
 	echo "build-cuda: binaries in $out" >&2
 fi

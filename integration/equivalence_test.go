@@ -7,7 +7,6 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -23,11 +22,12 @@ import (
 var executorPath string
 
 func TestMain(m *testing.M) {
-	executortest.MaybeServe()
+	steptest.MaybeServe()
 	if p := os.Getenv(client.EnvPath); p != "" {
 		executorPath = p
-		stepops.SetExecutor(p)
+		step.UseExecutor(p)
 	} else {
+		steptest.UseExecutor()
 		executorPath = executortest.Use()
 	}
 	code := m.Run()
@@ -45,7 +45,7 @@ const seeds = 8
 // tolerance. The executor poisons its outputs, so a part left unwritten
 // shows up as NaN or 0xFF.
 func TestEveryGPUStepMatchesItsCPUImplementation(t *testing.T) {
-	ok, why := stepops.Executor(executorPath).Available()
+	ok, why := step.UseExecutor(executorPath).Available()
 	require.True(t, ok, why)
 	cl, err := client.Shared(executorPath)
 	require.NoError(t, err)
@@ -53,29 +53,28 @@ func TestEveryGPUStepMatchesItsCPUImplementation(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, os.Getpid(), info.PID, "the executor is another process")
 	t.Logf("executor pid %d, device %q, ops %v", info.PID, info.Device, info.Ops)
-	checked := 0
-	for _, d := range step.All() {
-		if d.GPUOp == "" {
+	for _, s := range step.All() {
+		op := s.Backend().GPUOp
+		if op == "" {
 			continue
 		}
-		t.Run(d.Name, func(t *testing.T) {
-			inputs := []any{d.Sample()}
-			if d.Random != nil {
-				for s := uint64(1); s <= seeds; s++ {
-					inputs = append(inputs, d.Random(s))
+		t.Run(s.Name(), func(t *testing.T) {
+			require.Contains(t, info.Ops, op, "the executor serves the step's GPU op")
+			inputs := []any{s.SampleInput()}
+			for seed := uint64(1); seed <= seeds; seed++ {
+				if in, ok := s.RandomInput(seed); ok {
+					inputs = append(inputs, in)
 				}
 			}
 			for i, in := range inputs {
-				cpu, err := steptest.Apply(d.Name, backend.CPU, in)
+				cpu, err := steptest.Apply(s, backend.CPU, in)
 				require.NoError(t, err, "input %d", i)
-				gpu, err := steptest.Apply(d.Name, backend.GPU, in)
+				gpu, err := steptest.Apply(s, backend.GPU, in)
 				require.NoError(t, err, "input %d", i)
-				require.NoError(t, steptest.Equal(cpu, gpu, d.Tolerance), "input %d", i)
+				require.NoError(t, steptest.Equal(in, cpu, gpu, s.Tolerance()), "input %d", i)
 			}
 		})
-		checked++
 	}
-	assert.Equal(t, 11, checked, "steps with a GPU op")
 	st := cl.Stats()
 	t.Logf("client stats: %+v", st)
 	assert.Equal(t, 1, st.Starts)
@@ -92,16 +91,15 @@ func TestRealDataThroughTheExecutor(t *testing.T) {
 	require.NoError(t, err)
 	ref, err := tensor.NewReference(x.Slice(100, 500), 10)
 	require.NoError(t, err)
-	for name, in := range map[string]any{
+	for s, in := range map[step.Any]any{
 		tensor.StepMLP: tensor.MLPInput{Batch: x, Model: m},
 		tensor.StepKNN: tensor.KNNInput{Query: x.Slice(0, 100), Ref: ref, K: 5, Weights: tensor.WeightUniform},
 	} {
-		d, _ := step.Lookup(name)
-		cpu, err := steptest.Apply(name, backend.CPU, in)
-		require.NoError(t, err, name)
-		gpu, err := steptest.Apply(name, backend.GPU, in)
-		require.NoError(t, err, name)
-		require.NoError(t, steptest.Equal(cpu, gpu, d.Tolerance), name)
+		cpu, err := steptest.Apply(s, backend.CPU, in)
+		require.NoError(t, err, s.Name())
+		gpu, err := steptest.Apply(s, backend.GPU, in)
+		require.NoError(t, err, s.Name())
+		require.NoError(t, steptest.Equal(in, cpu, gpu, s.Tolerance()), s.Name())
 	}
 }
 
@@ -129,13 +127,12 @@ func TestOutOfMemorySplitsTheBatch(t *testing.T) {
 		executortest.MemoryBudget(0)
 		client.CloseShared()
 	}()
-	d, _ := step.Lookup(raster.StepTOA)
 	big := bigTile()
 	cpu, err := steptest.Apply(raster.StepTOA, backend.CPU, big)
 	require.NoError(t, err)
 	gpu, err := steptest.Apply(raster.StepTOA, backend.GPU, big)
 	require.NoError(t, err)
-	require.NoError(t, steptest.Equal(cpu, gpu, d.Tolerance))
+	require.NoError(t, steptest.Equal(big, cpu, gpu, raster.StepTOA.Tolerance()))
 
 	x, err := tensor.ReadDataset(tensor.SampleImagesPath(), tensor.SampleLabelsPath())
 	require.NoError(t, err)
@@ -148,7 +145,7 @@ func TestOutOfMemorySplitsTheBatch(t *testing.T) {
 	require.NoError(t, client.CloseShared())
 	gpuP, err := steptest.Apply(tensor.StepMLP, backend.GPU, mlp)
 	require.NoError(t, err)
-	require.NoError(t, steptest.Equal(cpuP, gpuP, step.Tolerance{Norm: 1e-4}))
+	require.NoError(t, steptest.Equal(mlp, cpuP, gpuP, tensor.StepMLP.Tolerance()))
 }
 
 // bigTile is a 100x100 tile of four bands of the committed scene's DNs.

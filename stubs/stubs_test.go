@@ -14,19 +14,19 @@ import (
 // Every registered step has a stub whose output has the CPU output's type and
 // shape on the step's sample input.
 func TestEveryStepHonoursTheStubContract(t *testing.T) {
-	defs := step.All()
-	require.NotEmpty(t, defs)
-	for _, d := range defs {
-		t.Run(d.Name, func(t *testing.T) { steptest.CheckStubContract(t, d) })
+	steps := step.All()
+	require.NotEmpty(t, steps)
+	for _, s := range steps {
+		t.Run(s.Name(), func(t *testing.T) { steptest.CheckStubContract(t, s) })
 	}
 }
 
 // Stubs compute nothing: every number they return is zero.
 func TestStubsComputeNothing(t *testing.T) {
-	for _, d := range step.All() {
-		out, err := steptest.Apply(d.Name, "stub", d.Sample())
-		require.NoError(t, err, d.Name)
-		assert.NoError(t, steptest.AllZero(out), d.Name)
+	for _, s := range step.All() {
+		out, err := steptest.Apply(s, "stub", s.SampleInput())
+		require.NoError(t, err, s.Name())
+		assert.NoError(t, steptest.AllZero(out), s.Name())
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -31,6 +32,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 )
 
 //go:embed data/t10k-images-idx3-ubyte.gz data/t10k-labels-idx1-ubyte.gz data/mlp-784-256-128-10.bgmlp
@@ -64,21 +66,31 @@ func init() {
 	launchFlags.Register(flag.CommandLine)
 	flag.Usage = func() {
 		w := flag.CommandLine.Output()
-		fmt.Fprint(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP or k-nearest neighbours).
+		fmt.Fprintf(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP or k-nearest neighbours).
 
 Usage: fashion [--input=PATH] [--output=DIR] [--model=mlp|knn] [--backend=auto|cpu|gpu|stub] [Beam flags]
 
 With no --input it classifies the embedded 10,000-image test set with the shipped MLP.
 It runs on Beam's local runner (prism) unless --runner says otherwise.
+Steps (for --backend_override): %s with --model=mlp, %s with --model=knn.
 
 Flags of this pipeline:
-`)
+`, stepNames(ModelMLP), stepNames(ModelKNN))
 		for _, name := range ownFlags {
 			f := flag.Lookup(name)
 			fmt.Fprintf(w, "  --%s (default %q)\n      %s\n", f.Name, f.DefValue, f.Usage)
 		}
 		fmt.Fprint(w, "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too.\nTo train a model: go run ./pipelines/fashion/train --help\n")
 	}
+}
+
+// stepNames lists the steps of the pipeline of model.
+func stepNames(model string) string {
+	var names []string
+	for _, s := range pipelineSteps(model) {
+		names = append(names, s.Name())
+	}
+	return strings.Join(names, ", ")
 }
 
 func main() {
@@ -108,7 +120,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	sel, err := job.Selector(&backendFlags, &launchFlags)
+	sel, err := job.Selector(&backendFlags, &launchFlags, pipelineSteps(cfg.Model)...)
 	if err != nil {
 		return 2, err
 	}
@@ -127,7 +139,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 func configFromFlags() (Config, func(), error) {
 	cleanup := func() {}
 	cfg := Config{Output: *output, Model: *model, MLP: *modelPath,
-		KNN:      tensor.KNNParams{K: *k, Weights: *weights, Classes: len(ClassNames)},
+		KNN:      tensorbeam.KNNParams{K: *k, Weights: *weights, Classes: len(ClassNames)},
 		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: max(1, *maxBatch/max(1, *batchRows))}}
 	if *batchRows <= 0 || *maxBatch <= 0 {
 		return cfg, cleanup, fmt.Errorf("--batch_rows=%d --max_batch_rows=%d: want positive numbers", *batchRows, *maxBatch)

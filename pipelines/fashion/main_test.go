@@ -21,17 +21,18 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
-	executortest.MaybeServe() // this binary also serves as the tests' GPU executor
+	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
 	ptest.Main(m)
 }
@@ -44,7 +45,7 @@ const (
 
 func selector(t *testing.T, def backend.Kind) *backend.Selector {
 	t.Helper()
-	sel, err := backend.New(backend.Config{Default: def, Steps: step.Steps()})
+	sel, err := backend.New(backend.Config{Default: def, Steps: step.Backends(tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP, tensor.StepKNN)})
 	require.NoError(t, err)
 	return sel
 }
@@ -164,8 +165,8 @@ func TestRunInferenceMatchesDirectPrediction(t *testing.T) {
 
 	opt := step.Using(selector(t, backend.CPU))
 	p, s := beam.NewPipelineWithRoot()
-	raw, decFailed := tensor.DecodeIDXFiles(s, beam.Create(s, src), opt)
-	rows, stdFailed := tensor.StandardizeRows(s, raw, tensor.Scaler{Mode: tensor.ScaleUnit}, opt)
+	raw, decFailed := tensorbeam.DecodeIDXFiles(s, beam.Create(s, src), opt)
+	rows, stdFailed := tensorbeam.StandardizeRows(s, raw, tensor.Scaler{Mode: tensor.ScaleUnit}, opt)
 	preds, infFailed := inference.RunInference(s, rows, inference.MLPHandler{Path: testModel, Dims: imageDims},
 		batch.Params{MinBatchSize: 1, MaxBatchSize: 3}, opt)
 	passert.Equals(s, beam.ParDo(s, predictionStrings, preds), want...)
@@ -257,7 +258,7 @@ func TestKNNPipeline(t *testing.T) {
 	out := t.TempDir()
 	var buf bytes.Buffer
 	sum, err := execute(context.Background(), Config{Sources: []tensor.Source{q}, Output: out, Model: ModelKNN,
-		Reference: refSrc, KNN: tensor.KNNParams{K: 1, Classes: 10}}, selector(t, backend.CPU), &buf)
+		Reference: refSrc, KNN: tensorbeam.KNNParams{K: 1, Classes: 10}}, selector(t, backend.CPU), &buf)
 	require.NoError(t, err)
 	t.Log("\n" + buf.String())
 	assert.Equal(t, 400, sum.Predicted)
@@ -322,7 +323,7 @@ func TestStrict(t *testing.T) {
 // gpuSelector is --backend=gpu with this test binary as the executor.
 func gpuSelector(t *testing.T) *backend.Selector {
 	t.Helper()
-	sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
+	sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP, tensor.StepKNN), Executor: steptest.UseExecutor()})
 	require.NoError(t, err)
 	return sel
 }
@@ -356,13 +357,13 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 	require.NoError(t, err)
 	for _, cfg := range []Config{
 		{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel},
-		{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, KNN: tensor.KNNParams{K: 5, Classes: 10}},
+		{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, KNN: tensorbeam.KNNParams{K: 5, Classes: 10}},
 	} {
 		_, cpu := runOutputs(t, cfg, selector(t, backend.CPU))
 		sum, gpu := runOutputs(t, cfg, gpuSelector(t))
 		assert.Equal(t, cpu, gpu, cfg.Model)
 		for _, st := range sum.Steps {
-			if st.Step != tensor.StepDecode {
+			if st.Step != tensor.StepDecode.Name() {
 				assert.Equal(t, backend.GPU, st.Impl, st.Step)
 			}
 		}
@@ -407,7 +408,7 @@ func TestExecutorGoneAtRunTime(t *testing.T) {
 		executortest.CrashAlways(false)
 		client.CloseShared()
 	}()
-	auto, err := backend.New(backend.Config{Default: backend.Auto, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
+	auto, err := backend.New(backend.Config{Default: backend.Auto, Steps: step.Backends(tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP, tensor.StepKNN), Executor: steptest.UseExecutor()})
 	require.NoError(t, err)
 	sum, got := runOutputs(t, cfg, auto)
 	require.Empty(t, string(got["failed.jsonl"]), "under auto no batch fails")
@@ -418,8 +419,8 @@ func TestExecutorGoneAtRunTime(t *testing.T) {
 	for _, st := range sum.Steps {
 		fallbacks[st.Step] = st.Fallbacks
 	}
-	assert.Positive(t, fallbacks[tensor.StepMLP])
-	assert.Positive(t, fallbacks[tensor.StepStandardize])
+	assert.Positive(t, fallbacks[tensor.StepMLP.Name()])
+	assert.Positive(t, fallbacks[tensor.StepStandardize.Name()])
 
 	cfg.Output = t.TempDir()
 	var buf bytes.Buffer

@@ -13,7 +13,9 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 )
 
 // The classifiers of --model.
@@ -21,6 +23,15 @@ const (
 	ModelMLP = "mlp"
 	ModelKNN = "knn"
 )
+
+// pipelineSteps are the steps Build builds for model, in their order: what
+// --backend_override and the explain report know.
+func pipelineSteps(model string) []step.Any {
+	if model == ModelKNN {
+		return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepKNN}
+	}
+	return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP}
+}
 
 // Config is one run of the pipeline.
 type Config struct {
@@ -34,7 +45,7 @@ type Config struct {
 	MLP string
 	// Reference is the labelled training set of ModelKNN.
 	Reference tensor.Source
-	KNN       tensor.KNNParams
+	KNN       tensorbeam.KNNParams
 	// Batching groups input batches for the model (RunInference).
 	Batching batch.Params
 	// Steps are passed to every step (the backend selector).
@@ -50,18 +61,18 @@ var imageDims = []int{784, 256, 128, 10}
 //	failures of every step ----------------------------------------------------------------------------'
 func Build(s beam.Scope, cfg Config) {
 	sources := beam.CreateList(s, cfg.Sources)
-	raw, decodeFailed := tensor.DecodeIDXFiles(s, sources, cfg.Steps...)
+	raw, decodeFailed := tensorbeam.DecodeIDXFiles(s, sources, cfg.Steps...)
 	beam.ParDo0(s, &countRowsFn{}, raw)
-	rows, stdFailed := tensor.StandardizeRows(s, raw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
+	rows, stdFailed := tensorbeam.StandardizeRows(s, raw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
 
 	var preds, modelFailed beam.PCollection
 	switch cfg.Model {
 	case ModelKNN:
 		rs := s.Scope("reference")
-		refRaw, refDecodeFailed := tensor.DecodeIDXFiles(rs, beam.Create(rs, cfg.Reference), cfg.Steps...)
-		ref, refStdFailed := tensor.StandardizeRows(rs, refRaw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
+		refRaw, refDecodeFailed := tensorbeam.DecodeIDXFiles(rs, beam.Create(rs, cfg.Reference), cfg.Steps...)
+		ref, refStdFailed := tensorbeam.StandardizeRows(rs, refRaw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
 		beam.ParDo0(rs, failOnReferenceError, beam.Flatten(rs, refDecodeFailed, refStdFailed))
-		preds, modelFailed = tensor.KNNClassify(s, rows, ref, cfg.KNN, cfg.Steps...)
+		preds, modelFailed = tensorbeam.KNNClassify(s, rows, ref, cfg.KNN, cfg.Steps...)
 	default:
 		h := inference.MLPHandler{Path: cfg.MLP, Dims: imageDims}
 		preds, modelFailed = inference.RunInference(s, rows, h, cfg.Batching, cfg.Steps...)
@@ -83,7 +94,7 @@ func failOnReferenceError(f step.Failure) error {
 // rows the decode step rejected, these are the records that went in.
 type countRowsFn struct{ rows beam.Counter }
 
-func (f *countRowsFn) Setup() { f.rows = beam.NewCounter(step.Namespace, "records_decoded") }
+func (f *countRowsFn) Setup() { f.rows = beam.NewCounter(stepbeam.Namespace, "records_decoded") }
 
 func (f *countRowsFn) ProcessElement(ctx context.Context, b tensor.Batch) {
 	f.rows.Inc(ctx, int64(b.Rows))

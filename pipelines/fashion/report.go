@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -56,12 +57,12 @@ type reportFn struct {
 }
 
 func (f *reportFn) Setup() {
-	f.predicted = beam.NewCounter(step.Namespace, "records_predicted")
-	f.failedRows = beam.NewCounter(step.Namespace, "records_failed")
-	f.rejected = beam.NewCounter(step.Namespace, "records_rejected")
-	f.failures = beam.NewCounter(step.Namespace, "failures")
-	f.labelled = beam.NewCounter(step.Namespace, "records_labelled")
-	f.correct = beam.NewCounter(step.Namespace, "records_correct")
+	f.predicted = beam.NewCounter(stepbeam.Namespace, "records_predicted")
+	f.failedRows = beam.NewCounter(stepbeam.Namespace, "records_failed")
+	f.rejected = beam.NewCounter(stepbeam.Namespace, "records_rejected")
+	f.failures = beam.NewCounter(stepbeam.Namespace, "failures")
+	f.labelled = beam.NewCounter(stepbeam.Namespace, "records_labelled")
+	f.correct = beam.NewCounter(stepbeam.Namespace, "records_correct")
 }
 
 type row struct {
@@ -91,7 +92,7 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*te
 	for failIter(&fl) {
 		failures = append(failures, fl)
 		failedRows += fl.Items
-		if fl.Step == tensor.StepDecode {
+		if fl.Step == tensor.StepDecode.Name() {
 			f.rejected.Inc(ctx, int64(fl.Items))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
@@ -93,10 +94,10 @@ func BenchmarkPipelineVsRawLoop(b *testing.B) {
 		}
 		raw += time.Since(start)
 
-		sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Steps()})
+		sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Backends(pipelineSteps...)})
 		p, s := beam.NewPipelineWithRoot()
 		tiles := beam.ParDo(s, cutTileFn, beam.CreateList(s, rects))
-		out, _ := raster.ReflectanceAndNDVI(s, tiles, step.Using(sel))
+		out, _ := rasterbeam.ReflectanceAndNDVI(s, tiles, step.Using(sel))
 		beam.ParDo0(s, &countFn{}, out)
 		start = time.Now()
 		res, err := beamx.RunWithMetrics(context.Background(), p)

@@ -88,8 +88,8 @@ Flags of this pipeline:
 
 func stepList() string {
 	var names []string
-	for _, st := range step.Steps() {
-		names = append(names, st.Name)
+	for _, st := range pipelineSteps {
+		names = append(names, st.Name())
 	}
 	return strings.Join(names, ", ")
 }
@@ -129,7 +129,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 		return 2, err
 	}
 	defer cleanup()
-	sel, err := job.Selector(&backendFlags, &launchFlags)
+	sel, err := job.Selector(&backendFlags, &launchFlags, pipelineSteps...)
 	if err != nil {
 		return 2, err
 	}

@@ -17,17 +17,16 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/sbinet/npyio/npy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
-	executortest.MaybeServe() // this binary also serves as the tests' GPU executor
+	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
 	ptest.Main(m)
 }
@@ -38,7 +37,7 @@ func sceneDir() string { return filepath.Join("testdata", scene) }
 
 func selector(t *testing.T, def backend.Kind) *backend.Selector {
 	t.Helper()
-	sel, err := backend.New(backend.Config{Default: def, Steps: step.Steps()})
+	sel, err := backend.New(backend.Config{Default: def, Steps: step.Backends(pipelineSteps...)})
 	require.NoError(t, err)
 	return sel
 }
@@ -258,7 +257,7 @@ func TestStubBackend(t *testing.T) {
 }
 
 func TestGPUBackendFailsAtConstruction(t *testing.T) {
-	_, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Steps()})
+	_, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(pipelineSteps...)})
 	assert.ErrorContains(t, err, "backend gpu requested but no GPU can be had")
 }
 
@@ -308,7 +307,7 @@ func TestEmbeddedDefaultInput(t *testing.T) {
 // byte for byte.
 func TestGPUBackendMatchesCPU(t *testing.T) {
 	_, cpu := runScenes(t, []string{sceneDir()}, backend.CPU, 16)
-	sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Steps(), Executor: stepops.Executor(executortest.Use())})
+	sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(pipelineSteps...), Executor: steptest.UseExecutor()})
 	require.NoError(t, err)
 	gpu := t.TempDir()
 	var buf bytes.Buffer
@@ -317,7 +316,7 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 	assert.Equal(t, 1, sum.Done)
 	for _, st := range sum.Steps {
 		want := backend.GPU
-		if st.Step == raster.StepRead || st.Step == raster.StepAssemble {
+		if st.Step == raster.StepRead.Name() || st.Step == raster.StepAssemble.Name() {
 			want = backend.CPU
 		}
 		assert.Equal(t, want, st.Impl, st.Step)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
@@ -28,6 +29,10 @@ type Config struct {
 	// Steps are passed to every step (the backend selector).
 	Steps []step.Option
 }
+
+// pipelineSteps are the steps Build builds, in their order: what --help,
+// --backend_override and the explain report know.
+var pipelineSteps = []step.Any{raster.StepRead, raster.StepTOANDVI, raster.StepComposite, raster.StepAssemble}
 
 // The files written for each scene, under Output/<product ID>/.
 var sceneOutputs = []string{
@@ -48,10 +53,10 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	}
 	scenes := beam.CreateList(s, refs)
 
-	dn, readFailed := raster.Read(s, scenes, cfg.Steps...)
-	tiles, toaFailed := raster.ReflectanceAndNDVI(s, dn, cfg.Steps...)
-	rgba, compFailed := raster.Composite(s, tiles, cfg.Composite, cfg.Steps...)
-	planes, asmFailed := raster.AssemblePlanes(s, tiles, cfg.Steps...)
+	dn, readFailed := rasterbeam.Read(s, scenes, cfg.Steps...)
+	tiles, toaFailed := rasterbeam.ReflectanceAndNDVI(s, dn, cfg.Steps...)
+	rgba, compFailed := rasterbeam.Composite(s, tiles, cfg.Composite, cfg.Steps...)
+	planes, asmFailed := rasterbeam.AssemblePlanes(s, tiles, cfg.Steps...)
 
 	ws := s.Scope("write")
 	stats, planeWritten, planeFailed := beam.ParDo3(ws, &writePlaneFn{Output: cfg.Output}, planes)

@@ -15,6 +15,7 @@ import (
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/sbinet/npyio/npy"
 )
 
@@ -174,8 +175,8 @@ type outcomeFn struct {
 }
 
 func (f *outcomeFn) Setup() {
-	f.done = beam.NewCounter(step.Namespace, "scenes_done")
-	f.failed = beam.NewCounter(step.Namespace, "scenes_failed")
+	f.done = beam.NewCounter(stepbeam.Namespace, "scenes_done")
+	f.failed = beam.NewCounter(stepbeam.Namespace, "scenes_failed")
 }
 
 func (f *outcomeFn) ProcessElement(ctx context.Context, scene string, written func(*string) bool, failures func(*step.Failure) bool, emit func(Outcome)) {

@@ -73,6 +73,15 @@ type Executor interface {
 	Available() (ok bool, why string)
 }
 
+// OpServer is implemented by Executors that know which GPU ops they serve
+// (the executor's handshake lists them). An op an executor does not serve
+// runs on the CPU under auto, and is an error under gpu, with the reason;
+// the other steps still use the GPU.
+type OpServer interface {
+	// Serves reports whether op is served, and if not, why.
+	Serves(op string) (ok bool, why string)
+}
+
 // NoExecutor is the Executor of a build that cannot reach a GPU executor.
 type NoExecutor struct{ Why string }
 

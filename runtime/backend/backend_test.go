@@ -45,22 +45,22 @@ func TestParseOverrides(t *testing.T) {
 
 func TestAutoWithoutExecutorPicksCPUAndSaysWhy(t *testing.T) {
 	sel := backend.MustNew(backend.Config{Steps: all, Executor: backend.NoExecutor{Why: "no executor binary found"}})
-	d := sel.Resolve(ndvi)
+	d, _ := sel.Resolve(ndvi)
 	assert.Equal(t, backend.CPU, d.Impl)
 	assert.Equal(t, "auto: no executor binary found", d.Reason)
 	assert.True(t, d.Hints.IsZero(), "hints are carried only on the GPU")
 
-	d = sel.Resolve(read)
+	d, _ = sel.Resolve(read)
 	assert.Equal(t, backend.CPU, d.Impl)
 	assert.Equal(t, "auto: step has no GPU implementation", d.Reason)
 }
 
 func TestAutoWithExecutorPicksGPUWithHints(t *testing.T) {
 	sel := backend.MustNew(backend.Config{Steps: all, Executor: gpuPresent{}})
-	d := sel.Resolve(ndvi)
+	d, _ := sel.Resolve(ndvi)
 	assert.Equal(t, backend.GPU, d.Impl)
 	assert.Equal(t, ndvi.Hints, d.Hints)
-	assert.Equal(t, backend.CPU, sel.Resolve(read).Impl)
+	assert.Equal(t, backend.CPU, must(sel.Resolve(read)).Impl)
 }
 
 func TestGPUWithoutExecutorFailsAtConstruction(t *testing.T) {
@@ -73,18 +73,18 @@ func TestGPUWithoutExecutorFailsAtConstruction(t *testing.T) {
 
 func TestGPUDefaultRunsStepsWithoutGPUOpOnCPU(t *testing.T) {
 	sel := backend.MustNew(backend.Config{Default: backend.GPU, Steps: all, Executor: gpuPresent{}})
-	d := sel.Resolve(read)
+	d, _ := sel.Resolve(read)
 	assert.Equal(t, backend.CPU, d.Impl)
 	assert.Equal(t, "step has no GPU implementation; runs on the CPU", d.Reason)
-	assert.Equal(t, backend.GPU, sel.Resolve(ndvi).Impl)
+	assert.Equal(t, backend.GPU, must(sel.Resolve(ndvi)).Impl)
 }
 
 func TestOverrides(t *testing.T) {
 	sel := backend.MustNew(backend.Config{Default: backend.CPU, Overrides: map[string]backend.Kind{"ndvi": backend.Stub}, Steps: all})
-	d := sel.Resolve(ndvi)
+	d, _ := sel.Resolve(ndvi)
 	assert.Equal(t, backend.Stub, d.Impl)
 	assert.Equal(t, "requested by --backend_override=ndvi=stub", d.Reason)
-	d = sel.Resolve(read)
+	d, _ = sel.Resolve(read)
 	assert.Equal(t, backend.CPU, d.Impl)
 	assert.Equal(t, "requested by --backend=cpu", d.Reason)
 
@@ -97,9 +97,9 @@ func TestOverrides(t *testing.T) {
 
 func TestReportTextAndJSON(t *testing.T) {
 	sel := backend.MustNew(backend.Config{Default: backend.Stub, Steps: all})
-	sel.Resolve(read)
-	sel.Resolve(ndvi)
-	sel.Resolve(ndvi) // a step used twice is listed once
+	must(sel.Resolve(read))
+	must(sel.Resolve(ndvi))
+	must(sel.Resolve(ndvi)) // a step used twice is listed once
 
 	r := sel.Report()
 	require.Len(t, r.Decisions, 2)
@@ -116,6 +116,50 @@ func TestReportTextAndJSON(t *testing.T) {
 	var back backend.Report
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	assert.Equal(t, r, back)
+}
+
+func must(d backend.Decision, err error) backend.Decision {
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// A pipeline knows its steps: resolving one it did not declare is an error
+// that lists the declared ones.
+func TestUndeclaredStepIsRefused(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Steps: all})
+	_, err := sel.Resolve(backend.Step{Name: "knn", GPUOp: "tensor.knn"})
+	assert.EqualError(t, err, `step "knn" is not one of this pipeline's steps (ndvi, read): add it to backend.Config.Steps`)
+	assert.Equal(t, all, sel.Steps())
+	free := backend.MustNew(backend.Config{})
+	_, err = free.Resolve(backend.Step{Name: "knn"})
+	assert.NoError(t, err, "without declared steps any step resolves")
+}
+
+// servesSome is an executor with a device that serves only some ops.
+type servesSome map[string]bool
+
+func (servesSome) Available() (bool, string) { return true, "" }
+func (s servesSome) Serves(op string) (bool, string) {
+	if s[op] {
+		return true, ""
+	}
+	return false, "the GPU executor does not serve op " + op
+}
+
+// An op the executor does not serve runs on the CPU under auto (the other
+// steps keep the GPU), and is refused at construction under gpu.
+func TestAnOpTheExecutorDoesNotServe(t *testing.T) {
+	toa := backend.Step{Name: "toa", GPUOp: "raster.toa"}
+	ex := servesSome{"raster.ndvi": true}
+	sel := backend.MustNew(backend.Config{Steps: []backend.Step{ndvi, toa}, Executor: ex})
+	assert.Equal(t, backend.GPU, must(sel.Resolve(ndvi)).Impl)
+	d := must(sel.Resolve(toa))
+	assert.Equal(t, backend.CPU, d.Impl)
+	assert.Equal(t, "auto: the GPU executor does not serve op raster.toa", d.Reason)
+	_, err := backend.New(backend.Config{Default: backend.GPU, Steps: []backend.Step{ndvi, toa}, Executor: ex})
+	assert.EqualError(t, err, `backend gpu requested for step "toa" but the GPU executor does not serve op raster.toa (use --backend=auto to run it on the CPU, or --backend_override=toa=cpu)`)
 }
 
 func TestHintsString(t *testing.T) {

@@ -22,7 +22,9 @@ func Example() {
 		return
 	}
 	for _, st := range steps {
-		sel.Resolve(st)
+		if _, err := sel.Resolve(st); err != nil {
+			fmt.Println(err)
+		}
 	}
 	_ = sel.Report().WriteText(os.Stdout)
 	// Output:

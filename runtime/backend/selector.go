@@ -26,6 +26,10 @@ type Selector struct {
 	overrides map[string]Kind
 	gpuOK     bool
 	gpuWhy    string
+	ex        Executor
+	known     map[string]Step // nil: any step
+	steps     []Step
+	names     string
 
 	mu        sync.Mutex
 	decisions []Decision
@@ -48,22 +52,26 @@ func New(cfg Config) (*Selector, error) {
 	if ex == nil {
 		ex = NoExecutor{}
 	}
-	s := &Selector{def: def, overrides: map[string]Kind{}, seen: map[string]int{}}
+	s := &Selector{def: def, overrides: map[string]Kind{}, seen: map[string]int{}, ex: ex}
 	s.gpuOK, s.gpuWhy = ex.Available()
 
-	known := map[string]Step{}
-	for _, st := range cfg.Steps {
-		known[st.Name] = st
+	if len(cfg.Steps) > 0 {
+		s.known = map[string]Step{}
+		for _, st := range cfg.Steps {
+			s.known[st.Name] = st
+		}
+		s.steps = append([]Step(nil), cfg.Steps...)
+		s.names = stepNames(cfg.Steps)
 	}
 	wantGPU := def == GPU
 	for name, k := range cfg.Overrides {
 		if _, err := ParseKind(string(k)); err != nil {
 			return nil, fmt.Errorf("backend override %s: %w", name, err)
 		}
-		if len(known) > 0 {
-			st, ok := known[name]
+		if s.known != nil {
+			st, ok := s.known[name]
 			if !ok {
-				return nil, fmt.Errorf("backend override %s=%s: no step named %q in this pipeline (steps: %s)", name, k, name, stepNames(cfg.Steps))
+				return nil, fmt.Errorf("backend override %s=%s: no step named %q in this pipeline (steps: %s)", name, k, name, s.names)
 			}
 			if k == GPU && st.GPUOp == "" {
 				return nil, fmt.Errorf("backend override %s=gpu: step %q has no GPU implementation", name, name)
@@ -77,7 +85,34 @@ func New(cfg Config) (*Selector, error) {
 	if wantGPU && !s.gpuOK {
 		return nil, fmt.Errorf("backend gpu requested but no GPU can be had: %s (use --backend=auto to fall back to the CPU, or --backend=cpu)", s.gpuWhy)
 	}
+	if wantGPU {
+		for _, st := range cfg.Steps {
+			if st.GPUOp == "" || s.request(st.Name) != GPU {
+				continue
+			}
+			if ok, why := s.serves(st.GPUOp); !ok {
+				return nil, fmt.Errorf("backend gpu requested for step %q but %s (use --backend=auto to run it on the CPU, or --backend_override=%s=cpu)", st.Name, why, st.Name)
+			}
+		}
+	}
 	return s, nil
+}
+
+// request is what the configuration asks for step name.
+func (s *Selector) request(name string) Kind {
+	if k, ok := s.overrides[name]; ok {
+		return k
+	}
+	return s.def
+}
+
+// serves asks the executor whether it serves op (executors that cannot say
+// are taken to serve every op).
+func (s *Selector) serves(op string) (bool, string) {
+	if os, ok := s.ex.(OpServer); ok {
+		return os.Serves(op)
+	}
+	return true, ""
 }
 
 // MustNew is New that panics on error, for tests and examples.
@@ -102,7 +137,15 @@ func stepNames(steps []Step) string {
 
 // Resolve chooses the implementation of st and records the decision. A step
 // resolved twice (the same step used twice in one pipeline) is recorded once.
-func (s *Selector) Resolve(st Step) Decision {
+// When the configuration listed the pipeline's steps, a step not among them
+// is an error: the pipeline builds a step it did not declare, so its flags
+// and explain report would not know it.
+func (s *Selector) Resolve(st Step) (Decision, error) {
+	if s.known != nil {
+		if _, ok := s.known[st.Name]; !ok {
+			return Decision{}, fmt.Errorf("step %q is not one of this pipeline's steps (%s): add it to backend.Config.Steps", st.Name, s.names)
+		}
+	}
 	req, src := s.def, "--backend="+string(s.def)
 	if k, ok := s.overrides[st.Name]; ok {
 		req, src = k, "--backend_override="+st.Name+"="+string(k)
@@ -120,13 +163,15 @@ func (s *Selector) Resolve(st Step) Decision {
 			d.Impl, d.Reason = GPU, "requested by "+src
 		}
 	default: // Auto
-		switch {
+		switch ok, why := s.serves(st.GPUOp); {
 		case st.GPUOp == "":
 			d.Impl, d.Reason = CPU, "auto: step has no GPU implementation"
-		case s.gpuOK:
-			d.Impl, d.Reason = GPU, "auto: GPU executor available"
-		default:
+		case !s.gpuOK:
 			d.Impl, d.Reason = CPU, "auto: "+s.gpuWhy
+		case !ok:
+			d.Impl, d.Reason = CPU, "auto: "+why
+		default:
+			d.Impl, d.Reason = GPU, "auto: GPU executor available"
 		}
 	}
 	if d.Impl == GPU {
@@ -140,8 +185,12 @@ func (s *Selector) Resolve(st Step) Decision {
 		s.seen[st.Name] = len(s.decisions)
 		s.decisions = append(s.decisions, d)
 	}
-	return d
+	return d, nil
 }
+
+// Steps returns the steps of the configuration, in its order (nil when it
+// listed none).
+func (s *Selector) Steps() []Step { return append([]Step(nil), s.steps...) }
 
 // Report returns the decisions made so far, in the order the steps were resolved.
 func (s *Selector) Report() Report {

@@ -47,6 +47,13 @@ type Build struct {
 	Kind string
 	// Device describes the device ops run on; "" means none is usable.
 	Device func() string
+	// OnArena, when set, is called with each shared-memory arena the server
+	// maps (the CUDA build page-locks it with the driver); the function it
+	// returns is called before the arena is unmapped.
+	OnArena func(data []byte) (release func(), err error)
+	// Missing lists the ops the build should serve and cannot (a step
+	// without a CUDA launch), each with why; selftest fails on them.
+	Missing []string
 }
 
 var build Build
@@ -81,6 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		fmt.Fprintf(stdout, "beamgpu-executor: protocol v%d, %s build, device %q\nops: %s\n",
 			protocol.Version, build.Kind, device(), strings.Join(opNames(), ", "))
+		for _, m := range build.Missing {
+			fmt.Fprintf(stdout, "not served: %s\n", m)
+		}
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
@@ -126,7 +136,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "beamgpu-executor: --memory_budget: %v\n", err)
 		return exitUsage
 	}
-	srv, err := server.New(server.Config{Device: device(), MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison})
+	srv, err := server.New(server.Config{Device: device(), MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena})
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
 		return exitFailed
@@ -229,6 +239,10 @@ func selftest(stdout io.Writer) int {
 			continue
 		}
 		fmt.Fprintf(stdout, "  ok    %-24s %v\n", op.Name(), time.Since(start).Round(time.Microsecond))
+	}
+	for _, m := range build.Missing {
+		failed++
+		fmt.Fprintf(stdout, "  FAIL  %s\n", m)
 	}
 	switch {
 	case dev == "":

@@ -1,11 +1,13 @@
 package inference
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 )
 
@@ -18,7 +20,7 @@ type ModelHandler interface {
 	// Key identifies the loaded model in a process: handlers with one key share it.
 	Key() string
 	// Step is the registered step whose implementation runs the model.
-	Step() string
+	Step() step.Any
 	// Load loads the model to run with implementation impl of Step.
 	Load(impl backend.Kind) (Model, error)
 }
@@ -26,7 +28,7 @@ type ModelHandler interface {
 // Model is a loaded model.
 type Model interface {
 	// Predict classifies the rows of a batch.
-	Predict(b tensor.Batch) (tensor.Predictions, error)
+	Predict(ctx context.Context, b tensor.Batch) (tensor.Predictions, error)
 	// SizeBytes is the model's size in memory.
 	SizeBytes() int64
 }

@@ -1,6 +1,7 @@
 package inference_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync/atomic"
@@ -32,13 +33,13 @@ type thresholdHandler struct{ Threshold float32 }
 func (h thresholdHandler) Kind() string            { return "threshold" }
 func (h thresholdHandler) Config() ([]byte, error) { return json.Marshal(h) }
 func (h thresholdHandler) Key() string             { return "threshold" }
-func (h thresholdHandler) Step() string            { return tensor.StepMLP }
+func (h thresholdHandler) Step() step.Any          { return tensor.StepMLP }
 func (h thresholdHandler) Load(backend.Kind) (inference.Model, error) {
 	loads.Add(1)
 	return h, nil
 }
 func (h thresholdHandler) SizeBytes() int64 { return 4 }
-func (h thresholdHandler) Predict(b tensor.Batch) (tensor.Predictions, error) {
+func (h thresholdHandler) Predict(_ context.Context, b tensor.Batch) (tensor.Predictions, error) {
 	if b.Cols != 2 {
 		return tensor.Predictions{}, errors.New("want 2 columns")
 	}
@@ -71,7 +72,7 @@ func batches(n int) []tensor.Batch {
 // RunInference metrics are reported.
 func TestRunInference(t *testing.T) {
 	loads.Store(0)
-	sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Steps()})
+	sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Backends(tensor.StepMLP)})
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.CreateList(s, batches(20))
 	preds, failed := inference.RunInference(s, in, thresholdHandler{Threshold: 0.7}, batch.Params{MinBatchSize: 3, MaxBatchSize: 3}, step.Using(sel))

@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -41,7 +42,7 @@ func (h MLPHandler) Config() ([]byte, error) { return json.Marshal(h) }
 func (h MLPHandler) Key() string { return "mlp:" + h.Path }
 
 // Step implements ModelHandler.
-func (h MLPHandler) Step() string { return tensor.StepMLP }
+func (h MLPHandler) Step() step.Any { return tensor.StepMLP }
 
 // Load implements ModelHandler.
 func (h MLPHandler) Load(impl backend.Kind) (Model, error) {
@@ -54,20 +55,20 @@ func (h MLPHandler) Load(impl backend.Kind) (Model, error) {
 			return nil, err
 		}
 	}
-	fn, err := step.Impl(tensor.StepMLP, impl)
+	run, err := tensor.StepMLP.ImplContext(impl)
 	if err != nil {
 		return nil, err
 	}
-	return mlpModel{m: m, run: fn.(func(tensor.MLPInput) (tensor.Predictions, error))}, nil
+	return mlpModel{m: m, run: run}, nil
 }
 
 type mlpModel struct {
 	m   *tensor.MLP
-	run func(tensor.MLPInput) (tensor.Predictions, error)
+	run func(context.Context, tensor.MLPInput) (tensor.Predictions, error)
 }
 
-func (m mlpModel) Predict(b tensor.Batch) (tensor.Predictions, error) {
-	return m.run(tensor.MLPInput{Batch: b, Model: m.m})
+func (m mlpModel) Predict(ctx context.Context, b tensor.Batch) (tensor.Predictions, error) {
+	return m.run(ctx, tensor.MLPInput{Batch: b, Model: m.m})
 }
 
 func (m mlpModel) SizeBytes() int64 {

@@ -12,10 +12,12 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
+	_ "github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam" // the coders of Batch and Predictions
 )
 
-// Metric names, in namespace step.Namespace, prefixed "runinference.".
+// Metric names, in namespace stepbeam.Namespace, prefixed "runinference.".
 const (
 	MetricInferences   = "num_inferences"
 	MetricFailed       = "failed_batches_counter"
@@ -49,14 +51,22 @@ func RunInference(s beam.Scope, batches beam.PCollection, h ModelHandler, p batc
 	}
 	grouped := batch.Elements(s, batches, p)
 	// Only the model's step is placed on GPU workers; batching is not.
-	ms, ex := step.Scope(s, h.Step(), opts...)
-	return beam.ParDo2(ms, &runInferenceFn{Exec: ex, Kind: h.Kind(), Config: cfg}, grouped)
+	ms, d := stepbeam.ScopeOf(s, h.Step(), opts...)
+	fn := &runInferenceFn{Step: h.Step().Name(), Impl: d.Impl, Fallback: d.Impl == backend.GPU && d.Requested == backend.Auto,
+		Kind: h.Kind(), Config: cfg}
+	return beam.ParDo2(ms, fn, grouped)
 }
 
 type runInferenceFn struct {
-	step.Exec // the handler's step: its implementation and metrics
-	Kind      string
-	Config    []byte
+	// Step is the handler's step, Impl its implementation, and Fallback
+	// whether a batch whose GPU cannot be had runs on the CPU (auto).
+	Step     string
+	Impl     backend.Kind
+	Fallback bool
+	Kind     string
+	Config   []byte
+
+	m stepbeam.Metrics
 
 	model, cpuModel                        Model
 	inferences, failedBatches              beam.Counter
@@ -66,9 +76,7 @@ type runInferenceFn struct {
 }
 
 func (f *runInferenceFn) Setup() error {
-	if err := f.Exec.Setup(); err != nil {
-		return err
-	}
+	f.m = stepbeam.NewMetrics(f.Step)
 	h, err := decodeHandler(f.Kind, f.Config)
 	if err != nil {
 		return err
@@ -86,13 +94,13 @@ func (f *runInferenceFn) Setup() error {
 		}
 	}
 	p := "runinference."
-	f.inferences = beam.NewCounter(step.Namespace, p+MetricInferences)
-	f.failedBatches = beam.NewCounter(step.Namespace, p+MetricFailed)
-	f.size = beam.NewDistribution(step.Namespace, p+MetricBatchSize)
-	f.bytes = beam.NewDistribution(step.Namespace, p+MetricBatchBytes)
-	f.latency = beam.NewDistribution(step.Namespace, p+MetricLatencyMicro)
-	f.load = beam.NewDistribution(step.Namespace, p+MetricLoadMillis)
-	f.modelBytes = beam.NewDistribution(step.Namespace, p+MetricModelBytes)
+	f.inferences = beam.NewCounter(stepbeam.Namespace, p+MetricInferences)
+	f.failedBatches = beam.NewCounter(stepbeam.Namespace, p+MetricFailed)
+	f.size = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchSize)
+	f.bytes = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchBytes)
+	f.latency = beam.NewDistribution(stepbeam.Namespace, p+MetricLatencyMicro)
+	f.load = beam.NewDistribution(stepbeam.Namespace, p+MetricLoadMillis)
+	f.modelBytes = beam.NewDistribution(stepbeam.Namespace, p+MetricModelBytes)
 	return nil
 }
 
@@ -106,14 +114,14 @@ func (f *runInferenceFn) ProcessElement(ctx context.Context, in []tensor.Batch, 
 	if err == nil {
 		start := time.Now()
 		var preds tensor.Predictions
-		preds, err = f.model.Predict(x)
+		preds, err = f.model.Predict(ctx, x)
 		if err != nil && f.cpuModel != nil && errors.Is(err, step.ErrGPUUnavailable) {
-			f.FellBack(ctx)
-			preds, err = f.cpuModel.Predict(x)
+			f.m.FellBack(ctx)
+			preds, err = f.cpuModel.Predict(ctx, x)
 		}
 		took := time.Since(start)
 		f.latency.Update(ctx, took.Microseconds())
-		f.Record(ctx, x.Rows, x.Bytes(), took, err != nil)
+		f.m.Record(ctx, x.Rows, x.Bytes(), took, err != nil)
 		if err == nil {
 			f.size.Update(ctx, int64(x.Rows))
 			f.bytes.Update(ctx, int64(x.Bytes()))

@@ -1,23 +1,11 @@
 package raster
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/step"
-)
-
-// StepComposite is the name of the true-colour composite step, and
-// GPUOpComposite its GPU op.
-const (
-	StepComposite  = "composite"
-	GPUOpComposite = "raster.composite"
 )
 
 // CompositeParams configures the true-colour composite.
@@ -32,7 +20,8 @@ type CompositeParams struct {
 // DefaultCompositeParams are the defaults of the composite.
 var DefaultCompositeParams = CompositeParams{Low: 2, High: 98, Gamma: 1.4}
 
-func (p CompositeParams) withDefaults() CompositeParams {
+// WithDefaults returns p, or DefaultCompositeParams if p is zero.
+func (p CompositeParams) WithDefaults() CompositeParams {
 	if p == (CompositeParams{}) {
 		return DefaultCompositeParams
 	}
@@ -80,84 +69,37 @@ func (c CompositeInput) Bytes() int { return c.Tile.Bytes() }
 // compositeBands are the bands of the red, green and blue channels.
 var compositeBands = [3]int{4, 3, 2}
 
-func init() {
-	step.Register(step.Def{
-		Step: backendStep(StepComposite, GPUOpComposite),
-		Doc:  "true-colour (B4, B3, B2) picture with a percentile contrast stretch and gamma, 8-bit RGBA",
-		CPU:  CompositeTile,
-		Sample: func() any {
-			t, _ := TOA(sampleDNTile())
-			return CompositeInput{Tile: t, Stretch: Stretch{Scene: t.Scene, Lo: []float32{0.02, 0.03, 0.05}, Hi: []float32{0.2, 0.2, 0.2}, Gamma: 1.4}}
+// StepComposite is the true-colour composite step: a reflectance tile
+// (planes B4, B3, B2) and its scene's stretch to an 8-bit RGBA picture tile.
+var StepComposite = step.Register(step.Def[CompositeInput, RGBATile]{
+	Name: "composite",
+	Doc:  "true-colour (B4, B3, B2) picture with a percentile contrast stretch and gamma, 8-bit RGBA",
+	CPU:  CompositeTile,
+	GPU: &step.GPU[CompositeInput, RGBATile]{Op: "raster.composite", Hints: gpuHints,
+		In: CompositeInputCodec, Out: RGBATileCodec,
+		Split: func(in CompositeInput) (CompositeInput, CompositeInput, bool) {
+			a, b, ok := splitTile(in.Tile)
+			return CompositeInput{Tile: a, Stretch: in.Stretch}, CompositeInput{Tile: b, Stretch: in.Stretch}, ok
 		},
-		Random: func(seed uint64) any {
-			t, _ := TOA(randomDNTile(seed))
-			r := rand.New(rand.NewPCG(seed, 2))
-			st := Stretch{Scene: t.Scene, Gamma: 0.5 + 2.5*r.Float64()}
-			for c := 0; c < 3; c++ {
-				lo := float32(0.3 * r.Float64())
-				st.Lo, st.Hi = append(st.Lo, lo), append(st.Hi, lo+0.01+float32(r.Float64()))
-			}
-			return CompositeInput{Tile: t, Stretch: st}
-		},
-		// 8-bit output rounded from floats: a GPU's pow may land on the
-		// other side of a .5 by an ulp.
-		Tolerance: step.Tolerance{IntDiff: 1},
-	})
-	register.DoFn5x0[context.Context, Tile, func(*Stretch) bool, func(RGBATile), func(step.Failure)](&compositeFn{})
-	register.Emitter1[RGBATile]()
-	register.Iter1[Stretch]()
-	register.Function1x2(keyByScene)
-	register.Combiner3[*Histogram, Tile, Stretch](&histogramFn{})
-	register.Function2x1(dropKey)
-	beam.RegisterType(reflect.TypeOf((*RGBATile)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*Stretch)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*CompositeInput)(nil)).Elem())
-}
-
-// Composite makes the true-colour picture of reflectance tiles (planes B4,
-// B3, B2): a histogram per scene gives the percentile stretch, applied to
-// every tile of the scene. It panics on invalid parameters, as Beam's
-// transforms do at construction.
-func Composite(s beam.Scope, refl beam.PCollection, p CompositeParams, opts ...step.Option) (rgba, failed beam.PCollection) {
-	p = p.withDefaults()
-	if err := p.Validate(); err != nil {
-		panic(err)
-	}
-	s, ex := step.Scope(s, StepComposite, opts...)
-	keyed := beam.ParDo(s, keyByScene, refl)
-	stretches := beam.ParDo(s, dropKey, beam.CombinePerKey(s, &histogramFn{Params: p}, keyed))
-	fn := &compositeFn{Exec: ex}
-	return beam.ParDo2(s, fn, refl, beam.SideInput{Input: stretches})
-}
-
-func keyByScene(t Tile) (string, Tile) { return t.Scene, t }
-
-func dropKey(_ string, st Stretch) Stretch { return st }
-
-type compositeFn struct {
-	step.Exec
-	// byScene caches the side input: in the global window it is the same
-	// for every element the DoFn instance sees.
-	byScene map[string]Stretch
-}
-
-func (f *compositeFn) ProcessElement(ctx context.Context, in Tile, stretches func(*Stretch) bool, emit func(RGBATile), fail func(step.Failure)) {
-	if f.byScene == nil {
-		f.byScene = map[string]Stretch{}
-		var st Stretch
-		for stretches(&st) {
-			f.byScene[st.Scene] = st
+		Merge: mergeRGBA},
+	Sample: func() CompositeInput {
+		t, _ := TOA(sampleDNTile())
+		return CompositeInput{Tile: t, Stretch: Stretch{Scene: t.Scene, Lo: []float32{0.02, 0.03, 0.05}, Hi: []float32{0.2, 0.2, 0.2}, Gamma: 1.4}}
+	},
+	Random: func(seed uint64) CompositeInput {
+		t, _ := TOA(randomDNTile(seed))
+		r := rand.New(rand.NewPCG(seed, 2))
+		st := Stretch{Scene: t.Scene, Gamma: 0.5 + 2.5*r.Float64()}
+		for c := 0; c < 3; c++ {
+			lo := float32(0.3 * r.Float64())
+			st.Lo, st.Hi = append(st.Lo, lo), append(st.Hi, lo+0.01+float32(r.Float64()))
 		}
-	}
-	st, ok := f.byScene[in.Scene]
-	if !ok {
-		fail(step.NewFailure(StepComposite, in, errors.New("no stretch computed for the scene")))
-		return
-	}
-	if out, ok := step.Run[CompositeInput, RGBATile](ctx, &f.Exec, CompositeInput{Tile: in, Stretch: st}, fail); ok {
-		emit(out)
-	}
-}
+		return CompositeInput{Tile: t, Stretch: st}
+	},
+	// 8-bit output rounded from floats: a GPU's pow may land on the
+	// other side of a .5 by an ulp.
+	Tolerance: step.Tolerance{IntDiff: 1},
+})
 
 // CompositeTile is the CPU implementation of the composite step. A pixel
 // where any channel is NaN is transparent black (no-data).
@@ -219,15 +161,19 @@ type Histogram struct {
 	Counts []int64 // 3*HistBins: red, green, blue
 }
 
-type histogramFn struct {
+// HistogramFn is the combiner of a scene's histogram and its stretch (Beam's
+// CombineFn methods; package rasterbeam registers and applies it).
+type HistogramFn struct {
 	Params CompositeParams
 }
 
-func (f *histogramFn) CreateAccumulator() *Histogram {
+// CreateAccumulator returns an empty histogram.
+func (f *HistogramFn) CreateAccumulator() *Histogram {
 	return &Histogram{Counts: make([]int64, 3*HistBins)}
 }
 
-func (f *histogramFn) AddInput(h *Histogram, t Tile) *Histogram {
+// AddInput counts the valid pixels of t's composite channels.
+func (f *HistogramFn) AddInput(h *Histogram, t Tile) *Histogram {
 	h.Scene = t.Scene
 	for c, b := range compositeBands {
 		p, err := t.Plane(BandName(b))
@@ -249,7 +195,8 @@ func histBin(v float32) int {
 	return max(0, min(HistBins-1, i))
 }
 
-func (f *histogramFn) MergeAccumulators(a, b *Histogram) *Histogram {
+// MergeAccumulators adds b's counts to a's.
+func (f *HistogramFn) MergeAccumulators(a, b *Histogram) *Histogram {
 	if a.Scene == "" {
 		a.Scene = b.Scene
 	}
@@ -259,7 +206,9 @@ func (f *histogramFn) MergeAccumulators(a, b *Histogram) *Histogram {
 	return a
 }
 
-func (f *histogramFn) ExtractOutput(h *Histogram) Stretch {
+// ExtractOutput is the scene's stretch: the Low and High percentiles of each
+// channel.
+func (f *HistogramFn) ExtractOutput(h *Histogram) Stretch {
 	st := Stretch{Scene: h.Scene, Lo: make([]float32, 3), Hi: make([]float32, 3), Gamma: f.Params.Gamma}
 	for c := 0; c < 3; c++ {
 		counts := h.Counts[c*HistBins : (c+1)*HistBins]

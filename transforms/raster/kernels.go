@@ -1,11 +1,15 @@
 package raster
 
-import _ "embed" // for PTX
+import (
+	_ "embed" // for PTX
+
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+)
 
 // PTX is the PTX (virtual architecture compute_70) of the raster steps' CUDA kernels,
 // compiled from kernels.cu by `make ptx` (containers/ptx.mk); the GPU executor
-// (runtime/executor/cuda, built with -tags cuda) loads it with cuModuleLoadData.
-// This package stays pure Go: it only carries the bytes.
+// loads it (Module) when it opens the device; the launches of launch_cuda.go name
+// its kernels. This package stays pure Go: it only carries the bytes.
 //
 // Kernels (every parameter is 8 bytes wide: a device pointer, a long long or a
 // double; n is a number of pixels; planes are row-major and contiguous):
@@ -28,3 +32,6 @@ import _ "embed" // for PTX
 //
 //go:embed kernels.ptx
 var PTX []byte
+
+// Module is the raster kernels' module, as the GPU executor loads it.
+var Module = gpu.NewModule("transforms/raster", PTX)

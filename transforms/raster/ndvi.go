@@ -1,54 +1,28 @@
 package raster
 
-import (
-	"context"
+import "github.com/beamgpu/beamgpu/transforms/step"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/beamgpu/beamgpu/transforms/step"
-)
+// PlaneNDVI is the name of the NDVI plane.
+const PlaneNDVI = "NDVI"
 
-// StepNDVI is the name of the NDVI step, and GPUOpNDVI its GPU op.
-const (
-	StepNDVI  = "ndvi"
-	GPUOpNDVI = "raster.ndvi"
-	// PlaneNDVI is the name of the NDVI plane.
-	PlaneNDVI = "NDVI"
-)
-
-func init() {
-	step.Register(step.Def{
-		Step: backendStep(StepNDVI, GPUOpNDVI),
-		Doc:  "NDVI = (B5 - B4) / (B5 + B4) from reflectance tiles, NaN where undefined",
-		CPU:  NDVITile,
-		Sample: func() any {
-			t, _ := TOA(sampleDNTile())
-			return t
-		},
-		Random: func(seed uint64) any {
-			t, _ := TOA(randomDNTile(seed)) // NaN where DN is 0
-			t.Data[2][0] = -t.Data[3][0]    // one zero sum
-			return t
-		},
-	})
-	register.DoFn4x0[context.Context, Tile, func(Tile), func(step.Failure)](&ndviFn{})
-}
-
-// NDVI computes the normalised difference vegetation index of reflectance
-// tiles holding planes B4 (red) and B5 (near infrared); each output tile has
-// one plane, "NDVI".
-func NDVI(s beam.Scope, refl beam.PCollection, opts ...step.Option) (ndvi, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepNDVI, opts...)
-	return beam.ParDo2(s, &ndviFn{Exec: ex}, refl)
-}
-
-type ndviFn struct{ step.Exec }
-
-func (f *ndviFn) ProcessElement(ctx context.Context, in Tile, emit func(Tile), fail func(step.Failure)) {
-	if out, ok := step.Run[Tile, Tile](ctx, &f.Exec, in, fail); ok {
-		emit(out)
-	}
-}
+// StepNDVI is the NDVI step: reflectance tiles holding planes B4 (red) and B5
+// (near infrared) to tiles with one plane, "NDVI".
+var StepNDVI = step.Register(step.Def[Tile, Tile]{
+	Name: "ndvi",
+	Doc:  "NDVI = (B5 - B4) / (B5 + B4) from reflectance tiles, NaN where undefined",
+	CPU:  NDVITile,
+	GPU: &step.GPU[Tile, Tile]{Op: "raster.ndvi", Hints: gpuHints, In: TileCodec, Out: TileCodec,
+		Split: splitTile, Merge: mergeTiles},
+	Sample: func() Tile {
+		t, _ := TOA(sampleDNTile())
+		return t
+	},
+	Random: func(seed uint64) Tile {
+		t, _ := TOA(randomDNTile(seed)) // NaN where DN is 0
+		t.Data[2][0] = -t.Data[3][0]    // one zero sum
+		return t
+	},
+})
 
 // NDVITile is the CPU implementation of the NDVI step.
 func NDVITile(t Tile) (Tile, error) {

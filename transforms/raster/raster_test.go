@@ -8,13 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestMain(m *testing.M) { ptest.Main(m) }
 
 // Values of the committed scene, from its MTL and from the statistics GDAL
 // stored in each band's GeoTIFF (STATISTICS_MINIMUM/MAXIMUM/MEAN).

@@ -4,49 +4,21 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 )
 
-// StepRead is the name of the read step.
-const StepRead = "read"
-
-func init() {
-	step.Register(step.Def{
-		Step: backendStep(StepRead, ""),
-		Doc:  "read a scene's _MTL.txt and band GeoTIFFs and split it into tiles",
-		CPU:  ReadScene,
-		Sample: func() any {
-			return SceneRef{Dir: SampleSceneDir(), TileSize: 16, Bands: DefaultBands}
-		},
-	})
-	register.DoFn4x0[context.Context, SceneRef, func(DNTile), func(step.Failure)](&readFn{})
-	register.Emitter1[DNTile]()
-	register.Emitter1[step.Failure]()
-	beam.RegisterType(reflect.TypeOf((*SceneRef)(nil)).Elem())
-}
-
-// Read reads each scene of refs (a PCollection of SceneRef) and returns its
-// tiles (DNTile) and the scenes that could not be read (step.Failure).
-func Read(s beam.Scope, refs beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepRead, opts...)
-	return beam.ParDo2(s, &readFn{Exec: ex}, refs)
-}
-
-type readFn struct{ step.Exec }
-
-func (f *readFn) ProcessElement(ctx context.Context, ref SceneRef, emit func(DNTile), fail func(step.Failure)) {
-	if tiles, ok := step.Run[SceneRef, []DNTile](ctx, &f.Exec, ref, fail); ok {
-		for _, t := range tiles {
-			emit(t)
-		}
-	}
-}
+// StepRead is the read step: a scene directory (its _MTL.txt and band
+// GeoTIFFs, local or on any filesystem package files reaches) to its tiles.
+var StepRead = step.Register(step.Def[SceneRef, []DNTile]{
+	Name: "read",
+	Doc:  "read a scene's _MTL.txt and band GeoTIFFs and split it into tiles",
+	CPU:  ReadScene,
+	Sample: func() SceneRef {
+		return SceneRef{Dir: SampleSceneDir(), TileSize: 16, Bands: DefaultBands}
+	},
+})
 
 // ReadScene is the CPU implementation of the read step: it parses the
 // scene's _MTL.txt, decodes the requested bands, checks that they have one
@@ -66,7 +38,7 @@ func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
 	if len(ref.Bands) == 0 {
 		return nil, fmt.Errorf("%s: no bands requested", ref.Dir)
 	}
-	fs, err := filesystem.New(ctx, ref.Dir)
+	fs, err := files.Open(ctx, ref.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref.Dir, err)
 	}
@@ -115,7 +87,7 @@ func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
 	return tiles, nil
 }
 
-func readMTL(ctx context.Context, fs filesystem.Interface, dir string) (MTL, error) {
+func readMTL(ctx context.Context, fs files.FS, dir string) (MTL, error) {
 	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
 	if err != nil {
 		return MTL{}, fmt.Errorf("%s: listing: %w", dir, err)
@@ -135,7 +107,7 @@ func readMTL(ctx context.Context, fs filesystem.Interface, dir string) (MTL, err
 	return ParseMTL(r, files[0])
 }
 
-func readBand(ctx context.Context, fs filesystem.Interface, name string, pixels bool) (int, int, []uint16, error) {
+func readBand(ctx context.Context, fs files.FS, name string, pixels bool) (int, int, []uint16, error) {
 	r, err := fs.OpenRead(ctx, name)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("%s: cannot open band: %w", name, err)
@@ -150,7 +122,7 @@ func readBand(ctx context.Context, fs filesystem.Interface, name string, pixels 
 
 // IsSceneDir reports whether dir holds a *_MTL.txt file.
 func IsSceneDir(ctx context.Context, dir string) (bool, error) {
-	fs, err := filesystem.New(ctx, dir)
+	fs, err := files.Open(ctx, dir)
 	if err != nil {
 		return false, err
 	}

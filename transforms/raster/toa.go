@@ -1,51 +1,29 @@
 package raster
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"sync"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
-// StepTOA is the name of the TOA reflectance step, and GPUOpTOA its GPU op.
-const (
-	StepTOA  = "toa"
-	GPUOpTOA = "raster.toa"
-)
+// StepTOA is the TOA reflectance step: DN tiles to reflectance tiles with one
+// plane per band, "B<n>".
+var StepTOA = step.Register(step.Def[DNTile, Tile]{
+	Name:   "toa",
+	Doc:    "top-of-atmosphere reflectance of each band, NaN where DN is 0",
+	CPU:    TOA,
+	GPU:    dnToTile("raster.toa"),
+	Sample: sampleDNTile,
+	Random: randomDNTile,
+})
 
-func init() {
-	step.Register(step.Def{
-		Step:   backendStep(StepTOA, GPUOpTOA),
-		Doc:    "top-of-atmosphere reflectance of each band, NaN where DN is 0",
-		CPU:    TOA,
-		Sample: func() any { return sampleDNTile() },
-		Random: func(seed uint64) any { return randomDNTile(seed) },
-	})
-	register.DoFn4x0[context.Context, DNTile, func(Tile), func(step.Failure)](&toaFn{})
-	register.Emitter1[Tile]()
-	beam.RegisterType(reflect.TypeOf((*DNTile)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*Tile)(nil)).Elem())
-}
-
-// ReflectanceTOA turns DN tiles into reflectance tiles with one plane per
-// band, named "B<n>".
-func ReflectanceTOA(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (refl, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepTOA, opts...)
-	return beam.ParDo2(s, &toaFn{Exec: ex}, tiles)
-}
-
-type toaFn struct{ step.Exec }
-
-func (f *toaFn) ProcessElement(ctx context.Context, in DNTile, emit func(Tile), fail func(step.Failure)) {
-	if out, ok := step.Run[DNTile, Tile](ctx, &f.Exec, in, fail); ok {
-		emit(out)
-	}
+// dnToTile is the GPU op of the steps from DN tiles to reflectance tiles.
+func dnToTile(op string) *step.GPU[DNTile, Tile] {
+	return &step.GPU[DNTile, Tile]{Op: op, Hints: gpuHints, In: DNTileCodec, Out: TileCodec,
+		Split: splitDNTile, Merge: mergeTiles}
 }
 
 // TOA is the CPU implementation of the TOA step:

@@ -1,49 +1,23 @@
 package raster
 
 import (
-	"context"
 	"fmt"
 	"math"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
-// StepTOANDVI is the name of the fused TOA + NDVI step, and GPUOpTOANDVI its
-// GPU op: one pass over the DNs that writes every band's reflectance and the
-// NDVI, instead of writing the red and near-infrared reflectance and reading
-// them back.
-const (
-	StepTOANDVI  = "toa_ndvi"
-	GPUOpTOANDVI = "raster.toa_ndvi"
-)
-
-func init() {
-	step.Register(step.Def{
-		Step:   backendStep(StepTOANDVI, GPUOpTOANDVI),
-		Doc:    "TOA reflectance of each band and NDVI (from B4 and B5) in one pass",
-		CPU:    TOANDVI,
-		Sample: func() any { return sampleDNTile() },
-		Random: func(seed uint64) any { return randomDNTile(seed) },
-	})
-	register.DoFn4x0[context.Context, DNTile, func(Tile), func(step.Failure)](&toaNDVIFn{})
-}
-
-// ReflectanceAndNDVI turns DN tiles into tiles with one reflectance plane per
-// band ("B<n>") and, last, the NDVI plane: TOA then NDVI, fused.
-func ReflectanceAndNDVI(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (out, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepTOANDVI, opts...)
-	return beam.ParDo2(s, &toaNDVIFn{Exec: ex}, tiles)
-}
-
-type toaNDVIFn struct{ step.Exec }
-
-func (f *toaNDVIFn) ProcessElement(ctx context.Context, in DNTile, emit func(Tile), fail func(step.Failure)) {
-	if out, ok := step.Run[DNTile, Tile](ctx, &f.Exec, in, fail); ok {
-		emit(out)
-	}
-}
+// StepTOANDVI is the fused TOA + NDVI step: one pass over the DNs that writes
+// every band's reflectance ("B<n>") and, last, the NDVI, instead of writing
+// the red and near-infrared reflectance and reading them back.
+var StepTOANDVI = step.Register(step.Def[DNTile, Tile]{
+	Name:   "toa_ndvi",
+	Doc:    "TOA reflectance of each band and NDVI (from B4 and B5) in one pass",
+	CPU:    TOANDVI,
+	GPU:    dnToTile("raster.toa_ndvi"),
+	Sample: sampleDNTile,
+	Random: randomDNTile,
+})
 
 // TOANDVI is the CPU implementation of the toa_ndvi step: TOA, with NDVI
 // appended as the last plane; bands 4 and 5 and the NDVI are computed in one

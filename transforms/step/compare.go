@@ -6,6 +6,21 @@ import (
 	"reflect"
 )
 
+// compare is Compare followed by the tolerance's Check, if any.
+func (tol Tolerance) compare(in, cpu, gpu any) error {
+	if err := Compare(cpu, gpu, tol); err != nil {
+		return err
+	}
+	if tol.Check != nil {
+		return tol.Check(in, cpu, gpu)
+	}
+	return nil
+}
+
+// CompareWith reports how the GPU output of input in differs from the CPU
+// output beyond tol: Compare, then tol.Check.
+func CompareWith(in, cpu, gpu any, tol Tolerance) error { return tol.compare(in, cpu, gpu) }
+
 // Compare reports how a GPU output differs from the CPU output beyond tol:
 // the same type and shape (as SameShape) and every number within the
 // tolerance. It returns nil when they agree. The equivalence tests and the

@@ -1,11 +1,6 @@
 package step
 
-import (
-	"fmt"
-	"reflect"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-)
+import "fmt"
 
 // Failure is a record on a step's dead-letter output: which input failed, in
 // which step, and why. Pipelines write failures to failed.jsonl.
@@ -61,8 +56,4 @@ func Describe(in any) string {
 		return id.ID()
 	}
 	return fmt.Sprintf("%T", in)
-}
-
-func init() {
-	beam.RegisterType(reflect.TypeOf((*Failure)(nil)).Elem())
 }

@@ -1,28 +1,40 @@
 package step
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+	"github.com/beamgpu/beamgpu/runtime/executor/server"
 )
 
-// Def declares a step.
-type Def struct {
-	backend.Step
+// Def declares a step that turns a batch of type In into a batch of type Out.
+// Register checks it and returns the Step that pipelines, executors and
+// stubs refer to.
+type Def[In, Out any] struct {
+	// Name is the step's name in --backend_override, the explain report and
+	// metrics, e.g. "toa_ndvi". Names are unique in a process.
+	Name string
 	// Doc is a one-line description for --help and reports.
 	Doc string
-	// CPU is the reference implementation: a func(In) (Out, error).
-	CPU any
-	// Sample returns a small valid input (of type In) for the contract tests
-	// that every step's stub and CPU implementation share type and shape.
-	Sample func() any
-	// Random returns a valid input (of type In) drawn with seed, for the
-	// CPU/GPU equivalence tests; nil means Sample only.
-	Random func(seed uint64) any
-	// Tolerance is how far the GPU implementation may be from the CPU's.
+	// CPU is the reference implementation.
+	CPU func(In) (Out, error)
+	// GPU, when set, declares the step's GPU op: how its batches cross to
+	// the GPU executor and back, and the resource hints a GPU step carries.
+	// Its launch is registered separately (RegisterLaunch), from the
+	// family's files behind the cuda build tag.
+	GPU *GPU[In, Out]
+	// Sample returns a small valid input, for the contract tests (the stub
+	// and the CPU share type and shape) and the executor's selftest.
+	Sample func() In
+	// Random returns a valid input drawn with seed, for the CPU/GPU
+	// equivalence tests; nil means Sample only.
+	Random func(seed uint64) In
+	// Tolerance is how far the GPU output may be from the CPU's.
 	Tolerance Tolerance
 }
 
@@ -39,165 +51,255 @@ type Tolerance struct {
 	Norm float64
 	// IntDiff bounds |g-c| for unsigned integers (pixels).
 	IntDiff int
+	// Check, when set, is a further rule on the two outputs, for what a
+	// numeric bound cannot say (kNN predictions may differ only at near
+	// ties of the k-th and k+1-th distances). It gets the step's input.
+	Check func(in, cpu, gpu any) error
 }
 
-type entry struct {
-	def     Def
-	in, out reflect.Type
-	stub    any
-	gpu     any
+// Step is a registered step. Its methods are safe for concurrent use.
+type Step[In, Out any] struct {
+	def Def[In, Out]
+
+	mu     sync.RWMutex
+	stub   func(In) (Out, error)
+	launch Launch[In, Out]
+
+	sides sideCache // client side: side data encoded once per value
 }
+
+// ErrGPUUnavailable is wrapped by a GPU implementation's error when no
+// executor can run the batch (none found, none with a device, or it keeps
+// dying): under --backend=auto the batch then runs on the CPU.
+var ErrGPUUnavailable = errors.New("GPU unavailable")
 
 var (
-	mu       sync.RWMutex
-	registry = map[string]*entry{}
+	regMu    sync.RWMutex
+	registry = map[string]Any{}
+	gpuOps   = map[string]string{}
 )
 
-var errType = reflect.TypeOf((*error)(nil)).Elem()
-
-// signature checks that fn is a func(In) (Out, error) and returns In and Out.
-func signature(fn any) (in, out reflect.Type, err error) {
-	t := reflect.TypeOf(fn)
-	if t == nil || t.Kind() != reflect.Func || t.NumIn() != 1 || t.NumOut() != 2 || t.Out(1) != errType {
-		return nil, nil, fmt.Errorf("want a func(In) (Out, error), got %v", t)
+// Register checks d and registers it. It panics if the name or the GPU op is
+// taken, or a required part is missing: programming errors, found at init.
+// Call it from a package-level variable of the step's family:
+//
+//	var NDVI = step.Register(step.Def[Tile, Tile]{Name: "ndvi", CPU: NDVITile, ...})
+func Register[In, Out any](d Def[In, Out]) *Step[In, Out] {
+	if err := d.check(); err != nil {
+		panic(fmt.Sprintf("step.Register(%q): %v", d.Name, err))
 	}
-	return t.In(0), t.Out(0), nil
-}
-
-// Register declares a step. It panics if the name is taken or the CPU
-// function has the wrong signature: both are programming errors, found at init.
-func Register(d Def) {
-	in, out, err := signature(d.CPU)
-	if err != nil {
-		panic(fmt.Sprintf("step.Register(%q): CPU: %v", d.Name, err))
-	}
-	if d.Name == "" || d.Sample == nil {
-		panic(fmt.Sprintf("step.Register(%q): Name and Sample are required", d.Name))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if e, ok := registry[d.Name]; ok && e.def.CPU != nil {
+	s := &Step[In, Out]{def: d}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[d.Name]; dup {
 		panic(fmt.Sprintf("step.Register: step %q registered twice", d.Name))
 	}
-	e := registry[d.Name]
-	if e == nil {
-		e = &entry{}
-		registry[d.Name] = e
-	}
-	e.def, e.in, e.out = d, in, out
-	mustMatch(d.Name, e)
-}
-
-// RegisterStub registers the stand-in of a step: a func(In) (Out, error) with
-// the CPU function's types that allocates the output's shape and computes
-// nothing. The step may be registered before or after its stub.
-func RegisterStub(name string, fn any) {
-	registerImpl("RegisterStub", "stub", name, fn, func(e *entry) *any { return &e.stub })
-}
-
-// RegisterGPU registers the GPU implementation of a step: a func(In) (Out,
-// error) with the CPU function's types that runs the step's GPU op on the
-// GPU executor (package runtime/executor/stepops registers them all).
-func RegisterGPU(name string, fn any) {
-	registerImpl("RegisterGPU", "GPU implementation", name, fn, func(e *entry) *any { return &e.gpu })
-}
-
-// registerImpl puts fn in the slot of step name's entry, checking its
-// signature (and its types against the CPU function's, if registered).
-func registerImpl(caller, what, name string, fn any, slot func(*entry) *any) {
-	if _, _, err := signature(fn); err != nil {
-		panic(fmt.Sprintf("step.%s(%q): %v", caller, name, err))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	e := registry[name]
-	if e == nil {
-		e = &entry{}
-		registry[name] = e
-	}
-	p := slot(e)
-	if *p != nil {
-		panic(fmt.Sprintf("step.%s: %s of %q registered twice", caller, what, name))
-	}
-	*p = fn
-	if e.def.CPU != nil {
-		mustMatch(name, e)
-	}
-}
-
-func mustMatch(name string, e *entry) {
-	for what, fn := range map[string]any{"stub": e.stub, "GPU implementation": e.gpu} {
-		if fn == nil {
-			continue
+	if d.GPU != nil {
+		if other, dup := gpuOps[d.GPU.Op]; dup {
+			panic(fmt.Sprintf("step.Register(%q): GPU op %q is step %q's", d.Name, d.GPU.Op, other))
 		}
-		in, out, _ := signature(fn)
-		if in != e.in || out != e.out {
-			panic(fmt.Sprintf("step %q: %s is func(%v) (%v, error), CPU is func(%v) (%v, error)", name, what, in, out, e.in, e.out))
+		gpuOps[d.GPU.Op] = d.Name
+	}
+	registry[d.Name] = s
+	return s
+}
+
+func (d Def[In, Out]) check() error {
+	switch {
+	case d.Name == "":
+		return errors.New("no Name")
+	case d.CPU == nil:
+		return errors.New("no CPU implementation")
+	case d.Sample == nil:
+		return errors.New("no Sample")
+	}
+	if g := d.GPU; g != nil {
+		switch {
+		case g.Op == "":
+			return errors.New("GPU: no Op name")
+		case g.In.Encode == nil || g.In.Decode == nil || g.Out.Encode == nil || g.Out.Decode == nil:
+			return fmt.Errorf("GPU op %s: the In and Out codecs need Encode and Decode", g.Op)
+		case (g.Split == nil) != (g.Merge == nil):
+			return fmt.Errorf("GPU op %s: Split and Merge go together", g.Op)
+		}
+		if sd := g.Side; sd != nil && (sd.Of == nil || sd.Encode == nil || sd.Decode == nil || sd.With == nil) {
+			return fmt.Errorf("GPU op %s: Side needs Of, Encode, Decode and With", g.Op)
 		}
 	}
+	return nil
 }
 
-// Lookup returns the definition of a registered step.
-func Lookup(name string) (Def, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	e, ok := registry[name]
-	if !ok || e.def.CPU == nil {
-		return Def{}, false
+// RegisterStub registers the stand-in of s: a function with the CPU
+// function's types that returns an output of the real shape and computes
+// nothing (see package stubs). Families' stubs register from the stubs/
+// tree, as image formats register with package image. It panics if s has a
+// stub already.
+func RegisterStub[In, Out any](s *Step[In, Out], fn func(In) (Out, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stub != nil {
+		panic(fmt.Sprintf("step.RegisterStub: step %q has a stub already", s.def.Name))
 	}
-	return e.def, true
+	s.stub = fn
 }
 
-// All returns every registered step, sorted by name.
-func All() []Def {
-	mu.RLock()
-	defer mu.RUnlock()
-	var out []Def
-	for _, e := range registry {
-		if e.def.CPU != nil {
-			out = append(out, e.def)
-		}
+// Name returns the step's name.
+func (s *Step[In, Out]) Name() string { return s.def.Name }
+
+// Doc returns the step's one-line description.
+func (s *Step[In, Out]) Doc() string { return s.def.Doc }
+
+// Def returns the step's definition.
+func (s *Step[In, Out]) Def() Def[In, Out] { return s.def }
+
+// Backend describes the step to the backend selector.
+func (s *Step[In, Out]) Backend() backend.Step {
+	st := backend.Step{Name: s.def.Name}
+	if g := s.def.GPU; g != nil {
+		st.GPUOp, st.Hints = g.Op, g.Hints
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return st
 }
 
-// Steps returns the backend description of each registered step, for
-// backend.Config.Steps.
-func Steps() []backend.Step {
-	defs := All()
-	out := make([]backend.Step, len(defs))
-	for i, d := range defs {
-		out[i] = d.Step
-	}
-	return out
+// Tolerance returns how close the GPU output must be to the CPU's.
+func (s *Step[In, Out]) Tolerance() Tolerance { return s.def.Tolerance }
+
+// HasStub reports whether the step's stub is registered.
+func (s *Step[In, Out]) HasStub() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stub != nil
 }
 
-// Impl returns the implementation of step name for kind (CPU or Stub) as a
-// func(In) (Out, error), or an error that says what is missing.
-func Impl(name string, kind backend.Kind) (any, error) {
-	mu.RLock()
-	defer mu.RUnlock()
-	e, ok := registry[name]
-	if !ok || e.def.CPU == nil {
-		return nil, fmt.Errorf("step %q is not registered", name)
-	}
+// Impl returns the implementation of kind: the CPU function, the stub, or
+// the GPU implementation (the batch run on the GPU executor; see offload.go).
+func (s *Step[In, Out]) Impl(kind backend.Kind) (func(In) (Out, error), error) {
 	switch kind {
 	case backend.CPU:
-		return e.def.CPU, nil
+		return s.def.CPU, nil
 	case backend.Stub:
-		if e.stub == nil {
-			return nil, fmt.Errorf("step %q has no stub registered: import its stubs package (github.com/beamgpu/beamgpu/stubs/...)", name)
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.stub == nil {
+			return nil, fmt.Errorf("step %q has no stub registered: import its family's stubs package (github.com/beamgpu/beamgpu/stubs/...)", s.def.Name)
 		}
-		return e.stub, nil
+		return s.stub, nil
 	case backend.GPU:
-		if e.def.GPUOp == "" {
-			return nil, fmt.Errorf("step %q has no GPU op", name)
+		if s.def.GPU == nil {
+			return nil, fmt.Errorf("step %q has no GPU op", s.def.Name)
 		}
-		if e.gpu == nil {
-			return nil, fmt.Errorf("step %q: GPU op %q has no client registered: import github.com/beamgpu/beamgpu/runtime/executor/stepops", name, e.def.GPUOp)
-		}
-		return e.gpu, nil
+		return s.offload, nil
 	}
-	return nil, fmt.Errorf("step %q: unknown implementation %q", name, kind)
+	return nil, fmt.Errorf("step %q: unknown implementation %q", s.def.Name, kind)
+}
+
+// ImplContext is Impl with the call's context, which reaches the GPU
+// executor (cancellation, deadlines); the CPU function and the stub ignore
+// it.
+func (s *Step[In, Out]) ImplContext(kind backend.Kind) (func(context.Context, In) (Out, error), error) {
+	if kind == backend.GPU && s.def.GPU != nil {
+		return s.Offload, nil
+	}
+	fn, err := s.Impl(kind)
+	if err != nil {
+		return nil, err
+	}
+	return func(_ context.Context, in In) (Out, error) { return fn(in) }, nil
+}
+
+// Any is a registered step whatever its types: what the selector, the
+// executor and the test harnesses need. Every *Step is one; nothing else is.
+type Any interface {
+	Name() string
+	Doc() string
+	Backend() backend.Step
+	Tolerance() Tolerance
+	HasStub() bool
+	// HasLaunch reports whether the step's CUDA launch is registered (in a
+	// build with the cuda tag).
+	HasLaunch() bool
+	// SampleInput and RandomInput are Sample and Random, as any.
+	SampleInput() any
+	RandomInput(seed uint64) (any, bool)
+	// Apply runs the implementation kind on in, which must be the step's In.
+	Apply(kind backend.Kind, in any) (any, error)
+	// ApplyLaunch runs the step's launch on c (a Recorder in tests).
+	ApplyLaunch(c gpu.Call, in any) (any, error)
+	// Ops are the executor ops of a GPU step (nil without one): its
+	// reference op, running the CPU function, and with an engine, the op
+	// running its launch.
+	ReferenceOp() server.Op
+	LaunchOp(e Engine) server.Op
+
+	isStep()
+}
+
+func (s *Step[In, Out]) isStep() {}
+
+// SampleInput implements Any.
+func (s *Step[In, Out]) SampleInput() any { return s.def.Sample() }
+
+// RandomInput implements Any.
+func (s *Step[In, Out]) RandomInput(seed uint64) (any, bool) {
+	if s.def.Random == nil {
+		return nil, false
+	}
+	return s.def.Random(seed), true
+}
+
+// Apply implements Any.
+func (s *Step[In, Out]) Apply(kind backend.Kind, in any) (any, error) {
+	x, ok := in.(In)
+	if !ok {
+		return nil, fmt.Errorf("step %q takes a %T, not a %T", s.def.Name, *new(In), in)
+	}
+	fn, err := s.Impl(kind)
+	if err != nil {
+		return nil, err
+	}
+	return Call(fn, x)
+}
+
+// Call runs fn, turning a panic in it into an error, so that one bad batch
+// becomes a Failure instead of a failed bundle retried forever.
+func Call[In, Out any](fn func(In) (Out, error), in In) (out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn(in)
+}
+
+// Lookup returns the registered step called name.
+func Lookup(name string) (Any, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	s, ok := registry[name]
+	return s, ok
+}
+
+// All returns every registered step of the process, sorted by name. A
+// pipeline's own steps are the ones it lists (Backends); All is for
+// executors and the harnesses that check every step.
+func All() []Any {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]Any, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Backends describes steps to the backend selector, for
+// backend.Config.Steps: a pipeline passes the steps it builds, so that
+// --backend_override and the explain report know exactly those.
+func Backends(steps ...Any) []backend.Step {
+	out := make([]backend.Step, len(steps))
+	for i, s := range steps {
+		out[i] = s.Backend()
+	}
+	return out
 }

@@ -171,8 +171,8 @@ func Concat(bs []Batch) (Batch, error) {
 	return out, nil
 }
 
-// sortBatches orders batches by source and offset.
-func sortBatches(bs []Batch) {
+// SortBatches orders batches by source and offset.
+func SortBatches(bs []Batch) {
 	sort.Slice(bs, func(i, j int) bool {
 		return bs[i].Source < bs[j].Source || bs[i].Source == bs[j].Source && bs[i].Offset < bs[j].Offset
 	})

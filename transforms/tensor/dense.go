@@ -17,6 +17,9 @@ type Dense struct {
 	ReLU    bool
 }
 
+// Validate checks the layer's own shape.
+func (d Dense) Validate() error { return d.check() }
+
 // check verifies the layer's own shape.
 func (d Dense) check() error {
 	if d.In <= 0 || d.Out <= 0 {

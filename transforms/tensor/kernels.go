@@ -1,12 +1,16 @@
 package tensor
 
-import _ "embed" // for PTX
+import (
+	_ "embed" // for PTX
+
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+)
 
 // PTX is the PTX (virtual architecture compute_70) of the tensor steps' CUDA kernels,
-// compiled from kernels.cu by `make ptx` (containers/ptx.mk); the GPU executor
-// (runtime/executor/cuda, built with -tags cuda) loads it with cuModuleLoadData and
-// does the matrix products with cuBLAS. This package stays pure Go: it only carries
-// the bytes.
+// compiled from kernels.cu by `make ptx` (containers/ptx.mk); the GPU executor loads
+// it (Module) when it opens the device, and the launches of launch_cuda.go name its
+// kernels and do the matrix products with cuBLAS. This package stays pure Go: it only
+// carries the bytes.
 //
 // Kernels (every parameter is 8 bytes wide: a device pointer, a long long or a
 // double; matrices are row-major):
@@ -33,3 +37,6 @@ import _ "embed" // for PTX
 //
 //go:embed kernels.ptx
 var PTX []byte
+
+// Module is the tensor kernels' module, as the GPU executor loads it.
+var Module = gpu.NewModule("transforms/tensor", PTX)

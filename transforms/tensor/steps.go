@@ -1,42 +1,24 @@
 package tensor
 
-// The Beam side of the tensor steps: each step's registration (CPU function,
-// GPU op, sample input), its input type where it takes parameters, its DoFn
-// and its PTransform. The CPU code is in the files of each algorithm; the
-// stubs are registered by github.com/beamgpu/beamgpu/stubs/tensor.
+// The tensor steps: each step's declaration (CPU function, GPU op with its
+// codecs, sample and random inputs), and the input types of the steps that
+// take parameters. The CPU code is in the files of each algorithm, the
+// launches in launch_cuda.go, the stubs in github.com/beamgpu/beamgpu/stubs/tensor,
+// and the Beam side (DoFns, PTransforms) in package tensorbeam.
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/step"
-)
-
-// Step names and GPU ops of the tensor family.
-const (
-	StepDecode      = "decode"
-	StepStandardize = "standardize"
-	StepDense       = "dense"
-	StepSoftmax     = "softmax"
-	StepArgmax      = "argmax"
-	StepTopK        = "topk"
-	StepKNN         = "knn"
-	StepMLP         = "mlp"
+	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
 // gpuHints are the resource hints of the tensor GPU steps.
 var gpuHints = backend.Hints{
 	Accelerator: "type:nvidia-tesla-t4;count:1;install-nvidia-driver",
 	MinRAMBytes: 16e9,
-}
-
-func gpuStep(name string) backend.Step {
-	return backend.Step{Name: name, GPUOp: "tensor." + name, Hints: gpuHints}
 }
 
 // StandardizeInput is the standardize step's batch: rows and the scaler.
@@ -194,269 +176,336 @@ func sampleMLP() *MLP {
 	return m
 }
 
-func init() {
-	step.Register(step.Def{Step: backend.Step{Name: StepDecode}, CPU: DecodeSource,
-		Doc: "decode IDX image (and label) files, gzip or not, into batches of rows; reject rows with NaN or infinity",
-		Sample: func() any {
-			return Source{Images: SampleImagesPath(), Labels: SampleLabelsPath(), BatchRows: 4096}
-		}})
-	step.Register(step.Def{Step: gpuStep(StepStandardize), CPU: StandardizeBatch,
-		Doc:    "scale columns: x/255 (unit) or (x-mean)/std (zscore)",
-		Sample: func() any { return StandardizeInput{Batch: sampleBatch(8, 16), Scaler: Scaler{Mode: ScaleUnit}} },
-		Random: func(seed uint64) any {
-			b := randomBatch(seed, 33)
-			if seed%2 == 0 {
-				return StandardizeInput{Batch: b, Scaler: FitScaler(b)}
+// The steps.
+
+// StepDecode decodes IDX image (and label) files into batches of rows; rows
+// with NaN or infinity are rejected one by one.
+var StepDecode = step.Register(step.Def[Source, Decoded]{
+	Name: "decode",
+	Doc:  "decode IDX image (and label) files, gzip or not, into batches of rows; reject rows with NaN or infinity",
+	CPU:  DecodeSource,
+	Sample: func() Source {
+		return Source{Images: SampleImagesPath(), Labels: SampleLabelsPath(), BatchRows: 4096}
+	},
+})
+
+// StepStandardize scales the columns of a batch.
+var StepStandardize = step.Register(step.Def[StandardizeInput, Batch]{
+	Name: "standardize",
+	Doc:  "scale columns: x/255 (unit) or (x-mean)/std (zscore)",
+	CPU:  StandardizeBatch,
+	GPU: &step.GPU[StandardizeInput, Batch]{Op: "tensor.standardize", Hints: gpuHints,
+		In: batchWith("standardize input", func(in StandardizeInput) Batch { return in.Batch },
+			func(h []byte, in StandardizeInput) []byte {
+				h = wire.AppendString(h, in.Scaler.Mode)
+				h = wire.AppendPlane(wire.AppendUvarint(h, len(in.Scaler.Mean)), in.Scaler.Mean)
+				return wire.AppendPlane(wire.AppendUvarint(h, len(in.Scaler.Std)), in.Scaler.Std)
+			},
+			func(d *wire.Decoder, b Batch) StandardizeInput {
+				sc := Scaler{Mode: d.String()}
+				if n := d.Uvarint(); n > 0 {
+					sc.Mean = wire.Plane[float32](d, n)
+				}
+				if n := d.Uvarint(); n > 0 {
+					sc.Std = wire.Plane[float32](d, n)
+				}
+				return StandardizeInput{Batch: b, Scaler: sc}
+			}),
+		Out:   BatchCodec,
+		Split: splitOn(func(in *StandardizeInput) *Batch { return &in.Batch }),
+		Merge: mergeBatches},
+	Sample: func() StandardizeInput {
+		return StandardizeInput{Batch: sampleBatch(8, 16), Scaler: Scaler{Mode: ScaleUnit}}
+	},
+	Random: func(seed uint64) StandardizeInput {
+		b := randomBatch(seed, 33)
+		if seed%2 == 0 {
+			return StandardizeInput{Batch: b, Scaler: FitScaler(b)}
+		}
+		return StandardizeInput{Batch: b, Scaler: Scaler{Mode: ScaleUnit}}
+	},
+})
+
+// StepDense applies a dense layer to a batch; the layer's weights are side
+// data, sent to the executor once.
+var StepDense = step.Register(step.Def[DenseInput, Batch]{
+	Name: "dense",
+	Doc:  "dense layer: rows x W + b, optionally ReLU",
+	CPU:  DenseBatch,
+	GPU: &step.GPU[DenseInput, Batch]{Op: "tensor.dense", Hints: gpuHints,
+		In:  batchWith("dense input", func(in DenseInput) Batch { return in.Batch }, noParams[DenseInput], onlyBatch(func(b Batch) DenseInput { return DenseInput{Batch: b} })),
+		Out: BatchCodec,
+		Side: &step.Side[DenseInput]{
+			Of: func(in DenseInput) any {
+				if len(in.Layer.W) == 0 {
+					return nil
+				}
+				return &in.Layer.W[0] // the layer's weights, shared by every batch of a DoFn
+			},
+			Encode: func(in DenseInput) (step.Parts, error) { return encodeLayers([]Dense{in.Layer}), nil },
+			Decode: func(p step.Parts) (any, error) {
+				l, err := decodeLayers(p, "dense layer")
+				if err != nil {
+					return nil, err
+				}
+				if len(l) != 1 {
+					return nil, fmt.Errorf("dense layer: %d layers sent", len(l))
+				}
+				return l[0], nil
+			},
+			With: func(in DenseInput, side any) (DenseInput, error) {
+				l, ok := side.(Dense)
+				if !ok {
+					return in, errNoSide
+				}
+				in.Layer = l
+				return in, nil
+			},
+		},
+		Split: splitOn(func(in *DenseInput) *Batch { return &in.Batch }),
+		Merge: mergeBatches},
+	Sample: func() DenseInput { return DenseInput{Batch: sampleBatch(8, 16), Layer: sampleMLP().Layers[0]} },
+	Random: func(seed uint64) DenseInput {
+		l := randomMLP(seed, 50, 20).Layers[0]
+		l.ReLU = seed%2 == 0
+		return DenseInput{Batch: randomBatch(seed, 50), Layer: l}
+	},
+	Tolerance: step.Tolerance{Norm: 1e-4},
+})
+
+// batchOnly is the GPU op of the steps from a batch (no parameters).
+func batchOnly[Out any](op string, out step.Codec[Out], merge func(a, b Out) (Out, error)) *step.GPU[Batch, Out] {
+	return &step.GPU[Batch, Out]{Op: op, Hints: gpuHints, In: BatchCodec, Out: out, Split: splitBatch, Merge: merge}
+}
+
+// StepSoftmax applies a row-wise softmax.
+var StepSoftmax = step.Register(step.Def[Batch, Batch]{
+	Name:   "softmax",
+	Doc:    "row-wise softmax",
+	CPU:    Softmax,
+	GPU:    batchOnly("tensor.softmax", BatchCodec, mergeBatches),
+	Sample: func() Batch { return sampleBatch(8, 10) },
+	Random: func(seed uint64) Batch { return randomBatch(seed, 10) },
+})
+
+// StepArgmax predicts the class of each row (the column of its largest value).
+var StepArgmax = step.Register(step.Def[Batch, Predictions]{
+	Name:   "argmax",
+	Doc:    "predicted class of each row (ties: lowest class)",
+	CPU:    ArgmaxBatch,
+	GPU:    batchOnly("tensor.argmax", PredictionsCodec, mergePredictions),
+	Sample: func() Batch { return sampleBatch(8, 10) },
+	Random: func(seed uint64) Batch { return randomBatch(seed, 10) },
+})
+
+// RankedCodec moves the topk step's output: the ranks of all rows as one
+// array.
+var RankedCodec = step.Codec[Ranked]{
+	Encode: func(r Ranked) (step.Parts, error) {
+		k := 0
+		if len(r.Top) > 0 {
+			k = len(r.Top[0])
+		}
+		flat := make([]int32, 0, len(r.Top)*k)
+		for _, row := range r.Top {
+			if len(row) != k {
+				return step.Parts{}, fmt.Errorf("topk output: rows of %d and %d classes", k, len(row))
 			}
-			return StandardizeInput{Batch: b, Scaler: Scaler{Mode: ScaleUnit}}
-		}})
-	step.Register(step.Def{Step: gpuStep(StepDense), CPU: DenseBatch,
-		Doc: "dense layer: rows x W + b, optionally ReLU",
-		Sample: func() any {
-			return DenseInput{Batch: sampleBatch(8, 16), Layer: sampleMLP().Layers[0]}
+			flat = append(flat, row...)
+		}
+		h := wire.AppendString(nil, r.Source)
+		h = wire.AppendUvarint(h, r.Offset)
+		h = wire.AppendUvarint(h, len(r.Top))
+		h = wire.AppendUvarint(h, k)
+		return step.Parts{Header: h, Arrays: [][]byte{wire.Array(flat)}}, nil
+	},
+	Decode: func(p step.Parts) (Ranked, error) {
+		d := wire.NewDecoder(p.Header, "topk output")
+		r := Ranked{Source: d.String(), Offset: d.Uvarint()}
+		rows, k := d.Uvarint(), d.Uvarint()
+		if d.Err() == nil && (len(p.Arrays) != 1 || k > 0 && rows > maxValues/k) {
+			d.Fail("%d rows of %d in %d arrays", rows, k, len(p.Arrays))
+		}
+		if err := d.Done(); err != nil {
+			return Ranked{}, err
+		}
+		flat, err := wire.View[int32](p.Arrays[0], rows*k, "topk output")
+		if err != nil {
+			return Ranked{}, err
+		}
+		for i := range rows {
+			r.Top = append(r.Top, flat[i*k:(i+1)*k:(i+1)*k])
+		}
+		return r, nil
+	},
+}
+
+// StepTopK ranks the k best classes of each row.
+var StepTopK = step.Register(step.Def[TopKInput, Ranked]{
+	Name: "topk",
+	Doc:  "the k best classes of each row",
+	CPU:  TopKBatch,
+	GPU: &step.GPU[TopKInput, Ranked]{Op: "tensor.topk", Hints: gpuHints,
+		In: batchWith("topk input", func(in TopKInput) Batch { return in.Batch },
+			func(h []byte, in TopKInput) []byte { return wire.AppendUvarint(h, in.K) },
+			func(d *wire.Decoder, b Batch) TopKInput { return TopKInput{Batch: b, K: d.Uvarint()} }),
+		Out: RankedCodec},
+	Sample: func() TopKInput { return TopKInput{Batch: sampleBatch(8, 10), K: 3} },
+	Random: func(seed uint64) TopKInput { return TopKInput{Batch: randomBatch(seed, 10), K: 1 + int(seed%10)} },
+})
+
+// StepKNN classifies each row of a batch by its k nearest rows of a
+// reference set, which is side data: sent to the executor once, kept on the
+// device.
+var StepKNN = step.Register(step.Def[KNNInput, Predictions]{
+	Name: "knn",
+	Doc:  "brute-force k-nearest-neighbours classification against a reference set",
+	CPU:  KNNBatch,
+	GPU: &step.GPU[KNNInput, Predictions]{Op: "tensor.knn", Hints: gpuHints,
+		In: batchWith("knn input", func(in KNNInput) Batch { return in.Query },
+			func(h []byte, in KNNInput) []byte { return wire.AppendString(wire.AppendUvarint(h, in.K), in.Weights) },
+			func(d *wire.Decoder, b Batch) KNNInput {
+				return KNNInput{Query: b, K: d.Uvarint(), Weights: d.String()}
+			}),
+		Out: PredictionsCodec,
+		Side: &step.Side[KNNInput]{
+			Of: func(in KNNInput) any {
+				if in.Ref == nil {
+					return nil
+				}
+				return in.Ref
+			},
+			Encode: func(in KNNInput) (step.Parts, error) {
+				r := in.Ref
+				h, a, err := appendBatchHeader(nil, Batch{Source: "reference", Rows: r.Rows, Cols: r.Cols, X: r.X, Labels: r.Labels})
+				return step.Parts{Header: wire.AppendUvarint(h, r.Classes), Arrays: a}, err
+			},
+			Decode: func(p step.Parts) (any, error) {
+				d := wire.NewDecoder(p.Header, "knn reference")
+				b, left := readBatch(d, p.Arrays, "knn reference")
+				classes := d.Uvarint()
+				if err := done(d, left); err != nil {
+					return nil, err
+				}
+				return NewReference(b, classes)
+			},
+			With: func(in KNNInput, side any) (KNNInput, error) {
+				r, ok := side.(*Reference)
+				if !ok {
+					return in, errNoSide
+				}
+				in.Ref = r
+				return in, nil
+			},
 		},
-		Random: func(seed uint64) any {
-			l := randomMLP(seed, 50, 20).Layers[0]
-			l.ReLU = seed%2 == 0
-			return DenseInput{Batch: randomBatch(seed, 50), Layer: l}
+		Split: splitOn(func(in *KNNInput) *Batch { return &in.Query }),
+		Merge: mergePredictions},
+	Sample: func() KNNInput {
+		ref, _ := NewReference(sampleBatch(64, 16), 10)
+		return KNNInput{Query: sampleBatch(8, 16), Ref: ref, K: 5, Weights: WeightUniform}
+	},
+	Random: func(seed uint64) KNNInput {
+		ref, _ := NewReference(randomRows(seed+1000, 200, 24), 10)
+		w := WeightUniform
+		if seed%2 == 0 {
+			w = WeightDistance
+		}
+		return KNNInput{Query: randomBatch(seed, 24), Ref: ref, K: 1 + int(seed%7), Weights: w}
+	},
+	// Vote shares are sums of the same weights; predictions may differ only
+	// at near ties of the distances (KNNNearTie).
+	Tolerance: step.Tolerance{Norm: 1e-4},
+})
+
+// StepMLP runs a multi-layer perceptron's forward pass, softmax and argmax;
+// the model is side data, sent to the executor once.
+var StepMLP = step.Register(step.Def[MLPInput, Predictions]{
+	Name: "mlp",
+	Doc:  "multi-layer perceptron forward pass, softmax and argmax",
+	CPU:  MLPBatch,
+	GPU: &step.GPU[MLPInput, Predictions]{Op: "tensor.mlp", Hints: gpuHints,
+		In:  batchWith("mlp input", func(in MLPInput) Batch { return in.Batch }, noParams[MLPInput], onlyBatch(func(b Batch) MLPInput { return MLPInput{Batch: b} })),
+		Out: PredictionsCodec,
+		Side: &step.Side[MLPInput]{
+			Of: func(in MLPInput) any {
+				if in.Model == nil {
+					return nil
+				}
+				return in.Model
+			},
+			Encode: func(in MLPInput) (step.Parts, error) {
+				if err := in.Model.Validate(); err != nil {
+					return step.Parts{}, err
+				}
+				return encodeLayers(in.Model.Layers), nil
+			},
+			Decode: func(p step.Parts) (any, error) {
+				layers, err := decodeLayers(p, "model sent to the executor")
+				if err != nil {
+					return nil, err
+				}
+				m := &MLP{Layers: layers, name: "model sent to the executor"}
+				return m, m.Validate()
+			},
+			With: func(in MLPInput, side any) (MLPInput, error) {
+				m, ok := side.(*MLP)
+				if !ok {
+					return in, errNoSide
+				}
+				in.Model = m
+				return in, nil
+			},
 		},
-		Tolerance: step.Tolerance{Norm: 1e-4}})
-	step.Register(step.Def{Step: gpuStep(StepSoftmax), CPU: Softmax,
-		Doc: "row-wise softmax", Sample: func() any { return sampleBatch(8, 10) },
-		Random: func(seed uint64) any { return randomBatch(seed, 10) }})
-	step.Register(step.Def{Step: gpuStep(StepArgmax), CPU: ArgmaxBatch,
-		Doc: "predicted class of each row (ties: lowest class)", Sample: func() any { return sampleBatch(8, 10) },
-		Random: func(seed uint64) any { return randomBatch(seed, 10) }})
-	step.Register(step.Def{Step: gpuStep(StepTopK), CPU: TopKBatch,
-		Doc: "the k best classes of each row", Sample: func() any { return TopKInput{Batch: sampleBatch(8, 10), K: 3} },
-		Random: func(seed uint64) any { return TopKInput{Batch: randomBatch(seed, 10), K: 1 + int(seed%10)} }})
-	step.Register(step.Def{Step: gpuStep(StepKNN), CPU: KNNBatch,
-		Doc: "brute-force k-nearest-neighbours classification against a reference set",
-		Sample: func() any {
-			ref, _ := NewReference(sampleBatch(64, 16), 10)
-			q := sampleBatch(8, 16)
-			return KNNInput{Query: q, Ref: ref, K: 5, Weights: WeightUniform}
-		},
-		Random: func(seed uint64) any {
-			ref, _ := NewReference(randomRows(seed+1000, 200, 24), 10)
-			w := WeightUniform
-			if seed%2 == 0 {
-				w = WeightDistance
-			}
-			return KNNInput{Query: randomBatch(seed, 24), Ref: ref, K: 1 + int(seed%7), Weights: w}
-		},
-		// Predictions must be identical; vote shares are sums of the same weights.
-		Tolerance: step.Tolerance{Norm: 1e-4}})
-	step.Register(step.Def{Step: gpuStep(StepMLP), CPU: MLPBatch,
-		Doc:    "multi-layer perceptron forward pass, softmax and argmax",
-		Sample: func() any { return MLPInput{Batch: sampleBatch(8, 16), Model: sampleMLP()} },
-		Random: func(seed uint64) any {
-			return MLPInput{Batch: randomBatch(seed, 30), Model: randomMLP(seed, 30, 16, 10)}
-		},
-		Tolerance: step.Tolerance{Norm: 1e-4}})
+		Split: splitOn(func(in *MLPInput) *Batch { return &in.Batch }),
+		Merge: mergePredictions},
+	Sample: func() MLPInput { return MLPInput{Batch: sampleBatch(8, 16), Model: sampleMLP()} },
+	Random: func(seed uint64) MLPInput {
+		return MLPInput{Batch: randomBatch(seed, 30), Model: randomMLP(seed, 30, 16, 10)}
+	},
+	Tolerance: step.Tolerance{Norm: 1e-4},
+})
 
-	register.DoFn4x0[context.Context, Source, func(Batch), func(step.Failure)](&decodeFn{})
-	register.DoFn4x0[context.Context, Batch, func(Batch), func(step.Failure)](&standardizeFn{})
-	register.DoFn4x0[context.Context, Batch, func(Batch), func(step.Failure)](&denseFn{})
-	register.DoFn4x0[context.Context, Batch, func(Batch), func(step.Failure)](&softmaxFn{})
-	register.DoFn4x0[context.Context, Batch, func(Predictions), func(step.Failure)](&argmaxFn{})
-	register.DoFn4x0[context.Context, Batch, func(Ranked), func(step.Failure)](&topKFn{})
-	register.DoFn5x0[context.Context, Batch, func(*Batch) bool, func(Predictions), func(step.Failure)](&knnFn{})
-	register.Emitter1[Batch]()
-	register.Emitter1[Predictions]()
-	register.Emitter1[Ranked]()
-	register.Emitter1[step.Failure]()
-	register.Iter1[Batch]()
-	for _, t := range []any{Source{}, Ranked{}, Scaler{}, Dense{}} {
-		beam.RegisterType(reflect.TypeOf(t))
+func noParams[In any](h []byte, _ In) []byte { return h }
+
+func onlyBatch[In any](f func(Batch) In) func(*wire.Decoder, Batch) In {
+	return func(_ *wire.Decoder, b Batch) In { return f(b) }
+}
+
+// Halving batches that do not fit the executor (step.GPU's Split and
+// Merge): by rows.
+
+func splitBatch(b Batch) (Batch, Batch, bool) {
+	if b.Rows < 2 || b.checkShape() != nil {
+		return b, b, false
+	}
+	h := b.Rows / 2
+	return b.Slice(0, h), b.Slice(h, b.Rows), true
+}
+
+// splitOn splits an input by the rows of the batch that rows points at,
+// keeping the rest of the input (a scaler, a layer, a model) in both halves.
+func splitOn[In any](rows func(*In) *Batch) func(In) (In, In, bool) {
+	return func(in In) (In, In, bool) {
+		a, b, ok := splitBatch(*rows(&in))
+		x, y := in, in
+		*rows(&x), *rows(&y) = a, b
+		return x, y, ok
 	}
 }
 
-// DecodeIDXFiles reads each Source (IDX images, and labels if named) into
-// batches of rows; files that cannot be read and rows with NaN or infinity
-// go to failed.
-func DecodeIDXFiles(s beam.Scope, sources beam.PCollection, opts ...step.Option) (batches, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepDecode, opts...)
-	return beam.ParDo2(s, &decodeFn{Exec: ex}, sources)
-}
+func mergeBatches(a, b Batch) (Batch, error) { return Concat([]Batch{a, b}) }
 
-type decodeFn struct{ step.Exec }
-
-func (f *decodeFn) ProcessElement(ctx context.Context, src Source, emit func(Batch), fail func(step.Failure)) {
-	out, ok := step.Run[Source, Decoded](ctx, &f.Exec, src, fail)
-	if !ok {
-		return
+func mergePredictions(a, b Predictions) (Predictions, error) {
+	if a.Classes != b.Classes || a.Source != b.Source || a.Offset+len(a.Predicted) != b.Offset {
+		return Predictions{}, fmt.Errorf("merging predictions %s and %s: not consecutive", a.ID(), b.ID())
 	}
-	for _, b := range out.Batches {
-		emit(b)
+	out := a
+	out.Predicted = append(append([]int32(nil), a.Predicted...), b.Predicted...)
+	if a.Labels != nil || b.Labels != nil {
+		out.Labels = append(append([]int32(nil), a.Labels...), b.Labels...)
 	}
-	for _, r := range out.Rejected {
-		fail(step.Failure{Input: fmt.Sprintf("%s[%d]", r.Source, r.Row), Step: f.Step, Reason: r.Reason, Key: r.Source, Items: 1})
+	if a.Scores != nil || b.Scores != nil {
+		out.Scores = append(append([]float32(nil), a.Scores...), b.Scores...)
 	}
-}
-
-// StandardizeRows scales the columns of every batch with sc.
-func StandardizeRows(s beam.Scope, batches beam.PCollection, sc Scaler, opts ...step.Option) (out, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepStandardize, opts...)
-	return beam.ParDo2(s, &standardizeFn{Exec: ex, Scaler: sc}, batches)
-}
-
-type standardizeFn struct {
-	step.Exec
-	Scaler Scaler
-}
-
-func (f *standardizeFn) ProcessElement(ctx context.Context, b Batch, emit func(Batch), fail func(step.Failure)) {
-	if out, ok := step.Run[StandardizeInput, Batch](ctx, &f.Exec, StandardizeInput{Batch: b, Scaler: f.Scaler}, fail); ok {
-		emit(out)
-	}
-}
-
-// DenseRows applies a dense layer to every batch.
-func DenseRows(s beam.Scope, batches beam.PCollection, layer Dense, opts ...step.Option) (out, failed beam.PCollection) {
-	if err := layer.check(); err != nil {
-		panic(err)
-	}
-	s, ex := step.Scope(s, StepDense, opts...)
-	return beam.ParDo2(s, &denseFn{Exec: ex, Layer: layer}, batches)
-}
-
-type denseFn struct {
-	step.Exec
-	Layer Dense
-}
-
-func (f *denseFn) ProcessElement(ctx context.Context, b Batch, emit func(Batch), fail func(step.Failure)) {
-	if out, ok := step.Run[DenseInput, Batch](ctx, &f.Exec, DenseInput{Batch: b, Layer: f.Layer}, fail); ok {
-		emit(out)
-	}
-}
-
-// SoftmaxRows applies a row-wise softmax to every batch.
-func SoftmaxRows(s beam.Scope, batches beam.PCollection, opts ...step.Option) (out, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepSoftmax, opts...)
-	return beam.ParDo2(s, &softmaxFn{Exec: ex}, batches)
-}
-
-type softmaxFn struct{ step.Exec }
-
-func (f *softmaxFn) ProcessElement(ctx context.Context, b Batch, emit func(Batch), fail func(step.Failure)) {
-	if out, ok := step.Run[Batch, Batch](ctx, &f.Exec, b, fail); ok {
-		emit(out)
-	}
-}
-
-// ArgmaxRows predicts the class of every row (the column of its largest value).
-func ArgmaxRows(s beam.Scope, batches beam.PCollection, opts ...step.Option) (preds, failed beam.PCollection) {
-	s, ex := step.Scope(s, StepArgmax, opts...)
-	return beam.ParDo2(s, &argmaxFn{Exec: ex}, batches)
-}
-
-type argmaxFn struct{ step.Exec }
-
-func (f *argmaxFn) ProcessElement(ctx context.Context, b Batch, emit func(Predictions), fail func(step.Failure)) {
-	if out, ok := step.Run[Batch, Predictions](ctx, &f.Exec, b, fail); ok {
-		emit(out)
-	}
-}
-
-// TopKRows ranks the k best classes of every row.
-func TopKRows(s beam.Scope, batches beam.PCollection, k int, opts ...step.Option) (ranked, failed beam.PCollection) {
-	if k <= 0 {
-		panic(fmt.Sprintf("tensor.TopKRows: k = %d, want > 0", k))
-	}
-	s, ex := step.Scope(s, StepTopK, opts...)
-	return beam.ParDo2(s, &topKFn{Exec: ex, K: k}, batches)
-}
-
-type topKFn struct {
-	step.Exec
-	K int
-}
-
-func (f *topKFn) ProcessElement(ctx context.Context, b Batch, emit func(Ranked), fail func(step.Failure)) {
-	if out, ok := step.Run[TopKInput, Ranked](ctx, &f.Exec, TopKInput{Batch: b, K: f.K}, fail); ok {
-		emit(out)
-	}
-}
-
-// KNNParams configures KNNClassify.
-type KNNParams struct {
-	K       int    // neighbours; default 5
-	Weights string // WeightUniform (default) or WeightDistance
-	Classes int    // number of classes; default 10
-}
-
-func (p KNNParams) withDefaults() (KNNParams, error) {
-	if p.K == 0 {
-		p.K = 5
-	}
-	if p.Weights == "" {
-		p.Weights = WeightUniform
-	}
-	if p.Classes == 0 {
-		p.Classes = 10
-	}
-	if p.K < 0 || p.Classes < 1 || (p.Weights != WeightUniform && p.Weights != WeightDistance) {
-		return p, fmt.Errorf("knn: k=%d classes=%d weights=%q: want k > 0, classes > 0, weights %q or %q",
-			p.K, p.Classes, p.Weights, WeightUniform, WeightDistance)
-	}
-	return p, nil
-}
-
-// KNNClassify classifies every row of queries by its k nearest rows of
-// reference (a PCollection of labelled Batch, delivered as a side input and
-// built into one Reference per worker process).
-func KNNClassify(s beam.Scope, queries, reference beam.PCollection, p KNNParams, opts ...step.Option) (preds, failed beam.PCollection) {
-	p, err := p.withDefaults()
-	if err != nil {
-		panic(err)
-	}
-	s, ex := step.Scope(s, StepKNN, opts...)
-	fn := &knnFn{Exec: ex, K: p.K, Weights: p.Weights, Classes: p.Classes}
-	return beam.ParDo2(s, fn, queries, beam.SideInput{Input: reference})
-}
-
-type knnFn struct {
-	step.Exec
-	K       int
-	Weights string
-	Classes int
-
-	ref    *Reference
-	refErr error
-}
-
-func (f *knnFn) ProcessElement(ctx context.Context, q Batch, refs func(*Batch) bool, emit func(Predictions), fail func(step.Failure)) {
-	if f.ref == nil && f.refErr == nil {
-		f.ref, f.refErr = buildReference(refs, f.Classes)
-	}
-	if f.refErr != nil {
-		fail(step.NewFailure(f.Step, q, f.refErr))
-		return
-	}
-	in := KNNInput{Query: q, Ref: f.ref, K: f.K, Weights: f.Weights}
-	if out, ok := step.Run[KNNInput, Predictions](ctx, &f.Exec, in, fail); ok {
-		emit(out)
-	}
-}
-
-// buildReference concatenates the side input's batches (in row order of
-// their sources and offsets) into one Reference.
-func buildReference(refs func(*Batch) bool, classes int) (*Reference, error) {
-	var parts []Batch
-	var b Batch
-	for refs(&b) {
-		parts = append(parts, b)
-		b = Batch{}
-	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("knn: the reference set is empty")
-	}
-	sortBatches(parts)
-	all, err := Concat(parts)
-	if err != nil {
-		return nil, fmt.Errorf("knn: reference set: %w", err)
-	}
-	return NewReference(all, classes)
+	return out, nil
 }

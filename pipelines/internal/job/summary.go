@@ -12,9 +12,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/runtime/launch"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 )
 
 // StepCounts are one step's metrics, summed over the transforms that ran it.
@@ -29,7 +29,7 @@ type StepCounts struct {
 
 // Metrics is what a run's Beam metrics say: the counts of every step of the
 // explain report, in its order, and every other counter of namespace
-// step.Namespace by name.
+// stepbeam.Namespace by name.
 type Metrics struct {
 	Steps    []StepCounts
 	Counters map[string]int64
@@ -47,7 +47,7 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 	}
 	all := res.Metrics().AllMetrics()
 	for _, c := range all.Counters() {
-		if c.Namespace() != step.Namespace {
+		if c.Namespace() != stepbeam.Namespace {
 			continue
 		}
 		m.Counters[c.Name()] += c.Result()
@@ -57,21 +57,21 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 			continue
 		}
 		switch metric {
-		case step.MetricBatches:
+		case stepbeam.MetricBatches:
 			sc.Batches += c.Result()
-		case step.MetricItems:
+		case stepbeam.MetricItems:
 			sc.Items += c.Result()
-		case step.MetricBytes:
+		case stepbeam.MetricBytes:
 			sc.Bytes += c.Result()
-		case step.MetricFailures:
+		case stepbeam.MetricFailures:
 			sc.Failures += c.Result()
-		case step.MetricFallback:
+		case stepbeam.MetricFallback:
 			sc.Fallbacks += c.Result()
 		}
 	}
 	for _, d := range all.Distributions() {
 		name, metric, _ := strings.Cut(d.Name(), ".")
-		if sc := byStep[name]; d.Namespace() == step.Namespace && sc != nil && metric == step.MetricKernelNS {
+		if sc := byStep[name]; d.Namespace() == stepbeam.Namespace && sc != nil && metric == stepbeam.MetricKernelNS {
 			sc.KernelNS += d.Result().Sum
 		}
 	}
@@ -131,15 +131,17 @@ func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*
 }
 
 // Selector builds the backend selector of bf (--backend, --backend_override)
-// over every registered step. It asks lf's target about GPUs: the executor
-// this process would start (--gpu_executor) for a run here, the worker
-// container's for remote workers (runtime/launch).
-func Selector(bf *backend.Flags, lf *launch.Flags) (*backend.Selector, error) {
-	ex, err := lf.Executor(stepops.Executor(bf.Executor))
+// over the steps the pipeline builds: an override naming another step is an
+// error that lists them, and the explain report knows exactly those. It asks
+// lf's target about GPUs: the executor this process would start
+// (--gpu_executor) for a run here, the worker container's for remote workers
+// (runtime/launch).
+func Selector(bf *backend.Flags, lf *launch.Flags, steps ...step.Any) (*backend.Selector, error) {
+	ex, err := lf.Executor(step.UseExecutor(bf.Executor))
 	if err != nil {
 		return nil, err
 	}
-	bc, err := bf.Config(step.Steps(), ex)
+	bc, err := bf.Config(step.Backends(steps...), ex)
 	if err != nil {
 		return nil, err
 	}

@@ -172,9 +172,14 @@ type Prober struct {
 	once     sync.Once
 	ok       bool
 	why      string
+	ops      map[string]bool
+	path     string
 }
 
-var _ backend.Executor = (*Prober)(nil)
+var (
+	_ backend.Executor = (*Prober)(nil)
+	_ backend.OpServer = (*Prober)(nil)
+)
 
 // Probe returns the backend.Executor for the executor Find(explicit) finds
 // (explicit being the --gpu_executor value, possibly empty). Available
@@ -193,8 +198,31 @@ func (p *Prober) Available() (bool, string) {
 			return
 		}
 		p.ok, p.why = c.Available()
+		if !p.ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+		defer cancel()
+		if info, err := c.Info(ctx); err == nil {
+			p.path = info.Path
+			p.ops = map[string]bool{}
+			for _, op := range info.Ops {
+				p.ops[op] = true
+			}
+		}
 	})
 	return p.ok, p.why
+}
+
+// Serves implements backend.OpServer: the executor's handshake lists op.
+func (p *Prober) Serves(op string) (bool, string) {
+	if ok, why := p.Available(); !ok {
+		return false, why
+	}
+	if p.ops == nil || p.ops[op] {
+		return true, ""
+	}
+	return false, fmt.Sprintf("GPU executor %s does not serve op %s (a build without its family, or without its CUDA launch)", p.path, op)
 }
 
 // Stats counts what the client did.

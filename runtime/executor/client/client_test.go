@@ -319,8 +319,16 @@ func TestFindAndProbe(t *testing.T) {
 	ok, why = client.Probe(executorBin).Available()
 	assert.True(t, ok, why)
 	assert.Contains(t, why, "cpu-reference")
-	sel := backend.MustNew(backend.Config{Executor: client.Probe(executorBin), Steps: []backend.Step{{Name: "ndvi", GPUOp: "raster.ndvi"}}})
-	assert.Equal(t, backend.GPU, sel.Resolve(backend.Step{Name: "ndvi", GPUOp: "raster.ndvi"}).Impl)
+	echo := backend.Step{Name: "echo", GPUOp: testops.Echo}
+	other := backend.Step{Name: "other", GPUOp: "family.other"}
+	sel := backend.MustNew(backend.Config{Executor: client.Probe(executorBin), Steps: []backend.Step{echo, other}})
+	d, err := sel.Resolve(echo)
+	require.NoError(t, err)
+	assert.Equal(t, backend.GPU, d.Impl)
+	d, err = sel.Resolve(other)
+	require.NoError(t, err)
+	assert.Equal(t, backend.CPU, d.Impl, "an op the executor does not serve runs on the CPU")
+	assert.Contains(t, d.Reason, "does not serve op family.other")
 
 	s1, err := client.Shared(executorBin)
 	require.NoError(t, err)

@@ -2,26 +2,50 @@
 
 package cuda
 
-// The few driver calls gorgonia.org/cu does not wrap: page-locked host memory for
-// the staging buffers, the name of a CUresult, and a device address as a C pointer
-// (cu/blas takes device matrices as []float32 whose first element's address is the
-// device address).
+// The few driver calls gorgonia.org/cu does not wrap (page-locking host memory the
+// executor did not allocate, the name of a CUresult) and cuBLAS, called directly so
+// that each lane has its own handle bound to its own stream (gorgonia.org/cu/blas
+// cannot set a handle's stream).
 
 /*
-#cgo LDFLAGS: -lcuda
+#cgo LDFLAGS: -lcuda -lcublas
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda.h>
+#include <cublas_v2.h>
 
-static CUresult beamgpu_alloc_host(void **p, size_t n) { return cuMemAllocHost(p, n); }
-static CUresult beamgpu_free_host(void *p) { return cuMemFreeHost(p); }
-static float *beamgpu_f32(uintptr_t p) { return (float *)p; }
+static CUresult beamgpu_host_register(void *p, size_t n) { return cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE); }
+static CUresult beamgpu_host_unregister(void *p) { return cuMemHostUnregister(p); }
 static const char *beamgpu_error_name(CUresult r) {
 	const char *s = NULL;
 	if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == NULL) {
 		return "CUDA_ERROR_UNRECOGNIZED";
 	}
 	return s;
+}
+
+static int beamgpu_blas_create(cublasHandle_t *h, void *stream) {
+	cublasStatus_t st = cublasCreate(h);
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		return st;
+	}
+	// Full float32: no TF32 (the products must match the CPU's within float32
+	// rounding).
+	st = cublasSetMathMode(*h, CUBLAS_DEFAULT_MATH);
+	if (st == CUBLAS_STATUS_SUCCESS) {
+		st = cublasSetStream(*h, (cudaStream_t)stream);
+	}
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		cublasDestroy(*h);
+	}
+	return st;
+}
+static int beamgpu_blas_destroy(cublasHandle_t h) { return cublasDestroy(h); }
+static int beamgpu_sgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+                         uintptr_t a, int lda, uintptr_t b, int ldb, uintptr_t c, int ldc) {
+	const float one = 1.0f, zero = 0.0f;
+	return cublasSgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
+	                   &one, (const float *)a, lda, (const float *)b, ldb, &zero, (float *)c, ldc);
 }
 */
 import "C"
@@ -30,6 +54,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"gorgonia.org/cu"
 )
 
@@ -81,23 +106,57 @@ var stickyCodes = map[int]bool{
 	int(C.CUDA_ERROR_UNKNOWN):                true,
 }
 
-// allocHost allocates n bytes of page-locked host memory (the current context must
-// be set).
-func allocHost(n int64) (unsafe.Pointer, error) {
-	var p unsafe.Pointer
-	if err := driverResult(C.beamgpu_alloc_host(&p, C.size_t(n))); err != nil {
-		return nil, err
-	}
-	return p, nil
+// hostRegister page-locks n bytes of host memory at p (the context must be current).
+func hostRegister(p unsafe.Pointer, n int64) error {
+	return driverResult(C.beamgpu_host_register(p, C.size_t(n)))
 }
 
-func freeHost(p unsafe.Pointer) error { return driverResult(C.beamgpu_free_host(p)) }
+func hostUnregister(p unsafe.Pointer) error { return driverResult(C.beamgpu_host_unregister(p)) }
 
-// deviceFloats returns a []float32 of n elements whose first element's address is
-// the device address p. It is only for handing device matrices to cu/blas, which
-// passes &s[0] to cuBLAS: the slice must never be read or written from Go. (Device
-// addresses are reserved in the process's address space by the driver, so they never
-// fall inside the Go heap, and the garbage collector ignores them.)
-func deviceFloats(p cu.DevicePtr, n int) []float32 {
-	return unsafe.Slice((*float32)(unsafe.Pointer(C.beamgpu_f32(C.uintptr_t(p)))), n)
+// blasStatus is a cublasStatus_t.
+type blasStatus int
+
+// blasAllocFailed is CUBLAS_STATUS_ALLOC_FAILED: out of memory, not of the batch's making.
+const blasAllocFailed = blasStatus(C.CUBLAS_STATUS_ALLOC_FAILED)
+
+func (s blasStatus) Error() string { return fmt.Sprintf("cuBLAS status %d", int(s)) }
+
+func blasResult(st C.int) error {
+	if st == C.CUBLAS_STATUS_SUCCESS {
+		return nil
+	}
+	return blasStatus(st)
+}
+
+// blasHandle is a cuBLAS handle bound to a stream.
+type blasHandle struct{ h C.cublasHandle_t }
+
+// newBlas creates a cuBLAS handle whose work goes on stream s (the context must be
+// current).
+func newBlas(s cu.Stream) (blasHandle, error) {
+	raw := s.C()
+	var h blasHandle
+	// raw is cu's C.CUstream (another package's cgo type): a pointer, passed on as one.
+	err := blasResult(C.beamgpu_blas_create(&h.h, *(*unsafe.Pointer)(unsafe.Pointer(&raw))))
+	return h, err
+}
+
+func (h blasHandle) destroy() error {
+	if h.h == nil {
+		return nil
+	}
+	return blasResult(C.beamgpu_blas_destroy(h.h))
+}
+
+// sgemm is cublasSgemm with alpha 1, beta 0, column-major operands.
+func (h blasHandle) sgemm(ta, tb bool, m, n, k int, a gpu.Ptr, lda int, b gpu.Ptr, ldb int, c gpu.Ptr, ldc int) error {
+	return blasResult(C.beamgpu_sgemm(h.h, cbool(ta), cbool(tb), C.int(m), C.int(n), C.int(k),
+		C.uintptr_t(a), C.int(lda), C.uintptr_t(b), C.int(ldb), C.uintptr_t(c), C.int(ldc)))
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }

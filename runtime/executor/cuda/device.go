@@ -1,40 +1,38 @@
 //go:build cuda
 
 // Package cuda is the GPU executor's device layer over gorgonia.org/cu (the CUDA
-// driver API) and gorgonia.org/cu/blas (cuBLAS): one CUDA context on one GPU, the
-// steps' kernels loaded from the PTX that transforms/raster and transforms/tensor
-// embed, a cuBLAS handle, a device-memory budget and a few streams, behind a plain
-// Go API on host slices (TOA, TOANDVI, NDVI, Composite, Standardize, Dense,
-// Softmax, Argmax, KNN) for the executor's ops to call.
+// driver API) and cuBLAS: one CUDA context on one GPU, the PTX modules that the
+// executor's step families registered (package gpu), a device-memory budget, a pool
+// of device buffers, data kept resident across calls, and lanes (streams) on which
+// calls run. It knows no step: a step's launch (in its family's package) runs on a
+// gpu.Call that Device.Launch provides.
 //
-// Every method is safe for concurrent use. A call runs on one of the Device's lanes
-// (a non-blocking stream with its own device and page-locked staging buffers): it
-// packs its inputs into the lane's pinned buffer, uploads them with one async copy,
-// launches its kernels (and cuBLAS) in stream order, downloads its outputs with one
-// async copy and waits for the stream. With two lanes, two concurrent calls (two
-// batches that the executor's semaphore lets through) overlap: one batch's copies
-// run on the copy engines while the other's kernels run, and one's host-side packing
-// while the other's GPU work runs: double buffering across consecutive batches.
+// A call runs on one of the Device's lanes: a non-blocking stream with its own cuBLAS
+// handle bound to it. Its uploads, kernels, products and downloads are enqueued on
+// the stream in order; Launch waits for the stream when the launch returns. Lanes run
+// concurrently, so consecutive batches (the executor's semaphore lets MaxConcurrent
+// through) overlap: one's copies on the copy engines while another's kernels run.
+// Host memory that the driver has page-locked (the shared-memory arenas, registered
+// with RegisterHost) is copied by DMA, asynchronously; other host memory is staged by
+// the driver.
 //
 // Device memory goes through a budget (Open's budgetBytes): a request above it, or a
-// CUDA_ERROR_OUT_OF_MEMORY, is an error matching ErrOutOfMemory, after which the
-// device is still usable and the caller can split the batch and retry. A sticky
-// CUDA error (an illegal address, an ECC error, a lost MPS server) is an error
-// matching ErrFatal; the Device then refuses every call with it, and the executor
-// should exit so that its client restarts it.
+// CUDA_ERROR_OUT_OF_MEMORY, first frees the idle pooled buffers, then the least
+// recently used resident data nobody is using, and only then fails with an error
+// matching ErrOutOfMemory (the device is still usable; the client splits the batch).
+// A sticky CUDA error (an illegal address, an ECC error, a lost MPS server) is an
+// error matching ErrFatal; the Device then refuses every call with it, and the
+// executor exits so that its client restarts it.
 //
-// The methods validate shapes but not values: the caller (the op) checks what the
-// CPU function checks (finite inputs for Softmax and KNN, ...) so that both report
-// the same errors.
-//
-// Built only with the cuda tag (see doc.go); nothing here has been run on a GPU in
-// this repository's CI, which only compiles and vets it.
+// Built only with the cuda tag (see doc.go).
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,27 +41,21 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/beamgpu/beamgpu/transforms/raster"
-	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"gonum.org/v1/gonum/blas"
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"gorgonia.org/cu"
-	cublas "gorgonia.org/cu/blas"
 )
 
-// Lanes is the number of streams (with their buffers) of a Device: the number of
-// calls that run on the GPU at once; more wait for a free lane.
-const Lanes = 2
+// Lanes is the number of streams of a Device: the calls that run on the GPU at
+// once; more wait for a free lane.
+const Lanes = 3
 
-// Sizes of the buffers.
+// minBuf is the smallest pooled buffer; buffers are pooled by size class (powers of
+// two up to 1 MiB, then multiples of 1 MiB).
 const (
-	align          = 256       // offset alignment of the arrays packed into one buffer
-	bufGranule     = 1 << 20   // device buffers grow in steps of 1 MiB
-	maxPinnedBytes = 256 << 20 // larger staging uses pageable memory (synchronous copies)
+	minBuf     = 256
+	bufGranule = 1 << 20
 )
-
-// knnDotsBytes bounds the dot-product block of a KNN call: the queries go in chunks
-// whose products with the reference set fit it (a variable for the tests).
-var knnDotsBytes int64 = 256 << 20
 
 // Info describes the Device.
 type Info struct {
@@ -78,8 +70,10 @@ type Info struct {
 	TotalBytes    int64 // device memory
 	FreeBytes     int64 // free device memory (all processes) when Info was called; -1 if unknown
 	BudgetBytes   int64 // what this Device may allocate
-	UsedBytes     int64 // what it holds now (buffers and reference sets)
+	UsedBytes     int64 // what it holds now (buffers, pooled and in use, and resident data)
+	ResidentBytes int64 // of which resident data
 	Lanes         int
+	Modules       []string // the PTX modules loaded
 	// MPS reports that the CUDA Multi-Process Service looks active, and MPSHow why:
 	// CUDA_MPS_PIPE_DIRECTORY is set, an nvidia-cuda-mps-control or -server process
 	// runs, or the default control pipe /tmp/nvidia-mps/control exists.
@@ -92,34 +86,19 @@ func (i Info) String() string {
 	if i.MPS {
 		mps = "yes (" + i.MPSHow + ")"
 	}
-	return fmt.Sprintf("GPU %d: %s, compute capability %d.%d, %d SMs, driver CUDA %d.%d, memory %d MiB (%d MiB free), budget %d MiB (%d MiB used), %d lanes, MPS %s",
+	return fmt.Sprintf("GPU %d: %s, compute capability %d.%d, %d SMs, driver CUDA %d.%d, memory %d MiB (%d MiB free), budget %d MiB (%d MiB used, %d resident), %d lanes, modules %s, MPS %s",
 		i.Ordinal, i.Name, i.ComputeMajor, i.ComputeMinor, i.SMs, i.DriverVersion/1000, i.DriverVersion%1000/10,
-		i.TotalBytes>>20, i.FreeBytes>>20, i.BudgetBytes>>20, i.UsedBytes>>20, i.Lanes, mps)
+		i.TotalBytes>>20, i.FreeBytes>>20, i.BudgetBytes>>20, i.UsedBytes>>20, i.ResidentBytes>>20, i.Lanes,
+		strings.Join(i.Modules, ", "), mps)
 }
 
-// kernel is a loaded kernel.
-type kernel struct {
-	name string
-	fn   cu.Function
-}
-
-// Device is one CUDA context on one GPU with the steps' kernels loaded.
+// Device is one CUDA context on one GPU with the registered PTX modules loaded.
 type Device struct {
 	info Info
 	dev  cu.Device
 	ctx  cu.CUContext
 
-	modules []cu.Module
-	k       struct {
-		toa, toaNDVI, ndvi, composite                               kernel
-		stdUnit, stdZScore, biasReLU, softmax, argmax, sqNorms, knn kernel
-	}
-
-	// blasMu guards blas (cu/blas keeps the first error in the handle, so a failed
-	// handle is replaced) and makes each lane's [wait, Sgemm, record] on the default
-	// stream one sequence (see gemm).
-	blasMu sync.Mutex
-	blas   *cublas.Standard
+	modules map[*gpu.Module]*module
 
 	lanes    chan *lane // the idle lanes
 	allLanes []*lane
@@ -131,82 +110,47 @@ type Device struct {
 		sync.Mutex
 		budget, used int64
 	}
-	refsMu sync.Mutex
-	refs   map[*RefHandle]struct{}
+	pool struct {
+		sync.Mutex
+		free  map[int64][]cu.DevicePtr // idle buffers by size class
+		bytes int64                    // their total
+	}
+	res struct {
+		sync.Mutex
+		m     map[any]*resident
+		clock uint64
+		bytes int64
+	}
 }
 
-// lane is a stream with the buffers of one call in flight.
+type module struct {
+	name string
+	mod  cu.Module
+	mu   sync.Mutex
+	fns  map[string]cu.Function
+}
+
+// lane is a stream with its cuBLAS handle.
 type lane struct {
-	stream        cu.Stream
-	evIn, evOut   cu.Event // order the lane's stream and cuBLAS's default stream
-	in, out, tmp  devBuf   // device: packed inputs, packed outputs, scratch
-	pinIn, pinOut hostBuf  // host staging of in and out
+	stream cu.Stream
+	blas   blasHandle
 }
 
-// devBuf is a device buffer, reused by the calls of a lane and grown on demand.
-type devBuf struct {
-	ptr  cu.DevicePtr
-	size int64
-}
-
-// hostBuf is a staging buffer: page-locked (pinned) memory from cuMemAllocHost, so
-// that async copies really are asynchronous, or, above maxPinnedBytes or when the
-// system refuses to pin more, ordinary Go memory (then the driver copies through its
-// own pinned staging and the "async" copy may block the caller; the buffer stays
-// referenced by the lane, so it outlives the copy either way).
-type hostBuf struct {
-	pinned unsafe.Pointer
-	mem    []byte
-	size   int64
-}
-
-func (h *hostBuf) bytes() []byte {
-	if h.pinned != nil {
-		return unsafe.Slice((*byte)(h.pinned), h.size)
-	}
-	return h.mem
-}
-
-func (h *hostBuf) ptr() unsafe.Pointer {
-	if h.pinned != nil {
-		return h.pinned
-	}
-	return unsafe.Pointer(&h.mem[0])
-}
-
-// ensure makes the buffer hold at least n > 0 bytes (contents not kept).
-func (h *hostBuf) ensure(n int64) error {
-	if h.size >= n {
-		return nil
-	}
-	if err := h.release(); err != nil {
-		return err
-	}
-	size := roundUp(n, bufGranule)
-	if size <= maxPinnedBytes {
-		if p, err := allocHost(size); err == nil {
-			h.pinned, h.size = p, size
-			return nil
-		}
-		// Pinned memory is a limited system resource: fall back to pageable.
-	}
-	h.mem, h.size = make([]byte, n), n
-	return nil
-}
-
-func (h *hostBuf) release() error {
-	var err error
-	if h.pinned != nil {
-		err = freeHost(h.pinned)
-	}
-	h.pinned, h.mem, h.size = nil, nil, 0
-	return err
+// resident is device memory kept across calls under a key.
+type resident struct {
+	key   any
+	ptr   cu.DevicePtr
+	size  int64
+	refs  int    // calls using it now
+	last  uint64 // the clock when last used
+	ready chan struct{}
+	err   error // set before ready is closed, when filling failed
 }
 
 // Open creates the Device for GPU ordinal: it retains the GPU's primary context
 // (shared with any other library of the process; blocking synchronisation, so that a
-// waiting call sleeps instead of spinning a core), loads raster.PTX and tensor.PTX
-// (the driver JIT-compiles them for this GPU), creates the cuBLAS handle and the
+// waiting call sleeps instead of spinning a core), loads every PTX module registered
+// with package gpu (the driver JIT-compiles them for this GPU), and creates the
 // lanes. budgetBytes is the device memory this process may use: the executor passes
 // a fraction of the total divided among the processes sharing the GPU (MPS clients,
 // SDK harness processes); 0 or less means 90% of the memory free now.
@@ -232,7 +176,9 @@ func Open(ordinal int, budgetBytes int64) (_ *Device, err error) {
 	if err != nil {
 		return nil, classify("open: retain the primary context", err)
 	}
-	d := &Device{dev: dev, ctx: ctx, done: make(chan struct{}), refs: map[*RefHandle]struct{}{}}
+	d := &Device{dev: dev, ctx: ctx, done: make(chan struct{}), modules: map[*gpu.Module]*module{}}
+	d.pool.free = map[int64][]cu.DevicePtr{}
+	d.res.m = map[any]*resident{}
 	defer func() {
 		if err != nil {
 			_ = d.release()
@@ -254,13 +200,11 @@ func Open(ordinal int, budgetBytes int64) (_ *Device, err error) {
 	d.mem.budget = min(budgetBytes, d.info.TotalBytes)
 	d.info.BudgetBytes = d.mem.budget
 
-	if err := d.load(); err != nil {
-		return nil, err
-	}
-	d.blas = new(cublas.Standard)
-	if err := d.blas.Init(); err != nil {
-		d.blas = nil
-		return nil, classify("open: create the cuBLAS handle", err)
+	for _, m := range gpu.Modules() {
+		if err := d.load(m); err != nil {
+			return nil, err
+		}
+		d.info.Modules = append(d.info.Modules, m.Name)
 	}
 	d.lanes = make(chan *lane, Lanes)
 	for range Lanes {
@@ -269,11 +213,8 @@ func Open(ordinal int, budgetBytes int64) (_ *Device, err error) {
 		if l.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
 			return nil, classify("open: create a stream", err)
 		}
-		if l.evIn, err = cu.MakeEvent(cu.DisableTiming); err != nil {
-			return nil, classify("open: create an event", err)
-		}
-		if l.evOut, err = cu.MakeEvent(cu.DisableTiming); err != nil {
-			return nil, classify("open: create an event", err)
+		if l.blas, err = newBlas(l.stream); err != nil {
+			return nil, classify("open: create a cuBLAS handle", err)
 		}
 		d.lanes <- l
 	}
@@ -308,40 +249,42 @@ func (d *Device) describe(ordinal int) error {
 	return nil
 }
 
-// load loads the two PTX modules and looks up every kernel.
-func (d *Device) load() error {
-	for _, m := range []struct {
-		name    string
-		ptx     []byte
-		kernels []*kernel
-		names   []string
-	}{
-		{"transforms/raster", raster.PTX,
-			[]*kernel{&d.k.toa, &d.k.toaNDVI, &d.k.ndvi, &d.k.composite},
-			[]string{"toa", "toa_ndvi", "ndvi", "composite"}},
-		{"transforms/tensor", tensor.PTX,
-			[]*kernel{&d.k.stdUnit, &d.k.stdZScore, &d.k.biasReLU, &d.k.softmax, &d.k.argmax, &d.k.sqNorms, &d.k.knn},
-			[]string{"standardize_unit", "standardize_zscore", "bias_relu", "softmax_rows", "argmax_rows", "row_sqnorms", "knn_finish"}},
-	} {
-		// The driver JIT-compiles the PTX for this GPU here; its log says why
-		// when it cannot (a driver older than the PTX ISA, a GPU below compute_80).
-		jitLog := &cu.JITErrorLogBuffer{Buffer: make([]byte, 8192)}
-		mod, err := cu.LoadDataEx(string(m.ptx), jitLog)
-		if err != nil {
-			msg := strings.TrimRight(string(jitLog.Buffer), "\x00 \n")
-			return classify(fmt.Sprintf("open: load the PTX of %s (GPU compute capability %d.%d, driver CUDA %d; JIT log: %q)",
-				m.name, d.info.ComputeMajor, d.info.ComputeMinor, d.info.DriverVersion, msg), err)
-		}
-		d.modules = append(d.modules, mod)
-		for i, name := range m.names {
-			fn, err := mod.Function(name)
-			if err != nil {
-				return classify("open: kernel "+name+" of "+m.name, err)
-			}
-			*m.kernels[i] = kernel{name: name, fn: fn}
-		}
+// load loads one PTX module; its kernels are looked up on first launch.
+func (d *Device) load(m *gpu.Module) error {
+	// The driver JIT-compiles the PTX for this GPU here; its log says why when it
+	// cannot (a driver older than the PTX ISA, a GPU below the PTX's target).
+	jitLog := &cu.JITErrorLogBuffer{Buffer: make([]byte, 8192)}
+	mod, err := cu.LoadDataEx(string(m.PTX), jitLog)
+	if err != nil {
+		msg := strings.TrimRight(string(jitLog.Buffer), "\x00 \n")
+		return classify(fmt.Sprintf("open: load the PTX of %s (GPU compute capability %d.%d, driver CUDA %d; JIT log: %q)",
+			m.Name, d.info.ComputeMajor, d.info.ComputeMinor, d.info.DriverVersion, msg), err)
 	}
+	d.modules[m] = &module{name: m.Name, mod: mod, fns: map[string]cu.Function{}}
 	return nil
+}
+
+// function returns kernel k's function.
+func (d *Device) function(k gpu.Kernel) (cu.Function, error) {
+	m, ok := d.modules[k.Module]
+	if !ok {
+		name := "<nil>"
+		if k.Module != nil {
+			name = k.Module.Name
+		}
+		return cu.Function{}, fmt.Errorf("cuda: kernel %s: module %s is not loaded (not registered when the device opened)", k.Name, name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if fn, ok := m.fns[k.Name]; ok {
+		return fn, nil
+	}
+	fn, err := m.mod.Function(k.Name)
+	if err != nil {
+		return cu.Function{}, classify("kernel "+k.Name+" of "+m.name, err)
+	}
+	m.fns[k.Name] = fn
+	return fn, nil
 }
 
 // detectMPS reports whether the CUDA Multi-Process Service looks active for this
@@ -372,6 +315,9 @@ func (d *Device) Info() Info {
 	d.mem.Lock()
 	info.UsedBytes = d.mem.used
 	d.mem.Unlock()
+	d.res.Lock()
+	info.ResidentBytes = d.res.bytes
+	d.res.Unlock()
 	if d.closed.Load() || d.fatal.Load() != nil {
 		return info
 	}
@@ -385,10 +331,9 @@ func (d *Device) Info() Info {
 	return info
 }
 
-// Close waits for the calls in flight, frees everything the Device holds (reference
-// sets included) and releases the primary context. Calls after Close return
-// ErrClosed. After a fatal error Close still releases what it can; the process
-// should exit anyway.
+// Close waits for the calls in flight, frees everything the Device holds and
+// releases the primary context. Calls after Close return ErrClosed. After a fatal
+// error Close still releases what it can; the process should exit anyway.
 func (d *Device) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return nil
@@ -413,38 +358,27 @@ func (d *Device) release() error {
 			errs = append(errs, err)
 		}
 	}
-	d.refsMu.Lock()
-	refs := make([]*RefHandle, 0, len(d.refs))
-	for r := range d.refs {
-		refs = append(refs, r)
-	}
-	d.refsMu.Unlock()
-	for _, r := range refs {
-		r.mu.Lock()
-		keep(r.freeLocked())
-		r.mu.Unlock()
-	}
 	for _, l := range d.allLanes {
 		if l.stream != (cu.Stream{}) {
 			keep(l.stream.Synchronize())
+		}
+		keep(l.blas.destroy())
+		if l.stream != (cu.Stream{}) {
 			keep(l.stream.Destroy())
 		}
-		for _, ev := range []*cu.Event{&l.evIn, &l.evOut} {
-			if *ev != (cu.Event{}) {
-				keep(cu.DestroyEvent(ev))
-			}
-		}
-		for _, b := range []*devBuf{&l.in, &l.out, &l.tmp} {
-			keep(d.freeBuf(b))
-		}
-		keep(l.pinIn.release())
-		keep(l.pinOut.release())
 	}
-	if d.blas != nil {
-		keep(d.blas.Close())
+	keep(d.trimPool())
+	d.res.Lock()
+	for k, r := range d.res.m {
+		if r.ptr != 0 {
+			keep(d.free(r.ptr, r.size))
+		}
+		delete(d.res.m, k)
 	}
+	d.res.bytes = 0
+	d.res.Unlock()
 	for _, m := range d.modules {
-		keep(m.Unload())
+		keep(m.mod.Unload())
 	}
 	keep(d.dev.ReleasePrimaryCtx())
 	if err := errors.Join(errs...); err != nil {
@@ -474,10 +408,11 @@ func (d *Device) fail(op string, err error) error {
 	return err
 }
 
-// acquire takes an idle lane, locks the goroutine to its OS thread and makes the
-// context current on it (driver calls act on the thread's current context); the
-// returned function undoes that and gives the lane back.
-func (d *Device) acquire() (*lane, func(), error) {
+// acquire takes an idle lane (waiting at most until ctx ends), locks the goroutine
+// to its OS thread and makes the context current on it (driver calls act on the
+// thread's current context); the returned function undoes that and gives the lane
+// back.
+func (d *Device) acquire(ctx context.Context) (*lane, func(), error) {
 	if err := d.usable(); err != nil {
 		return nil, nil, err
 	}
@@ -486,6 +421,8 @@ func (d *Device) acquire() (*lane, func(), error) {
 	case l = <-d.lanes:
 	case <-d.done:
 		return nil, nil, ErrClosed
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
 	if d.closed.Load() {
 		d.lanes <- l
@@ -536,194 +473,258 @@ func (d *Device) free(p cu.DevicePtr, n int64) error {
 	return err
 }
 
-func (d *Device) freeBuf(b *devBuf) error {
-	if b.size == 0 {
-		return nil
+// allocRoom allocates n bytes, making room when the budget or the device refuses:
+// first by freeing the idle pooled buffers, then the least recently used resident
+// data no call is using.
+func (d *Device) allocRoom(op string, n int64) (cu.DevicePtr, error) {
+	p, err := d.alloc(op, n)
+	if !errors.Is(err, ErrOutOfMemory) {
+		return p, err
 	}
-	err := d.free(b.ptr, b.size)
-	*b = devBuf{}
-	return err
-}
-
-// reserve makes the lane's device buffers hold at least in, out and tmp bytes. It
-// first frees the buffers that are too small, so that their bytes count for the new
-// ones; when the budget or CUDA refuses, it frees the idle lanes' buffers and tries
-// once more, at the exact sizes.
-func (d *Device) reserve(op string, l *lane, in, out, tmp int64) error {
-	bufs := []*devBuf{&l.in, &l.out, &l.tmp}
-	sizes := []int64{in, out, tmp}
-	for i, b := range bufs {
-		if b.size < sizes[i] {
-			if err := d.freeBuf(b); err != nil {
-				return d.fail(op+": free", err)
-			}
-		}
+	if terr := d.trimPool(); terr != nil {
+		return 0, d.fail(op+": free", terr)
 	}
-	grow := func(exact bool) error {
-		for i, b := range bufs {
-			if sizes[i] == 0 || b.size >= sizes[i] {
-				continue
-			}
-			n := sizes[i]
-			if !exact {
-				n = roundUp(n, bufGranule)
-			}
-			p, err := d.alloc(op, n)
-			if err != nil {
-				return err
-			}
-			*b = devBuf{ptr: p, size: n}
-		}
-		return nil
-	}
-	err := grow(false)
-	if errors.Is(err, ErrOutOfMemory) {
-		if terr := d.trimIdle(); terr != nil {
-			return d.fail(op+": free", terr)
-		}
-		err = grow(true)
-	}
-	return err
-}
-
-// trimIdle frees the device buffers of the lanes no call is using.
-func (d *Device) trimIdle() error {
-	var idle []*lane
-	defer func() {
-		for _, l := range idle {
-			d.lanes <- l
-		}
-	}()
-	var errs []error
 	for {
-		select {
-		case l := <-d.lanes:
-			idle = append(idle, l)
-			for _, b := range []*devBuf{&l.in, &l.out, &l.tmp} {
-				if err := d.freeBuf(b); err != nil {
-					errs = append(errs, err)
-				}
+		if p, err = d.alloc(op, n); !errors.Is(err, ErrOutOfMemory) {
+			return p, err
+		}
+		evicted, eerr := d.evictOne()
+		if eerr != nil {
+			return 0, d.fail(op+": free", eerr)
+		}
+		if !evicted {
+			return 0, err
+		}
+	}
+}
+
+// sizeClass is the pooled size of a buffer of n bytes.
+func sizeClass(n int64) int64 {
+	if n <= minBuf {
+		return minBuf
+	}
+	if n < bufGranule {
+		return int64(1) << (64 - bits.LeadingZeros64(uint64(n-1)))
+	}
+	return (n + bufGranule - 1) / bufGranule * bufGranule
+}
+
+// getBuf returns a device buffer of at least n bytes from the pool, or a new one.
+func (d *Device) getBuf(op string, n int64) (cu.DevicePtr, int64, error) {
+	size := sizeClass(n)
+	d.pool.Lock()
+	if free := d.pool.free[size]; len(free) > 0 {
+		p := free[len(free)-1]
+		d.pool.free[size] = free[:len(free)-1]
+		d.pool.bytes -= size
+		d.pool.Unlock()
+		return p, size, nil
+	}
+	d.pool.Unlock()
+	p, err := d.allocRoom(op, size)
+	return p, size, err
+}
+
+// putBuf returns a buffer to the pool (it stays allocated, counted in the budget).
+func (d *Device) putBuf(p cu.DevicePtr, size int64) {
+	d.pool.Lock()
+	d.pool.free[size] = append(d.pool.free[size], p)
+	d.pool.bytes += size
+	d.pool.Unlock()
+}
+
+// trimPool frees the idle pooled buffers; the context is current.
+func (d *Device) trimPool() error {
+	d.pool.Lock()
+	free := d.pool.free
+	d.pool.free = map[int64][]cu.DevicePtr{}
+	d.pool.bytes = 0
+	d.pool.Unlock()
+	var errs []error
+	for size, ps := range free {
+		for _, p := range ps {
+			if err := d.free(p, size); err != nil {
+				errs = append(errs, err)
 			}
-		default:
-			return errors.Join(errs...)
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// seg is one array of a call's packed input or output buffer: the host slices of its
-// pieces, placed back to back (several planes as one array). Arrays start at
-// multiples of 256 bytes.
-type seg [][]byte
-
-func one(b []byte) seg { return seg{b} }
-
-// pack returns the offset of each array and the total size.
-func pack(segs []seg) ([]int64, int64) {
-	offs := make([]int64, len(segs))
-	var size int64
-	for i, s := range segs {
-		size = roundUp(size, align)
-		offs[i] = size
-		for _, p := range s {
-			size += int64(len(p))
+// evictOne frees the least recently used resident data no call is using; false when
+// there is none.
+func (d *Device) evictOne() (bool, error) {
+	d.res.Lock()
+	var victim *resident
+	for _, r := range d.res.m {
+		if r.refs == 0 && r.ptr != 0 && (victim == nil || r.last < victim.last) {
+			victim = r
 		}
 	}
-	return offs, size
+	if victim == nil {
+		d.res.Unlock()
+		return false, nil
+	}
+	delete(d.res.m, victim.key)
+	d.res.bytes -= victim.size
+	d.res.Unlock()
+	return true, d.free(victim.ptr, victim.size)
 }
 
-// run is the frame of every call: on a lane, it packs the inputs into the pinned
-// buffer, uploads them (one async copy), lets body enqueue the kernels on the lane's
-// stream (given the device address of each input and output array and of tmp
-// scratch bytes), downloads the outputs (one async copy), waits for the stream and
-// unpacks the outputs into the host slices of out.
-func (d *Device) run(op string, in, out []seg, tmp int64, body func(l *lane, in, out []cu.DevicePtr, tmp cu.DevicePtr) error) error {
-	l, done, err := d.acquire()
+// RegisterHost page-locks host memory (a shared-memory arena the executor mapped)
+// with the driver, so that copies between it and the device are DMA, asynchronous,
+// at the bus's speed, with no staging copy. The returned function unregisters it;
+// call it before unmapping the memory.
+func (d *Device) RegisterHost(b []byte) (func(), error) {
+	if len(b) == 0 {
+		return func() {}, nil
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cu.SetCurrentContext(d.ctx); err != nil {
+		return nil, d.fail("register host memory", err)
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if err := hostRegister(p, int64(len(b))); err != nil {
+		return nil, classify(fmt.Sprintf("page-lock %d bytes of shared memory", len(b)), err)
+	}
+	return func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if cu.SetCurrentContext(d.ctx) == nil {
+			_ = hostUnregister(p)
+		}
+	}, nil
+}
+
+// Launch runs fn with a Call on one of the device's lanes, waits for the Call's work,
+// returns its buffers to the pool and its resident data to the cache. output is where
+// the Call's Output memory comes from (the response's shared memory). It implements
+// the engine of a step's launches (step.Engine): its errors wrap server.ErrOutOfMemory
+// (the client splits the batch) or server.ErrFatal (the executor exits).
+func (d *Device) Launch(ctx context.Context, op string, output func(n int) ([]byte, error), fn func(c gpu.Call) error) error {
+	l, done, err := d.acquire(ctx)
 	if err != nil {
-		return err
+		return serverErr(err)
 	}
 	defer done()
-	inOff, inSize := pack(in)
-	outOff, outSize := pack(out)
-	if err := d.reserve(op, l, inSize, outSize, tmp); err != nil {
-		return err
+	c := &call{d: d, l: l, op: op, output: output}
+	err = fn(c)
+	if serr := l.stream.Synchronize(); serr != nil {
+		err = errors.Join(err, d.fail(op, serr))
 	}
-	if inSize > 0 {
-		if err := l.pinIn.ensure(inSize); err != nil {
-			return d.fail(op+": staging", err)
-		}
-		buf := l.pinIn.bytes()
-		for i, s := range in {
-			o := inOff[i]
-			for _, p := range s {
-				o += int64(copy(buf[o:], p))
-			}
-		}
-		if err := cu.MemcpyHtoDAsync(l.in.ptr, l.pinIn.ptr(), inSize, l.stream); err != nil {
-			return d.fail(op+": upload", err)
-		}
+	c.finish()
+	return serverErr(err)
+}
+
+// serverErr maps the device's errors onto the executor's.
+func serverErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrFatal):
+		return fmt.Errorf("%w: %w", server.ErrFatal, err)
+	case errors.Is(err, ErrOutOfMemory):
+		return fmt.Errorf("%w: %w", server.ErrOutOfMemory, err)
 	}
-	inPtr := make([]cu.DevicePtr, len(in))
-	for i, o := range inOff {
-		inPtr[i] = l.in.ptr + cu.DevicePtr(o)
+	return err
+}
+
+// call is the gpu.Call of one Launch.
+type call struct {
+	d      *Device
+	l      *lane
+	op     string
+	output func(n int) ([]byte, error)
+	bufs   []buf
+	res    []*resident
+}
+
+type buf struct {
+	p    cu.DevicePtr
+	size int64
+}
+
+var _ gpu.Call = (*call)(nil)
+
+// finish returns the call's buffers and resident data; the stream is idle.
+func (c *call) finish() {
+	for _, b := range c.bufs {
+		c.d.putBuf(b.p, b.size)
 	}
-	outPtr := make([]cu.DevicePtr, len(out))
-	for i, o := range outOff {
-		outPtr[i] = l.out.ptr + cu.DevicePtr(o)
+	c.bufs = nil
+	c.d.res.Lock()
+	for _, r := range c.res {
+		r.refs--
 	}
-	if err := body(l, inPtr, outPtr, l.tmp.ptr); err != nil {
-		// Wait for what was queued, so the lane's buffers are free for the next call.
-		if serr := l.stream.Synchronize(); serr != nil {
-			return d.fail(op, serr)
-		}
-		return err
+	c.d.res.Unlock()
+	c.res = nil
+}
+
+func (c *call) Alloc(n int64) (gpu.Ptr, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("cuda: %s: allocation of %d bytes", c.op, n)
 	}
-	if outSize > 0 {
-		if err := l.pinOut.ensure(outSize); err != nil {
-			return d.fail(op+": staging", err)
-		}
-		if err := cu.MemcpyDtoHAsync(l.pinOut.ptr(), l.out.ptr, outSize, l.stream); err != nil {
-			return d.fail(op+": download", err)
-		}
+	p, size, err := c.d.getBuf(c.op, max(n, 1))
+	if err != nil {
+		return 0, err
 	}
-	if err := l.stream.Synchronize(); err != nil {
-		return d.fail(op, err)
+	c.bufs = append(c.bufs, buf{p, size})
+	return gpu.Ptr(p), nil
+}
+
+func (c *call) Upload(host []byte) (gpu.Ptr, error) {
+	p, err := c.Alloc(int64(len(host)))
+	if err != nil {
+		return 0, err
 	}
-	buf := l.pinOut.bytes()
-	for i, s := range out {
-		o := outOff[i]
-		for _, p := range s {
-			o += int64(copy(p, buf[o:]))
-		}
+	return p, c.Copy(p, host)
+}
+
+// Copy enqueues a host-to-device copy on the call's stream. From page-locked memory
+// it is a DMA that runs asynchronously; from pageable memory the driver stages the
+// bytes and returns once host may be reused.
+func (c *call) Copy(dst gpu.Ptr, host []byte) error {
+	if len(host) == 0 {
+		return nil
+	}
+	err := cu.MemcpyHtoDAsync(cu.DevicePtr(dst), unsafe.Pointer(unsafe.SliceData(host)), int64(len(host)), c.l.stream)
+	if err != nil {
+		return c.d.fail(c.op+": upload", err)
 	}
 	return nil
 }
 
-// Launch geometry helpers.
-const (
-	blockThreads  = 256 // every kernel: 256 threads (8 warps) per block
-	rowsPerBlock  = 8   // row-wise kernels: one warp per row
-	blocksPerSM   = 32  // grid-stride kernels: enough blocks to fill the GPU, no more
-	maxGridBlocks = math.MaxInt32
-)
-
-// grid1D is the grid of a grid-stride kernel over n elements: one thread per element
-// up to 32 blocks of 256 per SM, beyond which threads loop.
-func (d *Device) grid1D(n int64) int {
-	return int(max(1, min((n+blockThreads-1)/blockThreads, int64(blocksPerSM*d.info.SMs))))
+// Download enqueues a device-to-host copy; into page-locked memory (the response's
+// shared memory) it completes when the stream does, into pageable memory before it
+// returns.
+func (c *call) Download(host []byte, src gpu.Ptr) error {
+	if len(host) == 0 {
+		return nil
+	}
+	err := cu.MemcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(host)), cu.DevicePtr(src), int64(len(host)), c.l.stream)
+	if err != nil {
+		return c.d.fail(c.op+": download", err)
+	}
+	return nil
 }
 
-// gridRows is the grid of a one-warp-per-row kernel.
-func gridRows(rows int64) int { return int((rows + rowsPerBlock - 1) / rowsPerBlock) }
-
-// launch enqueues kernel k on the lane's stream with grid blocks of block threads.
-// Every argument is a cu.DevicePtr, an int64 (int) or a float64, matching the
-// kernels' 8-byte parameters (cu's Launch copies 8 bytes per parameter).
-func (d *Device) launch(l *lane, k kernel, grid, block int, args ...any) error {
+// Launch enqueues kernel k. Every argument is a gpu.Ptr, an int64, an int or a
+// float64, matching the kernels' 8-byte parameters (cu's Launch copies 8 bytes per
+// parameter).
+func (c *call) Launch(k gpu.Kernel, grid, block int, args ...any) error {
+	fn, err := c.d.function(k)
+	if err != nil {
+		return err
+	}
 	slots := make([]uint64, len(args))
 	params := make([]unsafe.Pointer, len(args))
 	for i, a := range args {
 		switch v := a.(type) {
-		case cu.DevicePtr:
+		case gpu.Ptr:
 			slots[i] = uint64(v)
 		case int64:
 			slots[i] = uint64(v)
@@ -732,87 +733,115 @@ func (d *Device) launch(l *lane, k kernel, grid, block int, args ...any) error {
 		case float64:
 			slots[i] = math.Float64bits(v)
 		default:
-			panic(fmt.Sprintf("cuda: kernel %s: argument %d is a %T", k.name, i, a))
+			return fmt.Errorf("cuda: kernel %s: argument %d is a %T", k, i, a)
 		}
 		params[i] = unsafe.Pointer(&slots[i])
 	}
-	if grid < 1 || grid > maxGridBlocks {
-		return fmt.Errorf("cuda: kernel %s: %d blocks", k.name, grid)
+	if grid < 1 || grid > math.MaxInt32 || block < 1 || block > 1024 {
+		return fmt.Errorf("cuda: kernel %s: grid %d, block %d", k, grid, block)
 	}
-	if err := k.fn.Launch(grid, 1, 1, block, 1, 1, 0, l.stream, params); err != nil {
-		return d.fail("launch "+k.name, err)
+	if err := fn.Launch(grid, 1, 1, block, 1, 1, 0, c.l.stream, params); err != nil {
+		return c.d.fail("launch "+k.String(), err)
 	}
+	runtime.KeepAlive(slots)
 	return nil
 }
 
-// gemm enqueues the column-major cuBLAS product C = op(A) op(B) (alpha 1, beta 0; C
-// is m x n, op(A) m x k, op(B) k x n) after the work queued on the lane's stream and
-// before the work queued on it next. cu/blas offers no way to set the handle's
-// stream, so cuBLAS runs on the legacy default stream; the lanes' streams are
-// non-blocking (no implicit synchronisation with it), so two events order the two:
-// the default stream waits for evIn (recorded after the lane's uploads), and the
-// lane waits for evOut (recorded after the Sgemm). blasMu makes the three steps one
-// sequence on the default stream, so that lanes do not wait for each other's
-// uploads. No TF32: cuBLAS's default math mode keeps Sgemm in full float32.
-func (d *Device) gemm(l *lane, op string, tA, tB blas.Transpose, m, n, k int, a cu.DevicePtr, lda int, b cu.DevicePtr, ldb int, c cu.DevicePtr, ldc int) error {
+// Gemm enqueues the row-major product on the lane's cuBLAS handle (bound to the
+// lane's stream). cuBLAS is column-major: a row-major r x c matrix is, to it, the
+// column-major c x r transpose, so C = op(A) op(B) is computed as
+// C^T = op(B)^T op(A)^T: cuBLAS's A is our B, its B our A, m and n swap.
+func (c *call) Gemm(transA, transB bool, m, n, k int, a gpu.Ptr, lda int, b gpu.Ptr, ldb int, cc gpu.Ptr, ldc int) error {
 	for _, v := range []int{m, n, k, lda, ldb, ldc} {
 		if v < 1 || v > math.MaxInt32 {
-			return fmt.Errorf("cuda: %s: matrix dimension %d out of cuBLAS's range", op, v)
+			return fmt.Errorf("cuda: %s: matrix dimension %d out of cuBLAS's range", c.op, v)
 		}
 	}
-	if err := l.evIn.Record(l.stream); err != nil {
-		return d.fail(op+": record", err)
-	}
-	aLen, bLen := lda*k, ldb*n
-	if tA != blas.NoTrans {
-		aLen = lda * m
-	}
-	if tB != blas.NoTrans {
-		bLen = ldb * k
-	}
-	d.blasMu.Lock()
-	defer d.blasMu.Unlock()
-	if err := cu.NoStream.Wait(l.evIn, 0); err != nil {
-		return d.fail(op+": wait", err)
-	}
-	d.blas.Sgemm(tA, tB, m, n, k, 1, deviceFloats(a, aLen), lda, deviceFloats(b, bLen), ldb, 0, deviceFloats(c, ldc*n), ldc)
-	if err := d.blas.Err(); err != nil {
-		// cu/blas keeps the first error in the handle: replace it.
-		_ = d.blas.Close()
-		nb := new(cublas.Standard)
-		if ierr := nb.Init(); ierr != nil {
-			return d.fail(op+": Sgemm", errors.Join(err, ierr))
+	if err := c.l.blas.sgemm(transB, transA, n, m, k, b, ldb, a, lda, cc, ldc); err != nil {
+		// A failed product may hide a sticky error: the stream's sync tells.
+		if serr := c.l.stream.Synchronize(); serr != nil {
+			return c.d.fail(c.op+": Sgemm", serr)
 		}
-		d.blas = nb
-		// A failed launch may hide a sticky error: the context's next sync tells.
-		if serr := cu.Synchronize(); serr != nil {
-			return d.fail(op+": Sgemm", serr)
-		}
-		return d.fail(op+": Sgemm", err)
-	}
-	if err := l.evOut.Record(cu.NoStream); err != nil {
-		return d.fail(op+": record", err)
-	}
-	if err := l.stream.Wait(l.evOut, 0); err != nil {
-		return d.fail(op+": wait", err)
+		return classify(c.op+": Sgemm", err)
 	}
 	return nil
 }
 
-func roundUp(n, m int64) int64 { return (n + m - 1) / m * m }
-
-// asBytes views a slice's memory as bytes (no copy).
-func asBytes[T uint8 | uint16 | int32 | float32 | float64](s []T) []byte {
-	if len(s) == 0 {
-		return nil
+// Resident returns the device memory kept under key, filling it on the call's
+// stream the first time (and waiting for the fill, so that other lanes see it done).
+// Two calls that need a new key at once: the second waits for the first's fill.
+func (c *call) Resident(key any, size int64, fill func(gpu.Call, gpu.Ptr) error) (gpu.Ptr, error) {
+	d := c.d
+	for {
+		d.res.Lock()
+		r, ok := d.res.m[key]
+		if ok {
+			select {
+			case <-r.ready:
+				if r.err == nil {
+					r.refs++
+					d.res.clock++
+					r.last = d.res.clock
+					d.res.Unlock()
+					c.res = append(c.res, r)
+					return gpu.Ptr(r.ptr), nil
+				}
+				d.res.Unlock()
+				return 0, r.err
+			default:
+			}
+			d.res.Unlock()
+			<-r.ready // another call is filling it
+			continue
+		}
+		r = &resident{key: key, size: size, refs: 1, ready: make(chan struct{})}
+		d.res.m[key] = r
+		d.res.Unlock()
+		p, err := d.allocRoom(c.op+": resident data", max(size, 1))
+		if err == nil {
+			r.ptr = p
+			if err = fill(c, gpu.Ptr(p)); err == nil {
+				if serr := c.l.stream.Synchronize(); serr != nil {
+					err = d.fail(c.op+": resident data", serr)
+				}
+			}
+		}
+		d.res.Lock()
+		if err != nil {
+			delete(d.res.m, key)
+			if r.ptr != 0 {
+				_ = d.free(r.ptr, size)
+				r.ptr = 0
+			}
+			r.err = err
+			close(r.ready)
+			d.res.Unlock()
+			return 0, err
+		}
+		d.res.clock++
+		r.last = d.res.clock
+		d.res.bytes += size
+		close(r.ready)
+		d.res.Unlock()
+		c.res = append(c.res, r)
+		return gpu.Ptr(p), nil
 	}
-	var zero T
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(zero)))
 }
 
-func boolInt(b bool) int64 {
-	if b {
-		return 1
+func (c *call) Output(n int) ([]byte, error) {
+	if c.output == nil {
+		return make([]byte, n), nil
 	}
-	return 0
+	return c.output(n)
+}
+
+func (c *call) Sync() error {
+	if err := c.l.stream.Synchronize(); err != nil {
+		return c.d.fail(c.op, err)
+	}
+	return nil
+}
+
+func (c *call) Device() gpu.Info {
+	return gpu.Info{Name: c.d.info.Name, SMs: c.d.info.SMs, ComputeMajor: c.d.info.ComputeMajor, ComputeMinor: c.d.info.ComputeMinor}
 }

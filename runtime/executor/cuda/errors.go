@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-
-	cublas "gorgonia.org/cu/blas"
 )
 
 // ErrOutOfMemory is matched (errors.Is) by every out-of-memory failure: a request
@@ -98,8 +96,8 @@ func classify(op string, err error) error {
 			return &FatalError{Op: op, Err: err}
 		}
 	}
-	var st cublas.Status
-	if errors.As(err, &st) && st == cublas.AllocFailed {
+	var st blasStatus
+	if errors.As(err, &st) && st == blasAllocFailed {
 		return &OutOfMemoryError{Op: op, Err: err}
 	}
 	return fmt.Errorf("cuda: %s: %w", op, err)

@@ -1,15 +1,20 @@
 // Package executortest lets a test binary serve as the GPU executor, so
-// that tests run steps with --backend=gpu through a real second process (the
-// CPU reference ops, over the real protocol and shared memory) without
-// building the executor binary.
+// that tests run ops through a real second process (over the real protocol
+// and shared memory) without building an executor binary. It serves the
+// generic test ops of package testops (echo, sum_f32, sleep, crash, fatal)
+// and the ops the test gives; steptest.MaybeServe gives every registered
+// step's reference op.
 //
 // In the test package:
 //
 //	func TestMain(m *testing.M) {
-//		executortest.MaybeServe() // in the child: serve, then exit
-//		executortest.Use()        // in the parent: GPU ops go to a child
-//		ptest.Main(m)
+//		executortest.MaybeServe(nil) // in the child: serve, then exit
+//		path := executortest.Use()   // in the parent: the executor to start
+//		os.Exit(m.Run())
 //	}
+//
+// The test ops are served only by such test builds, never by an executor a
+// worker runs.
 package executortest
 
 import (
@@ -20,7 +25,6 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
-	"github.com/beamgpu/beamgpu/runtime/executor/stepops"
 	"github.com/beamgpu/beamgpu/runtime/executor/testops"
 )
 
@@ -33,9 +37,10 @@ const (
 	markEnv   = "BEAMGPU_EXECUTORTEST_CRASH_MARK"
 )
 
-// MaybeServe, in a process started as an executor by Use, registers the
-// reference ops, serves, and exits; elsewhere it returns at once.
-func MaybeServe() {
+// MaybeServe, in a process started as an executor by Use, serves the test
+// ops and the ops that ops returns (nil: none), then exits; elsewhere it
+// returns at once. ops is called only in the executor process.
+func MaybeServe(ops func() []server.Op) {
 	if os.Getenv(env) != "1" {
 		return
 	}
@@ -44,7 +49,11 @@ func MaybeServe() {
 	}
 	crashAt, _ := strconv.Atoi(os.Getenv(crashEnv))
 	var calls atomic.Int64
-	for _, op := range stepops.ReferenceOps() {
+	var served []server.Op
+	if ops != nil {
+		served = ops()
+	}
+	for _, op := range served {
 		if crashAt != 0 {
 			op = crashingOp{Op: op, at: int64(crashAt), calls: &calls, mark: os.Getenv(markEnv)}
 		}
@@ -63,21 +72,19 @@ func MaybeServe() {
 	os.Exit(executor.Main(b, args, os.Stdout, os.Stderr))
 }
 
-// Use points the steps' GPU implementations at this test binary (started
-// again as an executor) and returns its path, for backend.Config.Executor
-// through stepops.Executor.
+// Use marks the executors this process starts as test executors and
+// returns the path of this test binary, to start as one.
 func Use() string {
 	os.Setenv(env, "1") // inherited by the executors this process starts
 	path, err := os.Executable()
 	if err != nil {
 		path = os.Args[0]
 	}
-	stepops.SetExecutor(path)
 	return path
 }
 
 // CrashAlways makes the executors this process starts next die in every
-// step op (on), as an executor on a machine whose GPU is gone would.
+// op given to MaybeServe (on), as an executor on a machine whose GPU is gone would.
 func CrashAlways(on bool) {
 	if on {
 		os.Setenv(crashEnv, "-1")
@@ -87,7 +94,7 @@ func CrashAlways(on bool) {
 }
 
 // CrashOnce makes the next executor this process starts die (exit status
-// 86, as if killed) in the middle of its n-th step op, before writing any
+// 86, as if killed) in the middle of its n-th call of an op given to MaybeServe, before writing any
 // output; the executor started after it does not crash. mark is a file path
 // that records the crash.
 func CrashOnce(n int, mark string) {

@@ -45,6 +45,11 @@ type Config struct {
 	// unwritten is caught by the equivalence tests instead of passing on
 	// stale data.
 	Poison bool
+	// OnArena, when set, is called with each arena a connection maps (the
+	// CUDA executor page-locks it, once per arena, so that batches move
+	// between it and the device by DMA); the function it returns is called
+	// before the arena is unmapped. An error refuses the arena.
+	OnArena func(data []byte) (release func(), err error)
 }
 
 // Server serves ops over the executor protocol.
@@ -265,6 +270,7 @@ type conn struct {
 	// Used only by the serving goroutine.
 	arena   *shm.Arena
 	arenaID uint32
+	release func() // OnArena's, for arena
 	pid     uint32
 }
 
@@ -324,9 +330,7 @@ func (c *conn) serve() {
 	defer c.s.connWG.Done()
 	defer func() {
 		c.close()
-		if c.arena != nil {
-			c.arena.Close()
-		}
+		c.dropArena()
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
@@ -427,16 +431,34 @@ func (c *conn) handshake() error {
 func (c *conn) attach(m protocol.Arena, fd int) error {
 	ack := protocol.ArenaAck{ID: m.ID}
 	a, err := shm.Map(fd, int64(m.Size))
-	if err != nil {
+	var release func()
+	if err == nil && c.s.cfg.OnArena != nil {
+		if release, err = c.s.cfg.OnArena(a.Bytes()); err != nil {
+			a.Close()
+			err = fmt.Errorf("arena of %d bytes: %w", m.Size, err)
+		}
+	} else if err != nil {
 		os.NewFile(uintptr(fd), "").Close()
+	}
+	if err != nil {
 		ack.Status, ack.Message = protocol.StatusError, err.Error()
 	} else {
-		if c.arena != nil {
-			c.arena.Close()
-		}
-		c.arena, c.arenaID = a, m.ID
+		c.dropArena()
+		c.arena, c.arenaID, c.release = a, m.ID, release
 	}
 	return c.pc.Send(ack)
+}
+
+// dropArena releases (OnArena's release) and unmaps the connection's arena.
+func (c *conn) dropArena() {
+	if c.release != nil {
+		c.release()
+		c.release = nil
+	}
+	if c.arena != nil {
+		c.arena.Close()
+		c.arena = nil
+	}
 }
 
 func overlap(a, b protocol.Ref) bool {

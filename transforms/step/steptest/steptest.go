@@ -1,6 +1,13 @@
-// Package steptest checks the contracts every registered step makes: its
-// stub returns the CPU output's type and shape. It is used by the tests of
-// package stubs for every step, and by any family's own tests.
+// Package steptest checks the contracts every registered step makes, for
+// the tests of package stubs, of the families, and of anyone's steps:
+//
+//   - its stub returns the CPU output's type and shape (CheckStubContract);
+//   - its GPU implementation, through a real out-of-process executor,
+//     computes what its CPU function computes within its tolerance (Equal;
+//     the test binary serves as the reference executor, MaybeServe);
+//   - its CUDA launch, run against a gpu.Recorder, launches kernels that
+//     exist in its family's PTX with the right arguments (CheckLaunch; in a
+//     build with the cuda tag, no GPU needed).
 package steptest
 
 import (
@@ -9,44 +16,79 @@ import (
 	"testing"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
 // SameShape reports how a and b differ in type or shape; see step.SameShape.
 func SameShape(a, b any) error { return step.SameShape(a, b) }
 
-// Equal reports how a GPU output differs from the CPU's beyond tol; see step.Compare.
-func Equal(cpu, gpu any, tol step.Tolerance) error { return step.Compare(cpu, gpu, tol) }
+// Equal reports how the GPU output of in differs from the CPU's beyond tol
+// (step.CompareWith).
+func Equal(in, cpu, gpu any, tol step.Tolerance) error { return step.CompareWith(in, cpu, gpu, tol) }
 
-// Apply runs the implementation kind of the registered step name on in.
-func Apply(name string, kind backend.Kind, in any) (any, error) {
-	fn, err := step.Impl(name, kind)
-	if err != nil {
-		return nil, err
-	}
-	out := reflect.ValueOf(fn).Call([]reflect.Value{reflect.ValueOf(in)})
-	if e, _ := out[1].Interface().(error); e != nil {
-		return nil, e
-	}
-	return out[0].Interface(), nil
-}
+// Apply runs the implementation kind of step s on in.
+func Apply(s step.Any, kind backend.Kind, in any) (any, error) { return s.Apply(kind, in) }
 
-// CheckStubContract runs the CPU implementation and the stub of step d on
-// d.Sample() and fails t unless both succeed with outputs of one type and shape.
-func CheckStubContract(t testing.TB, d step.Def) {
+// CheckStubContract runs the CPU implementation and the stub of step s on
+// its sample and fails t unless both succeed with outputs of one type and
+// shape.
+func CheckStubContract(t testing.TB, s step.Any) {
 	t.Helper()
-	in := d.Sample()
-	cpu, err := Apply(d.Name, backend.CPU, in)
+	in := s.SampleInput()
+	cpu, err := s.Apply(backend.CPU, in)
 	if err != nil {
-		t.Fatalf("step %s: CPU on its sample: %v", d.Name, err)
+		t.Fatalf("step %s: CPU on its sample: %v", s.Name(), err)
 	}
-	stub, err := Apply(d.Name, backend.Stub, in)
+	stub, err := s.Apply(backend.Stub, in)
 	if err != nil {
-		t.Fatalf("step %s: stub on its sample: %v", d.Name, err)
+		t.Fatalf("step %s: stub on its sample: %v", s.Name(), err)
 	}
 	if err := SameShape(cpu, stub); err != nil {
-		t.Fatalf("step %s: stub output differs from the CPU output in type or shape: %v", d.Name, err)
+		t.Fatalf("step %s: stub output differs from the CPU output in type or shape: %v", s.Name(), err)
 	}
+}
+
+// CheckLaunch runs the CUDA launch of step s on its sample against a
+// gpu.Recorder and fails t unless it runs: every kernel it launches is in
+// its module's PTX with the number of arguments passed, and every device
+// address it uses lies in memory it holds. The outputs are not checked (no
+// kernel runs). It returns the recorder, to look at the launches.
+func CheckLaunch(t testing.TB, s step.Any) *gpu.Recorder {
+	t.Helper()
+	if !s.HasLaunch() {
+		t.Fatalf("step %s: GPU op %s has no CUDA launch registered", s.Name(), s.Backend().GPUOp)
+	}
+	r := gpu.NewRecorder()
+	if _, err := s.ApplyLaunch(r, s.SampleInput()); err != nil {
+		t.Fatalf("step %s: launch on its sample: %v", s.Name(), err)
+	}
+	return r
+}
+
+// MaybeServe, in a test binary started again as the reference executor (by
+// UseExecutor), serves the reference op of every registered GPU step (and
+// the transport's test ops), then exits; elsewhere it returns at once. Call
+// it first thing in TestMain.
+func MaybeServe() {
+	executortest.MaybeServe(func() []server.Op {
+		var ops []server.Op
+		for _, s := range step.All() {
+			if op := s.ReferenceOp(); op != nil {
+				ops = append(ops, op)
+			}
+		}
+		return ops
+	})
+}
+
+// UseExecutor points the steps' GPU implementations at this test binary,
+// started again as the reference executor, and returns the backend.Executor
+// for backend.Config.Executor.
+func UseExecutor() backend.Executor {
+	return step.UseExecutor(executortest.Use())
 }
 
 // AllZero reports the first non-zero computed number inside v (a stub's

@@ -2,10 +2,10 @@
 
 // Command cudaprobe opens a GPU with the executor's device layer
 // (runtime/executor/cuda) and prints what it found: name, compute capability, SMs,
-// the CUDA version the driver supports, memory, the budget, MPS. Opening loads the
-// steps' PTX, which the driver JIT-compiles for the GPU, so a successful probe also
-// shows that the kernels load; -check then runs one small call of each kind and
-// compares it with the CPU formula.
+// the CUDA version the driver supports, memory, the budget, MPS. -check then runs a
+// copy there and back, page-locked and not, and a small cuBLAS product through the
+// device layer, and checks the results. (The steps' kernels are checked by the
+// executor's selftest, which loads their modules.)
 //
 //	cudaprobe [-device 0] [-budget_mib 0] [-check]
 //
@@ -16,19 +16,20 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
+	"slices"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/cuda"
-	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 )
 
 func main() {
 	ordinal := flag.Int("device", 0, "GPU ordinal")
 	budget := flag.Int64("budget_mib", 0, "device memory budget in MiB (0: 90% of the free memory)")
-	check := flag.Bool("check", false, "run a small call of each kind and compare it with the CPU")
+	check := flag.Bool("check", false, "copy there and back and run a small product, and check them")
 	flag.Parse()
 	d, err := cuda.Open(*ordinal, *budget<<20)
 	if err != nil {
@@ -47,44 +48,51 @@ func main() {
 	}
 }
 
-// smoke runs one tiny call per kind of kernel (elementwise, row-wise, cuBLAS +
-// kernel, kNN) and checks the results.
+// smoke copies to the device and back (pageable, then page-locked) and runs a
+// 2x3 by 3x2 product.
 func smoke(d *cuda.Device) error {
-	toa, err := d.TOA([]uint16{0, 1, 10000}, 2e-5, -0.1)
+	x := []float32{1, 2, 3, 4, 5, 6}
+	w := []float32{1, 0, 0, 1, 1, 1}
+	locked := make([]byte, 1<<16)
+	release, err := d.RegisterHost(locked)
+	if err != nil {
+		return fmt.Errorf("page-lock: %w", err)
+	}
+	defer release()
+	var back, y []float32
+	err = d.Launch(context.Background(), "cudaprobe", func(n int) ([]byte, error) { return locked[:n], nil }, func(c gpu.Call) error {
+		dx, err := gpu.Upload(c, x)
+		if err != nil {
+			return err
+		}
+		dw, err := gpu.Upload(c, w)
+		if err != nil {
+			return err
+		}
+		dy, err := c.Alloc(16)
+		if err != nil {
+			return err
+		}
+		if err := c.Gemm(false, false, 2, 2, 3, dx, 3, dw, 2, dy, 2); err != nil {
+			return err
+		}
+		back = make([]float32, len(x))
+		if err := gpu.Download(c, back, dx); err != nil {
+			return err
+		}
+		if y, err = gpu.Output[float32](c, 4); err != nil {
+			return err
+		}
+		return gpu.Download(c, y, dy)
+	})
 	if err != nil {
 		return err
 	}
-	if !math.IsNaN(float64(toa[0])) || toa[1] != float32(2e-5-0.1) || toa[2] != float32(10000*2e-5-0.1) {
-		return fmt.Errorf("toa: %v", toa)
+	if !slices.Equal(back, x) {
+		return fmt.Errorf("copy there and back: %v, want %v", back, x)
 	}
-	sm, err := d.Softmax([]float32{0, 0, float32(math.Log(2))}, 1, 3)
-	if err != nil {
-		return err
-	}
-	if math.Abs(float64(sm[2])-0.5) > 1e-6 || math.Abs(float64(sm[0])-0.25) > 1e-6 {
-		return fmt.Errorf("softmax: %v", sm)
-	}
-	y, err := d.Dense([]float32{1, 2, 3, 4, 5, 6}, 2, []float32{1, 0, 0, 1, 1, 1}, []float32{0.5, -20}, 3, 2, true)
-	if err != nil {
-		return err
-	}
-	if want := []float32{4.5, 0, 10.5, 0}; fmt.Sprint(y) != fmt.Sprint(want) {
-		return fmt.Errorf("dense: %v, want %v", y, want)
-	}
-	ref, err := d.UploadReference([]float32{0, 0, 1, 0, 0, 1, 1, 1}, 4, 2)
-	if err != nil {
-		return err
-	}
-	defer ref.Free()
-	idx, dist, err := d.KNN([]float32{0.9, 0.8}, 1, ref, 2)
-	if err != nil {
-		return err
-	}
-	if idx[0] != 3 || math.Abs(float64(dist[0])-0.05) > 1e-6 {
-		return fmt.Errorf("knn: %v %v", idx, dist)
-	}
-	if _, err := d.Standardize([]float32{255}, 1, 1, tensor.Scaler{Mode: tensor.ScaleUnit}); err != nil {
-		return err
+	if want := []float32{4, 5, 10, 11}; !slices.Equal(y, want) {
+		return fmt.Errorf("product: %v, want %v", y, want)
 	}
 	return nil
 }

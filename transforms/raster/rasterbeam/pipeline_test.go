@@ -1,4 +1,4 @@
-package raster_test
+package rasterbeam_test
 
 import (
 	"fmt"
@@ -11,10 +11,13 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/raster"
+	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
 	register.Function1x1(fingerprint)
@@ -55,19 +58,19 @@ func TestStepsOnPrismMatchWholeSceneComputation(t *testing.T) {
 	}
 	want = append(want, fingerprint(ndvi))
 
-	sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Steps()})
+	sel := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Backends(rasterbeam.Steps...)})
 	opt := step.Using(sel)
 	bad := t.TempDir() // not a scene: fails in the read step
 	p, s := beam.NewPipelineWithRoot()
 	refs := beam.Create(s, raster.SceneRef{Dir: raster.SampleSceneDir(), TileSize: 16, Bands: raster.DefaultBands},
 		raster.SceneRef{Dir: bad, TileSize: 16, Bands: raster.DefaultBands})
-	dn, readFailed := raster.Read(s, refs, opt)
+	dn, readFailed := rasterbeam.Read(s, refs, opt)
 	passert.Count(s, dn, "tiles", 9)
-	reflTiles, toaFailed := raster.ReflectanceTOA(s, dn, opt)
-	ndviTiles, ndviFailed := raster.NDVI(s, reflTiles, opt)
-	rgba, compFailed := raster.Composite(s, reflTiles, raster.CompositeParams{}, opt)
+	reflTiles, toaFailed := rasterbeam.ReflectanceTOA(s, dn, opt)
+	ndviTiles, ndviFailed := rasterbeam.NDVI(s, reflTiles, opt)
+	rgba, compFailed := rasterbeam.Composite(s, reflTiles, raster.CompositeParams{}, opt)
 	passert.Count(s, rgba, "picture tiles", 9)
-	planes, asmFailed := raster.AssemblePlanes(s, beam.Flatten(s, reflTiles, ndviTiles), opt)
+	planes, asmFailed := rasterbeam.AssemblePlanes(s, beam.Flatten(s, reflTiles, ndviTiles), opt)
 	passert.Equals(s, beam.ParDo(s, fingerprint, planes), want...)
 	passert.Equals(s, beam.ParDo(s, failureStep, readFailed), "read: "+bad)
 	for _, f := range []beam.PCollection{toaFailed, ndviFailed, compFailed, asmFailed} {

@@ -1,0 +1,73 @@
+package step
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/beamgpu/beamgpu/runtime/backend"
+)
+
+// Option configures how a step is constructed in a pipeline.
+type Option func(*Options)
+
+// Options are the construction options of a step; see Using.
+type Options struct {
+	// Selector resolves the step's implementation; nil means Default().
+	Selector *backend.Selector
+}
+
+// Using makes the step resolve its implementation with sel (and so appear in
+// sel's explain report). Without it, the process default selector is used.
+func Using(sel *backend.Selector) Option { return func(o *Options) { o.Selector = sel } }
+
+// Apply applies opts.
+func ApplyOptions(opts ...Option) Options {
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.Selector == nil {
+		o.Selector = Default()
+	}
+	return o
+}
+
+var (
+	defaultMu  sync.Mutex
+	defaultSel *backend.Selector
+)
+
+// SetDefault sets the selector used by steps constructed without Using.
+func SetDefault(sel *backend.Selector) {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	defaultSel = sel
+}
+
+// Default returns the process default selector: the one given to SetDefault,
+// else --backend=auto with no executor.
+func Default() *backend.Selector {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if defaultSel == nil {
+		defaultSel = backend.MustNew(backend.Config{})
+	}
+	return defaultSel
+}
+
+// Resolve chooses the implementation of s with the selector of opts (and
+// records it in the selector's explain report). It returns an error, which a
+// PTransform turns into a panic at construction as beam.ParDo does, when the
+// chosen implementation cannot be had (a stub whose package was not
+// imported) or the step is not one the selector's pipeline declared.
+func Resolve(s Any, opts ...Option) (backend.Decision, error) {
+	o := ApplyOptions(opts...)
+	d, err := o.Selector.Resolve(s.Backend())
+	if err != nil {
+		return d, err
+	}
+	if d.Impl == backend.Stub && !s.HasStub() {
+		return d, fmt.Errorf("step %q has no stub registered: import its family's stubs package (github.com/beamgpu/beamgpu/stubs/...)", s.Name())
+	}
+	return d, nil
+}

@@ -1,0 +1,161 @@
+package stepbeam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamruntime "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
+)
+
+func init() {
+	beam.RegisterType(reflect.TypeOf((*step.Failure)(nil)).Elem())
+	register.Emitter1[step.Failure]()
+	// On a worker, the job's GPU sharing (how many SDK processes share the
+	// GPU, set by the launcher) arrives as a pipeline option; the executor
+	// this process starts is configured with it.
+	client.SetSharingSource(func() string { return beamruntime.GlobalOptions.Get(client.OptionSharing) })
+	// Steps read files through package files: in a Beam binary, through
+	// Beam's filesystems (local, gs://, memfs://, whatever the binary links).
+	files.Register(func(ctx context.Context, path string) (files.FS, error) { return filesystem.New(ctx, path) })
+}
+
+// Namespace is the Beam metrics namespace of every step counter.
+const Namespace = "beamgpu"
+
+// Metric names, each prefixed by the step name and a dot: "ndvi.items".
+const (
+	MetricBatches  = "batches"
+	MetricItems    = "items"
+	MetricBytes    = "bytes"
+	MetricFailures = "failures"
+	MetricFallback = "gpu_fallbacks"
+	MetricKernelNS = "kernel_ns"
+)
+
+// Exec is a step's resolved implementation, as a DoFn carries it (its
+// exported fields are serialized with the DoFn), with the step's metrics.
+type Exec[In, Out any] struct {
+	Step string
+	Impl backend.Kind
+	// Fallback is set when the GPU was chosen by --backend=auto: a batch
+	// whose GPU op cannot be had (step.ErrGPUUnavailable) runs on the CPU,
+	// and the step's gpu_fallbacks metric counts it.
+	Fallback bool
+
+	s  *step.Step[In, Out]
+	fn func(context.Context, In) (Out, error)
+	m  Metrics
+}
+
+// Metrics are a step's Beam metrics.
+type Metrics struct {
+	batches, items, bytes, failures, fallbacks beam.Counter
+	kernel                                     beam.Distribution
+}
+
+// NewMetrics returns the metrics of the step called name; call it from a
+// DoFn's Setup.
+func NewMetrics(name string) Metrics {
+	p := name + "."
+	return Metrics{
+		batches:   beam.NewCounter(Namespace, p+MetricBatches),
+		items:     beam.NewCounter(Namespace, p+MetricItems),
+		bytes:     beam.NewCounter(Namespace, p+MetricBytes),
+		failures:  beam.NewCounter(Namespace, p+MetricFailures),
+		fallbacks: beam.NewCounter(Namespace, p+MetricFallback),
+		kernel:    beam.NewDistribution(Namespace, p+MetricKernelNS),
+	}
+}
+
+// Record updates the metrics for one batch: items and bytes in, the time in
+// the implementation, and whether it failed.
+func (m Metrics) Record(ctx context.Context, items, bytes int, took time.Duration, failed bool) {
+	m.kernel.Update(ctx, took.Nanoseconds())
+	m.batches.Inc(ctx, 1)
+	m.items.Inc(ctx, int64(items))
+	m.bytes.Inc(ctx, int64(bytes))
+	if failed {
+		m.failures.Inc(ctx, 1)
+	}
+}
+
+// FellBack counts a batch that ran on the CPU because its GPU op could not
+// be had.
+func (m Metrics) FellBack(ctx context.Context) { m.fallbacks.Inc(ctx, 1) }
+
+// NewExec resolves s (with the selector of opts) into the Exec its DoFn
+// carries. It panics, as beam.ParDo does on an invalid DoFn, when the
+// implementation cannot be had or the pipeline did not declare the step.
+func NewExec[In, Out any](s *step.Step[In, Out], opts ...step.Option) Exec[In, Out] {
+	d, err := step.Resolve(s, opts...)
+	if err != nil {
+		panic(err.Error())
+	}
+	return Exec[In, Out]{Step: s.Name(), Impl: d.Impl, Fallback: d.Impl == backend.GPU && d.Requested == backend.Auto}
+}
+
+// Setup finds the implementation and the metrics; call it from the DoFn's
+// Setup.
+func (e *Exec[In, Out]) Setup() error {
+	a, ok := step.Lookup(e.Step)
+	if !ok {
+		return fmt.Errorf("step %q is not registered in this binary: import its family", e.Step)
+	}
+	s, ok := a.(*step.Step[In, Out])
+	if !ok {
+		return fmt.Errorf("step %q is not a step from %T to %T", e.Step, *new(In), *new(Out))
+	}
+	e.s = s
+	fn, err := s.ImplContext(e.Impl)
+	if err != nil {
+		return err
+	}
+	e.fn = fn
+	e.m = NewMetrics(e.Step)
+	return nil
+}
+
+// Run applies the step to one batch: it times the implementation, updates
+// the metrics, and on error (or panic) emits a Failure naming the input and
+// returns ok=false. ctx reaches the GPU executor call (cancellation).
+func (e *Exec[In, Out]) Run(ctx context.Context, in In, fail func(step.Failure)) (out Out, ok bool) {
+	if e.fn == nil {
+		panic(fmt.Sprintf("step %q: Exec used before Setup", e.Step))
+	}
+	start := time.Now()
+	out, err := e.call(ctx, in)
+	if err != nil && e.Fallback && errors.Is(err, step.ErrGPUUnavailable) {
+		e.m.FellBack(ctx)
+		out, err = step.Call(e.s.Def().CPU, in)
+	}
+	items, bytes := 0, 0
+	if s, sized := any(in).(step.Sized); sized {
+		items, bytes = s.Items(), s.Bytes()
+	}
+	e.m.Record(ctx, items, bytes, time.Since(start), err != nil)
+	if err != nil {
+		fail(step.NewFailure(e.Step, in, err))
+		return out, false
+	}
+	return out, true
+}
+
+func (e *Exec[In, Out]) call(ctx context.Context, in In) (out Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return e.fn(ctx, in)
+}
