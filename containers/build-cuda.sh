@@ -125,6 +125,23 @@ go test -tags cuda -c -o /dev/null ./runtime/executor/cuda/
 launch_tests=(./transforms/raster/ ./transforms/tensor/)
 echo "build-cuda: go test -tags cuda -run Launch ${launch_tests[*]} (no GPU needed)" >&2
 go test -tags cuda -count=1 -run 'Launch' "${launch_tests[@]}"
+# A step from another module (integration/testdata/clipstep, assembled as
+# TestAStepFromAnotherModule assembles it, with a replace directive to this
+# checkout): its launch behind the cuda tag and its executor compile against the
+# headers too, and its launch's check runs.
+mod=$(mktemp -d)
+trap 'rm -rf "$mod"' EXIT
+cp -R integration/testdata/clipstep/. "$mod/"
+printf 'module example.com/clipstep\n\ngo 1.26\n\nrequire github.com/beamgpu/beamgpu v0.0.0\n\nreplace github.com/beamgpu/beamgpu => %s\n' "$PWD" >"$mod/go.mod"
+cp go.sum "$mod/go.sum"
+echo "build-cuda: a step from another module: go build, vet and test -tags cuda ./clip ./cmd/clip-executor" >&2
+(
+	cd "$mod"
+	export GOFLAGS=-mod=mod GOWORK=off
+	go build -tags cuda -o /dev/null ./cmd/clip-executor
+	go vet -tags cuda ./clip/ ./cmd/clip-executor
+	go test -tags cuda -count=1 -run Launch ./clip/
+)
 if [[ -n $out ]]; then
 	echo "build-cuda: binaries in $out" >&2
 fi

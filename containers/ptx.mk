@@ -22,7 +22,7 @@ CUDA_HEADERS   ?= containers/cuda-headers.sh
 PTX_ARCH       ?= compute_70
 PTX_VERIFY_SM  ?= sm_75 sm_80 sm_90
 NVCC_HOST_CXX  ?= g++
-PTX_SOURCES    := $(sort $(wildcard transforms/*/kernels.cu runtime/executor/cuda/testdata/kernels.cu integration/testdata/*/kernels.cu))
+PTX_SOURCES    := $(sort $(wildcard transforms/*/kernels.cu runtime/executor/cuda/testdata/kernels.cu integration/testdata/*/*/kernels.cu))
 NVCC_PTX_FLAGS := -ptx -arch=$(PTX_ARCH) -fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
 	-ccbin $(NVCC_HOST_CXX) -allow-unsupported-compiler
 

@@ -35,16 +35,7 @@ var (
 func pipelineBin(t *testing.T, name string) string {
 	t.Helper()
 	binOnce.Do(func() {
-		// go test caches a passing result by the files the test binary
-		// opened: stat every Go source the binaries are built from, so that
-		// a change to any of them runs these tests again.
-		binErr = filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
-				_, err = os.Stat(path)
-			}
-			return err
-		})
-		if binErr != nil {
+		if binErr = statSources(); binErr != nil {
 			return
 		}
 		binDir, binErr = os.MkdirTemp("", "beamgpu-integration-")
@@ -63,6 +54,19 @@ func pipelineBin(t *testing.T, name string) string {
 	})
 	require.NoError(t, binErr, binDir)
 	return filepath.Join(binDir, name)
+}
+
+// statSources stats every Go source of the checkout. go test caches a
+// passing result by the files the test binary opened: a test that builds
+// binaries from the sources calls it, so that a change to any of them runs
+// the test again.
+func statSources() error {
+	return filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			_, err = os.Stat(path)
+		}
+		return err
+	})
 }
 
 // removeBinaries removes the binaries pipelineBin built (TestMain calls it).

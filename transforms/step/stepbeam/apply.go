@@ -2,6 +2,8 @@ package stepbeam
 
 import (
 	"context"
+	"reflect"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/resource"
@@ -51,9 +53,17 @@ func Register[In, Out any](s *step.Step[In, Out]) {
 // (ApplyBound), as Register does.
 func RegisterBound[B Binder[E, In], E, In, Out any](s *step.Step[In, Out]) {
 	_ = s // the step fixes In and Out
-	register.DoFn4x0[context.Context, E, func(Out), func(step.Failure)](&runFn[B, E, In, Out]{})
+	fn := &runFn[B, E, In, Out]{}
+	// Steps of the same types share one instantiation: register it once.
+	if _, done := registered.LoadOrStore(reflect.TypeOf(fn), true); done {
+		return
+	}
+	register.DoFn4x0[context.Context, E, func(Out), func(step.Failure)](fn)
 	register.Emitter1[Out]()
 }
+
+// registered holds the DoFn types registered with Beam.
+var registered sync.Map
 
 // Apply applies step s to every element of col (of s's input type) and
 // returns its outputs and its failures (step.Failure, the dead-letter
