@@ -70,7 +70,7 @@ func TestFlags(t *testing.T) {
 			name: "Prime with right fitting and FlexRS left out: no machine type",
 			cfg: Config{
 				Region: "us-central1", Prime: true,
-				RightFitting: []GPU{hint("nvidia-l4", 1)},
+				RightFitting:   []GPU{hint("nvidia-l4", 1)},
 				ServiceOptions: []string{"enable_prime"},
 			},
 			want: []string{
