@@ -147,14 +147,18 @@ func Selector(bf *backend.Flags, lf *launch.Flags) (*backend.Selector, error) {
 }
 
 // Launched reports a launch that produced no metrics to out: the plan of
-// --plan_out (its summary, and where its files are), or a job submitted with
-// --async.
+// --plan_out (its summary, and where its files are), a Dataflow template
+// staged with --template_location, or a job submitted with --async.
 func Launched(out io.Writer, o launch.Outcome) error {
-	if o.Planned && o.Plan != nil {
+	switch {
+	case o.Planned && o.Plan != nil:
 		if err := o.Plan.WriteText(out); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintf(out, "plan written to %s; nothing was run\n", launchPlanDir())
+		return err
+	case o.Template != "":
+		_, err := fmt.Fprintf(out, "Dataflow template staged to %s (--template_location); no job was submitted\n", o.Template)
 		return err
 	}
 	_, err := fmt.Fprintln(out, "job submitted (--async): no metrics to report")
