@@ -50,8 +50,8 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// SharedMemory says what the GPU executors need of a worker
 	// container's shared memory (SharedMemoryNote), when steps use the GPU.
-	SharedMemory string   `json:"shared_memory,omitempty"`
-	Files        []string `json:"files,omitempty"`
+	SharedMemory string                 `json:"shared_memory,omitempty"`
+	Files        []string               `json:"files,omitempty"`
 	moved        []rightfit.Environment // environments right fitting made
 	mps          bool
 }
