@@ -165,7 +165,7 @@ func TestPlanRightFitting(t *testing.T) {
 			require.Len(t, p.pipeline.GetComponents().GetEnvironments(), 2)
 			assert.Empty(t, p.envHints("go"), "the default environment carries no hints")
 			gpuHints := p.envHints("go-gpu")
-			assert.Equal(t, "type:nvidia-tesla-t4;count:1;install-nvidia-driver", string(gpuHints[rightfit.URNAccelerator]))
+			assert.Equal(t, "type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx", string(gpuHints[rightfit.URNAccelerator]))
 			assert.Equal(t, "16000000000", string(gpuHints[rightfit.URNMinRAM]))
 			for _, prefix := range tc.gpu {
 				envs := leafEnvs(p.pipeline, prefix)
@@ -303,7 +303,7 @@ func TestRightFittedLandsatOnPrism(t *testing.T) {
 	code, stdout, stderr = runBin(t, "landsat", "--backend=gpu", "--gpu_executor="+executorPath, "--output="+gpuOut)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
-	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver, min_ram=16000000000] (composite,")
+	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx, min_ram=16000000000] (composite,")
 	assert.Contains(t, stdout, "1 done, 0 failed")
 	var files int
 	require.NoError(t, filepath.WalkDir(cpuOut, func(path string, d os.DirEntry, err error) error {
