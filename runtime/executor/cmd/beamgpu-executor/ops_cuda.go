@@ -62,5 +62,10 @@ func build() executor.Build {
 			return ""
 		}
 		return dev.Info().String()
+	}, NoDevice: func() string {
+		if openErr != nil {
+			return openErr.Error()
+		}
+		return ""
 	}}
 }
