@@ -21,10 +21,10 @@ func TestCheckDriver(t *testing.T) {
 
 func TestParseDriverVersion(t *testing.T) {
 	for text, want := range map[string]string{
-		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0\n": "535.104.05",
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0\n":        "535.104.05",
 		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.03  Release Build  (dvs-builder@U16-I2-C03-12-4)  Mon Nov 3 2025\n": "580.159.03",
-		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.223.02  Sat Oct  7 15:39:11 UTC 2023": "470.223.02",
-		"": "",
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.223.02  Sat Oct  7 15:39:11 UTC 2023":                                            "470.223.02",
+		"":               "",
 		"something else": "",
 	} {
 		assert.Equal(t, want, ParseDriverVersion(text), text)
