@@ -33,6 +33,11 @@ type StepCounts struct {
 type Metrics struct {
 	Steps    []StepCounts
 	Counters map[string]int64
+	// CPUInsteadOfGPU says why steps that have a GPU op ran on the CPU
+	// under --backend=auto ("" where none did): the explain report's
+	// reason, such as an executor that reports no device because its
+	// driver is too old.
+	CPUInsteadOfGPU string
 }
 
 // ReadMetrics reads the step metrics of res for the steps of report.
@@ -78,7 +83,19 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 	for _, d := range report.Decisions {
 		m.Steps = append(m.Steps, *byStep[d.Step])
 	}
+	m.CPUInsteadOfGPU = CPUInsteadOfGPU(report)
 	return m, nil
+}
+
+// CPUInsteadOfGPU returns why the report's steps that have a GPU op run on
+// the CPU under --backend=auto, or "" where none does.
+func CPUInsteadOfGPU(report backend.Report) string {
+	for _, d := range report.Decisions {
+		if d.Requested == backend.Auto && d.GPUOp != "" && d.Impl == backend.CPU {
+			return strings.TrimPrefix(d.Reason, "auto: ")
+		}
+	}
+	return ""
 }
 
 // PrintSteps writes one line per step: implementation, batches, items (with
@@ -96,6 +113,16 @@ func (m Metrics) PrintSteps(w io.Writer, unit string) {
 			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures, st.Fallbacks)
 	}
 	tw.Flush()
+	if m.CPUInsteadOfGPU != "" {
+		fmt.Fprintf(w, "GPU steps ran on the CPU (--backend=auto): %s\n", m.CPUInsteadOfGPU)
+	}
+	var fellBack int64
+	for _, st := range m.Steps {
+		fellBack += st.Fallbacks
+	}
+	if fellBack > 0 {
+		fmt.Fprintf(w, "%d batch(es) of GPU steps ran on the CPU because the GPU executor could not run them (it could not start, has no device, or died twice); the workers' logs say why\n", fellBack)
+	}
 }
 
 // Run builds a pipeline with build, has explain print sel's report, and
