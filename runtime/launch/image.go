@@ -50,7 +50,7 @@ func CheckImage(ref string) error {
 		}
 	}
 	if !imagePath.MatchString(path) {
-		return fmt.Errorf("--sdk_container_image=%s: %q is not a valid image path (lower-case letters, digits and separators)", ref, path)
+		return fmt.Errorf("--sdk_container_image=%s: %q is not a valid image path (lower-case letters, digits and separators: a registry path has no upper case)", ref, path)
 	}
 	return nil
 }
