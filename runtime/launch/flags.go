@@ -211,15 +211,6 @@ func flagValue(name string) string {
 	return ""
 }
 
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 func splitList(s string) []string {
 	var out []string
 	for _, v := range strings.Split(s, ",") {

@@ -87,6 +87,7 @@ func TestJobOptionsParity(t *testing.T) {
 	assert.True(t, opts.Update)
 	assert.Equal(t, map[string]string{"old/read": "read"}, opts.TransformNameMapping)
 	assert.Equal(t, "landsat-nightly", opts.Name)
+	require.Equal(t, "AKIA-REAL", *secretFlag)
 	assert.Equal(t, "AKIA-REAL", opts.Options.Options["my_access_key"], "submitted unredacted")
 	assert.Equal(t, Redacted, RedactOptions(opts.Options).Options["my_access_key"])
 	assert.Equal(t, int64(2), opts.NumWorkers)
