@@ -13,8 +13,13 @@ IMAGE ?= beamgpu-worker:dev
 DOCKER ?= docker
 REGION ?= us-central1
 PLAN_DIR ?= out/plan
-# ARGS are passed to the pipeline, e.g. ARGS='--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver --worker_machine_type=g2-standard-8'
+# The image a plan names: IMAGE where it is a registry path, else a placeholder one
+# (a local tag such as beamgpu-worker:dev is not an image Dataflow's workers can pull).
+PLAN_IMAGE ?= $(if $(findstring /,$(IMAGE)),$(IMAGE),$(REGION)-docker.pkg.dev/my-project/beamgpu/worker:dev)
+# ARGS are passed to the pipeline, split at blanks only: ';' and other shell characters
+# in values are kept, e.g. ARGS='--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx --worker_machine_type=g2-standard-8'
 ARGS ?=
+export ARGS
 
 include containers/ptx.mk
 
@@ -67,19 +72,24 @@ gpu-test:
 ## plan: write a reviewable Dataflow plan of each of PIPELINES, offline, into PLAN_DIR/<pipeline>:
 ## plan.txt, plan.json, job.json, pipeline.pb, pipeline.txtpb (right fitting unless ARGS say otherwise)
 plan:
-	@for p in $(PIPELINES); do \
+	@set -f; for p in $(PIPELINES); do \
 		echo "== $$p: $(PLAN_DIR)/$$p"; \
-		$(GO) run ./pipelines/$$p --runner=dataflow --region=$(REGION) --sdk_container_image=$(IMAGE) \
-			--plan_out=$(PLAN_DIR)/$$p --progress=0 $(ARGS) || exit 1; \
-	done
+		$(GO) run ./pipelines/$$p --runner=dataflow --region=$(REGION) --sdk_container_image=$(PLAN_IMAGE) \
+			--plan_out=$(PLAN_DIR)/$$p --progress=0 $$ARGS || exit 1; \
+	done; \
+	echo "note: GPU workers need shared memory for the executors' batches (see 'Worker container' in each plan.txt): check df -h /dev/shm on a first worker"
 
 ## dataflow: submit PIPELINE to Dataflow with the worker image IMAGE (needs PROJECT, STAGING=gs://...,
-## credentials, and inputs and outputs the workers can read: ARGS='--input=... --output=gs://...')
+## credentials, and inputs and outputs the workers can read: ARGS='--input=... --output=gs://...').
+## It builds the pipeline for the workers (linux/amd64, CGO_ENABLED=0) into out/bin/PIPELINE-worker and
+## stages that binary (--worker_binary), as a launch from the image stages /opt/beamgpu/bin/PIPELINE.
 dataflow:
 	@test -n "$(PROJECT)" || { echo "make dataflow: set PROJECT=<Google Cloud project>"; exit 2; }
 	@case "$(STAGING)" in gs://*) ;; *) echo "make dataflow: set STAGING=gs://BUCKET/PATH"; exit 2;; esac
-	$(GO) run ./pipelines/$(PIPELINE) --runner=dataflow --project=$(PROJECT) --region=$(REGION) \
-		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) $(ARGS)
+	@case "$(IMAGE)" in */*) ;; *) echo "make dataflow: IMAGE=$(IMAGE) names no registry: set IMAGE=REGION-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG (make image-push)" >&2; exit 2;; esac
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o out/bin/$(PIPELINE)-worker ./pipelines/$(PIPELINE)
+	@set -f; $(GO) run ./pipelines/$(PIPELINE) --runner=dataflow --project=$(PROJECT) --region=$(REGION) \
+		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) --worker_binary=out/bin/$(PIPELINE)-worker $$ARGS
 
 ## k8s: regenerate the GKE flex-start example manifests in containers/k8s (checked by TestGKEExamplesUpToDate)
 k8s:

@@ -169,7 +169,7 @@ func TestPlanRightFitting(t *testing.T) {
 			require.Len(t, p.pipeline.GetComponents().GetEnvironments(), 2)
 			assert.Empty(t, p.envHints("go"), "the default environment carries no hints")
 			gpuHints := p.envHints("go-gpu")
-			assert.Equal(t, "type:nvidia-tesla-t4;count:1;install-nvidia-driver", string(gpuHints[rightfit.URNAccelerator]))
+			assert.Equal(t, "type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx", string(gpuHints[rightfit.URNAccelerator]))
 			assert.Equal(t, "16000000000", string(gpuHints[rightfit.URNMinRAM]))
 			for _, prefix := range tc.gpu {
 				envs := leafEnvs(p.pipeline, prefix)
@@ -224,8 +224,82 @@ func TestPlanWholePipelineGPU(t *testing.T) {
 			assert.Equal(t, 1, p.plan.Sharing.Processes)
 			txt, _ := os.ReadFile(filepath.Join(p.dir, launch.FilePlanText))
 			assert.Contains(t, string(txt), "MPS on")
+			assert.Contains(t, string(txt), "GPU steps (every worker has the GPU; their resource hints were stripped): ")
+			assert.NotContains(t, string(txt), "carry resource hints")
 		})
 	}
+}
+
+// Dataflow's own form of the whole-pipeline GPU, the raw service option of
+// its L4 page, plans as the typed flag does (and is checked as it is).
+func TestPlanRawWorkerAccelerator(t *testing.T) {
+	p := plan(t, "landsat", "--sdk_container_image="+image, "--worker_machine_type=g2-standard-8",
+		"--dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver,enable_google_cloud_profiler")
+	assert.Equal(t, launch.ModeWholePipeline, p.plan.Mode)
+	require.Len(t, p.pipeline.GetComponents().GetEnvironments(), 1)
+	opts := p.job["environment"].(map[string]any)["serviceOptions"].([]any)
+	assert.Equal(t, []any{"worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver", "enable_google_cloud_profiler"}, opts)
+	assert.Equal(t, "type:nvidia-l4;count:1;install-nvidia-driver", p.plan.Dataflow.WorkerAccelerator)
+}
+
+// The job options of Beam's Dataflow runner reach the job: labels and the
+// job name in job.json, the template location and the worker binary in the
+// plan; the plan says what the workers' containers need, and the rules'
+// warnings.
+func TestPlanJobOptions(t *testing.T) {
+	p := plan(t, "landsat", "--sdk_container_image="+image, "--region=me-central2", "--job_name=landsat-nightly",
+		`--labels={"team":"geo","cost-center":"42"}`, "--template_location=gs://b/templates/landsat",
+		"--worker_binary=/opt/beamgpu/bin/landsat", "--max_num_workers=8")
+	assert.Equal(t, map[string]any{"team": "geo", "cost-center": "42"}, p.job["labels"])
+	assert.Equal(t, "landsat-nightly", p.job["name"])
+	pools := p.job["environment"].(map[string]any)["workerPools"].([]any)
+	assert.EqualValues(t, 8, pools[0].(map[string]any)["autoscalingSettings"].(map[string]any)["maxNumWorkers"])
+	require.NotNil(t, p.plan.Dataflow)
+	assert.Equal(t, "gs://b/templates/landsat", p.plan.Dataflow.TemplateLocation)
+	assert.Equal(t, "/opt/beamgpu/bin/landsat (--worker_binary)", p.plan.Dataflow.WorkerBinary)
+	txt, err := os.ReadFile(filepath.Join(p.dir, launch.FilePlanText))
+	require.NoError(t, err)
+	for _, want := range []string{
+		"labels:          cost-center=42, team=geo",
+		"template:        staged to gs://b/templates/landsat, not submitted",
+		"worker binary:   /opt/beamgpu/bin/landsat (--worker_binary)",
+		"Worker container: each GPU executor moves batches through shared memory",
+		"check `df -h /dev/shm` on a first worker",
+		"Warnings (1; the job is valid by the rules, but check):",
+		"gpu-region: region me-central2 is not known to offer nvidia-tesla-t4 to Dataflow",
+	} {
+		assert.Contains(t, string(txt), want)
+	}
+	// Beam's own refusal: a transform name mapping updates streaming jobs.
+	code, _, stderr := runBin(t, "landsat", "--runner=dataflow", "--region=us-central1", "--sdk_container_image="+image,
+		"--plan_out="+filepath.Join(t.TempDir(), "p"), "--output="+t.TempDir(), "--update", `--transform_name_mapping={"a":"b"}`)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "--transform_name_mapping is for updating a streaming pipeline, and this pipeline is batch")
+}
+
+// The fashion pipeline plans for Dataflow with everything on Cloud Storage:
+// images, model, training set and outputs, offline (a plan lists nothing).
+func TestPlanFashionOnCloudStorage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--input=gs://b/fashion/t10k-images-idx3-ubyte.gz", "--model_path=gs://b/models/mlp.bgmlp"},
+		{"--input=gs://b/fashion", "--model=knn", "--data_dir=gs://b/fashion"},
+		{}, // the embedded test set and model: read from the binary on the workers
+	} {
+		p := plan(t, "fashion", append([]string{"--sdk_container_image=" + image, "--output=gs://b/out"}, args...)...)
+		assert.Equal(t, launch.ModeRightFitting, p.plan.Mode, "%q", args)
+		assert.NotEmpty(t, p.plan.Hinted)
+	}
+}
+
+func TestFashionHelpBeam(t *testing.T) {
+	code, stdout, _ := runBin(t, "fashion", "--help_beam")
+	assert.Equal(t, 0, code)
+	for _, f := range []string{"-sdk_container_image", "-worker_binary", "-labels", "-template_location", "-dataflow_service_options"} {
+		assert.Contains(t, stdout, f)
+	}
+	code, _, stderr := runBin(t, "fashion", "--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stderr, "'fashion --help_beam' lists them")
 }
 
 // GPU sharing follows the processes per GPU: with --gpu_processes=4 each
@@ -265,16 +339,25 @@ func TestInvalidGPUConfigurationsAreRejected(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"T4 on an A2 machine", []string{"--worker_machine_type=a2-highgpu-1g", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "gpu-machine-family"},
-		{"3 T4s", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:3;install-nvidia-driver"}, "gpu-count"},
-		{"too many vCPUs for one V100", []string{"--worker_machine_type=n1-standard-32", "--worker_accelerator=type:nvidia-tesla-v100;count:1;install-nvidia-driver"}, "vcpu-memory-per-gpu"},
-		{"region without GPUs", []string{"--region=mars-east1", "--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "gpu-region"},
-		{"MPS with 2 GPUs", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:2;install-nvidia-driver;use_nvidia_mps"}, "mps-single-gpu"},
-		{"MPS with one SDK container", []string{"--worker_machine_type=n1-standard-8", "--experiments=no_use_multiple_sdk_containers", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver;use_nvidia_mps"}, "mps-multiple-sdk-containers"},
-		{"MPS on Prime", []string{"--worker_machine_type=n1-standard-8", "--dataflow_service_options=enable_prime", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver;use_nvidia_mps"}, "mps-prime"},
-		{"hints with worker_accelerator", []string{"--worker_machine_type=n1-standard-8", "--gpu_accelerator=type:nvidia-l4;count:1;install-nvidia-driver", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "right-fitting-exclusive"},
-		{"raw worker_accelerator", []string{"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-t4;count:1"}, "typed-accelerator"},
-		{"unknown right-fitting GPU", []string{"--gpu_accelerator=type:nvidia-rtx-9000;count:1"}, "gpu-type"},
+		{"T4 on an A2 machine", []string{"--worker_machine_type=a2-highgpu-1g", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx"}, "gpu-machine-family"},
+		{"3 T4s", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:3;install-nvidia-driver:5xx"}, "gpu-count"},
+		{"too many vCPUs for one V100", []string{"--worker_machine_type=n1-standard-32", "--worker_accelerator=type:nvidia-tesla-v100;count:1;install-nvidia-driver:5xx"}, "vcpu-memory-per-gpu"},
+		{"not a region", []string{"--region=mars", "--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx"}, "gpu-region"},
+		{"P100 cannot load compute_70 PTX", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-p100;count:1;install-nvidia-driver:5xx"}, "gpu-compute-capability"},
+		{"no driver", []string{"--worker_machine_type=g2-standard-8", "--worker_accelerator=type:nvidia-l4;count:1"}, "gpu-driver"},
+		{"the T4's default driver is 4xx", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"}, "gpu-driver"},
+		{"a 4xx driver on a right-fitted L4", []string{"--gpu_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:4xx"}, "gpu-driver"},
+		{"hint machine_type of another family", []string{"--gpu_accelerator=type:nvidia-l4;count:1;machine_type:n1-standard-8;install-nvidia-driver:5xx"}, "gpu-machine-family"},
+		{"MPS with 2 GPUs", []string{"--worker_machine_type=n1-standard-8", "--worker_accelerator=type:nvidia-tesla-t4;count:2;install-nvidia-driver:5xx;use_nvidia_mps"}, "mps-single-gpu"},
+		{"MPS with one SDK container", []string{"--worker_machine_type=n1-standard-8", "--experiments=no_use_multiple_sdk_containers", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx;use_nvidia_mps"}, "mps-multiple-sdk-containers"},
+		{"MPS on Prime", []string{"--dataflow_service_options=enable_prime", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx;use_nvidia_mps"}, "mps-prime"},
+		{"hints with worker_accelerator", []string{"--worker_machine_type=n1-standard-8", "--gpu_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx", "--worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx"}, "right-fitting-exclusive"},
+		{"FlexRS with GPUs", []string{"--worker_machine_type=g2-standard-8", "--flexrs_goal=FLEXRS_COST_OPTIMIZED", "--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx"}, "gpu-flexrs"},
+		{"raw worker_accelerator, checked as the typed one", []string{"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-t4;count:1"}, "gpu-driver"},
+		{"two GPUs, typed and raw", []string{"--worker_machine_type=g2-standard-8", "--dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver", "--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx"}, "give two GPUs; give one"},
+		{"bad driver version", []string{"--worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:newest"}, `driver version "newest" is not one Dataflow installs`},
+		{"image without a registry", []string{"--sdk_container_image=beamgpu-worker:dev"}, "--sdk_container_image=beamgpu-worker:dev names no registry"},
+		{"unknown right-fitting GPU", []string{"--gpu_accelerator=type:nvidia-rtx-9000;count:1;install-nvidia-driver:5xx"}, "gpu-type"},
 		{"bad accelerator syntax", []string{"--worker_accelerator=nvidia-tesla-t4"}, "--worker_accelerator"},
 		{"unknown runner", []string{"--runner=direct"}, "--runner=direct"},
 	} {
@@ -307,7 +390,7 @@ func TestRightFittedLandsatOnPrism(t *testing.T) {
 	code, stdout, stderr = runBin(t, "landsat", "--backend=gpu", "--gpu_executor="+executorPath, "--output="+gpuOut)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
-	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver, min_ram=16000000000] (composite,")
+	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx, min_ram=16000000000] (composite,")
 	assert.Contains(t, stdout, "1 done, 0 failed")
 	var files int
 	require.NoError(t, filepath.WalkDir(cpuOut, func(path string, d os.DirEntry, err error) error {
@@ -335,9 +418,17 @@ func TestDataflowSubmissionNeedsWorkerPaths(t *testing.T) {
 	code, _, stderr = runBin(t, "landsat", append(base, "--input=gs://b/scenes", "--output="+t.TempDir())...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--output="+os.TempDir())
+	// The fashion pipeline's embedded data is in the workers' binary; its
+	// local paths are refused as landsat's are.
 	code, _, stderr = runBin(t, "fashion", base...)
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "reads its images and model from local files")
+	assert.Contains(t, stderr, "--output=out/fashion: the dataflow workers cannot read a path on this machine")
+	code, _, stderr = runBin(t, "fashion", append(base, "--output=gs://b/o", "--model_path=/tmp/m.bgmlp")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--model_path=/tmp/m.bgmlp: the dataflow workers cannot read a path on this machine")
+	code, _, stderr = runBin(t, "fashion", append(base, "--output=gs://b/o", "--model=knn")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--data_dir=/usr/share/datasets/fashion-mnist: the dataflow workers cannot read a path on this machine")
 }
 
 // Any portable job server, by endpoint: here a prism job server started by

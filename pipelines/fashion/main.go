@@ -4,7 +4,10 @@
 // k-nearest-neighbours against the training set.
 //
 // With no flags it classifies the embedded 10,000-image test set on Beam's
-// local runner (prism) and writes to out/fashion:
+// local runner (prism) and writes to out/fashion. Inputs, the model and the
+// training set are read through Beam's filesystems, so on Dataflow they are
+// gs:// paths; the embedded data (embedded://...) is read from the binary,
+// which the workers run too. It writes:
 //
 //	metrics.json     count, accuracy, per-class precision and recall, confusion matrix
 //	predictions.csv  index,label,predicted (label empty when unknown)
@@ -18,9 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -31,6 +34,7 @@ import (
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 )
@@ -40,12 +44,46 @@ var embedded embed.FS
 
 const shippedModel = "mlp-784-256-128-10.bgmlp"
 
+// embeddedScheme names the data embedded in this binary: the test set and
+// the shipped model. Every worker runs this binary, so embedded:// paths
+// are readable wherever the pipeline runs, Dataflow included.
+const embeddedScheme = "embedded://"
+
+// Paths of the embedded data.
+const (
+	embeddedImages = embeddedScheme + "t10k-images-idx3-ubyte.gz"
+	embeddedModel  = embeddedScheme + shippedModel
+)
+
+func embeddedPath(name string) string { return "data/" + strings.TrimPrefix(name, embeddedScheme) }
+
+// embeddedFS serves embedded:// paths (package files) from the data embedded
+// in this binary. init registers it, in the launcher and on every worker;
+// other paths go to Beam's filesystems (local, gs://, ...).
+type embeddedFS struct{}
+
+func (embeddedFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
+	f, err := embedded.Open(embeddedPath(name))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not embedded in this binary: %w", name, err)
+	}
+	return f, nil
+}
+
+func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
+	m, err := fs.Glob(embedded, embeddedPath(glob))
+	for i := range m {
+		m[i] = embeddedScheme + strings.TrimPrefix(m[i], "data/")
+	}
+	return m, err
+}
+
 var (
-	input     = flag.String("input", "", "an IDX images file, or a directory of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set")
-	output    = flag.String("output", "out/fashion", "output directory for metrics.json, predictions.csv, confusion.png and failed.jsonl")
+	input     = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
+	output    = flag.String("output", "out/fashion", "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl")
 	model     = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
-	modelPath = flag.String("model_path", "", "MLP model file written by ./pipelines/fashion/train; empty: the shipped "+shippedModel)
-	dataDir   = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
+	modelPath = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
+	dataDir   = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
 	k         = flag.Int("k", 5, "neighbours of --model=knn")
 	weights   = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
 	batchRows = flag.Int("batch_rows", 256, "rows per batch out of the decoder")
@@ -62,6 +100,7 @@ var ownFlags = []string{"input", "output", "model", "model_path", "data_dir", "k
 	"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules"}
 
 func init() {
+	files.Register(strings.TrimSuffix(embeddedScheme, "://"), embeddedFS{})
 	backendFlags.Register(flag.CommandLine)
 	launchFlags.Register(flag.CommandLine)
 	flag.Usage = func() {
@@ -80,7 +119,9 @@ Flags of this pipeline:
 			f := flag.Lookup(name)
 			fmt.Fprintf(w, "  --%s (default %q)\n      %s\n", f.Name, f.DefValue, f.Usage)
 		}
-		fmt.Fprint(w, "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too.\nTo train a model: go run ./pipelines/fashion/train --help\n")
+		fmt.Fprint(w, "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too; 'fashion --help_beam' lists them.\n"+
+			"On Dataflow, --input, --output, --model_path and --data_dir are gs:// paths (the embedded data needs none).\n"+
+			"To train a model: go run ./pipelines/fashion/train --help\n")
 	}
 }
 
@@ -94,6 +135,13 @@ func stepNames(model string) string {
 }
 
 func main() {
+	for _, a := range os.Args[1:] {
+		if a == "--help_beam" || a == "-help_beam" {
+			flag.CommandLine.SetOutput(os.Stdout)
+			flag.PrintDefaults()
+			return
+		}
+	}
 	flag.Parse()
 	beam.Init()
 	code, err := run(context.Background(), os.Stdout)
@@ -109,14 +157,23 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err := launchFlags.Validate(); err != nil {
 		return 2, err
 	}
-	if launch.RemoteWorkers() && launchFlags.PlanOut == "" {
-		// The decoder and the model loader read local files: a remote
-		// worker would not find them. Plans are fine.
-		t, _ := launch.Runner()
-		return 2, fmt.Errorf("--runner=%s: the fashion pipeline reads its images and model from local files, which remote workers cannot reach; it runs on prism (the default) or with loopback workers, and --plan_out plans it for Dataflow", t)
+	// Remote workers read what the flags name: gs:// paths, or the data
+	// embedded in the binary they run. Plans are not held to it.
+	paths := map[string]string{"input": orDefault(*input, embeddedImages), "output": *output}
+	switch *model {
+	case ModelMLP:
+		paths["model_path"] = orDefault(*modelPath, embeddedModel)
+	case ModelKNN:
+		paths["data_dir"] = *dataDir
 	}
-	cfg, cleanup, err := configFromFlags()
-	defer cleanup()
+	for _, name := range []string{"input", "output", "model_path", "data_dir"} {
+		if p, ok := paths[name]; ok {
+			if err := launchFlags.WorkerPath(name, p); err != nil {
+				return 2, err
+			}
+		}
+	}
+	cfg, err := configFromFlags()
 	if err != nil {
 		return 2, err
 	}
@@ -134,58 +191,62 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	return 0, nil
 }
 
-// configFromFlags resolves the inputs, extracting the embedded test set and
-// model where none is given, and checks the output directory.
-func configFromFlags() (Config, func(), error) {
-	cleanup := func() {}
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// configFromFlags resolves the inputs (the embedded test set and model where
+// none is given), checks the model where it can be read here, and checks the
+// output directory.
+func configFromFlags() (Config, error) {
 	cfg := Config{Output: *output, Model: *model, MLP: *modelPath,
 		KNN:      tensorbeam.KNNParams{K: *k, Weights: *weights, Classes: len(ClassNames)},
 		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: max(1, *maxBatch/max(1, *batchRows))}}
 	if *batchRows <= 0 || *maxBatch <= 0 {
-		return cfg, cleanup, fmt.Errorf("--batch_rows=%d --max_batch_rows=%d: want positive numbers", *batchRows, *maxBatch)
+		return cfg, fmt.Errorf("--batch_rows=%d --max_batch_rows=%d: want positive numbers", *batchRows, *maxBatch)
 	}
 	switch cfg.Model {
 	case ModelMLP, ModelKNN:
 	default:
-		return cfg, cleanup, fmt.Errorf("--model=%s: want mlp or knn", cfg.Model)
+		return cfg, fmt.Errorf("--model=%s: want mlp or knn", cfg.Model)
 	}
 	if cfg.Model == ModelKNN && *k <= 0 {
-		return cfg, cleanup, fmt.Errorf("--k=%d: want a positive number of neighbours", *k)
+		return cfg, fmt.Errorf("--k=%d: want a positive number of neighbours", *k)
 	}
 	if *weights != tensor.WeightUniform && *weights != tensor.WeightDistance {
-		return cfg, cleanup, fmt.Errorf("--knn_weights=%s: want uniform or distance", *weights)
+		return cfg, fmt.Errorf("--knn_weights=%s: want uniform or distance", *weights)
 	}
 	if err := job.CheckWritable("output", cfg.Output); err != nil {
-		return cfg, cleanup, err
-	}
-	var tmp string
-	if *input == "" || (cfg.Model == ModelMLP && cfg.MLP == "") {
-		var err error
-		if tmp, err = job.Extract(embedded, "data"); err != nil {
-			return cfg, cleanup, err
-		}
-		cleanup = func() { os.RemoveAll(tmp) }
+		return cfg, err
 	}
 	in := *input
 	if in == "" {
-		in = filepath.Join(tmp, "t10k-images-idx3-ubyte.gz")
+		in = embeddedImages
 		slog.Info("fashion: no --input: using the embedded Fashion-MNIST test set")
 	}
 	if cfg.Model == ModelMLP && cfg.MLP == "" {
-		cfg.MLP = filepath.Join(tmp, shippedModel)
+		cfg.MLP = embeddedModel
 	}
 	var err error
 	if cfg.Sources, err = discoverSources(in, *batchRows); err != nil {
-		return cfg, cleanup, err
+		return cfg, err
 	}
-	if cfg.Model == ModelKNN {
+	switch {
+	case cfg.Model == ModelKNN:
 		if cfg.Reference, err = trainingSet(*dataDir, *batchRows); err != nil {
-			return cfg, cleanup, err
+			return cfg, err
 		}
-	} else if _, err := tensor.LoadMLP(cfg.MLP); err != nil {
-		return cfg, cleanup, fmt.Errorf("--model_path: %w", err)
+	case strings.Contains(cfg.MLP, "://") && !strings.HasPrefix(cfg.MLP, embeddedScheme) && launchFlags.PlanOut != "":
+		// A plan reads nothing remote: it needs no credentials.
+	default:
+		if _, err := tensor.LoadMLP(cfg.MLP); err != nil {
+			return cfg, fmt.Errorf("--model_path: %w", err)
+		}
 	}
-	return cfg, cleanup, nil
+	return cfg, nil
 }
 
 // summary is the end-of-run report.

@@ -293,10 +293,10 @@ func TestFlagErrors(t *testing.T) {
 	defer func() { *model, *k, *output = ModelMLP, 5, "out/fashion" }()
 	*output = t.TempDir()
 	*model = "svm"
-	_, _, err := configFromFlags()
+	_, err := configFromFlags()
 	assert.EqualError(t, err, "--model=svm: want mlp or knn")
 	*model, *k = ModelKNN, 0
-	_, _, err = configFromFlags()
+	_, err = configFromFlags()
 	assert.EqualError(t, err, "--k=0: want a positive number of neighbours")
 }
 

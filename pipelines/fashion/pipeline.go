@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -108,10 +113,31 @@ func init() {
 	register.Iter1[step.Failure]()
 }
 
-// discoverSources returns the image files of dir (or dir itself if it is an
-// IDX file): every *images-idx3-ubyte* file, paired with the
-// *labels-idx1-ubyte* file of the same prefix when there is one.
+// discoverSources returns the image files of input: input itself if it is
+// an IDX file, else every *images-idx3-ubyte* file in it, each paired with
+// the *labels-idx1-ubyte* file of the same prefix when there is one. Inputs
+// with a scheme (gs://..., and embedded:// for the data in this binary) are
+// listed through Beam's filesystems, at launch, as Dataflow's workers will
+// read them; a plan (--plan_out) lists nothing remote, so it needs no
+// credentials: it takes --input as one images file.
 func discoverSources(input string, batchRows int) ([]tensor.Source, error) {
+	src := func(images, labels string) tensor.Source {
+		return tensor.Source{Images: images, Labels: labels, BatchRows: batchRows, Height: 28, Width: 28}
+	}
+	if strings.HasPrefix(input, embeddedScheme) {
+		lbl := labelsFor(input)
+		if _, err := fs.Stat(embedded, embeddedPath(lbl)); err != nil {
+			lbl = ""
+		}
+		return []tensor.Source{src(input, lbl)}, nil
+	}
+	if strings.Contains(input, "://") {
+		if launchFlags.PlanOut != "" {
+			slog.Info("fashion: plan: --input " + input + " is not listed (no credentials needed); a submission lists it")
+			return []tensor.Source{src(input, "")}, nil
+		}
+		return discoverRemoteSources(context.Background(), input, src)
+	}
 	st, err := os.Stat(input)
 	if err != nil {
 		return nil, fmt.Errorf("--input: %w", err)
@@ -136,27 +162,92 @@ func discoverSources(input string, batchRows int) ([]tensor.Source, error) {
 	sort.Strings(images)
 	var out []tensor.Source
 	for _, img := range images {
-		src := tensor.Source{Images: img, BatchRows: batchRows, Height: 28, Width: 28}
-		lbl := strings.Replace(img, "images-idx3-ubyte", "labels-idx1-ubyte", 1)
-		if _, err := os.Stat(lbl); err == nil {
-			src.Labels = lbl
+		lbl := labelsFor(img)
+		if _, err := os.Stat(lbl); err != nil {
+			lbl = ""
 		}
-		out = append(out, src)
+		out = append(out, src(img, lbl))
+	}
+	return out, nil
+}
+
+// labelsFor is the labels file that goes with an images file.
+func labelsFor(images string) string {
+	return strings.Replace(images, "images-idx3-ubyte", "labels-idx1-ubyte", 1)
+}
+
+// discoverRemoteSources is discoverSources for an object store: input is an
+// images object, or a prefix whose objects (one level down) are listed.
+func discoverRemoteSources(ctx context.Context, input string, src func(images, labels string) tensor.Source) ([]tensor.Source, error) {
+	base := strings.TrimSuffix(input, "/")
+	var images, all []string
+	if strings.Contains(path.Base(base), "images-idx3-ubyte") {
+		ok, err := job.Exists(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: %w", input, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("--input %s: no such object", input)
+		}
+		images = []string{base}
+		if all, err = job.List(ctx, labelsFor(base)); err != nil {
+			return nil, fmt.Errorf("--input %s: listing its labels: %w", input, err)
+		}
+	} else {
+		var err error
+		if all, err = job.List(ctx, base+"/*"); err != nil {
+			return nil, fmt.Errorf("--input %s: listing: %w", input, err)
+		}
+		for _, o := range all {
+			rel, ok := strings.CutPrefix(o, base+"/")
+			if ok && !strings.Contains(rel, "/") && strings.Contains(rel, "images-idx3-ubyte") {
+				images = append(images, o)
+			}
+		}
+	}
+	if len(images) == 0 {
+		return nil, fmt.Errorf("--input %s: no *images-idx3-ubyte* object (Fashion-MNIST's IDX format)", input)
+	}
+	sort.Strings(images)
+	var out []tensor.Source
+	for _, img := range images {
+		lbl := labelsFor(img)
+		if !slices.Contains(all, lbl) {
+			lbl = ""
+		}
+		out = append(out, src(img, lbl))
 	}
 	return out, nil
 }
 
 // trainingSet returns the Source of the training set in dir, or an error
-// that says how to get it.
+// that says how to get it. A remote dir (gs://...) is checked through Beam's
+// filesystems, except in a plan.
 func trainingSet(dir string, batchRows int) (tensor.Source, error) {
-	src := tensor.Source{Images: filepath.Join(dir, "train-images-idx3-ubyte.gz"),
-		Labels: filepath.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
+	src := tensor.Source{Images: job.Join(dir, "train-images-idx3-ubyte.gz"),
+		Labels: job.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
+	if !strings.Contains(dir, "://") {
+		src.Images, src.Labels = filepath.Join(dir, "train-images-idx3-ubyte.gz"), filepath.Join(dir, "train-labels-idx1-ubyte.gz")
+	}
 	for _, f := range []string{src.Images, src.Labels} {
-		if _, err := os.Stat(f); err != nil {
+		var missing bool
+		switch {
+		case strings.Contains(f, "://") && launchFlags.PlanOut != "":
+		case strings.Contains(f, "://"):
+			ok, err := job.Exists(context.Background(), f)
+			if err != nil {
+				return src, fmt.Errorf("--data_dir %s: %w", dir, err)
+			}
+			missing = !ok
+		default:
+			_, err := os.Stat(f)
+			missing = err != nil
+		}
+		if missing {
 			return src, fmt.Errorf("--model=knn needs the Fashion-MNIST training set as its reference, and %s is missing.\n"+
 				"Install it with 'apt-get install dataset-fashion-mnist' (Debian; files in /usr/share/datasets/fashion-mnist),\n"+
 				"or download train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz from\n"+
-				"https://github.com/zalandoresearch/fashion-mnist (data/fashion) and pass --data_dir=DIR", f)
+				"https://github.com/zalandoresearch/fashion-mnist (data/fashion) and pass --data_dir=DIR (gs://BUCKET/DIR on Dataflow)", f)
 		}
 	}
 	return src, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -100,9 +101,15 @@ type Outcome struct {
 // discoverScenes returns the scene directories of input: input itself if it
 // holds a *_MTL.txt, else each of its subdirectories (a subdirectory that is
 // not a scene fails in the read step and is reported, not skipped).
-// Inputs with a scheme (gs://...) are listed through Beam's filesystems.
+// Inputs with a scheme (gs://...) are listed through Beam's filesystems,
+// except in a plan (--plan_out), which lists nothing remote so that it needs
+// no credentials: it takes --input as one scene.
 func discoverScenes(input string) ([]string, error) {
 	if strings.Contains(input, "://") {
+		if launchFlags.PlanOut != "" {
+			slog.Info("landsat: plan: --input " + input + " is not listed (no credentials needed); a submission lists it")
+			return []string{strings.TrimSuffix(input, "/")}, nil
+		}
 		return discoverRemoteScenes(context.Background(), input)
 	}
 	if m, _ := filepath.Glob(filepath.Join(input, "*_MTL.txt")); len(m) > 0 {

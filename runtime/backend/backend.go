@@ -31,7 +31,7 @@ func ParseKind(s string) (Kind, error) {
 // to place the step on GPU workers.
 type Hints struct {
 	// Accelerator is Beam's accelerator hint, e.g.
-	// "type:nvidia-tesla-t4;count:1;install-nvidia-driver".
+	// "type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx".
 	Accelerator string `json:"accelerator,omitempty"`
 	// MinRAMBytes is the min_ram hint in bytes; zero means none.
 	MinRAMBytes int64 `json:"min_ram_bytes,omitempty"`

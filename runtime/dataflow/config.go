@@ -43,6 +43,9 @@ type Config struct {
 	NoUseMultipleSDKContainers bool
 	// Prime runs the job on Dataflow Prime (service option enable_prime).
 	Prime bool
+	// FlexRSGoal is --flexrs_goal (FLEXRS_COST_OPTIMIZED, ...): Flexible
+	// Resource Scheduling, which supports neither GPUs nor right fitting.
+	FlexRSGoal string
 	// Experiments are further --experiments values.
 	Experiments []string
 	// ServiceOptions are further --dataflow_service_options values. The GPU
@@ -58,10 +61,12 @@ type Config struct {
 	Skip []string
 }
 
-// labelled is one GPU request of a Config with the words that name it in errors.
+// labelled is one GPU request of a Config with the words that name it in
+// errors; whole marks the worker accelerator (on the job's machine type).
 type labelled struct {
 	label string
 	gpu   GPU
+	whole bool
 }
 
 // gpus returns every GPU request of c: the worker accelerator, then the
@@ -69,10 +74,10 @@ type labelled struct {
 func (c Config) gpus() []labelled {
 	var out []labelled
 	if c.WorkerAccelerator != nil {
-		out = append(out, labelled{`worker_accelerator "` + c.WorkerAccelerator.Hint() + `"`, *c.WorkerAccelerator})
+		out = append(out, labelled{`worker_accelerator "` + c.WorkerAccelerator.Hint() + `"`, *c.WorkerAccelerator, true})
 	}
 	for i, g := range c.RightFitting {
-		out = append(out, labelled{"right-fitting hint #" + strconv.Itoa(i+1) + ` "` + g.Hint() + `"`, g})
+		out = append(out, labelled{"right-fitting hint #" + strconv.Itoa(i+1) + ` "` + g.Hint() + `"`, g, false})
 	}
 	return out
 }
@@ -90,6 +95,10 @@ func (c Config) experiments() []string {
 func (c Config) noMultipleSDKContainers() bool {
 	return slices.Contains(c.experiments(), ExperimentNoMultipleSDKContainers)
 }
+
+// rightFittingMinRAM reports a min_ram resource hint: right fitting too,
+// pipeline-wide (srcRightFitting).
+func (c Config) rightFittingMinRAM() bool { return c.MinRAMBytes > 0 && c.WorkerAccelerator == nil }
 
 // prime reports whether the job runs on Dataflow Prime, however it is asked for.
 func (c Config) prime() bool {
@@ -126,7 +135,7 @@ func dedupe(in []string) []string {
 
 // Flags validates c and returns the Dataflow runner flags it stands for, in a
 // fixed order: --region, --worker_machine_type, --sdk_container_image,
-// --number_of_worker_harness_threads, --experiments,
+// --number_of_worker_harness_threads, --flexrs_goal, --experiments,
 // --dataflow_service_options (worker_accelerator=type:T;count:N;...) and
 // --resource_hints=min_ram=N. Flags that would carry Dataflow's default are
 // left out. Each element is one argument; no shell quoting is needed.
@@ -146,6 +155,7 @@ func (c Config) Flags() ([]string, error) {
 	if c.NumberOfWorkerHarnessThreads > 0 {
 		add("number_of_worker_harness_threads", strconv.Itoa(c.NumberOfWorkerHarnessThreads))
 	}
+	add("flexrs_goal", c.FlexRSGoal)
 	// Both flags are comma-separated lists in Beam Go's Dataflow runner.
 	add("experiments", strings.Join(c.experiments(), ","))
 	add("dataflow_service_options", strings.Join(c.serviceOptions(), ","))

@@ -1,48 +1,60 @@
 // Package dataflow is the typed, validated GPU configuration of a Dataflow
-// job: which GPU, how many, on which machine type, in which region, with or
-// without NVIDIA MPS, whole-pipeline (the worker_accelerator service option)
-// or per step (right fitting, Beam accelerator resource hints); and the
-// Dataflow runner flags it stands for.
+// job: which GPU, how many, on which machine type, with which NVIDIA driver,
+// in which region, with or without NVIDIA MPS, whole-pipeline (the
+// worker_accelerator service option) or per step (right fitting, Beam
+// accelerator resource hints); and the Dataflow runner flags it stands for.
 //
 // Why: a wrong GPU configuration is only refused by Dataflow after the job is
-// built, staged and submitted, and some wrong ones (MPS with several GPUs, a
-// worker_accelerator on top of right fitting) are not refused at all but run
-// badly. Config.Validate checks everything before anything is submitted and
-// returns every broken rule at once, each naming the value and the rule.
+// built, staged and submitted, and some wrong ones are not refused at all but
+// bill GPUs for CPU work: a driver too old for the CUDA 12 worker image, or a
+// GPU that cannot load the kernels' PTX, leaves the executor without a
+// device, and under --backend=auto every batch then runs on the CPU of a
+// paid GPU worker. Config.Validate checks everything before anything is
+// submitted and returns every broken rule at once, each naming the value,
+// the rule and its source; Config.Warnings lists what the sources do not
+// rule out but a job may still fail on (a region not known to offer GPUs).
 //
-// The rules are one data table (Rules), each row with the source it comes
-// from, and the data they check against is a second table (GPUTypes,
-// MachineTypes, GPURegions). The sources are Google Cloud's pages kept in the
-// project's shared/seeds:
+// Both forms Dataflow's pages use are read: the typed flag of this project
+// (--worker_accelerator=type:...;count:1;install-nvidia-driver:5xx) and the
+// raw service option of the documentation
+// (--dataflow_service_options=worker_accelerator=type:...), which
+// Config.SetFlag and ParseFlags parse into the same Config, so both are
+// validated alike. The accelerator string takes every part the pages show:
+// type, count, machine_type (right fitting), install-nvidia-driver with or
+// without a version (:5xx, :latest, :535.104.05) and use_nvidia_mps. A test
+// holds every example of Dataflow's GPU, L4, MPS and right-fitting pages
+// verbatim, with its source, and parses it.
 //
-//   - seed 000, GPU best practices for Dataflow: N1 GPUs also work on N1
-//     custom machine types; the GPU type and count bound a worker's vCPUs and
-//     memory; right fitting; no_use_multiple_sdk_containers and
-//     --number_of_worker_harness_threads limit a worker's processes.
-//   - seed 001, GPUs for training: the usable GPU types, the table of valid
-//     GPU counts per machine type (N1 with T4, P4, P100, V100; A100 on the A2
-//     types with fixed counts), the vCPU and memory each V100 provides (12,
-//     76 GB) and the cap of 4 P100s (64 vCPUs, 208 GB), and the regions that
-//     provide GPUs.
-//   - seed 002, NVIDIA MPS on Dataflow: use_nvidia_mps on worker_accelerator,
-//     count 1 only, not with no_use_multiple_sdk_containers nor other options
-//     that restrict parallelism, not on Dataflow Prime.
+// The rules are one data table (Rules), each row with its source, and the
+// data they check against is a second table (GPUTypes, MachineTypes,
+// GPURegions). The sources, in order of authority:
 //
-// No seed covers L4 (G2), A100 80GB (A2 Ultra) or H100 (A3); their rows come
-// from Compute Engine's GPU machine types page and say so. Seed 001 is
-// written for AI Platform Training; its region list may lag Dataflow's, which
-// is what Config.Skip is for. Choices made where the seeds are ambiguous are
-// written next to the rule or the data they concern.
+//   - Dataflow's own pages: GPU support, GPU best practices (seed 000 is its
+//     Spanish copy), Use NVIDIA L4 GPUs, Use NVIDIA MPS (seed 002 is its
+//     German copy), Right fitting, FlexRS, Dataflow Prime, Troubleshoot GPUs;
+//   - Compute Engine's GPU machine types page, which Dataflow defers to for
+//     the machine types of each GPU;
+//   - Beam's vLLM notebook and Google's Gemma sample, which show the driver
+//     a CUDA 12 image needs on Dataflow (install-nvidia-driver:5xx);
+//   - the project's own files: the PTX's target (containers/ptx.mk) and the
+//     worker image's CUDA version (Dockerfile);
+//   - seed 001 (AI Platform Training's GPU page) only where nothing newer
+//     says otherwise: its per-GPU vCPU and memory bounds (V100, 4 x P100);
+//     its count table per N1 machine type and its region list are warnings
+//     only, because they are AI Platform's, not Dataflow's.
+//
+// Config.Skip switches a rule off, for a table that lags the service (a
+// GPU type or machine added since).
 //
 // Example:
 //
 //	cfg := dataflow.Config{
 //		Region:            "us-central1",
 //		MachineType:       "g2-standard-8",
-//		WorkerAccelerator: &dataflow.GPU{Type: "nvidia-l4", Count: 1, InstallDriver: true, MPS: true},
+//		WorkerAccelerator: &dataflow.GPU{Type: "nvidia-l4", Count: 1, InstallDriver: true, Driver: "5xx", MPS: true},
 //	}
 //	flags, err := cfg.Flags() // --region=us-central1 --worker_machine_type=g2-standard-8
-//	//   --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver;use_nvidia_mps
+//	//   --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx;use_nvidia_mps
 //
 // The package does not import Beam: the launcher (runtime/launch) reads a
 // Config from Beam's flags and its own, validates it before anything is

@@ -30,14 +30,14 @@ func TestFlags(t *testing.T) {
 				"--region=us-central1",
 				"--worker_machine_type=n1-standard-8",
 				"--sdk_container_image=us-docker.pkg.dev/p/beamgpu/worker:1",
-				"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver",
+				"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx",
 			},
 		},
 		{
-			name: "MPS on an L4, seed 002's form",
+			name: "MPS on an L4, the MPS page's form with the L4's default driver",
 			cfg: Config{
 				Region: "europe-west4", MachineType: "g2-standard-16",
-				WorkerAccelerator: mps("nvidia-l4", 1),
+				WorkerAccelerator: driver(mps("nvidia-l4", 1), ""),
 				ServiceOptions:    []string{"enable_google_cloud_profiler"},
 				MinRAMBytes:       32 * gibBytes,
 			},
@@ -49,29 +49,40 @@ func TestFlags(t *testing.T) {
 			},
 		},
 		{
-			name: "one SDK process, thread cap, Prime, experiments deduplicated",
+			name: "one SDK process, thread cap, experiments deduplicated",
 			cfg: Config{
 				Region: "us-east1", MachineType: "n1-highmem-8",
-				WorkerAccelerator:            gpu("nvidia-tesla-v100", 1),
+				WorkerAccelerator:            driver(gpu("nvidia-tesla-v100", 1), "latest"),
 				NumberOfWorkerHarnessThreads: 1,
 				NoUseMultipleSDKContainers:   true,
-				Prime:                        true,
 				Experiments:                  []string{"use_runner_v2", "no_use_multiple_sdk_containers", "use_runner_v2"},
-				ServiceOptions:               []string{"enable_prime"},
+				ServiceOptions:               []string{"enable_google_cloud_profiler"},
 			},
 			want: []string{
 				"--region=us-east1",
 				"--worker_machine_type=n1-highmem-8",
 				"--number_of_worker_harness_threads=1",
 				"--experiments=use_runner_v2,no_use_multiple_sdk_containers",
-				"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-v100;count:1;install-nvidia-driver,enable_prime",
+				"--dataflow_service_options=worker_accelerator=type:nvidia-tesla-v100;count:1;install-nvidia-driver:latest,enable_google_cloud_profiler",
+			},
+		},
+		{
+			name: "Prime with right fitting and FlexRS left out: no machine type",
+			cfg: Config{
+				Region: "us-central1", Prime: true,
+				RightFitting:   []GPU{hint("nvidia-l4", 1)},
+				ServiceOptions: []string{"enable_prime"},
+			},
+			want: []string{
+				"--region=us-central1",
+				"--dataflow_service_options=enable_prime",
 			},
 		},
 		{
 			name: "right fitting: no worker_accelerator, hints and min_ram left to the launcher",
 			cfg: Config{
 				Region: "us-central1", MachineType: "n1-standard-2",
-				RightFitting: []GPU{{Type: "nvidia-l4", Count: 1, InstallDriver: true}},
+				RightFitting: []GPU{hint("nvidia-l4", 1)},
 				MinRAMBytes:  16 * gibBytes,
 				Experiments:  []string{"use_runner_v2"},
 			},
@@ -95,14 +106,14 @@ func TestFlagsRefusesInvalidConfig(t *testing.T) {
 	got, err := cfg.Flags()
 	assert.Nil(t, got)
 	require.Error(t, err)
-	assert.EqualError(t, err, `mps-single-gpu: worker_accelerator "type:nvidia-tesla-t4;count:2;install-nvidia-driver;use_nvidia_mps" sets use_nvidia_mps with count 2; MPS is supported only on workers with a single GPU, so count must be 1 (seed 002)`)
+	assert.EqualError(t, err, `mps-single-gpu: worker_accelerator "type:nvidia-tesla-t4;count:2;install-nvidia-driver:5xx;use_nvidia_mps" sets use_nvidia_mps with count 2; MPS is supported only on workers with a single GPU, so count must be 1 (https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps (seed 002))`)
 }
 
 func ExampleConfig_Flags() {
 	cfg := Config{
 		Region:            "us-central1",
 		MachineType:       "g2-standard-8",
-		WorkerAccelerator: &GPU{Type: "nvidia-l4", Count: 1, InstallDriver: true, MPS: true},
+		WorkerAccelerator: &GPU{Type: "nvidia-l4", Count: 1, InstallDriver: true, Driver: "5xx", MPS: true},
 	}
 	flags, err := cfg.Flags()
 	if err != nil {
@@ -114,13 +125,13 @@ func ExampleConfig_Flags() {
 	}
 
 	cfg.WorkerAccelerator.Count = 2
-	cfg.Prime = true
+	cfg.WorkerAccelerator.Driver = "4xx"
 	fmt.Println(cfg.Validate())
 	// Output:
 	// --region=us-central1
 	// --worker_machine_type=g2-standard-8
-	// --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver;use_nvidia_mps
-	// gpu-count-machine: worker_machine_type g2-standard-8 comes with exactly 1 nvidia-l4, not count 2 (Compute Engine's GPU machine types page, not a seed)
-	// mps-single-gpu: worker_accelerator "type:nvidia-l4;count:2;install-nvidia-driver;use_nvidia_mps" sets use_nvidia_mps with count 2; MPS is supported only on workers with a single GPU, so count must be 1 (seed 002)
-	// mps-prime: worker_accelerator "type:nvidia-l4;count:2;install-nvidia-driver;use_nvidia_mps" sets use_nvidia_mps on Dataflow Prime (enable_prime); Dataflow Prime does not support MPS (seed 002)
+	// --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx;use_nvidia_mps
+	// gpu-driver: worker_accelerator "type:nvidia-l4;count:2;install-nvidia-driver:4xx;use_nvidia_mps" asks for a 4xx driver, but the worker image is CUDA 12 and needs R525 or newer (Dockerfile (nvidia/cuda:12.4.1-runtime: CUDA 12 needs driver R525+)); ask for install-nvidia-driver:5xx (or :latest)
+	// gpu-count-machine: worker_accelerator "type:nvidia-l4;count:2;install-nvidia-driver:4xx;use_nvidia_mps": machine type g2-standard-8 comes with exactly 1 nvidia-l4, not count 2 (https://cloud.google.com/compute/docs/gpus)
+	// mps-single-gpu: worker_accelerator "type:nvidia-l4;count:2;install-nvidia-driver:4xx;use_nvidia_mps" sets use_nvidia_mps with count 2; MPS is supported only on workers with a single GPU, so count must be 1 (https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps (seed 002))
 }

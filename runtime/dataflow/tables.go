@@ -8,29 +8,74 @@ import (
 	"strings"
 )
 
-// The data the rules check against. Every row says where it comes from.
-//
-// Seed 001 ("GPUs for training models": its GPU count table, its per-GPU vCPU
-// and memory statements and its list of GPU regions) covers the N1 GPUs and
-// the A100 40GB on A2. The brief and DESIGN.md also name L4 on G2, A100 80GB on
-// A2 Ultra and H100 on A3, which no seed covers: those rows come from Compute
-// Engine's GPU machine types page and are marked srcCompute.
+// The data the rules check against. Every row says where it comes from (the
+// src* constants: Dataflow's own pages first, Compute Engine's where Dataflow
+// defers to it, seed 001 only where nothing newer says otherwise).
 
+// Sources of the rules and the data.
 const (
-	srcSeed000 = "seed 000"
+	// srcGPUSupport: Dataflow's "Dataflow support for GPUs": GPUs on N1
+	// machine types, custom N1 included; the GPU type and count bound a
+	// worker's vCPUs and memory; for machine support per GPU it defers to
+	// Compute Engine's GPU platforms (srcCompute).
+	srcGPUSupport = "https://cloud.google.com/dataflow/docs/gpu/gpu-support"
+	// srcBestPractices: Dataflow's GPU best practices; seed 000 is its
+	// Spanish copy.
+	srcBestPractices = "https://cloud.google.com/dataflow/docs/gpu/develop-with-gpus (seed 000)"
+	// srcL4: Dataflow's "Use NVIDIA L4 GPUs": L4 only on G2 machine types;
+	// the L4 uses NVIDIA driver 525.0 or later and CUDA 12.0 or later.
+	srcL4 = "https://cloud.google.com/dataflow/docs/gpu/use-l4-gpus"
+	// srcMPS: Dataflow's "Improve performance on a shared GPU by using NVIDIA
+	// MPS"; seed 002 is its German copy.
+	srcMPS = "https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps (seed 002)"
+	// srcRightFitting: Dataflow's "Right fitting": the accelerator hint's
+	// syntax (type, count, machine_type, install-nvidia-driver), "right
+	// fitting doesn't support FlexRS", "don't use the worker_accelerator
+	// service option" with it, the machine type must go with the GPU type.
+	srcRightFitting = "https://cloud.google.com/dataflow/docs/guides/right-fitting"
+	// srcFlexRS: Dataflow's "Use Flexible Resource Scheduling": FlexRS
+	// "doesn't support GPUs".
+	srcFlexRS = "https://cloud.google.com/dataflow/docs/guides/flexrs"
+	// srcPrime: Dataflow's "Use Dataflow Prime": Prime does not support
+	// designating a machine type (--worker_machine_type).
+	srcPrime = "https://cloud.google.com/dataflow/docs/guides/enable-dataflow-prime"
+	// srcTroubleshoot: Dataflow's "Troubleshoot your Dataflow GPU job": GPU
+	// jobs must use Dataflow Runner v2.
+	srcTroubleshoot = "https://cloud.google.com/dataflow/docs/gpu/troubleshoot-gpus"
+	// srcCompute: Compute Engine's "GPU machine types" page, which
+	// Dataflow's pages defer to for the machine types of each GPU: the
+	// accelerator-optimised A2, A3 and G2 types come with their GPUs
+	// attached, in fixed counts; T4, P4, P100 and V100 attach to N1.
+	srcCompute = "https://cloud.google.com/compute/docs/gpus"
+	// srcBeamVLLM: Beam's RunInference vLLM notebook, which runs a CUDA 12
+	// image on Dataflow with a T4 and install-nvidia-driver:5xx, and says
+	// "make sure to enable the 5xx driver since vLLM only works with 5xx
+	// drivers, not 4xx".
+	srcBeamVLLM = "https://github.com/apache/beam/blob/master/examples/notebooks/beam-ml/run_inference_vllm.ipynb"
+	// srcGemma: Google's Gemma sample for Dataflow, which asks for
+	// type:nvidia-l4;count:1;install-nvidia-driver:5xx.
+	srcGemma = "https://github.com/GoogleCloudPlatform/python-docs-samples/tree/main/dataflow/gemma"
+	// srcCC: NVIDIA's compute capability of each GPU.
+	srcCC = "https://developer.nvidia.com/cuda-gpus"
+	// srcPTX: the kernels' PTX is built for compute_70 (containers/ptx.mk);
+	// a GPU of a lower compute capability cannot load it.
+	srcPTX = "containers/ptx.mk (PTX_ARCH=compute_70)"
+	// srcImage: the worker image is CUDA 12.4 (Dockerfile): its cuBLAS 12
+	// needs a driver for CUDA 12.0, R525 or newer.
+	srcImage = "Dockerfile (nvidia/cuda:12.4.1-runtime: CUDA 12 needs driver R525+)"
+	// srcSeed001: seed 001, AI Platform Training's "GPUs for training": its
+	// per-GPU vCPU and memory bounds (V100, 4 x P100) and its table of GPU
+	// counts per N1 machine type, which is AI Platform's and only a warning
+	// here, and its GPU regions.
 	srcSeed001 = "seed 001"
-	srcSeed002 = "seed 002"
 	srcDesign  = "DESIGN.md"
-	// srcCompute marks data that is in no seed: Compute Engine's "GPU machine
-	// types" page, https://cloud.google.com/compute/docs/gpus.
-	srcCompute = "Compute Engine's GPU machine types page, not a seed"
 )
 
 // Machine families that carry NVIDIA GPUs.
 const (
-	FamilyN1 = "n1" // general purpose; GPUs are attached (seed 001)
-	FamilyA2 = "a2" // accelerator optimised; A100s are bundled (seed 001)
-	FamilyG2 = "g2" // accelerator optimised; L4s are bundled (srcCompute)
+	FamilyN1 = "n1" // general purpose; GPUs are attached (srcGPUSupport, srcCompute)
+	FamilyA2 = "a2" // accelerator optimised; A100s are bundled (srcCompute)
+	FamilyG2 = "g2" // accelerator optimised; L4s are bundled (srcL4, srcCompute)
 	FamilyA3 = "a3" // accelerator optimised; H100s are bundled (srcCompute)
 )
 
@@ -50,18 +95,28 @@ type GPUType struct {
 	// Counts are the GPU counts a worker can have with this type, over all the
 	// machine types of its family.
 	Counts []int
-	// PerGPU is the vCPU and memory each GPU allows on N1 machines, where the
-	// seed gives it (zero fields where it does not).
+	// PerGPU is the vCPU and memory each GPU allows on N1 machines, where a
+	// source gives it (zero fields where none does).
 	PerGPU Limit
 	// ForCount overrides PerGPU x count for particular counts (seed 001's
 	// special case of 4 P100s).
 	ForCount map[int]Limit
+	// ComputeMajor and ComputeMinor are the GPU's compute capability
+	// (srcCC): 7.5 for a T4. The kernels' PTX needs 7.0 (srcPTX).
+	ComputeMajor, ComputeMinor int
+	// DefaultDriverBranch is the driver branch Dataflow installs for
+	// install-nvidia-driver without a version, where a source says: 525
+	// for the L4 (srcL4), a 4xx one (400) for the T4 (srcBeamVLLM); 0 where
+	// no source says.
+	DefaultDriverBranch int
+	// DefaultDriverSource is where DefaultDriverBranch comes from.
+	DefaultDriverSource string
 	// Source is where the row comes from.
 	Source string
 }
 
 // limit returns the vCPU and memory bound of count GPUs of type t; zero fields
-// mean the seeds give no bound.
+// mean the sources give no bound.
 func (t GPUType) limit(count int) Limit {
 	if l, ok := t.ForCount[count]; ok {
 		return l
@@ -69,33 +124,44 @@ func (t GPUType) limit(count int) Limit {
 	return Limit{VCPUs: t.PerGPU.VCPUs * count, MemGB: t.PerGPU.MemGB * float64(count)}
 }
 
-// gpuTypes is the GPU type table.
-//
-// Seed 001 lists the usable types as NVIDIA_TESLA_A100, _P4, _P100, _T4 and
-// _V100 (its gcloud example spells them in lower case with dashes:
-// nvidia-tesla-t4). Its count table also has a K80 column, but K80 is not in
-// that list of usable types, so we leave K80 out.
+// ComputeCapability returns t's compute capability as "7.5".
+func (t GPUType) ComputeCapability() string {
+	return strconv.Itoa(t.ComputeMajor) + "." + strconv.Itoa(t.ComputeMinor)
+}
+
+// MinComputeMajor and MinComputeMinor are the compute capability the kernels'
+// PTX is built for (srcPTX): a GPU below it cannot load the PTX.
+const (
+	MinComputeMajor = 7
+	MinComputeMinor = 0
+)
+
+// gpuTypes is the GPU type table: the NVIDIA types of Compute Engine's GPU
+// machine types page (srcCompute) that Dataflow workers take. K80 is left
+// out: Compute Engine ended its support. The counts are those of the
+// machine types each type comes with or attaches to (srcCompute).
 var gpuTypes = []GPUType{
-	{Name: "nvidia-tesla-t4", Family: FamilyN1, Counts: []int{1, 2, 4}, Source: srcSeed001},
-	{Name: "nvidia-tesla-p4", Family: FamilyN1, Counts: []int{1, 2, 4}, Source: srcSeed001},
+	{Name: "nvidia-tesla-t4", Family: FamilyN1, Counts: []int{1, 2, 4}, ComputeMajor: 7, ComputeMinor: 5,
+		DefaultDriverBranch: 400, DefaultDriverSource: srcBeamVLLM, Source: srcCompute},
+	{Name: "nvidia-tesla-p4", Family: FamilyN1, Counts: []int{1, 2, 4}, ComputeMajor: 6, ComputeMinor: 1, Source: srcCompute},
 	{
-		Name: "nvidia-tesla-p100", Family: FamilyN1, Counts: []int{1, 2, 4}, Source: srcSeed001,
+		Name: "nvidia-tesla-p100", Family: FamilyN1, Counts: []int{1, 2, 4}, ComputeMajor: 6, ComputeMinor: 0, Source: srcCompute,
 		// Seed 001: "a configuration with 4 NVIDIA Tesla P100 GPUs supports a
 		// maximum of 64 vCPUs and 208 GB of memory in all regions and zones".
 		ForCount: map[int]Limit{4: {VCPUs: 64, MemGB: 208}},
 	},
 	{
-		Name: "nvidia-tesla-v100", Family: FamilyN1, Counts: []int{1, 2, 4, 8}, Source: srcSeed001,
+		Name: "nvidia-tesla-v100", Family: FamilyN1, Counts: []int{1, 2, 4, 8}, ComputeMajor: 7, ComputeMinor: 0, Source: srcCompute,
 		// Seed 001: "each NVIDIA Tesla V100 can provide up to 12 vCPUs and 76 GB
 		// of memory".
 		PerGPU: Limit{VCPUs: 12, MemGB: 76},
 	},
-	// Seed 001: A100 (40GB) only on a2-highgpu-{1,2,4,8}g and a2-megagpu-16g.
-	{Name: "nvidia-tesla-a100", Family: FamilyA2, Counts: []int{1, 2, 4, 8, 16}, Source: srcSeed001},
-	{Name: "nvidia-a100-80gb", Family: FamilyA2, Counts: []int{1, 2, 4, 8}, Source: srcCompute},
-	{Name: "nvidia-l4", Family: FamilyG2, Counts: []int{1, 2, 4, 8}, Source: srcCompute},
-	{Name: "nvidia-h100-80gb", Family: FamilyA3, Counts: []int{1, 2, 4, 8}, Source: srcCompute},
-	{Name: "nvidia-h100-mega-80gb", Family: FamilyA3, Counts: []int{8}, Source: srcCompute},
+	{Name: "nvidia-tesla-a100", Family: FamilyA2, Counts: []int{1, 2, 4, 8, 16}, ComputeMajor: 8, ComputeMinor: 0, Source: srcCompute},
+	{Name: "nvidia-a100-80gb", Family: FamilyA2, Counts: []int{1, 2, 4, 8}, ComputeMajor: 8, ComputeMinor: 0, Source: srcCompute},
+	{Name: "nvidia-l4", Family: FamilyG2, Counts: []int{1, 2, 4, 8}, ComputeMajor: 8, ComputeMinor: 9,
+		DefaultDriverBranch: 525, DefaultDriverSource: srcL4, Source: srcL4},
+	{Name: "nvidia-h100-80gb", Family: FamilyA3, Counts: []int{1, 2, 4, 8}, ComputeMajor: 9, ComputeMinor: 0, Source: srcCompute},
+	{Name: "nvidia-h100-mega-80gb", Family: FamilyA3, Counts: []int{8}, ComputeMajor: 9, ComputeMinor: 0, Source: srcCompute},
 }
 
 // GPUTypes returns a copy of the GPU type table.
@@ -196,18 +262,20 @@ var bundled = []struct {
 	machine, gpu, source string
 	count                int
 }{
-	// Seed 001: A100 on a2-highgpu-1g/2g/4g/8g (1, 2, 4, 8) and a2-megagpu-16g
-	// (16). The rules need no vCPU or memory figures for these bundled shapes
-	// (the count is fixed), so the table does not carry them.
-	{"a2-highgpu-1g", "nvidia-tesla-a100", srcSeed001, 1},
-	{"a2-highgpu-2g", "nvidia-tesla-a100", srcSeed001, 2},
-	{"a2-highgpu-4g", "nvidia-tesla-a100", srcSeed001, 4},
-	{"a2-highgpu-8g", "nvidia-tesla-a100", srcSeed001, 8},
-	{"a2-megagpu-16g", "nvidia-tesla-a100", srcSeed001, 16},
+	// A100 40GB on a2-highgpu-1g/2g/4g/8g (1, 2, 4, 8) and a2-megagpu-16g
+	// (16), as seed 001 says too. The rules need no vCPU or memory figures
+	// for these bundled shapes (the count is fixed), so the table does not
+	// carry them.
+	{"a2-highgpu-1g", "nvidia-tesla-a100", srcCompute, 1},
+	{"a2-highgpu-2g", "nvidia-tesla-a100", srcCompute, 2},
+	{"a2-highgpu-4g", "nvidia-tesla-a100", srcCompute, 4},
+	{"a2-highgpu-8g", "nvidia-tesla-a100", srcCompute, 8},
+	{"a2-megagpu-16g", "nvidia-tesla-a100", srcCompute, 16},
 	{"a2-ultragpu-1g", "nvidia-a100-80gb", srcCompute, 1},
 	{"a2-ultragpu-2g", "nvidia-a100-80gb", srcCompute, 2},
 	{"a2-ultragpu-4g", "nvidia-a100-80gb", srcCompute, 4},
 	{"a2-ultragpu-8g", "nvidia-a100-80gb", srcCompute, 8},
+	// The L4 only on G2 (srcL4); G2's counts are Compute Engine's.
 	{"g2-standard-4", "nvidia-l4", srcCompute, 1},
 	{"g2-standard-8", "nvidia-l4", srcCompute, 1},
 	{"g2-standard-12", "nvidia-l4", srcCompute, 1},
@@ -276,9 +344,9 @@ func parseN1(name string) (MachineType, bool) {
 		if err1 != nil || err2 != nil || v < 1 || mb < 1 {
 			return MachineType{}, false
 		}
-		// Seed 000: GPUs supported with N1 machine types also support N1
-		// custom machine types.
-		return MachineType{Name: name, Family: FamilyN1, VCPUs: v, MemGB: float64(mb) / 1024, Source: srcSeed000}, true
+		// GPUs supported with N1 machine types also support N1 custom
+		// machine types (srcGPUSupport, seed 000).
+		return MachineType{Name: name, Family: FamilyN1, VCPUs: v, MemGB: float64(mb) / 1024, Source: srcGPUSupport}, true
 	}
 	return MachineType{}, false
 }
@@ -315,20 +383,25 @@ func knownMachineNames() string {
 	return strings.Join(names, ", ") + ", other predefined N1 shapes (n1-standard-1 ...) and N1 custom shapes (n1-custom-VCPUS-MEMMB)"
 }
 
-// gpuRegions is seed 001's list of the regions that provide GPUs. The seed
-// adds that "some of these regions only provide certain GPU types" without
-// saying which, so there is no per-type list to check; and it names no zones.
-// The list is the seed's (AI Platform Training's), which may lag Dataflow's
-// own: Config.Skip can switch the rule off for a region added since.
+// gpuRegions are the regions known to offer GPUs to Dataflow jobs: seed
+// 001's list (AI Platform Training's, which lags Dataflow's), and regions
+// where public Dataflow GPU jobs run (us-west4 and europe-west3 run L4 jobs).
+// No Dataflow page lists GPU regions per type, so a region outside this list
+// is only a warning (rule gpu-region): Dataflow says at submission whether
+// the region has the GPU.
 var gpuRegions = []string{
-	"us-west1", "us-west2", "us-central1", "us-east1", "us-east4",
+	"us-west1", "us-west2", "us-west4", "us-central1", "us-east1", "us-east4",
 	"northamerica-northeast1", "southamerica-east1",
-	"europe-west1", "europe-west2", "europe-west4",
+	"europe-west1", "europe-west2", "europe-west3", "europe-west4",
 	"asia-south1", "asia-southeast1", "asia-east1", "asia-northeast1", "asia-northeast3",
 	"australia-southeast1",
 }
 
-// GPURegions returns seed 001's GPU regions.
+// regionName is the shape of a Google Cloud region name: us-central1,
+// northamerica-northeast1, europe-west10.
+var regionName = regexp.MustCompile(`^[a-z]+(-[a-z]+)+[0-9]+$`)
+
+// GPURegions returns the regions known to offer GPUs (see rule gpu-region).
 func GPURegions() []string { return slices.Clone(gpuRegions) }
 
 func fmtCounts(counts []int) string {

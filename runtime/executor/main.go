@@ -47,6 +47,10 @@ type Build struct {
 	Kind string
 	// Device describes the device ops run on; "" means none is usable.
 	Device func() string
+	// NoDevice, where set, says why none is usable (called when Device
+	// returns ""): the handshake carries it to the clients, whose reason for
+	// falling back to the CPU then names it (a driver too old, say).
+	NoDevice func() string
 	// OnArena, when set, is called with each shared-memory arena the server
 	// maps (the CUDA build page-locks it with the driver); the function it
 	// returns is called before the arena is unmapped.
@@ -136,7 +140,11 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "beamgpu-executor: --memory_budget: %v\n", err)
 		return exitUsage
 	}
-	srv, err := server.New(server.Config{Device: device(), MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena})
+	dev, why := device(), ""
+	if dev == "" && build.NoDevice != nil {
+		why = build.NoDevice()
+	}
+	srv, err := server.New(server.Config{Device: dev, NoDevice: why, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena})
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
 		return exitFailed

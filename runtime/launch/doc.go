@@ -18,14 +18,26 @@
 // container image), plan.json (the same as data), the pipeline proto
 // (pipeline.pb, pipeline.txtpb) and, for Dataflow, job.json: the job that
 // would be submitted. A plan is made offline: it needs no project (it says
-// PROJECT), no staging bucket and no credentials, and holds none; pipeline
-// options whose names suggest a secret are redacted.
+// PROJECT), no staging bucket and no credentials, and holds none; in it,
+// and only in it, pipeline options whose names suggest a secret
+// (IsSecretName: my_access_key, apiKey, db-password) read <redacted>: a
+// submission sends them as given, or the workers would get "<redacted>".
+//
+// A Dataflow submission sets the job options as Beam's own Dataflow runner
+// does, with its checks (labels, template_location, update and
+// transform_name_mapping, disks, autoscaling, public IPs, FlexRS, the
+// streaming experiments, cross-language artifacts), stages the worker
+// binary (--worker_binary, else this binary when it is a static
+// linux/amd64 one, else Beam cross-compiles from source), and with
+// --template_location stages a template and submits nothing.
 //
 // Validation comes first: Flags.Validate checks the runner and, for
-// Dataflow, the typed GPU configuration against every rule of
-// runtime/dataflow before the pipeline is constructed; Run checks it again
-// with the right-fitting hints once they are known, before anything is
-// staged or written.
+// Dataflow, the GPU configuration (typed flags and Dataflow's raw
+// worker_accelerator service option alike) against every rule of
+// runtime/dataflow, and that --sdk_container_image names a registry
+// (CheckImage), before the pipeline is constructed; Run checks the rules
+// again with the right-fitting hints once they are known, before anything
+// is staged or written, and puts the rules' warnings in the plan.
 //
 // GPU sharing: the SDK processes of one worker share its GPU, each with its
 // executor. Run works out how many (one for Go's multi-core SDK container,

@@ -45,9 +45,9 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.RightFitting, "right_fitting", true,
 		"run GPU steps in their own environment carrying their resource hints (accelerator, min_ram), after a fusion break, so that only their stages get GPU workers; false leaves every step on the default environment")
 	fs.StringVar(&f.WorkerAccelerator, "worker_accelerator", "",
-		"whole-pipeline GPU on Dataflow: every worker gets this GPU, as type:T;count:N;install-nvidia-driver[;use_nvidia_mps] (becomes --dataflow_service_options=worker_accelerator=...); steps then carry no hints")
+		"whole-pipeline GPU on Dataflow: every worker gets this GPU, as type:T;count:N;install-nvidia-driver:5xx[;use_nvidia_mps] (becomes --dataflow_service_options=worker_accelerator=..., which is also accepted as such); steps then carry no hints. Quote it in a shell: ';' ends a command")
 	fs.StringVar(&f.Accelerator, "gpu_accelerator", "",
-		"accelerator hint of the right-fitted GPU steps, type:T;count:N;install-nvidia-driver (empty: the one each step declares)")
+		"accelerator hint of the right-fitted GPU steps, type:T;count:N[;machine_type:M];install-nvidia-driver:5xx (empty: the one each step declares)")
 	fs.IntVar(&f.GPUProcesses, "gpu_processes", 0,
 		"SDK processes sharing one GPU on a worker, which divide its memory and concurrent batches among their executors (0: derived: 1 for a Go SDK container, which is multi-core)")
 	fs.StringVar(&f.SkipRules, "skip_gpu_rules", "",
@@ -106,7 +106,7 @@ func (f *Flags) Executor(local backend.Executor) (backend.Executor, error) {
 	if !remote(t) {
 		return local, nil
 	}
-	if t == Dataflow && f.WorkerAccelerator == "" && flagValue("sdk_container_image") == "" {
+	if t == Dataflow && !f.wholePipelineGPU() && flagValue("sdk_container_image") == "" {
 		return backend.NoExecutor{Why: "Dataflow's default container has no GPU executor: pass --sdk_container_image with the beamgpu worker image (make image)"}, nil
 	}
 	return remoteExecutor{}, nil
@@ -119,25 +119,28 @@ func (remoteExecutor) Available() (bool, string) {
 }
 
 // gpuConfig is the typed Dataflow GPU configuration of the flags, without
-// the right-fitting hints (known once the pipeline is marshalled).
+// the right-fitting hints the steps declare (known once the pipeline is
+// marshalled). Beam's Dataflow flags are read as Dataflow's pages write
+// them (dataflow.Config.SetFlag): a raw
+// --dataflow_service_options=worker_accelerator=... becomes the typed worker
+// accelerator, as --worker_accelerator does.
 func (f *Flags) gpuConfig() (dataflow.Config, error) {
-	c := dataflow.Config{
-		Region:         flagValue("region"),
-		MachineType:    firstNonEmpty(flagValue("worker_machine_type"), flagValue("machine_type")),
-		ContainerImage: flagValue("sdk_container_image"),
-		Experiments:    splitList(flagValue("experiments")),
-		ServiceOptions: splitList(flagValue("dataflow_service_options")),
-		Skip:           splitList(f.SkipRules),
-	}
-	if v := flagValue("number_of_worker_harness_threads"); v != "" && v != "0" {
-		if _, err := fmt.Sscan(v, &c.NumberOfWorkerHarnessThreads); err != nil {
-			return c, fmt.Errorf("--number_of_worker_harness_threads=%s: %w", v, err)
+	c := dataflow.Config{Skip: splitList(f.SkipRules)}
+	for _, name := range []string{"region", "worker_machine_type", "machine_type", "sdk_container_image",
+		"number_of_worker_harness_threads", "flexrs_goal", "experiments", "dataflow_service_options"} {
+		if v := flagValue(name); v != "" && v != "0" {
+			if err := c.SetFlag(name, v); err != nil {
+				return c, err
+			}
 		}
 	}
 	if f.WorkerAccelerator != "" {
 		g, err := dataflow.ParseAccelerator(f.WorkerAccelerator)
 		if err != nil {
 			return c, fmt.Errorf("--worker_accelerator: %w", err)
+		}
+		if c.WorkerAccelerator != nil && *c.WorkerAccelerator != g {
+			return c, fmt.Errorf("--worker_accelerator=%s and --dataflow_service_options=%s give two GPUs; give one", f.WorkerAccelerator, c.WorkerAccelerator.ServiceOption())
 		}
 		c.WorkerAccelerator = &g
 	}
@@ -150,21 +153,30 @@ func (f *Flags) gpuConfig() (dataflow.Config, error) {
 	}
 	// A pipeline-wide accelerator hint is right fitting's syntax too.
 	for _, h := range jobopts.ResourceHints {
-		if v, ok := strings.CutPrefix(h, "accelerator="); ok {
-			g, err := dataflow.ParseAccelerator(v)
-			if err != nil {
-				return c, fmt.Errorf("--resource_hints=%s: %w", h, err)
+		if k, _, _ := strings.Cut(h, "="); k == "accelerator" || k == "min_ram" {
+			if err := c.SetFlag("resource_hints", h); err != nil {
+				return c, err
 			}
-			c.RightFitting = append(c.RightFitting, g)
 		}
 	}
 	return c, nil
 }
 
+// wholePipelineGPU reports whether every Dataflow worker gets the GPU: a
+// --worker_accelerator, or the raw worker_accelerator service option.
+func (f *Flags) wholePipelineGPU() bool {
+	if f.WorkerAccelerator != "" {
+		return true
+	}
+	c, err := f.gpuConfig()
+	return err == nil && c.WorkerAccelerator != nil
+}
+
 // Validate checks the flags before a pipeline is constructed: the runner
 // is one the launcher knows, and for Dataflow the GPU configuration keeps
-// every rule of runtime/dataflow. Right-fitting hints are checked again once
-// the pipeline is marshalled.
+// every rule of runtime/dataflow and the container image is one Dataflow
+// can pull. Right-fitting hints are checked again once the pipeline is
+// marshalled.
 func (f *Flags) Validate() error {
 	t, err := Runner()
 	if err != nil {
@@ -189,21 +201,12 @@ func (f *Flags) Validate() error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("invalid Dataflow GPU configuration:\n%w", err)
 	}
-	return nil
+	return CheckImage(c.ContainerImage)
 }
 
 func flagValue(name string) string {
 	if fl := flag.Lookup(name); fl != nil {
 		return fl.Value.String()
-	}
-	return ""
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
 	}
 	return ""
 }

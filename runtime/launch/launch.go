@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/pipelinex"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -34,6 +35,9 @@ type Outcome struct {
 	// Planned reports that --plan_out was given: the plan was written and
 	// nothing ran.
 	Planned bool
+	// Template is the --template_location where the job was staged as a
+	// Dataflow template instead of being submitted ("" otherwise).
+	Template string
 }
 
 // Run marshals p, rewrites it for right fitting (or, for whole-pipeline
@@ -57,10 +61,18 @@ func Run(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error) {
 
 // marshal turns p into its proto with env as the default environment and
 // Beam's pipeline-wide hints and image overrides applied, as Beam's runners do.
-func marshal(p *beam.Pipeline, env *pipepb.Environment) (*pipepb.Pipeline, error) {
-	edges, _, err := p.Build()
+// built, where not nil, sees the built graph first (Dataflow resolves
+// cross-language artifacts there, and learns whether the pipeline is
+// streaming).
+func marshal(p *beam.Pipeline, env *pipepb.Environment, built func([]*graph.MultiEdge, []*graph.Node) error) (*pipepb.Pipeline, error) {
+	edges, nodes, err := p.Build()
 	if err != nil {
 		return nil, err
+	}
+	if built != nil {
+		if err := built(edges, nodes); err != nil {
+			return nil, err
+		}
 	}
 	model, err := graphx.Marshal(edges, &graphx.Options{Environment: env, PipelineResourceHints: jobopts.GetPipelineResourceHints()})
 	if err != nil {
@@ -77,7 +89,7 @@ func marshal(p *beam.Pipeline, env *pipepb.Environment) (*pipepb.Pipeline, error
 func place(model *pipepb.Pipeline, f Flags, t Target) (*pipepb.Pipeline, *Plan, error) {
 	plan := &Plan{Runner: string(t), Hinted: rightfit.Hinted(model)}
 	switch {
-	case f.WorkerAccelerator != "":
+	case t == Dataflow && f.wholePipelineGPU():
 		rightfit.Strip(model)
 		plan.Mode = ModeWholePipeline
 	case !f.RightFitting:
@@ -117,7 +129,7 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 	if err != nil {
 		return Outcome{}, fmt.Errorf("creating the environment: %w", err)
 	}
-	model, err := marshal(p, env)
+	model, err := marshal(p, env, nil)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -45,6 +45,12 @@ type Plan struct {
 	FusionBreaks []rightfit.FusionBreak `json:"fusion_breaks,omitempty"`
 	Sharing      *SharingPlan           `json:"gpu_sharing,omitempty"`
 	Dataflow     *DataflowPlan          `json:"dataflow,omitempty"`
+	// Warnings are the Dataflow GPU rules' warnings: what the sources do
+	// not rule out but a job may still fail on.
+	Warnings []string `json:"warnings,omitempty"`
+	// SharedMemory says what the GPU executors need of a worker
+	// container's shared memory (SharedMemoryNote), when steps use the GPU.
+	SharedMemory string                 `json:"shared_memory,omitempty"`
 	Files        []string               `json:"files,omitempty"`
 	moved        []rightfit.Environment // environments right fitting made
 	mps          bool
@@ -85,6 +91,15 @@ type DataflowPlan struct {
 	WorkerHarnessThreads int      `json:"worker_harness_threads,omitempty"`
 	// Flags are the Dataflow runner flags of the GPU configuration.
 	Flags []string `json:"flags"`
+	// Labels, TemplateLocation, Update, TransformNameMapping and FlexRSGoal
+	// are the job options of those names, as the job gets them.
+	Labels               map[string]string `json:"labels,omitempty"`
+	TemplateLocation     string            `json:"template_location,omitempty"`
+	Update               bool              `json:"update,omitempty"`
+	TransformNameMapping map[string]string `json:"transform_name_mapping,omitempty"`
+	FlexRSGoal           string            `json:"flexrs_goal,omitempty"`
+	// WorkerBinary says which worker binary a submission stages.
+	WorkerBinary string `json:"worker_binary"`
 }
 
 // usesGPU reports whether any step runs on a GPU worker.
@@ -195,9 +210,14 @@ func (p *Plan) Placement() string {
 func (p *Plan) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Launch plan: runner %s, %s\n", p.Runner, p.Mode)
-	if len(p.Hinted) > 0 {
+	switch {
+	case len(p.Hinted) > 0 && p.Mode == ModeWholePipeline:
+		fmt.Fprintf(&b, "GPU steps (every worker has the GPU; their resource hints were stripped): %s\n", strings.Join(p.Hinted, ", "))
+	case len(p.Hinted) > 0 && p.Mode == ModeOneEnvironment:
+		fmt.Fprintf(&b, "GPU steps (--right_fitting=false: one environment, their resource hints were stripped): %s\n", strings.Join(p.Hinted, ", "))
+	case len(p.Hinted) > 0:
 		fmt.Fprintf(&b, "GPU steps (carry resource hints): %s\n", strings.Join(p.Hinted, ", "))
-	} else {
+	default:
 		fmt.Fprintf(&b, "GPU steps: none (no step runs on the GPU; see the explain report)\n")
 	}
 	fmt.Fprintf(&b, "\nEnvironments (%d):\n", len(p.Environments))
@@ -241,9 +261,34 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if d.WorkerHarnessThreads > 0 {
 			fmt.Fprintf(&b, "  harness threads: %d\n", d.WorkerHarnessThreads)
 		}
+		if len(d.Labels) > 0 {
+			fmt.Fprintf(&b, "  labels:          %s\n", formatHints(d.Labels))
+		}
+		if d.FlexRSGoal != "" {
+			fmt.Fprintf(&b, "  FlexRS goal:     %s\n", d.FlexRSGoal)
+		}
+		if d.TemplateLocation != "" {
+			fmt.Fprintf(&b, "  template:        staged to %s, not submitted\n", d.TemplateLocation)
+		}
+		if d.Update {
+			fmt.Fprintf(&b, "  update:          replaces the running job named %s\n", d.JobName)
+			if len(d.TransformNameMapping) > 0 {
+				fmt.Fprintf(&b, "  name mapping:    %s\n", formatHints(d.TransformNameMapping))
+			}
+		}
+		fmt.Fprintf(&b, "  worker binary:   %s\n", d.WorkerBinary)
 		fmt.Fprintf(&b, "  GPU flags:       %s\n", strings.Join(d.Flags, " "))
 		if d.Project == placeholderProject {
 			fmt.Fprintf(&b, "  (no --project given: the plan says %s; a submission needs the real one)\n", placeholderProject)
+		}
+	}
+	if p.SharedMemory != "" {
+		fmt.Fprintf(&b, "\nWorker container: %s.\n", p.SharedMemory)
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintf(&b, "\nWarnings (%d; the job is valid by the rules, but check):\n", len(p.Warnings))
+		for _, w := range p.Warnings {
+			fmt.Fprintf(&b, "  %s\n", w)
 		}
 	}
 	if len(p.Files) > 0 {

@@ -8,9 +8,11 @@ import (
 )
 
 // gpuHints are the resource hints of the raster GPU steps: one T4 is ample
-// for per-pixel arithmetic, and 16 GB of RAM holds a full scene's bands.
+// for per-pixel arithmetic, and 16 GB of RAM holds a full scene's bands. The
+// 5xx driver is what the CUDA 12 worker image needs (a T4's default driver
+// on Dataflow is a 4xx one; see runtime/dataflow's gpu-driver rule).
 var gpuHints = backend.Hints{
-	Accelerator: "type:nvidia-tesla-t4;count:1;install-nvidia-driver",
+	Accelerator: "type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx",
 	MinRAMBytes: 16e9,
 }
 

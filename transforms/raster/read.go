@@ -38,12 +38,7 @@ func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
 	if len(ref.Bands) == 0 {
 		return nil, fmt.Errorf("%s: no bands requested", ref.Dir)
 	}
-	fs, err := files.Open(ctx, ref.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.Dir, err)
-	}
-	defer fs.Close()
-	m, err := readMTL(ctx, fs, ref.Dir)
+	m, err := readMTL(ctx, ref.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +51,7 @@ func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
 			return nil, err
 		}
 		name := path.Join(ref.Dir, m.BandFile(b))
-		bw, bh, dn, err := readBand(ctx, fs, name, pixels)
+		bw, bh, dn, err := readBand(ctx, name, pixels)
 		if err != nil {
 			return nil, err
 		}
@@ -87,28 +82,28 @@ func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
 	return tiles, nil
 }
 
-func readMTL(ctx context.Context, fs files.FS, dir string) (MTL, error) {
-	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
+func readMTL(ctx context.Context, dir string) (MTL, error) {
+	mtls, err := files.List(ctx, path.Join(dir, "*_MTL.txt"))
 	if err != nil {
 		return MTL{}, fmt.Errorf("%s: listing: %w", dir, err)
 	}
-	switch len(files) {
+	switch len(mtls) {
 	case 0:
 		return MTL{}, fmt.Errorf("%s: no *_MTL.txt metadata file: not a Landsat scene directory", dir)
 	case 1:
 	default:
-		return MTL{}, fmt.Errorf("%s: %d *_MTL.txt files, want one per scene directory", dir, len(files))
+		return MTL{}, fmt.Errorf("%s: %d *_MTL.txt files, want one per scene directory", dir, len(mtls))
 	}
-	r, err := fs.OpenRead(ctx, files[0])
+	r, err := files.OpenRead(ctx, mtls[0])
 	if err != nil {
-		return MTL{}, fmt.Errorf("%s: %w", files[0], err)
+		return MTL{}, fmt.Errorf("%s: %w", mtls[0], err)
 	}
 	defer r.Close()
-	return ParseMTL(r, files[0])
+	return ParseMTL(r, mtls[0])
 }
 
-func readBand(ctx context.Context, fs files.FS, name string, pixels bool) (int, int, []uint16, error) {
-	r, err := fs.OpenRead(ctx, name)
+func readBand(ctx context.Context, name string, pixels bool) (int, int, []uint16, error) {
+	r, err := files.OpenRead(ctx, name)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("%s: cannot open band: %w", name, err)
 	}
@@ -122,11 +117,6 @@ func readBand(ctx context.Context, fs files.FS, name string, pixels bool) (int, 
 
 // IsSceneDir reports whether dir holds a *_MTL.txt file.
 func IsSceneDir(ctx context.Context, dir string) (bool, error) {
-	fs, err := files.Open(ctx, dir)
-	if err != nil {
-		return false, err
-	}
-	defer fs.Close()
-	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
-	return len(files) > 0, err
+	mtls, err := files.List(ctx, path.Join(dir, "*_MTL.txt"))
+	return len(mtls) > 0, err
 }

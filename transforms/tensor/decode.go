@@ -3,10 +3,11 @@ package tensor
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -114,7 +115,7 @@ func DecodeSourceHeaders(src Source) (Decoded, error) {
 
 // readIDXDims reads an IDX file's magic and dimensions, gzip or not.
 func readIDXDims(path string) ([]int, error) {
-	f, err := os.Open(path)
+	f, err := files.OpenRead(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,13 @@ package tensor
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -29,6 +30,19 @@ const MaxIDXBytes = 1 << 31
 
 // maxIDXDims is the most dimensions an IDX header may declare.
 const maxIDXDims = 8
+
+// MaxGzipRatio bounds how much a gzip IDX file may expand: decompressed
+// bytes over the compressed bytes read so far, checked once more than
+// gzipRatioFloor bytes are out. Real IDX data compresses far less
+// (Fashion-MNIST's images about 1.8:1, its labels about 4:1); deflate's
+// limit is about 1032:1, which a file of zeros reaches: a 0.5 MB file that
+// declares 512 MB of images, all zeros, is a decompression bomb, and the
+// float32 rows the decode step makes of it took a pipeline to 5 GB.
+var MaxGzipRatio = 100
+
+// gzipRatioFloor is the output below which the ratio is not checked (the
+// header and a first block may expand more).
+const gzipRatioFloor = 1 << 20
 
 // Errors of the IDX decoder, wrapped (test with errors.Is) in errors that also
 // name the file and the numbers involved.
@@ -75,17 +89,22 @@ func idxElemSize(t byte) int {
 // the name. The data is read incrementally, so a header that announces more
 // data than the file holds costs no more memory than the file; a header that
 // announces more than MaxIDXBytes is rejected at once. Data after the
-// announced size is an error.
+// announced size is an error, and decompression stops there: a gzip file
+// never decompresses to more than its header declares (plus one byte, to see
+// that it would), nor expands more than MaxGzipRatio to one (ErrIDXTooLarge).
 func DecodeIDX(r io.Reader, name string) (IDX, error) {
 	br := bufio.NewReader(r)
+	gzipped := false
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		in := &countReader{r: br}
+		zr, err := gzip.NewReader(in)
 		if err != nil {
 			return IDX{}, fmt.Errorf("%s: bad gzip header: %v", name, err)
 		}
 		defer zr.Close()
 		zr.Multistream(true)
-		br = bufio.NewReader(zr)
+		br = bufio.NewReader(&ratioGuard{r: zr, in: in, name: name})
+		gzipped = true
 	}
 	var hdr [4]byte
 	if n, err := io.ReadFull(br, hdr[:]); err != nil {
@@ -124,17 +143,55 @@ func DecodeIDX(r io.Reader, name string) (IDX, error) {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return IDX{}, fmt.Errorf("%s: %w (compressed stream ends early): dimensions %s: expected %d bytes of data, got %d", name, ErrIDXTruncated, dimsString(x.Dims), want, len(data))
 	}
+	if errors.Is(err, ErrIDXTooLarge) {
+		return IDX{}, err
+	}
 	if err != nil {
 		return IDX{}, fmt.Errorf("%s: reading data: expected %d bytes of data, got %d before the error: %w", name, want, len(data), err)
 	}
 	if int64(len(data)) < want {
 		return IDX{}, fmt.Errorf("%s: %w: dimensions %s: expected %d bytes of data, got %d", name, ErrIDXTruncated, dimsString(x.Dims), want, len(data))
 	}
+	if int64(len(data)) > want && gzipped {
+		return IDX{}, fmt.Errorf("%s: %w: the gzip stream decompresses to more than the %d bytes its header declares (%d of header, dimensions %s: %d of data); decompression stopped there",
+			name, ErrIDXTrailing, int64(4+len(dimBytes))+want, 4+len(dimBytes), dimsString(x.Dims), want)
+	}
 	if int64(len(data)) > want {
 		return IDX{}, fmt.Errorf("%s: %w: dimensions %s: expected %d bytes of data, the file holds more", name, ErrIDXTrailing, dimsString(x.Dims), want)
 	}
 	x.Data = data
 	return x, nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioGuard fails a gzip stream that expands more than MaxGzipRatio to one
+// (see MaxGzipRatio).
+type ratioGuard struct {
+	r    io.Reader
+	in   *countReader
+	out  int64
+	name string
+}
+
+func (g *ratioGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	g.out += int64(n)
+	if g.out > gzipRatioFloor && g.out > int64(MaxGzipRatio)*max(g.in.n, 1) {
+		return n, fmt.Errorf("%s: %w: the gzip stream expands more than %d:1 (%d bytes out of the first %d compressed bytes): a decompression bomb, not IDX data; refused",
+			g.name, ErrIDXTooLarge, MaxGzipRatio, g.out, g.in.n)
+	}
+	return n, err
 }
 
 func readErr(err error) string {
@@ -152,9 +209,10 @@ func dimsString(d []int) string {
 	return strings.Join(s, "x")
 }
 
-// ReadIDX opens and decodes an IDX file (plain or gzip).
+// ReadIDX opens (files.OpenRead: a local path, or a URL where a filesystem is
+// installed) and decodes an IDX file, plain or gzip.
 func ReadIDX(path string) (IDX, error) {
-	f, err := os.Open(path)
+	f, err := files.OpenRead(context.Background(), path)
 	if err != nil {
 		return IDX{}, err
 	}

@@ -3,13 +3,14 @@ package tensor
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
 	"math"
-	"os"
 	"strings"
 )
 
@@ -326,9 +327,10 @@ func SaveMLP(path string, m *MLP) error {
 	})
 }
 
-// LoadMLP reads a model file written by SaveMLP.
+// LoadMLP reads a model file written by SaveMLP (opened with files.OpenRead: a
+// local path, or a URL where an opener is installed).
 func LoadMLP(path string) (*MLP, error) {
-	f, err := os.Open(path)
+	f, err := files.OpenRead(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,10 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
-// gpuHints are the resource hints of the tensor GPU steps.
+// gpuHints are the resource hints of the tensor GPU steps (the 5xx driver:
+// the CUDA 12 worker image needs R525+; see runtime/dataflow's gpu-driver rule).
 var gpuHints = backend.Hints{
-	Accelerator: "type:nvidia-tesla-t4;count:1;install-nvidia-driver",
+	Accelerator: "type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx",
 	MinRAMBytes: 16e9,
 }
 

@@ -33,6 +33,11 @@ type StepCounts struct {
 type Metrics struct {
 	Steps    []StepCounts
 	Counters map[string]int64
+	// CPUInsteadOfGPU says why steps that have a GPU op ran on the CPU
+	// under --backend=auto ("" where none did): the explain report's
+	// reason, such as an executor that reports no device because its
+	// driver is too old.
+	CPUInsteadOfGPU string
 }
 
 // ReadMetrics reads the step metrics of res for the steps of report.
@@ -78,7 +83,19 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 	for _, d := range report.Decisions {
 		m.Steps = append(m.Steps, *byStep[d.Step])
 	}
+	m.CPUInsteadOfGPU = CPUInsteadOfGPU(report)
 	return m, nil
+}
+
+// CPUInsteadOfGPU returns why the report's steps that have a GPU op run on
+// the CPU under --backend=auto, or "" where none does.
+func CPUInsteadOfGPU(report backend.Report) string {
+	for _, d := range report.Decisions {
+		if d.Requested == backend.Auto && d.GPUOp != "" && d.Impl == backend.CPU {
+			return strings.TrimPrefix(d.Reason, "auto: ")
+		}
+	}
+	return ""
 }
 
 // PrintSteps writes one line per step: implementation, batches, items (with
@@ -96,6 +113,16 @@ func (m Metrics) PrintSteps(w io.Writer, unit string) {
 			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures, st.Fallbacks)
 	}
 	tw.Flush()
+	if m.CPUInsteadOfGPU != "" {
+		fmt.Fprintf(w, "GPU steps ran on the CPU (--backend=auto): %s\n", m.CPUInsteadOfGPU)
+	}
+	var fellBack int64
+	for _, st := range m.Steps {
+		fellBack += st.Fallbacks
+	}
+	if fellBack > 0 {
+		fmt.Fprintf(w, "%d batch(es) of GPU steps ran on the CPU because the GPU executor could not run them (it could not start, has no device, or died twice); the workers' logs say why\n", fellBack)
+	}
 }
 
 // Run builds a pipeline with build, has explain print sel's report, and
@@ -149,14 +176,18 @@ func Selector(bf *backend.Flags, lf *launch.Flags, steps ...step.Any) (*backend.
 }
 
 // Launched reports a launch that produced no metrics to out: the plan of
-// --plan_out (its summary, and where its files are), or a job submitted with
-// --async.
+// --plan_out (its summary, and where its files are), a Dataflow template
+// staged with --template_location, or a job submitted with --async.
 func Launched(out io.Writer, o launch.Outcome) error {
-	if o.Planned && o.Plan != nil {
+	switch {
+	case o.Planned && o.Plan != nil:
 		if err := o.Plan.WriteText(out); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintf(out, "plan written to %s; nothing was run\n", launchPlanDir())
+		return err
+	case o.Template != "":
+		_, err := fmt.Fprintf(out, "Dataflow template staged to %s (--template_location); no job was submitted\n", o.Template)
 		return err
 	}
 	_, err := fmt.Fprintln(out, "job submitted (--async): no metrics to report")

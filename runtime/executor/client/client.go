@@ -130,6 +130,8 @@ type Info struct {
 	Version uint16
 	// Device describes the device; empty means none.
 	Device string
+	// NoDevice says why there is none, where the executor says.
+	NoDevice string
 	// Ops are the op names served.
 	Ops []string
 	// Limits are the executor's limits.
@@ -145,7 +147,7 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 	p := s.p
 	c.put(s)
 	w := p.welcome
-	return Info{Path: p.path, Socket: p.socket, PID: int(w.PID), Version: w.Version, Device: w.Device, Ops: w.Ops, Limits: w.Limits}, nil
+	return Info{Path: p.path, Socket: p.socket, PID: int(w.PID), Version: w.Version, Device: w.Device, NoDevice: w.NoDevice, Ops: w.Ops, Limits: w.Limits}, nil
 }
 
 // Available implements backend.Executor: the executor starts, and its
@@ -159,6 +161,9 @@ func (c *Client) Available() (bool, string) {
 		return false, err.Error()
 	}
 	if info.Device == "" {
+		if info.NoDevice != "" {
+			return false, fmt.Sprintf("GPU executor %s reports no usable device: %s", info.Path, info.NoDevice)
+		}
 		return false, fmt.Sprintf("GPU executor %s reports no usable device", info.Path)
 	}
 	return true, fmt.Sprintf("GPU executor %s: %s", info.Path, info.Device)

@@ -158,6 +158,11 @@ func Open(ordinal int, budgetBytes int64) (_ *Device, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
+	// A driver too old for the image fails here, saying which it found and
+	// which it needs, rather than in a kernel later.
+	if err := CheckDriver(cu.Version(), ReadDriverVersion()); err != nil {
+		return nil, err
+	}
 	n, err := cu.NumDevices()
 	if err != nil {
 		return nil, classify("open", err)

@@ -17,7 +17,7 @@
 //
 //	client                                server
 //	Hello{magic, Version, pid}     ->
-//	                               <-     Welcome{Version, pid, device, ops, limits}
+//	                               <-     Welcome{Version, pid, device, ops, limits[, no-device reason]}
 //	                                      (or Reject{Version, message}, then close)
 //	Arena{id, size} + fd           ->
 //	                               <-     ArenaAck{id, status}

@@ -71,6 +71,12 @@ type Welcome struct {
 	Ops []string
 	// Limits are the executor's limits.
 	Limits Limits
+	// NoDevice says why there is no device, where Device is empty (for
+	// example a driver too old for the executor's CUDA version), so that the
+	// client's "no GPU" carries the reason. On the wire it is an optional
+	// last field, present only when not empty, so version 1 peers that do
+	// not send it still speak to this one.
+	NoDevice string
 }
 
 // Limits are the executor's resource limits, as announced in Welcome.
@@ -184,7 +190,11 @@ func (m Welcome) Append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, m.Limits.MaxConcurrent)
 	b = binary.LittleEndian.AppendUint64(b, m.Limits.MemoryBudget)
 	b = binary.LittleEndian.AppendUint32(b, m.Limits.MaxFrame)
-	return binary.LittleEndian.AppendUint32(b, m.Limits.MaxBuffers)
+	b = binary.LittleEndian.AppendUint32(b, m.Limits.MaxBuffers)
+	if m.NoDevice != "" {
+		b = appendStr(b, m.NoDevice)
+	}
+	return b
 }
 
 // Append implements Message.
@@ -308,6 +318,11 @@ func Decode(t Type, p []byte) (Message, error) {
 		w.Limits.MemoryBudget = d.u64()
 		w.Limits.MaxFrame = d.u32()
 		w.Limits.MaxBuffers = d.u32()
+		if d.err == nil && len(d.b) > 0 {
+			if w.NoDevice = d.str(MaxText); d.err == nil && w.NoDevice == "" {
+				d.fail("empty no-device reason (it is sent only when there is one)")
+			}
+		}
 		m = w
 	case TReject:
 		m = Reject{Version: d.u16(), Message: d.str(MaxText)}

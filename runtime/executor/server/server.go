@@ -28,6 +28,9 @@ type Config struct {
 	// handshake ("NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)", "cpu-reference");
 	// empty means no usable device, and clients will not use the executor.
 	Device string
+	// NoDevice says why there is no device (Device empty), announced in the
+	// handshake so that the clients' reason for not using the GPU names it.
+	NoDevice string
 	// Ops are the ops served; nil means Registered().
 	Ops []Op
 	// MaxConcurrent bounds the batches running at once, across connections;
@@ -419,11 +422,12 @@ func (c *conn) handshake() error {
 	}
 	c.pid = h.PID
 	return c.pc.Send(protocol.Welcome{
-		Version: protocol.Version,
-		PID:     uint32(os.Getpid()),
-		Device:  c.s.cfg.Device,
-		Ops:     c.s.names,
-		Limits:  c.s.Limits(),
+		Version:  protocol.Version,
+		PID:      uint32(os.Getpid()),
+		Device:   c.s.cfg.Device,
+		NoDevice: c.s.cfg.NoDevice,
+		Ops:      c.s.names,
+		Limits:   c.s.Limits(),
 	})
 }
 

@@ -1,13 +1,14 @@
-// Package files is how steps read files: local paths out of the box, and
-// every filesystem Beam knows (gs://, memfs://, ...) once package stepbeam is
-// linked, which registers Beam's filesystems here. A family's step reads
-// through it and stays free of Beam, so that the executor and the trainer,
-// which link the family, link no Beam package.
+// Package files is how steps read files: local paths out of the box, every
+// filesystem Beam knows (gs://, memfs://, ...) once package stepbeam is
+// linked (it registers Beam's filesystems as the default), and any scheme a
+// program registers (the fashion pipeline serves its embedded data as
+// embedded://). A family's step reads through it and stays free of Beam, so
+// that the executor and the trainer, which link the family, link no Beam
+// package; in a pipeline the same step reads Cloud Storage on its workers.
 package files
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,81 +18,101 @@ import (
 	"sync"
 )
 
-// FS is what a step's reader needs of a filesystem; Beam's
-// filesystem.Interface has these methods.
+// FS is what a step's reader needs of a filesystem.
 type FS interface {
-	// List returns the files matching glob.
-	List(ctx context.Context, glob string) ([]string, error)
 	// OpenRead opens a file for reading.
 	OpenRead(ctx context.Context, name string) (io.ReadCloser, error)
-	Close() error
+	// List returns the files matching glob, sorted.
+	List(ctx context.Context, glob string) ([]string, error)
 }
-
-// Opener returns the filesystem of path (the scheme of a URL, or local).
-type Opener func(ctx context.Context, path string) (FS, error)
 
 var (
-	mu     sync.RWMutex
-	opener Opener
+	mu       sync.RWMutex
+	byScheme = map[string]FS{}
+	fallback FS // paths of no registered scheme; nil: Local
 )
 
-// Register makes open the way to every path (stepbeam registers Beam's
-// filesystems); nil restores local files only.
-func Register(open Opener) {
+// Register makes fs serve the paths of scheme ("gs" for gs://...). The
+// scheme "" registers the default, for every path of no registered scheme;
+// package stepbeam registers Beam's filesystems so. A nil fs removes the
+// registration.
+func Register(scheme string, fs FS) {
 	mu.Lock()
 	defer mu.Unlock()
-	opener = open
+	switch {
+	case scheme == "":
+		fallback = fs
+	case fs == nil:
+		delete(byScheme, scheme)
+	default:
+		byScheme[scheme] = fs
+	}
 }
 
-// Open returns the filesystem of path.
-func Open(ctx context.Context, path string) (FS, error) {
+// of returns the filesystem of path.
+func of(path string) (FS, error) {
 	mu.RLock()
-	o := opener
-	mu.RUnlock()
-	if o != nil {
-		return o(ctx, path)
+	defer mu.RUnlock()
+	scheme, _, url := strings.Cut(path, "://")
+	if url && !strings.ContainsAny(scheme, "/\\") {
+		if fs, ok := byScheme[scheme]; ok {
+			return fs, nil
+		}
+		if fallback == nil {
+			return nil, fmt.Errorf("%s: no filesystem for %s:// paths in this program (package stepbeam registers Beam's)", path, scheme)
+		}
 	}
-	if i := strings.Index(path, "://"); i > 0 {
-		return nil, fmt.Errorf("%s: no filesystem for scheme %q in this binary (link package stepbeam for Beam's filesystems)", path, path[:i])
+	if fallback != nil {
+		return fallback, nil
 	}
 	return Local{}, nil
 }
 
-// Local is the local filesystem.
-type Local struct{}
-
-// List implements FS.
-func (Local) List(_ context.Context, glob string) ([]string, error) {
-	m, err := filepath.Glob(glob)
-	sort.Strings(m)
-	return m, err
-}
-
-// OpenRead implements FS.
-func (Local) OpenRead(_ context.Context, name string) (io.ReadCloser, error) { return os.Open(name) }
-
-// Close implements FS.
-func (Local) Close() error { return nil }
-
-// ReadAll reads the file name, at most limit bytes (an error beyond: a
-// bound against inputs that claim to be small).
-func ReadAll(ctx context.Context, name string, limit int64) ([]byte, error) {
-	fs, err := Open(ctx, name)
+// OpenRead opens name for reading on its filesystem.
+func OpenRead(ctx context.Context, name string) (io.ReadCloser, error) {
+	fs, err := of(name)
 	if err != nil {
 		return nil, err
 	}
-	defer fs.Close()
-	r, err := fs.OpenRead(ctx, name)
+	return fs.OpenRead(ctx, name)
+}
+
+// List returns the files matching glob on its filesystem.
+func List(ctx context.Context, glob string) ([]string, error) {
+	fs, err := of(glob)
+	if err != nil {
+		return nil, err
+	}
+	return fs.List(ctx, glob)
+}
+
+// ReadAll reads the file name, at most limit bytes: a larger file is an
+// error naming it and the bound.
+func ReadAll(ctx context.Context, name string, limit int64) ([]byte, error) {
+	r, err := OpenRead(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, errors.New("larger than " + fmt.Sprint(limit) + " bytes")
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
 	}
 	return b, nil
+}
+
+// Local is the local filesystem.
+type Local struct{}
+
+// OpenRead implements FS.
+func (Local) OpenRead(_ context.Context, name string) (io.ReadCloser, error) { return os.Open(name) }
+
+// List implements FS.
+func (Local) List(_ context.Context, glob string) ([]string, error) {
+	m, err := filepath.Glob(glob)
+	sort.Strings(m)
+	return m, err
 }

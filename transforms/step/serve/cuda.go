@@ -34,6 +34,11 @@ func build() (executor.Build, []server.Op) {
 			return ""
 		}
 		return dev.Info().String()
+	}, NoDevice: func() string {
+		if err != nil {
+			return err.Error()
+		}
+		return ""
 	}}
 	if err != nil {
 		return b, nil

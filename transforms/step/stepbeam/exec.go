@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"time"
 
@@ -27,8 +28,41 @@ func init() {
 	client.SetSharingSource(func() string { return beamruntime.GlobalOptions.Get(client.OptionSharing) })
 	// Steps read files through package files: in a Beam binary, through
 	// Beam's filesystems (local, gs://, memfs://, whatever the binary links).
-	files.Register(func(ctx context.Context, path string) (files.FS, error) { return filesystem.New(ctx, path) })
+	files.Register("", beamFS{})
 }
+
+// beamFS is package files' default filesystem in a Beam binary: Beam's.
+type beamFS struct{}
+
+func (beamFS) OpenRead(ctx context.Context, path string) (io.ReadCloser, error) {
+	fsys, err := filesystem.New(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r, err := fsys.OpenRead(ctx, path)
+	if err != nil {
+		fsys.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &fsReader{ReadCloser: r, fsys: fsys}, nil
+}
+
+func (beamFS) List(ctx context.Context, glob string) ([]string, error) {
+	fsys, err := filesystem.New(ctx, glob)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", glob, err)
+	}
+	defer fsys.Close()
+	return fsys.List(ctx, glob)
+}
+
+// fsReader closes the filesystem with the file.
+type fsReader struct {
+	io.ReadCloser
+	fsys filesystem.Interface
+}
+
+func (r *fsReader) Close() error { return errors.Join(r.ReadCloser.Close(), r.fsys.Close()) }
 
 // Namespace is the Beam metrics namespace of every step counter.
 const Namespace = "beamgpu"
