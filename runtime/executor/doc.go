@@ -19,18 +19,27 @@
 //   - client: the worker side, pure Go: finds, starts, shares and restarts
 //     the executor; Call runs an op on a batch; Probe implements
 //     backend.Executor.
+//   - gpu: the device API a step's CUDA launch is written against (a Call:
+//     uploads, kernels from its family's PTX module, cuBLAS products, data
+//     resident across calls, downloads into shared memory), pure Go, with a
+//     Recorder that checks launches without a GPU.
+//   - cuda (-tags cuda): the device layer over gorgonia.org/cu and cuBLAS
+//     that implements gpu.Call on a GPU: modules, lanes (streams), a buffer
+//     pool, the memory budget, page-locked arenas, sticky-error handling.
 //   - testops: generic ops (echo, sum_f32, sleep, crash, fatal) for the
-//     protocol's tests and benchmarks.
-//   - stepops: the steps' GPU ops: a codec per step gives both the step's
-//     GPU implementation (a call to the executor) and its reference op (the
-//     step's CPU code, served by the reference executor).
-//   - executortest: lets a test binary serve as the executor, so tests of
-//     pipelines run --backend=gpu through a real second process.
-//   - cmd/beamgpu-executor: the executor binary. Without build tags it is the
-//     CPU reference executor (CGO_ENABLED=0), so CI tests the whole
-//     out-of-process path without a GPU; with -tags cuda it serves the same
-//     op names with CUDA kernels.
+//     protocol's tests and benchmarks, served only by test builds
+//     (executortest).
+//   - executortest: lets a test binary serve as the executor, so tests run
+//     ops through a real second process.
+//
+// Nothing here knows a step: runtime/ imports nothing from transforms/. The
+// steps' ops are built by transforms/step (ReferenceOp, LaunchOp) and an
+// executor binary is a main of a few lines over transforms/step/serve that
+// imports the families it serves (pipelines/beamgpu-executor is beamgpu's).
+// Without build tags it is the CPU reference executor (CGO_ENABLED=0), so CI
+// tests the whole out-of-process path without a GPU; with -tags cuda it
+// serves the same ops with the families' CUDA launches.
 //
 // This package itself holds Main, the executor's command line (serve,
-// selftest, version), which the binary and test binaries call.
+// selftest, version), which executor binaries and test binaries call.
 package executor

@@ -52,7 +52,7 @@
 //	flag.Parse()
 //	beam.Init()
 //	if err := lf.Validate(); err != nil { ... }      // before any work
-//	ex, _ := lf.Executor(stepops.Executor(""))        // GPUs here, or on the workers
+//	ex, _ := lf.Executor(step.UseExecutor(""))        // GPUs here, or on the workers
 //	... construct p with steps resolved against ex ...
 //	out, err := launch.Run(ctx, p, lf)                // out.Result has the metrics
 package launch

@@ -5,10 +5,12 @@
 //
 // Every step works on tiles, never on whole scenes, so a large scene is never
 // one element and per-element costs (Beam's, a GPU's launch and transfer) are
-// paid once per tile. Each step is a PTransform that returns its output and a
-// dead-letter PCollection of step.Failure; its CPU code sits in this package,
-// its stub is registered by github.com/beamgpu/beamgpu/stubs/raster, and its
-// GPU op name is declared with it.
+// paid once per tile. Each step's declaration, CPU code, codecs (codec.go),
+// CUDA kernel (kernels.cu, embedded as PTX) and launch (launch_cuda.go,
+// behind the cuda tag) sit in this package, which imports no Beam package so
+// that the GPU executor links none; its PTransforms (each returning its
+// output and a dead-letter PCollection of step.Failure) are package
+// rasterbeam's, its stub is registered by github.com/beamgpu/beamgpu/stubs/raster.
 //
 // The formulas (USGS Landsat 8 Data Users Handbook, section 5.1):
 //

@@ -1,11 +1,13 @@
 // Package cuda is the GPU executor's device layer: one CUDA context on one GPU, the
-// steps' kernels (the PTX embedded by transforms/raster and transforms/tensor),
-// cuBLAS, a device-memory budget and streams, behind a plain Go API on host slices.
+// PTX modules the executor's step families registered (package gpu), cuBLAS, a
+// device-memory budget, a buffer pool, resident data and streams. It knows no step:
+// Device.Launch gives a step's launch a gpu.Call (see device.go).
 //
 // Without the cuda build tag this package is empty: every other file carries
-// `//go:build cuda`, because it needs cgo, the CUDA 11.8 headers and link stubs, and
-// gorgonia.org/cu, whose init() exits a process that has no usable GPU. The pure Go
-// worker and the CPU reference executor never import it. Build it with
+// `//go:build cuda` (but driver.go, the driver-version check, which is pure Go),
+// because it needs cgo, the CUDA 11.8 headers and link stubs, and gorgonia.org/cu,
+// whose init() exits a process that has no usable GPU. The pure Go worker and the CPU
+// reference executor never import it. Build it with
 // containers/build-cuda.sh (which fetches the headers with containers/cuda-headers.sh),
 // or by hand:
 //
