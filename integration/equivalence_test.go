@@ -161,3 +161,37 @@ func bigTile() raster.DNTile {
 	}
 	return t
 }
+
+// A batch whose shared memory cannot be had (here: over the arena limit) is
+// split until it fits, and gives the CPU's answer; one that cannot be split
+// small enough (a reference set over the limit) fails as the GPU being
+// unavailable, so that --backend=auto runs it on the CPU.
+func TestNoArenaSplitsOrFallsBack(t *testing.T) {
+	if os.Getenv(client.EnvPath) != "" {
+		t.Skip("needs the test executor, whose client the test configures")
+	}
+	require.NoError(t, client.CloseShared())
+	t.Setenv(client.EnvMaxArena, "4194304") // 4 MiB per connection
+	defer client.CloseShared()
+	x, err := tensor.ReadDataset(tensor.SampleImagesPath(), tensor.SampleLabelsPath())
+	require.NoError(t, err)
+	x, err = tensor.Scaler{Mode: tensor.ScaleUnit}.Apply(x.Slice(0, 1200))
+	require.NoError(t, err)
+	m, err := tensor.LoadMLP("../pipelines/fashion/data/mlp-784-256-128-10.bgmlp") // 940 KB: fits
+	require.NoError(t, err)
+	mlp := tensor.MLPInput{Batch: x.Slice(0, 1200), Model: m} // 3.8 MB of pixels, and room for as much output: does not
+	cpu, err := steptest.Apply(tensor.StepMLP, backend.CPU, mlp)
+	require.NoError(t, err)
+	gpu, err := steptest.Apply(tensor.StepMLP, backend.GPU, mlp)
+	require.NoError(t, err)
+	require.NoError(t, steptest.Equal(mlp, cpu, gpu, tensor.StepMLP.Tolerance()))
+
+	big, err := tensor.Concat([]tensor.Batch{x, x})
+	require.NoError(t, err)
+	ref, err := tensor.NewReference(big, 10) // 7.5 MB of side data: never fits
+	require.NoError(t, err)
+	_, err = steptest.Apply(tensor.StepKNN, backend.GPU, tensor.KNNInput{Query: x.Slice(0, 4), Ref: ref, K: 3, Weights: tensor.WeightUniform})
+	require.ErrorIs(t, err, step.ErrGPUUnavailable)
+	assert.ErrorIs(t, err, client.ErrNoArena)
+	assert.Contains(t, err.Error(), "arena limit")
+}

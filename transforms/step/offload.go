@@ -66,9 +66,10 @@ func (s *Step[In, Out]) offload(in In) (Out, error) { return s.Offload(context.B
 
 // Offload runs in on the GPU executor: the step's GPU implementation. ctx
 // bounds the call (the DoFn's context). A batch that does not fit the
-// executor's memory is run in halves (recursively) when the step can split
-// it. An executor that cannot be had, or that keeps dying, gives an error
-// wrapping ErrGPUUnavailable.
+// executor's memory, or whose shared memory cannot be had, is run in halves
+// (recursively) when the step can split it. An executor that cannot be had,
+// or that keeps dying, and shared memory that cannot be had even for the
+// smallest half, give an error wrapping ErrGPUUnavailable.
 func (s *Step[In, Out]) Offload(ctx context.Context, in In) (Out, error) {
 	var zero Out
 	g := s.def.GPU
@@ -76,11 +77,21 @@ func (s *Step[In, Out]) Offload(ctx context.Context, in In) (Out, error) {
 		return zero, fmt.Errorf("step %q has no GPU op", s.def.Name)
 	}
 	out, err := s.callOnce(ctx, in)
-	if err == nil || !errors.Is(err, client.ErrOutOfMemory) || g.Split == nil {
+	tooBig := errors.Is(err, client.ErrOutOfMemory) || errors.Is(err, client.ErrNoArena)
+	if err == nil || !tooBig {
 		return out, err
 	}
-	a, b, ok := g.Split(in)
+	var a, b In
+	ok := g.Split != nil
+	if ok {
+		a, b, ok = g.Split(in)
+	}
 	if !ok {
+		if errors.Is(err, client.ErrNoArena) {
+			// Not the batch's fault, and it cannot be made smaller: under
+			// --backend=auto it runs on the CPU.
+			return out, fmt.Errorf("%w: %w", ErrGPUUnavailable, err)
+		}
 		return out, err
 	}
 	oa, err := s.Offload(ctx, a)
@@ -117,12 +128,14 @@ func (s *Step[In, Out]) callOnce(ctx context.Context, in In) (Out, error) {
 		for i, b := range bufs {
 			sizes[i] = len(b)
 		}
+		// Outputs scale with the batch, not with the side data: offer as much
+		// room as the main parts take (plus the envelope).
 		res, err := cl.CallFill(ctx, g.Op, params, sizes, func(dst [][]byte) error {
 			for i, b := range bufs {
 				copy(dst[i], b)
 			}
 			return nil
-		})
+		}, client.OutputHint(int64(main.Size()+64*(len(main.Arrays)+2))))
 		if err != nil {
 			return zero, err
 		}

@@ -417,7 +417,11 @@ func (c *Client) CallView(ctx context.Context, op string, params []byte, inputs 
 // shared-memory buffer per size and must fill them (it may be called twice:
 // again for the retry, if the executor died; it must write the same data).
 // The buffers are valid only during fill.
-func (c *Client) CallFill(ctx context.Context, op string, params []byte, sizes []int, fill func(in [][]byte) error) (*Result, error) {
+func (c *Client) CallFill(ctx context.Context, op string, params []byte, sizes []int, fill func(in [][]byte) error, opts ...CallOption) (*Result, error) {
+	o := callOptions{outHint: -1}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	switch {
 	case op == "" || len(op) > protocol.MaxName:
 		return nil, fmt.Errorf("GPU executor: op name %q: want 1 to %d bytes", op, protocol.MaxName)
@@ -431,25 +435,25 @@ func (c *Client) CallFill(ctx context.Context, op string, params []byte, sizes [
 			return nil, fmt.Errorf("GPU executor op %q: negative input size %d", op, n)
 		}
 	}
-	r, err := c.attempt(ctx, op, params, sizes, fill)
+	r, err := c.attempt(ctx, op, params, sizes, fill, o)
 	if err == nil || !IsRetryable(err) || ctx.Err() != nil {
 		return r, err
 	}
 	// The executor died: retry once, on a new one.
 	c.retries.Add(1)
-	r, err2 := c.attempt(ctx, op, params, sizes, fill)
+	r, err2 := c.attempt(ctx, op, params, sizes, fill, o)
 	if err2 != nil {
 		return nil, fmt.Errorf("%w (retried once; the first attempt failed: %v)", err2, err)
 	}
 	return r, nil
 }
 
-func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error) (*Result, error) {
+func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error, o callOptions) (*Result, error) {
 	s, err := c.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := s.call(ctx, op, params, sizes, fill)
+	outs, err := s.call(ctx, op, params, sizes, fill, o)
 	if err != nil {
 		if IsRetryable(err) {
 			s.close()
@@ -464,6 +468,20 @@ func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []
 	}
 	return &Result{Outputs: outs, c: c, s: s}, nil
 }
+
+// CallOption configures one call.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	outHint int64 // bytes of the outputs expected; -1: as many as the inputs
+}
+
+// OutputHint tells the client how many bytes the outputs are expected to
+// take, so that the arena holds them on the first try (by default it offers
+// as much as the inputs; too little costs a second round trip, never a
+// failure: the executor says how much it needs and the client grows the
+// arena).
+func OutputHint(bytes int64) CallOption { return func(o *callOptions) { o.outHint = max(0, bytes) } }
 
 // OpError is an op's failure reported by the executor.
 type OpError struct {
@@ -579,7 +597,7 @@ func (s *session) ensure(ctx context.Context, size int64) error {
 	}
 	limit := s.c.cfg.MaxArena
 	if size > limit {
-		return fmt.Errorf("GPU executor: a batch needing %d bytes of shared memory exceeds the %d-byte arena limit: split it", size, limit)
+		return fmt.Errorf("%w: it needs %d bytes, over the %d-byte arena limit: split it", ErrNoArena, size, limit)
 	}
 	grow := size
 	if s.arena != nil {
@@ -593,7 +611,7 @@ func (s *session) ensure(ctx context.Context, size int64) error {
 	}
 	if err != nil {
 		s.broken = true
-		return err
+		return fmt.Errorf("%w: %w", ErrNoArena, err)
 	}
 	s.arenaID++
 	ans, err := s.roundTrip(ctx, protocol.Arena{ID: s.arenaID, Size: uint64(s.arena.Size())}, s.arena.FD())
@@ -614,7 +632,7 @@ func (s *session) ensure(ctx context.Context, size int64) error {
 
 // call runs one attempt of an op on this session and returns views of the
 // outputs.
-func (s *session) call(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error) ([][]byte, error) {
+func (s *session) call(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error, o callOptions) ([][]byte, error) {
 	// Layout: the inputs from offset 0, then the output region up to the
 	// end of the arena.
 	alloc := shm.NewAllocator(0, s.c.cfg.MaxArena)
@@ -623,13 +641,17 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 	for i, n := range sizes {
 		r, ok := alloc.Alloc(int64(n))
 		if !ok {
-			return nil, fmt.Errorf("GPU executor op %q: inputs exceed the %d-byte arena limit: split the batch", op, s.c.cfg.MaxArena)
+			return nil, fmt.Errorf("GPU executor op %q: %w: its inputs exceed the %d-byte arena limit: split the batch", op, ErrNoArena, s.c.cfg.MaxArena)
 		}
 		regions[i] = r
 		inBytes += int64(n)
 	}
 	inEnd := shm.AlignUp(alloc.Used())
-	if err := s.ensure(ctx, inEnd+max(inBytes, minOut)); err != nil {
+	out := inBytes // a guess: outputs as large as the inputs
+	if o.outHint >= 0 {
+		out = o.outHint
+	}
+	if err := s.ensure(ctx, inEnd+shm.AlignUp(max(out, minOut))); err != nil {
 		return nil, err
 	}
 	bufs := make([][]byte, len(sizes))

@@ -36,6 +36,10 @@ var (
 	ErrOutOfMemory = errors.New("GPU executor out of memory")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("GPU executor client closed")
+	// ErrNoArena: the batch's shared memory cannot be had (the system's
+	// memory, or Config.MaxArena): a smaller batch may go; else run it
+	// elsewhere.
+	ErrNoArena = errors.New("GPU executor: no shared memory for the batch")
 )
 
 // IsRetryable reports whether err is a failure of the executor rather than

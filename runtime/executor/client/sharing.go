@@ -122,8 +122,20 @@ func SetSharingSource(get func() string) {
 // sharedConfig is the Config of a new shared client of path: with the
 // Sharing the source gives, if any. A malformed value is reported on stderr
 // and ignored: the executor then takes the whole GPU.
+// EnvMaxArena, when set, bounds the shared memory of one connection to the
+// process's executor (Config.MaxArena, in bytes; default 16 GiB): a batch
+// that needs more is split, or under --backend=auto run on the CPU.
+const EnvMaxArena = "BEAMGPU_MAX_ARENA"
+
 func sharedConfig(path string) Config {
 	cfg := Config{Path: path}
+	if v := os.Getenv(EnvMaxArena); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			cfg.MaxArena = n
+		} else {
+			fmt.Fprintf(os.Stderr, "beamgpu: ignoring %s=%q: want a positive number of bytes\n", EnvMaxArena, v)
+		}
+	}
 	sharingSource.Lock()
 	get := sharingSource.get
 	sharingSource.Unlock()

@@ -28,6 +28,11 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/testops"
 )
 
+// EnvServe marks a process started as a test executor (Use sets it for the
+// processes this one starts): a test that starts its own binary again as a
+// test, not as an executor, leaves it out of the child's environment.
+const EnvServe = env
+
 // env marks the child process started as an executor; crashEnv and
 // markEnv configure CrashOnce.
 const (

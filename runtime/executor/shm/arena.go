@@ -9,6 +9,10 @@ import (
 // are not implemented (every OS but Linux).
 var ErrUnsupported = errors.New("shared-memory arena: unsupported on this OS (the GPU executor runs on Linux only)")
 
+// ErrNoMemory is wrapped by the error of Create or Grow when the system
+// cannot give the arena its memory.
+var ErrNoMemory = errors.New("shared-memory arena: not enough memory")
+
 // Arena is a shared-memory mapping: the whole file, mapped read-write and
 // shared. It is not safe for concurrent Grow/Close with other use.
 type Arena struct {

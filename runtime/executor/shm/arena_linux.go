@@ -5,14 +5,21 @@ package shm
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// Dir is where Create makes its files: tmpfs, so the pages are memory.
+// Dir is where Create makes its files where the kernel has no memfd_create
+// (Linux before 3.17): tmpfs, so the pages are memory.
 var Dir = "/dev/shm"
+
+// useMemfd is false only in tests of the file fallback.
+var useMemfd = true
 
 // pageRound rounds size up to whole pages (the mapping's granularity).
 func pageRound(size int64) int64 {
@@ -20,14 +27,27 @@ func pageRound(size int64) int64 {
 	return (size + p - 1) / p * p
 }
 
-// Create makes a new arena of at least size bytes (rounded up to pages): a
-// file created at mode 0600 with O_EXCL in Dir (os.TempDir() if Dir is not a
-// directory), unlinked at once, sized and mapped.
+// Create makes a new arena of at least size bytes (rounded up to pages):
+// anonymous memory (memfd_create), which no filesystem limits (Docker's
+// default /dev/shm is 64 MiB); where the kernel has no memfd, a file created
+// at mode 0600 with O_EXCL in Dir (os.TempDir() if Dir is not a directory),
+// unlinked at once. Its pages are reserved before it is mapped, so memory
+// that cannot be had is an error wrapping ErrNoMemory here, never a SIGBUS
+// when a batch is written into it.
 func Create(size int64) (*Arena, error) {
 	if size <= 0 {
 		size = 1
 	}
 	size = pageRound(size)
+	if useMemfd {
+		fd, err := unix.MemfdCreate("beamgpu-arena", unix.MFD_CLOEXEC)
+		if err == nil {
+			return newArena(fd, size)
+		}
+		if !errors.Is(err, syscall.ENOSYS) {
+			return nil, fmt.Errorf("shared-memory arena: memfd_create: %w", err)
+		}
+	}
 	dir := Dir
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		dir = os.TempDir()
@@ -41,7 +61,11 @@ func Create(size int64) (*Arena, error) {
 	}
 	// Nobody else opens it: the descriptor is all either process needs.
 	_ = syscall.Unlink(path)
-	if err := syscall.Fchmod(fd, 0o600); err != nil { // whatever the umask did
+	return newArena(fd, size) // 0600, whatever the umask did
+}
+
+func newArena(fd int, size int64) (*Arena, error) {
+	if err := syscall.Fchmod(fd, 0o600); err != nil {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("shared-memory arena: chmod: %w", err)
 	}
@@ -91,6 +115,18 @@ func (a *Arena) Grow(size int64) error {
 func (a *Arena) resize(size int64) error {
 	if err := syscall.Ftruncate(a.fd, size); err != nil {
 		return fmt.Errorf("shared-memory arena: grow to %d bytes: %w", size, err)
+	}
+	// Reserve the pages now: touching a page the system cannot give would be
+	// a SIGBUS in whoever writes it.
+	old := int64(len(a.data))
+	if err := unix.Fallocate(a.fd, 0, old, size-old); err != nil {
+		_ = syscall.Ftruncate(a.fd, old)
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM) {
+			return fmt.Errorf("%w: %d bytes: %v", ErrNoMemory, size, err)
+		}
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			return fmt.Errorf("shared-memory arena: reserve %d bytes: %w", size, err)
+		}
 	}
 	data, err := syscall.Mmap(a.fd, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {

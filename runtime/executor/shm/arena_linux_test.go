@@ -3,7 +3,9 @@
 package shm_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -62,7 +64,24 @@ func TestArenaGrowKeepsContents(t *testing.T) {
 	assert.Equal(t, byte(7), b.Bytes()[b.Size()-1])
 }
 
+// An arena is anonymous memory: no name in any filesystem, mode 0600.
+func TestArenaIsAnonymousAndPrivate(t *testing.T) {
+	a, err := shm.Create(1)
+	require.NoError(t, err)
+	defer a.Close()
+	mode, links, err := a.Stat()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), mode)
+	assert.Equal(t, uint64(0), links, "no name anywhere")
+	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", a.FD()))
+	require.NoError(t, err)
+	assert.Equal(t, "/memfd:beamgpu-arena (deleted)", target, "in no filesystem: not limited by /dev/shm's size")
+}
+
+// Where the kernel has no memfd: a file, unlinked at once, mode 0600.
 func TestArenaFileIsPrivateAndUnlinked(t *testing.T) {
+	shm.UseMemfd(false)
+	defer shm.UseMemfd(true)
 	dir := t.TempDir()
 	old := shm.Dir
 	shm.Dir = dir
@@ -76,6 +95,36 @@ func TestArenaFileIsPrivateAndUnlinked(t *testing.T) {
 	assert.Equal(t, uint64(0), links, "unlinked at once: nothing left behind if a process dies")
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
 	assert.Empty(t, left)
+}
+
+const smallDirEnv = "BEAMGPU_SHM_TEST_SMALL_DIR"
+
+// Memory the arena cannot have is an error when it is created or grown,
+// never a SIGBUS when a page is written: shown with the file fallback in a
+// 1 MiB tmpfs (in a mount namespace of its own, as root).
+func TestArenaThatDoesNotFitIsAnError(t *testing.T) {
+	if dir := os.Getenv(smallDirEnv); dir != "" {
+		shm.UseMemfd(false)
+		shm.Dir = dir
+		_, err := shm.Create(2 << 20)
+		require.ErrorIs(t, err, shm.ErrNoMemory)
+		a, err := shm.Create(256 << 10)
+		require.NoError(t, err)
+		defer a.Close()
+		require.ErrorIs(t, a.Grow(4<<20), shm.ErrNoMemory)
+		assert.Equal(t, int64(256<<10), a.Size(), "a failed Grow keeps the arena as it was")
+		a.Bytes()[a.Size()-1] = 1 // still writable
+		return
+	}
+	if _, err := exec.LookPath("unshare"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and unshare(1) for a small tmpfs")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs -o size=1m tmpfs "$1" && exec "$0" -test.run '^TestArenaThatDoesNotFitIsAnError$' -test.v`, os.Args[0], dir)
+	cmd.Env = append(os.Environ(), smallDirEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }
 
 func TestMapRefusesAShortFile(t *testing.T) {

@@ -1,9 +1,13 @@
 // Package shm is the shared memory that carries the executor's bulk data.
 //
-// The client creates an Arena: a file in /dev/shm (tmpfs; os.TempDir() where
-// there is no /dev/shm) created with O_EXCL at mode 0600 and unlinked at once,
-// so no other process can open it and nothing is left behind if either side
-// dies; only its file descriptor lives on. The descriptor goes to the
+// The client creates an Arena: anonymous memory from memfd_create(2), with no
+// name in any filesystem, so no other process can open it, nothing is left
+// behind if either side dies, and /dev/shm's size (64 MiB in a Docker
+// container by default) does not limit it; only its file descriptor lives on.
+// Its pages are reserved when it is created or grown, so memory the system
+// cannot give is an error then (ErrNoMemory), not a SIGBUS in whoever writes
+// a batch. (Kernels without memfd get a file in /dev/shm created with O_EXCL
+// at mode 0600 and unlinked at once.) The descriptor goes to the
 // executor over the socket (SCM_RIGHTS) and both sides mmap it MAP_SHARED:
 // the client writes inputs into it, the executor reads them and writes its
 // outputs into it, and the client reads those, with no copy through the
