@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -194,4 +195,34 @@ func TestNoArenaSplitsOrFallsBack(t *testing.T) {
 	require.ErrorIs(t, err, step.ErrGPUUnavailable)
 	assert.ErrorIs(t, err, client.ErrNoArena)
 	assert.Contains(t, err.Error(), "arena limit")
+}
+
+// kNN on large random 784-dimensional inputs (as Fashion-MNIST's pixels, in
+// [0, 1)): the GPU implementation may differ from the CPU's only at near ties
+// of the k-th and (k+1)-th distances (tensor.KNNNearTie), with both vote
+// weightings. Against a CUDA executor this is where the matrix product's
+// different summation order shows.
+func TestKNNOnLargeRandomInputs(t *testing.T) {
+	r := rand.New(rand.NewPCG(784, 1))
+	random := func(name string, rows int) tensor.Batch {
+		b := tensor.Batch{Source: name, Rows: rows, Cols: 784, X: make([]float32, rows*784), Labels: make([]int32, rows)}
+		for i := range b.X {
+			b.X[i] = r.Float32()
+		}
+		for i := range b.Labels {
+			b.Labels[i] = int32(r.IntN(10))
+		}
+		return b
+	}
+	ref, err := tensor.NewReference(random("reference", 6000), 10)
+	require.NoError(t, err)
+	q := random("queries", 500)
+	for _, w := range []string{tensor.WeightUniform, tensor.WeightDistance} {
+		in := tensor.KNNInput{Query: q, Ref: ref, K: 5, Weights: w}
+		cpu, err := steptest.Apply(tensor.StepKNN, backend.CPU, in)
+		require.NoError(t, err)
+		gpu, err := steptest.Apply(tensor.StepKNN, backend.GPU, in)
+		require.NoError(t, err)
+		require.NoError(t, steptest.Equal(in, cpu, gpu, tensor.StepKNN.Tolerance()), w)
+	}
 }

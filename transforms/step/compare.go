@@ -6,19 +6,20 @@ import (
 	"reflect"
 )
 
-// compare is Compare followed by the tolerance's Check, if any.
+// compare is Compare, or where the tolerance has a Check, the shape check
+// and the Check.
 func (tol Tolerance) compare(in, cpu, gpu any) error {
-	if err := Compare(cpu, gpu, tol); err != nil {
+	if tol.Check == nil {
+		return Compare(cpu, gpu, tol)
+	}
+	if err := SameShape(cpu, gpu); err != nil {
 		return err
 	}
-	if tol.Check != nil {
-		return tol.Check(in, cpu, gpu)
-	}
-	return nil
+	return tol.Check(in, cpu, gpu)
 }
 
 // CompareWith reports how the GPU output of input in differs from the CPU
-// output beyond tol: Compare, then tol.Check.
+// output beyond tol: Compare, or tol.Check where it has one.
 func CompareWith(in, cpu, gpu any, tol Tolerance) error { return tol.compare(in, cpu, gpu) }
 
 // Compare reports how a GPU output differs from the CPU output beyond tol:

@@ -51,9 +51,10 @@ type Tolerance struct {
 	Norm float64
 	// IntDiff bounds |g-c| for unsigned integers (pixels).
 	IntDiff int
-	// Check, when set, is a further rule on the two outputs, for what a
-	// numeric bound cannot say (kNN predictions may differ only at near
-	// ties of the k-th and k+1-th distances). It gets the step's input.
+	// Check, when set, replaces the numeric comparison (after the type and
+	// shape check) with the step's own rule, for what a numeric bound cannot
+	// say: kNN predictions may differ only at near ties of the k-th and
+	// (k+1)-th distances (tensor.KNNNearTie). It gets the step's input.
 	Check func(in, cpu, gpu any) error
 }
 

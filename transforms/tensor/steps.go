@@ -413,9 +413,9 @@ var StepKNN = step.Register(step.Def[KNNInput, Predictions]{
 		}
 		return KNNInput{Query: randomBatch(seed, 24), Ref: ref, K: 1 + int(seed%7), Weights: w}
 	},
-	// Vote shares are sums of the same weights; predictions may differ only
-	// at near ties of the distances (KNNNearTie).
-	Tolerance: step.Tolerance{Norm: 1e-4},
+	// Predictions and vote shares must agree, except at a near tie of the
+	// k-th and (k+1)-th distances (KNNNearTie).
+	Tolerance: step.Tolerance{Check: KNNNearTie},
 })
 
 // StepMLP runs a multi-layer perceptron's forward pass, softmax and argmax;
