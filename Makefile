@@ -4,7 +4,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 30s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci plan dataflow k8s worker image image-push
+.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
@@ -68,6 +68,28 @@ gpu-test:
 	eval "$$(containers/cuda-headers.sh)"; CGO_ENABLED=1 CGO_CFLAGS="$$CGO_CFLAGS" CGO_LDFLAGS="$$CGO_LDFLAGS" \
 		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
 	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
+
+## gpu-bench: the GPU benchmark (beamgpu-executor bench): the machine's ceilings, the transport, and every
+## GPU step host to host with its ratio to its floor. Where nvidia-smi finds a GPU: the CUDA executor at
+## the sizes of the GPU table; elsewhere the reference executor at CI sizes (ratios to memcpy).
+## BENCH_ARGS=--phases adds each step's time by phase.
+BENCH_ARGS ?=
+gpu-bench:
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+		containers/build-cuda.sh --out out/bin && out/bin/beamgpu-executor bench $(BENCH_ARGS); \
+	else \
+		echo "gpu-bench: no GPU here (nvidia-smi finds none): the CPU reference executor, at CI sizes"; \
+		CGO_ENABLED=0 $(GO) build -o out/bin/beamgpu-executor ./pipelines/beamgpu-executor && \
+		out/bin/beamgpu-executor bench --size=ci $(BENCH_ARGS); \
+	fi
+
+## gpu-bench-peer: PyTorch on the same GPU for the same shapes (containers/gpu/torch_peer.py), where python3
+## has PyTorch and a GPU; FASHION_DIR=... adds kNN on the real Fashion-MNIST files
+FASHION_DIR ?=
+gpu-bench-peer:
+	@python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || \
+		{ echo "gpu-bench-peer: needs python3 with PyTorch and a CUDA GPU (none here)" >&2; exit 1; }
+	python3 containers/gpu/torch_peer.py $(FASHION_DIR)
 
 ## plan: write a reviewable Dataflow plan of each of PIPELINES, offline, into PLAN_DIR/<pipeline>:
 ## plan.txt, plan.json, job.json, pipeline.pb, pipeline.txtpb (right fitting unless ARGS say otherwise)

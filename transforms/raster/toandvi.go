@@ -17,7 +17,33 @@ var StepTOANDVI = step.Register(step.Def[DNTile, Tile]{
 	GPU:    dnToTile("raster.toa_ndvi"),
 	Sample: sampleDNTile,
 	Random: randomDNTile,
+	Bench: func(full bool) (DNTile, step.Work) {
+		side := 1024
+		if full {
+			side = 4096
+		}
+		return benchDNTile(side), step.Work{Name: fmt.Sprintf("%dx%d, 4 bands", side, side)}
+	},
 })
+
+// benchDNTile is a side x side tile of bands 2 to 5 with random DNs (some
+// 0, no-data) and the sample scene's coefficients: the benchmark's input.
+func benchDNTile(side int) DNTile {
+	t := randomDNTile(1)
+	t.Rect, t.SceneW, t.SceneH = Rect{W: side, H: side}, side, side
+	r := uint64(12345)
+	for i, b := range DefaultBands {
+		t.Cal[i] = Calibration{Band: b, Mult: 2e-5, Add: -0.1}
+		t.DN[i] = make([]uint16, side*side)
+		for j := range t.DN[i] {
+			r = r*6364136223846793005 + 1442695040888963407
+			if v := uint16(r >> 48); v%64 != 0 {
+				t.DN[i][j] = 5000 + v%30000
+			}
+		}
+	}
+	return t
+}
 
 // TOANDVI is the CPU implementation of the toa_ndvi step: TOA, with NDVI
 // appended as the last plane; bands 4 and 5 and the NDVI are computed in one

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
@@ -60,7 +61,10 @@ func executor() (*client.Client, error) {
 const needSide = "step: side data not loaded: "
 
 // requestVersion is the version of the params of a step request.
-const requestVersion = 1
+const requestVersion = 2
+
+// Request flags.
+const flagProfile = 1 // time the executor's phases and return them
 
 func (s *Step[In, Out]) offload(in In) (Out, error) { return s.Offload(context.Background(), in) }
 
@@ -106,12 +110,23 @@ func (s *Step[In, Out]) Offload(ctx context.Context, in In) (Out, error) {
 }
 
 func (s *Step[In, Out]) callOnce(ctx context.Context, in In) (Out, error) {
+	return s.call(ctx, in, nil)
+}
+
+// call runs in on the executor once; with prof set, it asks the executor to
+// time its phases and adds its own and the executor's to prof.
+func (s *Step[In, Out]) call(ctx context.Context, in In, prof *Profile) (Out, error) {
 	var zero Out
 	g := s.def.GPU
 	cl, err := executor()
 	if err != nil {
 		return zero, fmt.Errorf("%w: %w", ErrGPUUnavailable, err)
 	}
+	flags := 0
+	if prof != nil {
+		flags = flagProfile
+	}
+	t0 := time.Now()
 	main, err := g.In.Encode(in)
 	if err != nil {
 		return zero, err
@@ -122,29 +137,45 @@ func (s *Step[In, Out]) callOnce(ctx context.Context, in In) (Out, error) {
 			return zero, err
 		}
 	}
+	encoded := time.Since(t0)
 	call := func(withSide bool) (Out, error) {
-		params, bufs := encodeRequest(main, side, withSide)
+		params, bufs := encodeRequest(main, side, withSide, flags)
 		sizes := make([]int, len(bufs))
 		for i, b := range bufs {
 			sizes[i] = len(b)
 		}
+		var fill time.Duration
+		t1 := time.Now()
 		// Outputs scale with the batch, not with the side data: offer as much
 		// room as the main parts take (plus the envelope).
 		res, err := cl.CallFill(ctx, g.Op, params, sizes, func(dst [][]byte) error {
+			tf := time.Now()
 			for i, b := range bufs {
 				copy(dst[i], b)
 			}
+			fill += time.Since(tf)
 			return nil
 		}, client.OutputHint(int64(main.Size()+64*(len(main.Arrays)+2))))
 		if err != nil {
 			return zero, err
 		}
+		called := time.Since(t1)
 		defer res.Release()
-		parts, err := readEnvelope(res.Outputs)
+		t2 := time.Now()
+		parts, remote, err := readEnvelope(res.Outputs)
 		if err != nil {
 			return zero, fmt.Errorf("GPU op %s: %w", g.Op, err)
 		}
-		return g.Out.Decode(parts)
+		out, err := g.Out.Decode(parts)
+		if prof != nil {
+			var executor time.Duration
+			for _, p := range remote {
+				executor += p.Took
+			}
+			*prof = append(Profile{{PhaseClientEncode, encoded + fill}, {PhaseTransport, called - fill - executor}}, remote...)
+			*prof = append(*prof, Phase{PhaseClientDecode, time.Since(t2)})
+		}
+		return out, err
 	}
 	out, err := call(side != nil && !s.sides.wasSent(side.key))
 	if err != nil && side != nil && strings.Contains(err.Error(), needSide) {
@@ -163,7 +194,7 @@ func (s *Step[In, Out]) callOnce(ctx context.Context, in In) (Out, error) {
 }
 
 // encodeRequest lays out a step request: its params and its input buffers.
-func encodeRequest(main Parts, side *sideEntry, withSide bool) (params []byte, bufs [][]byte) {
+func encodeRequest(main Parts, side *sideEntry, withSide bool, flags int) (params []byte, bufs [][]byte) {
 	bufs = append([][]byte{main.Header}, main.Arrays...)
 	params = []byte{requestVersion}
 	key, nSide := "", 0
@@ -177,16 +208,18 @@ func encodeRequest(main Parts, side *sideEntry, withSide bool) (params []byte, b
 	params = wire.AppendString(params, key)
 	params = wire.AppendUvarint(params, len(main.Arrays))
 	params = wire.AppendUvarint(params, nSide)
+	params = wire.AppendUvarint(params, flags)
 	return params, bufs
 }
 
 // readEnvelope reads the response of a step op: the last output is the
 // envelope, the others hold the arrays. The header and arrays are copied out
 // of shared memory into one Go allocation (the one copy back), which the
-// output is decoded over.
-func readEnvelope(outs [][]byte) (Parts, error) {
+// output is decoded over. The executor's phases follow the header when the
+// request asked for them.
+func readEnvelope(outs [][]byte) (Parts, Profile, error) {
 	if len(outs) == 0 {
-		return Parts{}, errors.New("no outputs")
+		return Parts{}, nil, errors.New("no outputs")
 	}
 	d := wire.NewDecoder(outs[len(outs)-1], "step response")
 	n := d.Uvarint()
@@ -208,8 +241,15 @@ func readEnvelope(outs [][]byte) (Parts, error) {
 		total += alignUp(l)
 	}
 	header := d.LenBytes()
+	var phases Profile
+	if d.Remaining() > 0 { // the executor's phases, when the request asked
+		n := d.Uvarint()
+		for i := 0; i < n && d.Err() == nil; i++ {
+			phases = append(phases, Phase{Name: d.String(), Took: time.Duration(d.Uint64())})
+		}
+	}
 	if err := d.Done(); err != nil {
-		return Parts{}, err
+		return Parts{}, nil, err
 	}
 	mem := alignedBytes(total + len(header))
 	p := Parts{Arrays: make([][]byte, len(views))}
@@ -221,7 +261,7 @@ func readEnvelope(outs [][]byte) (Parts, error) {
 	}
 	p.Header = mem[at : at+len(header)]
 	copy(p.Header, header)
-	return p, nil
+	return p, phases, nil
 }
 
 func alignUp(n int) int { return (n + 63) &^ 63 }

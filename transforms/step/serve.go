@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
@@ -33,8 +34,13 @@ func (s *Step[In, Out]) ReferenceOp() server.Op {
 	if s.def.GPU == nil {
 		return nil
 	}
-	return &stepOp[In, Out]{s: s, run: func(_ context.Context, in In, _ func(int) ([]byte, error)) (Out, error) {
-		return Call(s.def.CPU, in)
+	return &stepOp[In, Out]{s: s, run: func(ctx context.Context, in In, _ func(int) ([]byte, error)) (Out, error) {
+		start := time.Now()
+		out, err := Call(s.def.CPU, in)
+		if t := gpu.TimingsFrom(ctx); t != nil {
+			t.Add(PhaseCPU, time.Since(start))
+		}
+		return out, err
 	}}
 }
 
@@ -76,9 +82,15 @@ func (o *stepOp[In, Out]) Run(ctx context.Context, params []byte, ins [][]byte, 
 	if v := d.Bytes(1); d.Err() == nil && v[0] != requestVersion {
 		return fmt.Errorf("op %s: request version %d, want %d", g.Op, v[0], requestVersion)
 	}
-	key, nMain, nSide := d.String(), d.Uvarint(), d.Uvarint()
+	key, nMain, nSide, flags := d.String(), d.Uvarint(), d.Uvarint(), d.Uvarint()
 	if err := d.Done(); err != nil {
 		return fmt.Errorf("op %s: %w", g.Op, err)
+	}
+	var timings *gpu.Timings
+	mark := time.Now()
+	if flags&flagProfile != 0 {
+		timings = &gpu.Timings{}
+		ctx = gpu.WithTimings(ctx, timings)
 	}
 	if 1+nMain+nSide != len(ins) {
 		return fmt.Errorf("op %s: %d inputs, the request says 1+%d+%d", g.Op, len(ins), nMain, nSide)
@@ -99,16 +111,34 @@ func (o *stepOp[In, Out]) Run(ctx context.Context, params []byte, ins [][]byte, 
 			return err
 		}
 	}
+	decoded := time.Since(mark)
 	w := &outWriter{out: out}
+	mark = time.Now()
 	res, err := o.run(ctx, in, w.alloc)
 	if err != nil {
 		return err
 	}
+	ran := time.Since(mark)
+	mark = time.Now()
 	parts, err := g.Out.Encode(res)
 	if err != nil {
 		return err
 	}
-	return w.finish(parts)
+	var phases Profile
+	if timings != nil {
+		phases = Profile{{PhaseExecutorDecode, decoded}}
+		var device time.Duration
+		for _, p := range []string{PhaseCPU, gpu.PhaseHostToDevice, gpu.PhaseKernel, gpu.PhaseDeviceToHost} {
+			if d := timings.Get(p); d > 0 {
+				phases = append(phases, Phase{p, d})
+				device += d
+			}
+		}
+		if ran > device { // the launch's host side, waits and what events do not bracket
+			phases = append(phases, Phase{PhaseExecutorOther, ran - device})
+		}
+	}
+	return w.finish(parts, phases, mark)
 }
 
 // side returns the side value of key: decoded from in (the side header and
@@ -196,7 +226,9 @@ func (w *outWriter) find(a []byte) (int, int, bool) {
 	return 0, 0, false
 }
 
-func (w *outWriter) finish(p Parts) error {
+// finish writes the response of parts; with phases (profiling), it adds the
+// time since encoding began as the encode phase and appends them all.
+func (w *outWriter) finish(p Parts, phases Profile, encoding time.Time) error {
 	env := wire.AppendUvarint(nil, len(p.Arrays))
 	for _, a := range p.Arrays {
 		i, off, ok := w.find(a)
@@ -213,6 +245,13 @@ func (w *outWriter) finish(p Parts) error {
 		env = wire.AppendUvarint(env, len(a))
 	}
 	env = wire.AppendBytes(env, p.Header)
+	if phases != nil {
+		phases = append(phases, Phase{PhaseExecutorEncode, time.Since(encoding)})
+		env = wire.AppendUvarint(env, len(phases))
+		for _, ph := range phases {
+			env = wire.AppendUint64(wire.AppendString(env, ph.Name), uint64(max(0, ph.Took)))
+		}
+	}
 	b, err := w.alloc(len(env))
 	if err != nil {
 		return err
@@ -243,9 +282,9 @@ func (o *stepOp[In, Out]) SelfTest() ([]byte, [][]byte, func([][]byte) error) {
 			return fail(err)
 		}
 	}
-	params, bufs := encodeRequest(main, side, true)
+	params, bufs := encodeRequest(main, side, true, 0)
 	return params, bufs, func(outs [][]byte) error {
-		parts, err := readEnvelope(outs)
+		parts, _, err := readEnvelope(outs)
 		if err != nil {
 			return err
 		}

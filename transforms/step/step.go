@@ -36,6 +36,10 @@ type Def[In, Out any] struct {
 	Random func(seed uint64) In
 	// Tolerance is how far the GPU output may be from the CPU's.
 	Tolerance Tolerance
+	// Bench, when set, returns the step's benchmark input and its work: full,
+	// at the size the GPU benchmark reports (serve's bench; a 4096x4096 tile,
+	// 8192 rows); else at a size CI can afford.
+	Bench func(full bool) (In, Work)
 }
 
 // Tolerance states how close a step's GPU output must be to its CPU output.
@@ -231,6 +235,12 @@ type Any interface {
 	// running its launch.
 	ReferenceOp() server.Op
 	LaunchOp(e Engine) server.Op
+	// For the GPU benchmark: the step's benchmark input, the bytes it moves,
+	// and its GPU implementation (with its phases) on inputs of any type.
+	BenchInput(full bool) (in any, w Work, ok bool)
+	Sizes(in any) (inBytes, outBytes, sideBytes int, err error)
+	OffloadAny(ctx context.Context, in any) (any, error)
+	ProfileAny(ctx context.Context, in any) (Profile, error)
 
 	isStep()
 }

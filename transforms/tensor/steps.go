@@ -266,6 +266,13 @@ var StepDense = step.Register(step.Def[DenseInput, Batch]{
 		Split: splitOn(func(in *DenseInput) *Batch { return &in.Batch }),
 		Merge: mergeBatches},
 	Sample: func() DenseInput { return DenseInput{Batch: sampleBatch(8, 16), Layer: sampleMLP().Layers[0]} },
+	Bench: func(full bool) (DenseInput, step.Work) {
+		rows := benchRows(full, 8192, 1024)
+		l := randomMLP(1, 784, 256).Layers[0]
+		l.ReLU = true
+		return DenseInput{Batch: unitRows(2, rows, 784), Layer: l},
+			step.Work{Name: fmt.Sprintf("%dx784 -> 256, ReLU", rows), FLOPs: 2 * float64(rows) * 784 * 256}
+	},
 	Random: func(seed uint64) DenseInput {
 		l := randomMLP(seed, 50, 20).Layers[0]
 		l.ReLU = seed%2 == 0
@@ -405,6 +412,12 @@ var StepKNN = step.Register(step.Def[KNNInput, Predictions]{
 		ref, _ := NewReference(sampleBatch(64, 16), 10)
 		return KNNInput{Query: sampleBatch(8, 16), Ref: ref, K: 5, Weights: WeightUniform}
 	},
+	Bench: func(full bool) (KNNInput, step.Work) {
+		q, r := benchRows(full, 10000, 500), benchRows(full, 60000, 6000)
+		ref, _ := NewReference(unitRows(4, r, 784), 10)
+		return KNNInput{Query: unitRows(5, q, 784), Ref: ref, K: 5, Weights: WeightUniform},
+			step.Work{Name: fmt.Sprintf("%d vs %dx784, k=5", q, r), FLOPs: 2 * float64(q) * float64(r) * 784}
+	},
 	Random: func(seed uint64) KNNInput {
 		ref, _ := NewReference(randomRows(seed+1000, 200, 24), 10)
 		w := WeightUniform
@@ -460,6 +473,11 @@ var StepMLP = step.Register(step.Def[MLPInput, Predictions]{
 		Split: splitOn(func(in *MLPInput) *Batch { return &in.Batch }),
 		Merge: mergePredictions},
 	Sample: func() MLPInput { return MLPInput{Batch: sampleBatch(8, 16), Model: sampleMLP()} },
+	Bench: func(full bool) (MLPInput, step.Work) {
+		rows := benchRows(full, 10000, 2000)
+		return MLPInput{Batch: unitRows(3, rows, 784), Model: randomMLP(3, 784, 256, 128, 10)},
+			step.Work{Name: fmt.Sprintf("%d rows, 784-256-128-10", rows), FLOPs: 2 * float64(rows) * (784*256 + 256*128 + 128*10)}
+	},
 	Random: func(seed uint64) MLPInput {
 		return MLPInput{Batch: randomBatch(seed, 30), Model: randomMLP(seed, 30, 16, 10)}
 	},
@@ -467,6 +485,27 @@ var StepMLP = step.Register(step.Def[MLPInput, Predictions]{
 })
 
 func noParams[In any](h []byte, _ In) []byte { return h }
+
+func benchRows(full bool, fullRows, ciRows int) int {
+	if full {
+		return fullRows
+	}
+	return ciRows
+}
+
+// unitRows is rows x cols uniform values in [0, 1) (as scaled pixels),
+// labelled 0 to 9, drawn with seed.
+func unitRows(seed uint64, rows, cols int) Batch {
+	r := rand.New(rand.NewPCG(seed, 11))
+	b := Batch{Source: fmt.Sprintf("bench%d", seed), Rows: rows, Cols: cols, X: make([]float32, rows*cols), Labels: make([]int32, rows)}
+	for i := range b.X {
+		b.X[i] = r.Float32()
+	}
+	for i := range b.Labels {
+		b.Labels[i] = int32(r.IntN(10))
+	}
+	return b
+}
 
 func onlyBatch[In any](f func(Batch) In) func(*wire.Decoder, Batch) In {
 	return func(_ *wire.Decoder, b Batch) In { return f(b) }

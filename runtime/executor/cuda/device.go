@@ -39,6 +39,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
@@ -616,11 +617,12 @@ func (d *Device) Launch(ctx context.Context, op string, output func(n int) ([]by
 		return serverErr(err)
 	}
 	defer done()
-	c := &call{d: d, l: l, op: op, output: output}
+	c := &call{d: d, l: l, op: op, output: output, tm: gpu.TimingsFrom(ctx)}
 	err = fn(c)
 	if serr := l.stream.Synchronize(); serr != nil {
 		err = errors.Join(err, d.fail(op, serr))
 	}
+	c.addTimings()
 	c.finish()
 	return serverErr(err)
 }
@@ -646,6 +648,51 @@ type call struct {
 	output func(n int) ([]byte, error)
 	bufs   []buf
 	res    []*resident
+
+	// When profiling (tm set), each enqueued operation is bracketed by two
+	// events; their elapsed times are added to tm by phase once the stream
+	// is done.
+	tm    *gpu.Timings
+	marks []mark
+}
+
+type mark struct {
+	phase      string
+	start, end cu.Event
+}
+
+// timed runs enqueue (which enqueues one operation) between two events when
+// profiling.
+func (c *call) timed(phase string, enqueue func() error) error {
+	if c.tm == nil {
+		return enqueue()
+	}
+	start, err1 := cu.MakeEvent(cu.DefaultEvent)
+	end, err2 := cu.MakeEvent(cu.DefaultEvent)
+	if err := errors.Join(err1, err2); err != nil {
+		return enqueue() // profiling is best effort
+	}
+	if err := start.Record(c.l.stream); err != nil {
+		return enqueue()
+	}
+	err := enqueue()
+	if rerr := end.Record(c.l.stream); rerr == nil {
+		c.marks = append(c.marks, mark{phase, start, end})
+	}
+	return err
+}
+
+// addTimings adds the marks' elapsed times to tm and destroys their events;
+// the stream is idle.
+func (c *call) addTimings() {
+	for _, m := range c.marks {
+		if ms, err := m.start.Elapsed(m.end); err == nil {
+			c.tm.Add(m.phase, time.Duration(ms*float64(time.Millisecond)))
+		}
+		_ = cu.DestroyEvent(&m.start)
+		_ = cu.DestroyEvent(&m.end)
+	}
+	c.marks = nil
 }
 
 type buf struct {
@@ -696,7 +743,9 @@ func (c *call) Copy(dst gpu.Ptr, host []byte) error {
 	if len(host) == 0 {
 		return nil
 	}
-	err := cu.MemcpyHtoDAsync(cu.DevicePtr(dst), unsafe.Pointer(unsafe.SliceData(host)), int64(len(host)), c.l.stream)
+	err := c.timed(gpu.PhaseHostToDevice, func() error {
+		return cu.MemcpyHtoDAsync(cu.DevicePtr(dst), unsafe.Pointer(unsafe.SliceData(host)), int64(len(host)), c.l.stream)
+	})
 	if err != nil {
 		return c.d.fail(c.op+": upload", err)
 	}
@@ -710,9 +759,25 @@ func (c *call) Download(host []byte, src gpu.Ptr) error {
 	if len(host) == 0 {
 		return nil
 	}
-	err := cu.MemcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(host)), cu.DevicePtr(src), int64(len(host)), c.l.stream)
+	err := c.timed(gpu.PhaseDeviceToHost, func() error {
+		return cu.MemcpyDtoHAsync(unsafe.Pointer(unsafe.SliceData(host)), cu.DevicePtr(src), int64(len(host)), c.l.stream)
+	})
 	if err != nil {
 		return c.d.fail(c.op+": download", err)
+	}
+	return nil
+}
+
+// CopyDevice enqueues a device-to-device copy (timed as a kernel: it is the
+// device's own memory traffic).
+func (c *call) CopyDevice(dst, src gpu.Ptr, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := c.timed(gpu.PhaseKernel, func() error {
+		return cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), n, c.l.stream)
+	}); err != nil {
+		return c.d.fail(c.op+": device copy", err)
 	}
 	return nil
 }
@@ -745,7 +810,8 @@ func (c *call) Launch(k gpu.Kernel, grid, block int, args ...any) error {
 	if grid < 1 || grid > math.MaxInt32 || block < 1 || block > 1024 {
 		return fmt.Errorf("cuda: kernel %s: grid %d, block %d", k, grid, block)
 	}
-	if err := fn.Launch(grid, 1, 1, block, 1, 1, 0, c.l.stream, params); err != nil {
+	err = c.timed(gpu.PhaseKernel, func() error { return fn.Launch(grid, 1, 1, block, 1, 1, 0, c.l.stream, params) })
+	if err != nil {
 		return c.d.fail("launch "+k.String(), err)
 	}
 	runtime.KeepAlive(slots)
@@ -762,7 +828,7 @@ func (c *call) Gemm(transA, transB bool, m, n, k int, a gpu.Ptr, lda int, b gpu.
 			return fmt.Errorf("cuda: %s: matrix dimension %d out of cuBLAS's range", c.op, v)
 		}
 	}
-	if err := c.l.blas.sgemm(transB, transA, n, m, k, b, ldb, a, lda, cc, ldc); err != nil {
+	if err := c.timed(gpu.PhaseKernel, func() error { return c.l.blas.sgemm(transB, transA, n, m, k, b, ldb, a, lda, cc, ldc) }); err != nil {
 		// A failed product may hide a sticky error: the stream's sync tells.
 		if serr := c.l.stream.Synchronize(); serr != nil {
 			return c.d.fail(c.op+": Sgemm", serr)

@@ -20,9 +20,11 @@
 package gpu
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -56,6 +58,8 @@ type Call interface {
 	// Download copies len(host) bytes at src to host, complete when the
 	// launch has returned.
 	Download(host []byte, src Ptr) error
+	// CopyDevice copies n bytes at src to dst, on the device.
+	CopyDevice(dst, src Ptr, n int64) error
 	// Launch enqueues kernel k on grid blocks of block threads. Every
 	// argument is a Ptr, an int, an int64 or a float64: the kernels take
 	// 8-byte parameters (a pointer, a long long or a double).
@@ -191,3 +195,50 @@ func Modules() []*Module {
 }
 
 func unsafePointer(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// Timings collects the time a Call's device work took by phase (host to
+// device, kernel, device to host), when the executor profiles a batch: the
+// device layer times each enqueued operation with events (which costs a
+// little, so only then).
+type Timings struct {
+	mu sync.Mutex
+	d  map[string]time.Duration
+}
+
+// Phases of the device work.
+const (
+	PhaseHostToDevice = "host to device"
+	PhaseKernel       = "kernel"
+	PhaseDeviceToHost = "device to host"
+)
+
+// Add adds d to phase.
+func (t *Timings) Add(phase string, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.d == nil {
+		t.d = map[string]time.Duration{}
+	}
+	t.d[phase] += d
+}
+
+// Get returns the time of phase.
+func (t *Timings) Get(phase string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.d[phase]
+}
+
+type timingsKey struct{}
+
+// WithTimings returns ctx carrying t: the device layer adds the phases of the
+// Call it runs for ctx to it.
+func WithTimings(ctx context.Context, t *Timings) context.Context {
+	return context.WithValue(ctx, timingsKey{}, t)
+}
+
+// TimingsFrom returns the Timings ctx carries, or nil.
+func TimingsFrom(ctx context.Context) *Timings {
+	t, _ := ctx.Value(timingsKey{}).(*Timings)
+	return t
+}

@@ -139,6 +139,21 @@ func (r *Recorder) Download(host []byte, src Ptr) error {
 	return err
 }
 
+// CopyDevice implements Call.
+func (r *Recorder) CopyDevice(dst, src Ptr, n int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from, err := r.span(src, n)
+	if err != nil {
+		return err
+	}
+	to, err := r.span(dst, n)
+	if err == nil {
+		copy(to, from)
+	}
+	return err
+}
+
 // Launch implements Call: it checks the kernel and its arguments.
 func (r *Recorder) Launch(k Kernel, grid, block int, args ...any) error {
 	r.mu.Lock()

@@ -30,7 +30,12 @@ const (
 // CrashExitCode is the exit status of the executor after the crash op.
 const CrashExitCode = 86
 
-// All returns the test ops.
+// Probes are the harmless ops: echo and discard, which move bytes and do
+// nothing else. Executors serve them as transport probes (for benchmarks and
+// diagnosis); the other test ops only test builds serve.
+func Probes() []server.Op { return []server.Op{echo{}, discard{}} }
+
+// All returns the test ops, the probes included.
 func All() []server.Op {
 	return []server.Op{echo{}, discard{}, sumF32{}, sleep{}, crash{}, fatal{}}
 }

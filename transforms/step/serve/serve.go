@@ -31,12 +31,21 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
+	"github.com/beamgpu/beamgpu/runtime/executor/testops"
 )
 
 // Main runs the executor command line over the registered steps and returns
-// the exit status.
+// the exit status: runtime/executor's commands (serve, selftest, version),
+// and bench, the GPU benchmark (bench --help says what it measures).
 func Main(args []string) int {
+	if len(args) > 0 && args[0] == "bench" {
+		return bench(args[1:], os.Stdout, os.Stderr)
+	}
 	b, ops := build()
+	// Two harmless transport probes: echo (there and back) and discard (in
+	// only), for the benchmark and for diagnosing a machine; the other test
+	// ops (crash, fatal, sleep) only test builds serve.
+	ops = append(ops, testops.Probes()...)
 	for _, op := range ops {
 		server.Register(op)
 	}

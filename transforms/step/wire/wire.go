@@ -42,6 +42,9 @@ func AppendPlane[T Number](b []byte, p []T) []byte {
 // AppendUvarint appends a length or count.
 func AppendUvarint(b []byte, v int) []byte { return binary.AppendUvarint(b, uint64(v)) }
 
+// AppendUint64 appends a uvarint of any size.
+func AppendUint64(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
 // AppendString appends a length-prefixed string.
 func AppendString(b []byte, s string) []byte { return append(AppendUvarint(b, len(s)), s...) }
 
@@ -69,6 +72,9 @@ func (d *Decoder) Fail(format string, args ...any) {
 	}
 }
 
+// Remaining is the number of bytes not read yet.
+func (d *Decoder) Remaining() int { return len(d.b) }
+
 // Err is the first error met.
 func (d *Decoder) Err() error { return d.err }
 
@@ -92,6 +98,20 @@ func (d *Decoder) Uvarint() int {
 	}
 	d.b = d.b[n:]
 	return int(v)
+}
+
+// Uint64 reads a uvarint of any size (AppendUint64's).
+func (d *Decoder) Uint64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.Fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
 }
 
 // Bytes reads n bytes (a view of the input).

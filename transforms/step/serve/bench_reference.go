@@ -1,0 +1,6 @@
+//go:build !cuda
+
+package serve
+
+// deviceCeilings has nothing to measure without a GPU.
+func deviceCeilings(*ceilings, int) error { return nil }
