@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
@@ -456,4 +457,22 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A pipeline that used the GPU executor leaves nothing of it behind: the
+// executor, seeing its parent gone, shuts down and removes its socket
+// directory, even though its stderr (a pipe to the pipeline) is closed by
+// then.
+func TestExecutorLeavesNothingBehind(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(pipelineBin(t, "fashion"), "--progress=0", "--backend=gpu", "--gpu_executor="+executorPath,
+		"--output="+t.TempDir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "10000 predicted")
+	assert.Eventually(t, func() bool {
+		left, _ := filepath.Glob(filepath.Join(tmp, "beamgpu-executor-*"))
+		return len(left) == 0
+	}, 10*time.Second, 50*time.Millisecond, "the executor's socket directory is removed")
 }

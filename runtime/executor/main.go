@@ -155,6 +155,10 @@ func serve(args []string, stderr io.Writer) int {
 		return exitFailed
 	}
 
+	// The executor's stderr is a pipe to the process that started it, which
+	// may be gone when the executor logs its shutdown: a write there must
+	// fail, not kill the executor (SIGPIPE) before it removes its socket.
+	signal.Ignore(syscall.SIGPIPE)
 	stop := make(chan string, 2)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
