@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/launch"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
@@ -144,9 +143,6 @@ func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*
 	start := time.Now()
 	out, err := launch.Run(ctx, p, lf)
 	stop()
-	// The GPU executors this process started (its loopback workers') are done
-	// with: stop them now, so that they leave nothing behind.
-	client.CloseShared()
 	took := time.Since(start)
 	if err != nil {
 		return Metrics{}, took, out, fmt.Errorf("pipeline failed: %w", err)
