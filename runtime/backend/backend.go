@@ -101,8 +101,9 @@ type Config struct {
 	Overrides map[string]Kind
 	// Executor answers whether GPU ops can run; nil means NoExecutor{}.
 	Executor Executor
-	// Steps, when set, lists the steps the pipeline may use, so that an
-	// override naming an unknown step is an error at New.
+	// Steps lists the steps the pipeline builds: an override naming another
+	// step is an error at New, and so is resolving a step not listed. Empty
+	// means any step (small tests).
 	Steps []Step
 }
 

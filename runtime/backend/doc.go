@@ -10,13 +10,20 @@
 // The rules:
 //
 //   - auto: the GPU where the step has a GPU op and an executor with a device
-//     is available, else the CPU, with the reason.
+//     that serves the op is available, else the CPU, with the reason.
 //   - cpu: the CPU implementation.
-//   - gpu: the GPU op. If no executor is available, New fails before any
-//     pipeline is built, with the reason; a step without a GPU op runs on
-//     the CPU under a pipeline-wide gpu default and is an error as an explicit
-//     override.
+//   - gpu: the GPU op. If no executor is available, or it does not serve a
+//     step's op, New fails before any pipeline is built, with the reason; a
+//     step without a GPU op runs on the CPU under a pipeline-wide gpu default
+//     and is an error as an explicit override.
 //   - stub: the step's stand-in (same output type and shape, no computation).
+//
+// A pipeline lists the steps it builds in Config.Steps: an override naming
+// any other step is an error at New that lists the pipeline's steps, and
+// resolving a step the pipeline did not declare is an error, so that
+// --backend_override, --help and the explain report know exactly the
+// pipeline's steps. (Without Config.Steps, as in small tests, any step
+// resolves.)
 //
 // Package backend depends on no step: steps describe themselves with a Step
 // value and ask a Selector to resolve it.
