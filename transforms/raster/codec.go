@@ -208,28 +208,11 @@ var CompositeInputCodec = step.Codec[CompositeInput]{
 }
 
 // EncodeDNTile, DecodeDNTile, EncodeTile, DecodeTile, EncodeRGBATile and
-// DecodeRGBATile are the codecs as one buffer each (wire.Join): the tiles'
-// Beam coders.
-func EncodeDNTile(t DNTile) ([]byte, error)     { return join(DNTileCodec, t) }
-func DecodeDNTile(b []byte) (DNTile, error)     { return split(DNTileCodec, b, "raster DNTile") }
-func EncodeTile(t Tile) ([]byte, error)         { return join(TileCodec, t) }
-func DecodeTile(b []byte) (Tile, error)         { return split(TileCodec, b, "raster Tile") }
-func EncodeRGBATile(t RGBATile) ([]byte, error) { return join(RGBATileCodec, t) }
-func DecodeRGBATile(b []byte) (RGBATile, error) { return split(RGBATileCodec, b, "raster RGBATile") }
-
-func join[T any](c step.Codec[T], v T) ([]byte, error) {
-	p, err := c.Encode(v)
-	if err != nil {
-		return nil, err
-	}
-	return wire.Join(p), nil
-}
-
-func split[T any](c step.Codec[T], b []byte, what string) (T, error) {
-	p, err := wire.ReadParts(b, what+" coder")
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return c.Decode(p)
-}
+// DecodeRGBATile are the codecs as one buffer each (Codec.Marshal): the
+// tiles' Beam coders.
+func EncodeDNTile(t DNTile) ([]byte, error)     { return DNTileCodec.Marshal(t) }
+func DecodeDNTile(b []byte) (DNTile, error)     { return DNTileCodec.Unmarshal(b) }
+func EncodeTile(t Tile) ([]byte, error)         { return TileCodec.Marshal(t) }
+func DecodeTile(b []byte) (Tile, error)         { return TileCodec.Unmarshal(b) }
+func EncodeRGBATile(t RGBATile) ([]byte, error) { return RGBATileCodec.Marshal(t) }
+func DecodeRGBATile(b []byte) (RGBATile, error) { return RGBATileCodec.Unmarshal(b) }

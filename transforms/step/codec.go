@@ -23,6 +23,26 @@ type Codec[T any] struct {
 	Decode func(Parts) (T, error)
 }
 
+// Marshal encodes v as one buffer (wire.Join of its parts): a Beam coder's
+// encoding, for a type whose codec is c.
+func (c Codec[T]) Marshal(v T) ([]byte, error) {
+	p, err := c.Encode(v)
+	if err != nil {
+		return nil, err
+	}
+	return wire.Join(p), nil
+}
+
+// Unmarshal decodes what Marshal wrote; the value's arrays are views of b.
+func (c Codec[T]) Unmarshal(b []byte) (T, error) {
+	p, err := wire.ReadParts(b, fmt.Sprintf("%T coder", *new(T)))
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return c.Decode(p)
+}
+
 // GPU declares a step's GPU op.
 type GPU[In, Out any] struct {
 	// Op is the op's name on the executor, "<family>.<step>" by convention,

@@ -185,30 +185,11 @@ var PredictionsCodec = step.Codec[Predictions]{
 }
 
 // EncodeBatch, DecodeBatch, EncodePredictions and DecodePredictions are the
-// codecs as one buffer each (wire.Join): the Beam coders.
-func EncodeBatch(b Batch) ([]byte, error)             { return join(BatchCodec, b) }
-func DecodeBatch(data []byte) (Batch, error)          { return split(BatchCodec, data, "tensor Batch") }
-func EncodePredictions(p Predictions) ([]byte, error) { return join(PredictionsCodec, p) }
-func DecodePredictions(data []byte) (Predictions, error) {
-	return split(PredictionsCodec, data, "tensor Predictions")
-}
-
-func join[T any](c step.Codec[T], v T) ([]byte, error) {
-	p, err := c.Encode(v)
-	if err != nil {
-		return nil, err
-	}
-	return wire.Join(p), nil
-}
-
-func split[T any](c step.Codec[T], b []byte, what string) (T, error) {
-	p, err := wire.ReadParts(b, what+" coder")
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return c.Decode(p)
-}
+// codecs as one buffer each (Codec.Marshal): the Beam coders.
+func EncodeBatch(b Batch) ([]byte, error)                { return BatchCodec.Marshal(b) }
+func DecodeBatch(data []byte) (Batch, error)             { return BatchCodec.Unmarshal(data) }
+func EncodePredictions(p Predictions) ([]byte, error)    { return PredictionsCodec.Marshal(p) }
+func DecodePredictions(data []byte) (Predictions, error) { return PredictionsCodec.Unmarshal(data) }
 
 // batchWith is the codec of an input made of a batch and small parameters
 // that travel in the header.

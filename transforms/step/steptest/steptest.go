@@ -68,6 +68,25 @@ func CheckLaunch(t testing.TB, s step.Any) *gpu.Recorder {
 	return r
 }
 
+// CheckLaunches runs CheckLaunch on every registered step with a GPU op (a
+// family's test binary registers its family's), and fails t if there is
+// none: in a build with the cuda tag, every GPU op has a launch that matches
+// its PTX. A family's launch test is this one call.
+func CheckLaunches(t *testing.T) {
+	t.Helper()
+	checked := 0
+	for _, s := range step.All() {
+		if s.Backend().GPUOp == "" {
+			continue
+		}
+		t.Run(s.Name(), func(t *testing.T) { CheckLaunch(t, s) })
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no step with a GPU op is registered")
+	}
+}
+
 // MaybeServe, in a test binary started again as the reference executor (by
 // UseExecutor), serves the reference op of every registered GPU step (and
 // the transport's test ops), then exits; elsewhere it returns at once. Call
