@@ -3,158 +3,142 @@ package raster
 import (
 	"context"
 	"fmt"
-	"path"
 	"reflect"
+	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
-// StepRead is the name of the read step.
-const StepRead = "read"
+// StepScan is the name of the step that reads a scene's metadata and band
+// headers and plans its windows; StepRead the one that decodes windows.
+const (
+	StepScan = "scan"
+	StepRead = "read"
+)
 
 func init() {
 	step.Register(step.Def{
-		Step: backendStep(StepRead, ""),
-		Doc:  "read a scene's _MTL.txt and band GeoTIFFs and split it into tiles",
-		CPU:  ReadScene,
+		Step: backendStep(StepScan, ""),
+		Doc:  "read a scene's _MTL.txt and its bands' GeoTIFF headers, check them and plan the windows to decode",
+		CPU:  ScanScene,
 		Sample: func() any {
 			return SceneRef{Dir: SampleSceneDir(), TileSize: 16, Bands: DefaultBands}
 		},
 	})
-	register.DoFn4x0[context.Context, SceneRef, func(DNTile), func(step.Failure)](&readFn{})
+	step.Register(step.Def{
+		Step:   backendStep(StepRead, ""),
+		Doc:    "decode one window of a scene's bands, from the strips or tiles that cover it, into tiles",
+		CPU:    ReadWindow,
+		Sample: func() any { return sampleWindow() },
+	})
+	register.DoFn4x0[context.Context, SceneRef, func(SceneScan), func(step.Failure)](&scanFn{})
+	register.DoFn4x0[context.Context, Window, func(DNTile), func(step.Failure)](&readFn{})
+	register.DoFn4x0[string, func(*SceneScan) bool, func(SceneScan), func(step.Failure)](&dedupFn{})
+	register.Function2x0(windowsOf)
+	register.Function1x2(keyScan)
 	register.Emitter1[DNTile]()
+	register.Emitter1[SceneScan]()
+	register.Emitter1[Window]()
 	register.Emitter1[step.Failure]()
+	register.Iter1[SceneScan]()
 	beam.RegisterType(reflect.TypeOf((*SceneRef)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*SceneScan)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*Window)(nil)).Elem())
 }
 
-// Read reads each scene of refs (a PCollection of SceneRef) and returns its
-// tiles (DNTile) and the scenes that could not be read (step.Failure).
+// sampleWindow is the first window of the committed crop in 16x16 tiles.
+func sampleWindow() Window {
+	sc, err := ScanScene(SceneRef{Dir: SampleSceneDir(), TileSize: 16, Bands: DefaultBands})
+	if err != nil || len(sc.Windows) == 0 {
+		return Window{}
+	}
+	return sc.Windows[0]
+}
+
+// Read reads each scene of refs (a PCollection of SceneRef) window by
+// window and returns its tiles (DNTile) and the scenes or windows that could
+// not be read (step.Failure): Scan, then Dedup, then the windows
+// redistributed (so that they decode in parallel) and ReadWindows.
 func Read(s beam.Scope, refs beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
+	scans, scanFailed := Scan(s, refs, opts...)
+	unique, dupFailed := Dedup(s, scans)
+	tiles, readFailed := ReadWindows(s, Windows(s, unique), opts...)
+	return tiles, beam.Flatten(s, scanFailed, dupFailed, readFailed)
+}
+
+// Scan reads the metadata and band headers of each scene of refs and
+// returns one SceneScan per scene (no pixels) and the scenes that cannot be
+// read.
+func Scan(s beam.Scope, refs beam.PCollection, opts ...step.Option) (scans, failed beam.PCollection) {
+	s, ex := step.Scope(s, StepScan, opts...)
+	return beam.ParDo2(s, &scanFn{Exec: ex}, refs)
+}
+
+// Dedup keeps one scan per product: when several directories hold the same
+// product ID, the first directory in sorted order is kept and each other
+// one fails with "product X also in DIR".
+func Dedup(s beam.Scope, scans beam.PCollection) (unique, failed beam.PCollection) {
+	s = s.Scope("dedup")
+	return beam.ParDo2(s, &dedupFn{}, beam.GroupByKey(s, beam.ParDo(s, keyScan, scans)))
+}
+
+// Windows returns the windows of scans, redistributed so that the runner
+// decodes them in parallel.
+func Windows(s beam.Scope, scans beam.PCollection) beam.PCollection {
+	s = s.Scope("windows")
+	return beam.Reshuffle(s, beam.ParDo(s, windowsOf, scans))
+}
+
+// ReadWindows decodes each Window into its tiles (DNTile).
+func ReadWindows(s beam.Scope, windows beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
 	s, ex := step.Scope(s, StepRead, opts...)
-	return beam.ParDo2(s, &readFn{Exec: ex}, refs)
+	return beam.ParDo2(s, &readFn{Exec: ex}, windows)
+}
+
+func keyScan(sc SceneScan) (string, SceneScan) { return sc.Scene, sc }
+
+func windowsOf(sc SceneScan, emit func(Window)) {
+	for _, w := range sc.Windows {
+		emit(w)
+	}
+}
+
+type scanFn struct{ step.Exec }
+
+func (f *scanFn) ProcessElement(ctx context.Context, ref SceneRef, emit func(SceneScan), fail func(step.Failure)) {
+	if sc, ok := step.Run[SceneRef, SceneScan](ctx, &f.Exec, ref, fail); ok {
+		emit(sc)
+	}
+}
+
+type dedupFn struct{}
+
+func (f *dedupFn) ProcessElement(scene string, iter func(*SceneScan) bool, emit func(SceneScan), fail func(step.Failure)) {
+	var all []SceneScan
+	var sc SceneScan
+	for iter(&sc) {
+		all = append(all, sc)
+		sc = SceneScan{}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Dir < all[j].Dir })
+	for i, sc := range all {
+		if i == 0 {
+			emit(sc)
+			continue
+		}
+		fail(step.Failure{Input: sc.Dir, Step: StepScan, Key: sc.Dir,
+			Reason: fmt.Sprintf("product %s also in %s: a product is processed once, from the first directory in sorted order", scene, all[0].Dir)})
+	}
 }
 
 type readFn struct{ step.Exec }
 
-func (f *readFn) ProcessElement(ctx context.Context, ref SceneRef, emit func(DNTile), fail func(step.Failure)) {
-	if tiles, ok := step.Run[SceneRef, []DNTile](ctx, &f.Exec, ref, fail); ok {
+func (f *readFn) ProcessElement(ctx context.Context, w Window, emit func(DNTile), fail func(step.Failure)) {
+	if tiles, ok := step.Run[Window, []DNTile](ctx, &f.Exec, w, fail); ok {
 		for _, t := range tiles {
 			emit(t)
 		}
 	}
-}
-
-// ReadScene is the CPU implementation of the read step: it parses the
-// scene's _MTL.txt, decodes the requested bands, checks that they have one
-// size, and splits them into tiles of ref.TileSize.
-func ReadScene(ref SceneRef) ([]DNTile, error) {
-	return readScene(ref, true)
-}
-
-// ReadSceneHeaders reads the MTL and only the headers of the bands: it is the
-// read step's stand-in, with zero pixels of the real shape.
-func ReadSceneHeaders(ref SceneRef) ([]DNTile, error) {
-	return readScene(ref, false)
-}
-
-func readScene(ref SceneRef, pixels bool) ([]DNTile, error) {
-	ctx := context.Background()
-	if len(ref.Bands) == 0 {
-		return nil, fmt.Errorf("%s: no bands requested", ref.Dir)
-	}
-	fs, err := filesystem.New(ctx, ref.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.Dir, err)
-	}
-	defer fs.Close()
-	m, err := readMTL(ctx, fs, ref.Dir)
-	if err != nil {
-		return nil, err
-	}
-	cal := make([]Calibration, len(ref.Bands))
-	planes := make([][]uint16, len(ref.Bands))
-	w, h := 0, 0
-	firstName := ""
-	for i, b := range ref.Bands {
-		if cal[i], err = m.Calibration(b); err != nil {
-			return nil, err
-		}
-		name := path.Join(ref.Dir, m.BandFile(b))
-		bw, bh, dn, err := readBand(ctx, fs, name, pixels)
-		if err != nil {
-			return nil, err
-		}
-		if i == 0 {
-			w, h, firstName = bw, bh, name
-		} else if bw != w || bh != h {
-			return nil, fmt.Errorf("%s: band %d is %dx%d but %s is %dx%d: bands of a scene must have one size", name, b, bw, bh, firstName, w, h)
-		}
-		planes[i] = dn
-	}
-	rects, err := Split(w, h, ref.TileSize)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.Dir, err)
-	}
-	tiles := make([]DNTile, len(rects))
-	for i, r := range rects {
-		t := DNTile{Scene: m.ProductID, SceneW: w, SceneH: h, Rect: r, SunElevation: m.SunElevation,
-			Cal: cal, DN: make([][]uint16, len(planes))}
-		for j, p := range planes {
-			if pixels {
-				t.DN[j] = crop(p, w, r)
-			} else {
-				t.DN[j] = make([]uint16, r.Area())
-			}
-		}
-		tiles[i] = t
-	}
-	return tiles, nil
-}
-
-func readMTL(ctx context.Context, fs filesystem.Interface, dir string) (MTL, error) {
-	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
-	if err != nil {
-		return MTL{}, fmt.Errorf("%s: listing: %w", dir, err)
-	}
-	switch len(files) {
-	case 0:
-		return MTL{}, fmt.Errorf("%s: no *_MTL.txt metadata file: not a Landsat scene directory", dir)
-	case 1:
-	default:
-		return MTL{}, fmt.Errorf("%s: %d *_MTL.txt files, want one per scene directory", dir, len(files))
-	}
-	r, err := fs.OpenRead(ctx, files[0])
-	if err != nil {
-		return MTL{}, fmt.Errorf("%s: %w", files[0], err)
-	}
-	defer r.Close()
-	return ParseMTL(r, files[0])
-}
-
-func readBand(ctx context.Context, fs filesystem.Interface, name string, pixels bool) (int, int, []uint16, error) {
-	r, err := fs.OpenRead(ctx, name)
-	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: cannot open band: %w", name, err)
-	}
-	defer r.Close()
-	if !pixels {
-		w, h, err := DecodeBandConfig(r, name)
-		return w, h, nil, err
-	}
-	return DecodeBand(r, name)
-}
-
-// IsSceneDir reports whether dir holds a *_MTL.txt file.
-func IsSceneDir(ctx context.Context, dir string) (bool, error) {
-	fs, err := filesystem.New(ctx, dir)
-	if err != nil {
-		return false, err
-	}
-	defer fs.Close()
-	files, err := fs.List(ctx, path.Join(dir, "*_MTL.txt"))
-	return len(files) > 0, err
 }
