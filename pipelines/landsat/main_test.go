@@ -227,10 +227,11 @@ func TestMultiSceneRunReportsFailuresAndReconciles(t *testing.T) {
 	require.Len(t, failures, 3)
 	byInput := map[string]step.Failure{}
 	for _, fl := range failures {
-		assert.Equal(t, "read", fl.Step)
+		assert.Equal(t, "scan", fl.Step, "failures are found before any pixel is decoded")
 		byInput[fl.Input] = fl
 	}
 	assert.Contains(t, byInput[trunc].Reason, b3+": corrupt or truncated TIFF")
+	assert.NoDirExists(t, filepath.Join(out, "b_truncated"))
 	assert.Contains(t, byInput[nocoef].Reason, "missing REFLECTANCE_ADD_BAND_4")
 	assert.Contains(t, byInput[filepath.Join(in, "d_not_a_scene")].Reason, "no *_MTL.txt metadata file")
 
@@ -316,9 +317,9 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 	require.NoError(t, err, buf.String())
 	assert.Equal(t, 1, sum.Done)
 	for _, st := range sum.Steps {
-		want := backend.GPU
-		if st.Step == raster.StepRead || st.Step == raster.StepAssemble {
-			want = backend.CPU
+		want := backend.CPU // steps without a GPU op: scan, read
+		if d, _ := step.Lookup(st.Step); d.GPUOp != "" {
+			want = backend.GPU
 		}
 		assert.Equal(t, want, st.Impl, st.Step)
 	}
