@@ -100,7 +100,9 @@ type beamFiles struct{}
 
 func (beamFiles) List(ctx context.Context, glob string) ([]string, error) { return job.List(ctx, glob) }
 
-func (beamFiles) Open(ctx context.Context, name string) (raster.File, error) { return job.OpenAt(ctx, name) }
+func (beamFiles) Open(ctx context.Context, name string) (raster.File, error) {
+	return job.OpenAt(ctx, name)
+}
 
 func init() {
 	raster.SetFiles(beamFiles{})
