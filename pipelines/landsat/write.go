@@ -242,8 +242,8 @@ func (f *finishFn) pictures(ctx context.Context, scene string, w, h int, st rast
 		}
 		return out, nil
 	}
-	tc := trueColorImage(scene, open, w, h, valid("B2") && valid("B3") && valid("B4"), stretch, composite, prev)
-	err := writePNG(ctx, f.Store.temp(scene, "truecolor.png"), tc)
+	err := writeTrueColor(ctx, f.Store.temp(scene, "truecolor.png"), scene, open, w, h, valid("B2") && valid("B3") && valid("B4"),
+		stretch, composite, prev)
 	if err == nil {
 		err = writeImagePNG(ctx, f.Store.temp(scene, "truecolor_preview.png"), prev.img)
 	}

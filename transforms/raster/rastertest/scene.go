@@ -80,22 +80,44 @@ func WriteScene(dir string, s Scene) error {
 
 // Landsat returns the DNs of a synthetic w x h Landsat 8 scene: a valid
 // area rotated by 13 degrees inside a no-data (0) frame, as the footprint of
-// a Level-1 product lies in its grid, holding fields of about 64 pixels
-// with noise, in each band's range of DNs over land (band 5, near infrared,
-// the brightest over vegetation).
+// a Level-1 product lies in its grid, holding fields of about 96 pixels of
+// water, bare soil, vegetation, built-up land and cloud, each with the
+// top-of-atmosphere reflectances of its kind in bands 2 to 5 (vegetation
+// dark in red and bright in near infrared, water dark in both), varied per
+// field and per pixel, and turned into DNs with the coefficients and sun
+// elevation of the committed crop's MTL.
 func Landsat(w, h int) func(band, x, y int) uint16 {
 	c, s := math.Cos(0.23), math.Sin(0.23)
-	ranges := map[int][2]float64{2: {7000, 12000}, 3: {6000, 12000}, 4: {5000, 14000}, 5: {8000, 30000}}
+	// Reflectance of bands 2, 3, 4, 5 by kind, and how common each kind is (of 100).
+	kinds := []struct {
+		share int
+		refl  [4]float64
+	}{
+		{12, [4]float64{0.09, 0.07, 0.05, 0.03}}, // water
+		{25, [4]float64{0.11, 0.12, 0.15, 0.22}}, // bare soil
+		{45, [4]float64{0.08, 0.09, 0.06, 0.35}}, // vegetation
+		{13, [4]float64{0.16, 0.16, 0.17, 0.22}}, // built-up
+		{5, [4]float64{0.45, 0.45, 0.46, 0.48}},  // cloud
+	}
+	sin := math.Sin(58.99675180 * math.Pi / 180)
 	return func(band, x, y int) uint16 {
 		dx, dy := float64(x)-float64(w)/2, float64(y)-float64(h)/2
 		u, v := dx*c+dy*s, -dx*s+dy*c
 		if math.Abs(u) >= 0.40*float64(w) || math.Abs(v) >= 0.40*float64(h) {
 			return 0
 		}
-		r := ranges[band]
-		field := float64(hash(uint64(band), uint64(x/64), uint64(y/64))%1000) / 1000
-		noise := float64(hash(uint64(band)+7, uint64(x), uint64(y))%401) - 200
-		return uint16(max(1, min(65535, r[0]+(r[1]-r[0])*field+noise)))
+		bx, by := uint64(x/96), uint64(y/96)
+		pick := int(hash(1, bx, by) % 100)
+		k := 0
+		for pick >= kinds[k].share {
+			pick -= kinds[k].share
+			k++
+		}
+		field := 0.85 + 0.3*float64(hash(2, bx, by)%1000)/1000
+		noise := (float64(hash(uint64(band)+3, uint64(x), uint64(y))%1001) - 500) / 500 * 0.006
+		refl := kinds[k].refl[band-2]*field + noise
+		dn := (refl*sin + 0.1) / 2e-5
+		return uint16(max(1, min(65535, math.Round(dn))))
 	}
 }
 

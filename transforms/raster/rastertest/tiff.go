@@ -96,6 +96,8 @@ func Write(ws io.WriteSeeker, w, h int, px Pixel, t TIFF) error {
 		return err
 	}
 	var offsets, counts []uint32
+	var block bytes.Buffer
+	var zw *zlib.Writer // reused from block to block
 	row := make([]uint16, bw)
 	raw := make([]byte, 2*bw)
 	for by := 0; by < down; by++ {
@@ -104,8 +106,8 @@ func Write(ws io.WriteSeeker, w, h int, px Pixel, t TIFF) error {
 			if !t.Tiled {
 				rows = min(bh, h-by*bh)
 			}
-			var block bytes.Buffer
-			enc, err := compressor(&block, t)
+			block.Reset()
+			enc, err := compressor(&block, t, &zw)
 			if err != nil {
 				return err
 			}
@@ -235,16 +237,22 @@ func Write(ws io.WriteSeeker, w, h int, px Pixel, t TIFF) error {
 	return err
 }
 
-func compressor(w io.Writer, t TIFF) (io.WriteCloser, error) {
+func compressor(w io.Writer, t TIFF, zw **zlib.Writer) (io.WriteCloser, error) {
 	switch t.Compression {
 	case None:
 		return nopCloser{w}, nil
 	case Deflate:
+		if *zw != nil {
+			(*zw).Reset(w)
+			return *zw, nil
+		}
 		level := t.Level
 		if level == 0 {
 			level = zlib.DefaultCompression
 		}
-		return zlib.NewWriterLevel(w, level)
+		var err error
+		*zw, err = zlib.NewWriterLevel(w, level)
+		return *zw, err
 	case LZW:
 		return newLZW(w), nil
 	}
