@@ -42,9 +42,11 @@ import (
 //go:embed testdata/LC08_L1TP_195025_20130707_20170503_01_T1
 var embedded embed.FS
 
+const defaultOutput = "out/landsat"
+
 var (
 	input    = flag.String("input", "", "a scene directory (holding *_MTL.txt and the band GeoTIFFs) or a directory of scene directories; empty: the embedded Landsat 8 crop")
-	output   = flag.String("output", "out/landsat", "output directory: one subdirectory per scene, plus failed.jsonl and summary.json")
+	output   = flag.String("output", defaultOutput, "output directory: one subdirectory per scene, plus failed.jsonl and summary.json (a run with stub steps: "+stubOutput+")")
 	tileSize = flag.Int("tile_size", 512, "side of the square tiles scenes are split into, in pixels")
 	low      = flag.Float64("stretch_low", raster.DefaultCompositeParams.Low, "percentile of each channel mapped to black in truecolor.png")
 	high     = flag.Float64("stretch_high", raster.DefaultCompositeParams.High, "percentile of each channel mapped to white in truecolor.png")
@@ -124,15 +126,15 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 			return 2, err
 		}
 	}
-	cfg, cleanup, err := configFromFlags()
-	if err != nil {
-		return 2, err
-	}
-	defer cleanup()
 	sel, err := job.Selector(&backendFlags, &launchFlags)
 	if err != nil {
 		return 2, err
 	}
+	cfg, cleanup, err := configFromFlags(sel)
+	if err != nil {
+		return 2, err
+	}
+	defer cleanup()
 
 	sum, err := execute(ctx, cfg, sel, out)
 	if err != nil {
@@ -148,6 +150,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 // prints the summary to out and checks that the counts reconcile.
 func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	cfg.Steps = append(cfg.Steps, step.Using(sel))
+	cfg.Stub = stubSteps(sel)
 	m, took, launched, err := job.Run(ctx, "landsat", sel, backendFlags.Explain, *progress, launchFlags, func(s beam.Scope) { Build(s, cfg) })
 	if err != nil {
 		return summary{}, err
@@ -156,15 +159,50 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 		return summary{}, job.Launched(out, launched)
 	}
 	sum := summary{Metrics: m, In: len(cfg.Scenes), Done: int(m.Counters["scenes_done"]),
-		Failed: int(m.Counters["scenes_failed"]), Elapsed: took, Output: cfg.Output}
+		Failed: int(m.Counters["scenes_failed"]), Elapsed: took, Output: cfg.Output, Stub: cfg.Stub}
 	sum.Print(out)
 	return sum, sum.Reconcile()
 }
 
+// pipelineSteps are the steps the pipeline builds, in order.
+var pipelineSteps = []string{raster.StepScan, raster.StepRead, raster.StepTOANDVI, raster.StepComposite}
+
+// stubSteps returns the steps of the pipeline that sel runs as stand-ins.
+func stubSteps(sel *backend.Selector) []string {
+	var out []string
+	for _, name := range pipelineSteps {
+		if d, ok := step.Lookup(name); ok && sel.Resolve(d.Step).Impl == backend.Stub {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// stubOutput is where a run with stand-ins writes when --output is not given,
+// so that its zeros never overwrite real results.
+const stubOutput = "out/stub/landsat"
+
+// outputDir is --output, or stubOutput for a run with stand-ins when
+// --output was not given.
+func outputDir(sel *backend.Selector, given bool) string {
+	if !given && *output == defaultOutput && len(stubSteps(sel)) > 0 {
+		slog.Info("landsat: stub run (stand-ins, no results): writing to " + stubOutput + " (--output to choose)")
+		return stubOutput
+	}
+	return *output
+}
+
+// flagGiven reports whether a flag was set on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // configFromFlags resolves the input scenes (extracting the embedded one if
 // --input is empty) and checks that the output directory is writable.
-func configFromFlags() (Config, func(), error) {
-	cfg := Config{Output: *output, TileSize: *tileSize,
+func configFromFlags(sel *backend.Selector) (Config, func(), error) {
+	cfg := Config{Output: outputDir(sel, flagGiven("output")), TileSize: *tileSize,
 		Composite: raster.CompositeParams{Low: *low, High: *high, Gamma: *gamma}}
 	cleanup := func() {}
 	if cfg.TileSize <= 0 {
