@@ -8,9 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
 
 	"golang.org/x/image/tiff/lzw"
 )
@@ -47,6 +44,7 @@ const (
 	tagImageLength     = 257
 	tagBitsPerSample   = 258
 	tagCompression     = 259
+	tagPhotometric     = 262
 	tagStripOffsets    = 273
 	tagSamplesPerPixel = 277
 	tagRowsPerStrip    = 278
@@ -221,6 +219,9 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 		var ent ifdEntry
 		ent.tag, ent.typ, ent.count = order.Uint16(e), order.Uint16(e[2:]), order.Uint32(e[4:])
 		copy(ent.value[:], e[8:12])
+		if _, dup := entries[ent.tag]; dup {
+			return l, fmt.Errorf("tag %d appears twice in the IFD", ent.tag)
+		}
 		entries[ent.tag] = ent
 	}
 	d := ifd{r: r, size: size, order: order, entries: entries}
@@ -239,6 +240,7 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 	format := scalar(tagSampleFormat, 1)
 	comp, pred := scalar(tagCompression, compressionNone), scalar(tagPredictor, 1)
 	planar := scalar(tagPlanarConfig, 1)
+	photometric := scalar(tagPhotometric, -1)
 	if err != nil {
 		return l, err
 	}
@@ -253,6 +255,8 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 		return l, fmt.Errorf("%d bits per sample: want 16-bit integers", bits)
 	case format != 1 && format != 2:
 		return l, fmt.Errorf("TIFF sample format %d (floating point or unknown): want 16-bit integers", format)
+	case photometric != 1:
+		return l, fmt.Errorf("photometric interpretation %d: want MinIsBlack (1), as GeoTIFF bands have", photometric)
 	case planar != 1 && planar != 2:
 		return l, fmt.Errorf("planar configuration %d", planar)
 	case comp != compressionNone && comp != compressionLZW && comp != compressionDeflate && comp != compressionOldDeflate:
@@ -311,10 +315,7 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 	}
 	if nd, ok := entries[tagGDALNoData]; ok && nd.typ == 2 {
 		if s, err := d.ascii(nd); err == nil {
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err == nil && v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-				l.NoData, l.HasNoData = int64(v), true
-			}
+			l.NoData, l.HasNoData = parseNoData(s)
 		}
 	}
 	return l, nil
@@ -411,13 +412,10 @@ func (d ifd) array(tag uint16, n int) ([]int64, error) {
 	return out, nil
 }
 
-// ascii returns an ASCII entry's text without its terminating NULs.
+// ascii returns an ASCII entry's text.
 func (d ifd) ascii(e ifdEntry) (string, error) {
-	b, err := d.values(tagGDALNoData, e, 256)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimRight(string(b), "\x00"), nil
+	b, err := d.values(tagGDALNoData, e, 1<<16)
+	return string(b), err
 }
 
 // rowSink receives decoded rows of a window: row y of the band, columns
