@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 FUZZMINTIME ?= 5s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion train test lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci plan dataflow k8s worker image image-push
+.PHONY: run run-fashion train test test-large lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test ci plan dataflow k8s worker image image-push
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
@@ -35,6 +35,14 @@ train:
 test:
 	$(GO) test ./...
 	$(MAKE) lint
+
+## test-large: the full-size Landsat tests (a 7791x7941 scene, tiled and stripped, and four at once:
+## outputs against the formulas, peak RSS under 2 GB and 4 GB) and the full-scene benchmark
+## (megapixels per second, ratios to a plain read and to a decode-only pass); about 10 minutes on 2 cores
+test-large:
+	@mkdir -p out
+	@$(GO) test -tags large -timeout 60m -run 'FullSize' -bench 'FullScene' -benchtime 1x -v ./pipelines/landsat/ > out/test-large.txt 2>&1; \
+		status=$$?; grep -v 'level=' out/test-large.txt | grep -E '^(=== RUN|--- |    |Benchmark|ok|FAIL|PASS)'; exit $$status
 
 lint: fmt-check vet staticcheck
 

@@ -158,9 +158,19 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 	if launched.Result == nil {
 		return summary{}, job.Launched(out, launched)
 	}
-	sum := summary{Metrics: m, In: len(cfg.Scenes), Done: int(m.Counters["scenes_done"]),
-		Failed: int(m.Counters["scenes_failed"]), Elapsed: took, Output: cfg.Output, Stub: cfg.Stub}
+	sum := summary{Metrics: m, In: len(cfg.Scenes), Elapsed: took, Output: cfg.Output, Stub: cfg.Stub}
+	// The counts are those of summary.json, which the pipeline writes from
+	// every scene's outcome; Beam's counters should say the same.
+	var rs runSummary
+	if err := job.ReadJSON(ctx, join(cfg.Output, summaryFile), &rs); err != nil {
+		return sum, fmt.Errorf("reading the run's summary: %w", err)
+	}
+	sum.Done, sum.Failed = len(rs.Done), len(rs.Failed)
 	sum.Print(out)
+	if d, f := int(m.Counters["scenes_done"]), int(m.Counters["scenes_failed"]); d != sum.Done || f != sum.Failed {
+		fmt.Fprintf(out, "note: Beam's counters say %d done and %d failed; %s, from the scenes' outcomes, says %d and %d\n",
+			d, f, summaryFile, sum.Done, sum.Failed)
+	}
 	return sum, sum.Reconcile()
 }
 

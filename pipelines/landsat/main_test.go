@@ -26,11 +26,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// runMainEnv makes the test binary run the pipeline's main with the
+// arguments it holds (separated by newlines): the full-size tests run the
+// pipeline in a process of its own, to measure its peak memory.
+const runMainEnv = "BEAMGPU_LANDSAT_TEST_MAIN"
+
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(runMainEnv); ok {
+		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
+		main()
+		return
+	}
 	executortest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
-	ptest.Main(m)
+	code := ptest.MainRet(m)
+	for _, f := range afterAll {
+		f()
+	}
+	os.Exit(code)
 }
+
+// afterAll runs after every test of the binary (removing shared test data).
+var afterAll []func()
 
 const scene = raster.SampleSceneID
 

@@ -432,6 +432,8 @@ func DecodeWindow(r io.ReaderAt, f BandHeader, blocks []Block, win Rect, put fun
 		return fmt.Errorf("%s: window %v outside the %dx%d band", f.Name, win, f.Width, f.Height)
 	}
 	covered := 0
+	dec := &blockDecoder{f: f}
+	defer dec.close()
 	for _, b := range blocks {
 		br := f.blockRect(b.Index)
 		if b.Index < 0 || b.Index >= f.blocksAcross()*f.blocksDown() {
@@ -444,9 +446,9 @@ func DecodeWindow(r io.ReaderAt, f BandHeader, blocks []Block, win Rect, put fun
 		covered += ix.Area()
 		var err error
 		if f.Tiled {
-			err = decodeTile(r, f, b, br, ix, put)
+			err = dec.tile(r, b, br, ix, put)
 		} else {
-			err = decodeStrip(r, f, b, br, ix, put)
+			err = dec.strip(r, b, br, ix, put)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: corrupt or truncated TIFF: block %d: %w", f.Name, b.Index, err)
@@ -464,22 +466,52 @@ func intersect(a, b Rect) Rect {
 	return Rect{X: x0, Y: y0, W: max(0, x1-x0), H: max(0, y1-y0)}
 }
 
-// decompressor returns a reader of the decoded bytes of a block.
-func decompressor(f BandHeader, src io.Reader) (io.Reader, func(), error) {
-	switch f.Compression {
+// blockDecoder decodes the blocks of one window of a band, reusing its
+// buffers and its Deflate state from block to block (a stripped band has a
+// strip per row).
+type blockDecoder struct {
+	f         BandHeader
+	src       *bufio.Reader
+	zr        io.ReadCloser // zlib, reset for each block
+	raw, comp []byte
+	row       []uint16
+}
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// decompress returns a reader of the decoded bytes of a block read from src.
+func (d *blockDecoder) decompress(src io.Reader) (io.Reader, func(), error) {
+	switch d.f.Compression {
 	case compressionNone:
 		return src, func() {}, nil
 	case compressionLZW:
 		rc := lzw.NewReader(src, lzw.MSB, 8)
 		return rc, func() { rc.Close() }, nil
 	case compressionDeflate, compressionOldDeflate:
-		zr, err := zlib.NewReader(src)
+		var err error
+		if d.zr == nil {
+			d.zr, err = zlib.NewReader(src)
+		} else {
+			err = d.zr.(zlib.Resetter).Reset(src, nil)
+		}
 		if err != nil {
+			d.zr = nil
 			return nil, nil, fmt.Errorf("corrupt Deflate data: %w", err)
 		}
-		return zr, func() { zr.Close() }, nil
+		return d.zr, func() {}, nil
 	}
-	return nil, nil, fmt.Errorf("compression %d", f.Compression)
+	return nil, nil, fmt.Errorf("compression %d", d.f.Compression)
+}
+
+func (d *blockDecoder) close() {
+	if d.zr != nil {
+		d.zr.Close()
+	}
 }
 
 // readDecoded fills buf from a decompressor, naming a short block.
@@ -493,8 +525,8 @@ func readDecoded(dec io.Reader, buf []byte, want int64, done int64) error {
 	return nil
 }
 
-// samples converts a row of raw 16-bit samples in place to uint16 values,
-// undoing the horizontal predictor.
+// samples converts a row of raw 16-bit samples to uint16 values, undoing
+// the horizontal predictor.
 func samples(f BandHeader, raw []byte, out []uint16) {
 	if f.BigEndian {
 		for i := range out {
@@ -526,13 +558,14 @@ func toDNs(f BandHeader, v []uint16) {
 	}
 }
 
-// decodeStrip decodes the rows of strip b (covering br) that window part ix
+// strip decodes the rows of strip b (covering br) that window part ix
 // needs, row by row: an uncompressed strip is read at the rows' offsets, a
 // compressed one is decoded up to the last row needed.
-func decodeStrip(r io.ReaderAt, f BandHeader, b Block, br, ix Rect, put rowSink) error {
+func (d *blockDecoder) strip(r io.ReaderAt, b Block, br, ix Rect, put rowSink) error {
+	f := d.f
 	rowBytes := 2 * int64(f.Width)
-	raw := make([]byte, rowBytes)
-	row := make([]uint16, f.Width)
+	d.raw, d.row = grow(d.raw, int(rowBytes)), grow(d.row, f.Width)
+	raw, row := d.raw, d.row
 	if f.Compression == compressionNone && f.Predictor == 1 {
 		part := raw[:2*ix.W]
 		for y := ix.Y; y < ix.Y+ix.H; y++ {
@@ -546,12 +579,17 @@ func decodeStrip(r io.ReaderAt, f BandHeader, b Block, br, ix Rect, put rowSink)
 		}
 		return nil
 	}
-	src := bufio.NewReaderSize(io.NewSectionReader(r, b.Offset, b.Count), 64<<10)
-	dec, closeDec, err := decompressor(f, src)
+	section := io.NewSectionReader(r, b.Offset, b.Count)
+	if d.src == nil {
+		d.src = bufio.NewReaderSize(section, 64<<10)
+	} else {
+		d.src.Reset(section)
+	}
+	dec, done, err := d.decompress(d.src)
 	if err != nil {
 		return err
 	}
-	defer closeDec()
+	defer done()
 	want := f.decodedBytes(b.Index)
 	for y := br.Y; y < ix.Y+ix.H; y++ {
 		if err := readDecoded(dec, raw, want, int64(y-br.Y)*rowBytes); err != nil {
@@ -568,31 +606,34 @@ func decodeStrip(r io.ReaderAt, f BandHeader, b Block, br, ix Rect, put rowSink)
 	return nil
 }
 
-// decodeTile decodes tile b (covering br) whole, as stored, and hands the
-// rows of window part ix to put.
-func decodeTile(r io.ReaderAt, f BandHeader, b Block, br, ix Rect, put rowSink) error {
+// tile decodes tile b (covering br) whole, as stored, and hands the rows of
+// window part ix to put.
+func (d *blockDecoder) tile(r io.ReaderAt, b Block, br, ix Rect, put rowSink) error {
+	f := d.f
 	want := f.decodedBytes(b.Index)
-	buf := make([]byte, want)
+	d.raw = grow(d.raw, int(want))
+	buf := d.raw
 	if f.Compression == compressionNone {
 		if _, err := r.ReadAt(buf, b.Offset); err != nil {
 			return fmt.Errorf("reading: %w", err)
 		}
 	} else {
-		comp := make([]byte, b.Count)
-		if _, err := r.ReadAt(comp, b.Offset); err != nil {
+		d.comp = grow(d.comp, int(b.Count))
+		if _, err := r.ReadAt(d.comp, b.Offset); err != nil {
 			return fmt.Errorf("reading: %w", err)
 		}
-		dec, closeDec, err := decompressor(f, bytes.NewReader(comp))
+		dec, done, err := d.decompress(bytes.NewReader(d.comp))
 		if err != nil {
 			return err
 		}
 		err = readDecoded(dec, buf, want, 0)
-		closeDec()
+		done()
 		if err != nil {
 			return err
 		}
 	}
-	row := make([]uint16, f.BlockW)
+	d.row = grow(d.row, f.BlockW)
+	row := d.row
 	for y := ix.Y; y < ix.Y+ix.H; y++ {
 		ty := y - br.Y
 		samples(f, buf[2*ty*f.BlockW:2*(ty+1)*f.BlockW], row)

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -361,6 +362,25 @@ func Rename(ctx context.Context, src, dst string) error {
 		return rn.Rename(ctx, src, dst)
 	}
 	return fmt.Errorf("%s: the filesystem cannot rename files", src)
+}
+
+// ReadJSON decodes the JSON file at path (local or through Beam's
+// filesystems) into v.
+func ReadJSON(ctx context.Context, path string, v any) error {
+	fsys, err := filesystem.New(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer fsys.Close()
+	r, err := fsys.OpenRead(ctx, path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer r.Close()
+	if err := json.NewDecoder(r).Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // ListMatching returns the files of dir whose names match glob (a pattern
