@@ -40,7 +40,7 @@ const shippedModel = "mlp-784-256-128-10.bgmlp"
 
 var (
 	input     = flag.String("input", "", "an IDX images file, or a directory of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set")
-	output    = flag.String("output", "out/fashion", "output directory for metrics.json, predictions.csv, confusion.png and failed.jsonl")
+	output    = flag.String("output", defaultOutput, "output directory for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
 	model     = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
 	modelPath = flag.String("model_path", "", "MLP model file written by ./pipelines/fashion/train; empty: the shipped "+shippedModel)
 	dataDir   = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
@@ -126,7 +126,7 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 // model where none is given, and checks the output directory.
 func configFromFlags() (Config, func(), error) {
 	cleanup := func() {}
-	cfg := Config{Output: *output, Model: *model, MLP: *modelPath,
+	cfg := Config{Output: outputDir(), Model: *model, MLP: *modelPath,
 		KNN:      tensor.KNNParams{K: *k, Weights: *weights, Classes: len(ClassNames)},
 		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: max(1, *maxBatch/max(1, *batchRows))}}
 	if *batchRows <= 0 || *maxBatch <= 0 {
@@ -213,6 +213,7 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 	}
 	fmt.Fprintf(out, "records: %d in, %d predicted, %d failed; %d failures in %s; accuracy %s; %s in %s; outputs in %s\n",
 		sum.In, sum.Predicted, sum.Failed, sum.Failures, job.FailedFile, acc, cfg.Model, sum.Elapsed.Round(time.Millisecond), cfg.Output)
+	printStub(out, m)
 	if sum.In != sum.Predicted+sum.Failed {
 		return sum, fmt.Errorf("counts do not reconcile: %d records in, %d predicted + %d failed", sum.In, sum.Predicted, sum.Failed)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -69,8 +70,24 @@ func Build(s beam.Scope, cfg Config) {
 
 	failed := beam.Flatten(s, decodeFailed, stdFailed, modelFailed)
 	rep := s.Scope("report")
-	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources)},
+	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg)},
 		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed)))
+}
+
+// stubSteps returns the steps of the pipeline of cfg that run their
+// stand-ins: its outputs are then not results, and say so.
+func stubSteps(cfg Config) []string {
+	names := []string{tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP}
+	if cfg.Model == ModelKNN {
+		names[2] = tensor.StepKNN
+	}
+	var out []string
+	for _, n := range names {
+		if step.Resolve(n, cfg.Steps...).Impl == backend.Stub {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // failOnReferenceError fails the job when the reference set cannot be read:
