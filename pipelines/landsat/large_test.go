@@ -98,13 +98,18 @@ func runPipeline(tb testing.TB, input, output string, extra ...string) procRun {
 	wall := time.Since(start)
 	require.NoError(tb, err, "pipeline: %s", lastLines(out.String(), 30))
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	r := procRun{peakRSS: ru.Maxrss * 1024, wall: wall,
-		cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	r := procRun{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(line, "scenes: ") {
 			r.summary = line
 		}
+		if kb, ok := strings.CutPrefix(line, "peak RSS: "); ok {
+			_, err := fmt.Sscanf(kb, "%d kB", &r.peakRSS)
+			require.NoError(tb, err, line)
+			r.peakRSS *= 1024
+		}
 	}
+	require.NotZero(tb, r.peakRSS, "the pipeline process reports its peak RSS")
 	tb.Logf("pipeline: %s\n%s", r.summary, stepLines(out.String()))
 	return r
 }

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -34,8 +37,23 @@ const runMainEnv = "BEAMGPU_LANDSAT_TEST_MAIN"
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(runMainEnv); ok {
 		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
-		main()
-		return
+		flag.Parse()
+		beam.Init()
+		code, err := run(context.Background(), os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "landsat:", err)
+		}
+		// The peak RSS of this process since it started (VmHWM): the
+		// parent's wait4 figure would include the parent's own peak, which
+		// Linux carries into the child across exec.
+		if status, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "VmHWM:") {
+					fmt.Println("peak RSS:", strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+				}
+			}
+		}
+		os.Exit(code)
 	}
 	executortest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
