@@ -11,11 +11,20 @@
 //	reflectance_B2.npy .. reflectance_B5.npy  float32 TOA reflectance, (rows, cols), NaN = no-data
 //	ndvi.npy                                  float32 NDVI, NaN = no-data
 //	ndvi.png                                  NDVI colour map, no-data transparent
+//	ndvi_legend.png                           the colour map's legend: colour bar with values
 //	truecolor.png                             B4/B3/B2 with a percentile stretch and gamma
+//	truecolor_preview.png                     truecolor.png reduced to at most 2048 pixels a side
 //	stats.json                                per band and NDVI: pixels, valid, nodata, mean, min, max
 //
 // and at --output's root failed.jsonl (one failure per line: input, step,
 // reason) and summary.json (scenes done and failed).
+//
+// Scenes stream through in bounded memory: bands are decoded a window at a
+// time, tiles are written into the arrays as they arrive, statistics and
+// the contrast stretch are combined from the tiles, and the pictures are
+// built from the written arrays. A scene's files are written under
+// temporary names and renamed once all are whole; a scene that fails leaves
+// none.
 package main
 
 import (
@@ -47,7 +56,7 @@ const defaultOutput = "out/landsat"
 var (
 	input    = flag.String("input", "", "a scene directory (holding *_MTL.txt and the band GeoTIFFs) or a directory of scene directories; empty: the embedded Landsat 8 crop")
 	output   = flag.String("output", defaultOutput, "output directory: one subdirectory per scene, plus failed.jsonl and summary.json (a run with stub steps: "+stubOutput+")")
-	tileSize = flag.Int("tile_size", 512, "side of the square tiles scenes are split into, in pixels")
+	tileSize = flag.Int("tile_size", 512, "side of the square tiles scenes are split into, in pixels (on object-store outputs, gs://..., the height of full-width row strips)")
 	low      = flag.Float64("stretch_low", raster.DefaultCompositeParams.Low, "percentile of each channel mapped to black in truecolor.png")
 	high     = flag.Float64("stretch_high", raster.DefaultCompositeParams.High, "percentile of each channel mapped to white in truecolor.png")
 	gamma    = flag.Float64("gamma", raster.DefaultCompositeParams.Gamma, "gamma of truecolor.png: the stretched value v becomes v^(1/gamma)")
@@ -71,7 +80,7 @@ Usage: landsat [--input=DIR] [--output=DIR] [--backend=auto|cpu|gpu|stub] [Beam 
 
 With no --input it runs on the embedded scene %s.
 It runs on Beam's local runner (prism) unless --runner says otherwise.
-Steps: %s.
+Its steps (for --backend_override=STEP=KIND): %s.
 
 Flags of this pipeline:
 `, raster.SampleSceneID, stepList())
@@ -88,13 +97,7 @@ Flags of this pipeline:
 	fmt.Fprintf(flag.CommandLine.Output(), "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too; 'landsat --help_beam' lists them.\n")
 }
 
-func stepList() string {
-	var names []string
-	for _, st := range step.Steps() {
-		names = append(names, st.Name)
-	}
-	return strings.Join(names, ", ")
-}
+func stepList() string { return strings.Join(pipelineSteps, ", ") }
 
 func main() {
 	for _, a := range os.Args[1:] {
