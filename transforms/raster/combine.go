@@ -121,13 +121,19 @@ func (a *PlaneAcc) add(p []float32) {
 		if v != v {
 			continue
 		}
+		f := float64(v)
 		if a.Valid == 0 {
-			a.Min, a.Max = float64(v), float64(v)
+			a.Min, a.Max = f, f
 		}
 		a.Valid++
 		a.Sum.Add(v)
-		a.Min = math.Min(a.Min, float64(v))
-		a.Max = math.Max(a.Max, float64(v))
+		// math.Min and math.Max, without their NaN cases (none here).
+		if f < a.Min || f == a.Min && math.Signbit(f) {
+			a.Min = f
+		}
+		if f > a.Max || f == a.Max && !math.Signbit(f) {
+			a.Max = f
+		}
 	}
 	a.Sum.Normalize()
 }
