@@ -146,8 +146,11 @@ func (l Layout) Covering(r Rect) []Block {
 	return out
 }
 
-// errTruncated marks header errors that say the file is cut short.
-var errTruncated = errors.New("the header points past the end of the file")
+// truncated marks header errors that say the file is cut short (the
+// header points past its end).
+type truncated struct{ error }
+
+func truncatedf(format string, args ...any) error { return truncated{fmt.Errorf(format, args...)} }
 
 // ifdEntry is one raw entry of an image file directory.
 type ifdEntry struct {
@@ -164,7 +167,7 @@ type ifdEntry struct {
 // the file's length.
 func ReadLayout(r io.ReaderAt, size int64, name string) (Layout, error) {
 	l, err := readLayout(r, size)
-	if errors.Is(err, errTruncated) {
+	if errors.As(err, new(truncated)) {
 		return Layout{}, fmt.Errorf("%s: corrupt or truncated TIFF: %w", name, err)
 	}
 	if err != nil {
@@ -196,7 +199,7 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 	}
 	off := int64(order.Uint32(hdr[4:]))
 	if off < 8 || off+2 > size {
-		return l, fmt.Errorf("%w: first IFD offset %d out of range (file of %d bytes)", errTruncated, off, size)
+		return l, truncatedf("first IFD offset %d out of range (file of %d bytes)", off, size)
 	}
 	var nb [2]byte
 	if _, err := r.ReadAt(nb[:], off); err != nil {
@@ -207,7 +210,7 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 		return l, fmt.Errorf("IFD of %d entries: want 1 to %d", n, maxIFDEntries)
 	}
 	if off+2+12*n > size {
-		return l, fmt.Errorf("%w: IFD of %d entries at offset %d does not fit the file of %d bytes", errTruncated, n, off, size)
+		return l, truncatedf("IFD of %d entries at offset %d does not fit the file of %d bytes", n, off, size)
 	}
 	raw := make([]byte, 12*n)
 	if _, err := r.ReadAt(raw, off+2); err != nil {
@@ -306,7 +309,7 @@ func readLayout(r io.ReaderAt, size int64) (Layout, error) {
 		o, c, want := l.Offsets[i], l.Counts[i], l.decodedBytes(i)
 		switch {
 		case o < 0 || c < 0 || o > size || c > size-o:
-			return l, fmt.Errorf("%w: block %d (offset %d, %d bytes) lies outside the file of %d bytes", errTruncated, i, o, c, size)
+			return l, truncatedf("block %d (offset %d, %d bytes) lies outside the file of %d bytes", i, o, c, size)
 		case l.Compression == compressionNone && c < want:
 			return l, fmt.Errorf("uncompressed block %d holds %d bytes, its %dx%d pixels need %d", i, c, l.BlockW, l.blockRect(i).H, want)
 		case l.Compression != compressionNone && c > 2*want+4096:
@@ -357,7 +360,7 @@ func (d ifd) values(tag uint16, e ifdEntry, most int64) ([]byte, error) {
 	}
 	at := int64(d.order.Uint32(e.value[:]))
 	if at < 8 || at > d.size || n > d.size-at {
-		return nil, fmt.Errorf("%w: values of tag %d (%d bytes at offset %d) lie outside the file of %d bytes", errTruncated, tag, n, at, d.size)
+		return nil, truncatedf("values of tag %d (%d bytes at offset %d) lie outside the file of %d bytes", tag, n, at, d.size)
 	}
 	buf := make([]byte, n)
 	if _, err := d.r.ReadAt(buf, at); err != nil {
