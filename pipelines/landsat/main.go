@@ -124,8 +124,8 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 	if err := launchFlags.Validate(); err != nil {
 		return 2, err
 	}
-	for name, path := range map[string]string{"input": *input, "output": *output} {
-		if err := launchFlags.WorkerPath(name, path); err != nil {
+	for _, f := range []struct{ name, path string }{{"input", *input}, {"output", *output}} {
+		if err := launchFlags.WorkerPath(f.name, f.path); err != nil {
 			return 2, err
 		}
 	}

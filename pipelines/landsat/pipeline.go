@@ -85,7 +85,9 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	fs := s.Scope("finish")
 	grouped := beam.CoGroupByKey(fs, beam.ParDo(fs, keyScan, unique), pixels, stats, stretch, beam.ParDo(fs, keyFailure, failed))
 	parts := beam.ParDo(fs, gatherScene, grouped)
-	cs, composite := step.Scope(fs, raster.StepComposite, cfg.Steps...)
+	// The finishing runs in the composite step's scope: on the GPU, its
+	// environment (right fitting), where the composite's strips are.
+	cs, composite := step.Scope(s, raster.StepComposite, cfg.Steps...)
 	outcomes = beam.ParDo(cs, &finishFn{Store: st, Composite: composite}, parts)
 
 	osc := s.Scope("outcome")
