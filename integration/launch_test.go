@@ -160,7 +160,7 @@ func TestPlanRightFitting(t *testing.T) {
 		gpuSteps  []string
 		extraArgs []string
 	}{
-		{"landsat", []string{"toa_ndvi/", "composite/"}, []string{"read/", "assemble/"}, []string{"composite", "toa_ndvi"}, nil},
+		{"landsat", []string{"toa_ndvi/", "composite/"}, []string{"scan/", "read/", "write/"}, []string{"composite", "toa_ndvi"}, nil},
 		{"fashion", []string{"standardize/", "RunInference/mlp/"}, []string{"decode/", "RunInference/batch.Elements/"}, []string{"RunInference/mlp", "standardize"}, nil},
 	} {
 		t.Run(tc.pipeline, func(t *testing.T) {

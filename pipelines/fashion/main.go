@@ -16,6 +16,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"flag"
@@ -70,6 +71,19 @@ func (embeddedFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error
 	return f, nil
 }
 
+func (embeddedFS) OpenAt(_ context.Context, name string) (files.File, error) {
+	b, err := fs.ReadFile(embedded, embeddedPath(name))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not embedded in this binary: %w", name, err)
+	}
+	return bytesFile{bytes.NewReader(b)}, nil
+}
+
+// bytesFile is an embedded file, read at offsets.
+type bytesFile struct{ *bytes.Reader }
+
+func (bytesFile) Close() error { return nil }
+
 func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
 	m, err := fs.Glob(embedded, embeddedPath(glob))
 	for i := range m {
@@ -80,7 +94,7 @@ func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
 
 var (
 	input     = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
-	output    = flag.String("output", "out/fashion", "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl")
+	output    = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
 	model     = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
 	modelPath = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
 	dataDir   = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
@@ -202,7 +216,7 @@ func orDefault(v, def string) string {
 // none is given), checks the model where it can be read here, and checks the
 // output directory.
 func configFromFlags() (Config, error) {
-	cfg := Config{Output: *output, Model: *model, MLP: *modelPath,
+	cfg := Config{Output: outputDir(), Model: *model, MLP: *modelPath,
 		KNN:      tensorbeam.KNNParams{K: *k, Weights: *weights, Classes: len(ClassNames)},
 		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: max(1, *maxBatch/max(1, *batchRows))}}
 	if *batchRows <= 0 || *maxBatch <= 0 {
@@ -286,6 +300,7 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 	}
 	fmt.Fprintf(out, "records: %d in, %d predicted, %d failed; %d failures in %s; accuracy %s; %s in %s; outputs in %s\n",
 		sum.In, sum.Predicted, sum.Failed, sum.Failures, job.FailedFile, acc, cfg.Model, sum.Elapsed.Round(time.Millisecond), cfg.Output)
+	printStub(out, m)
 	if sum.In != sum.Predicted+sum.Failed {
 		return sum, fmt.Errorf("counts do not reconcile: %d records in, %d predicted + %d failed", sum.In, sum.Predicted, sum.Failed)
 	}

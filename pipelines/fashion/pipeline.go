@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -85,8 +86,20 @@ func Build(s beam.Scope, cfg Config) {
 
 	failed := beam.Flatten(s, decodeFailed, stdFailed, modelFailed)
 	rep := s.Scope("report")
-	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources)},
+	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg)},
 		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed)))
+}
+
+// stubSteps returns the steps of the pipeline of cfg that run their
+// stand-ins: its outputs are then not results, and say so.
+func stubSteps(cfg Config) []string {
+	var out []string
+	for _, s := range pipelineSteps(cfg.Model) {
+		if d, err := step.Resolve(s, cfg.Steps...); err == nil && d.Impl == backend.Stub {
+			out = append(out, s.Name())
+		}
+	}
+	return out
 }
 
 // failOnReferenceError fails the job when the reference set cannot be read:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"image"
 	"image/color"
+	"image/draw"
 	"image/png"
 	"io"
 	"sort"
@@ -46,12 +47,17 @@ type metrics struct {
 	Accuracy  *float64       `json:"accuracy"`
 	PerClass  []classMetrics `json:"per_class"`
 	Confusion [][]int        `json:"confusion"` // [label][predicted]
+	// Stub is set when steps ran their stand-ins: the predictions are not results.
+	Stub      bool     `json:"stub"`
+	StubSteps []string `json:"stub_steps,omitempty"`
 }
 
 // reportFn gathers every prediction and failure (one key) and writes the outputs.
 type reportFn struct {
 	Output  string
 	Sources int
+	// Stub lists the steps that ran their stand-ins.
+	Stub []string
 
 	predicted, failedRows, rejected, failures, labelled, correct beam.Counter
 }
@@ -105,6 +111,7 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*te
 
 	m := computeMetrics(rows, classes)
 	m.Failed = failedRows
+	m.Stub, m.StubSteps = len(f.Stub) > 0, f.Stub
 	f.labelled.Inc(ctx, int64(m.Labelled))
 	for c := range m.Confusion {
 		f.correct.Inc(ctx, int64(m.Confusion[c][c]))
@@ -187,29 +194,58 @@ func writeCSV(w io.Writer, rows []row, withSource bool) error {
 	return err
 }
 
-// confusionImage draws the confusion matrix: rows are true labels, columns
-// predictions, each cell shaded by its share of the row and labelled with
-// its count; class numbers on the margins.
+// confusionImage draws the confusion matrix: a row per true class and a
+// column per predicted class, named (Fashion-MNIST's classes, numbers
+// beyond them), under the axis titles "true class" and "predicted class";
+// each cell holds its count and is shaded by its share of the row (green on
+// the diagonal, blue elsewhere).
 func confusionImage(conf [][]int) *image.RGBA {
-	const cell, margin = 44, 24
+	const (
+		cell    = 44
+		title   = 22 // the title's band
+		axis    = 18 // an axis title's band
+		colText = 84 // the column names, written upwards
+		rowText = 90 // the row names
+		pad     = 6
+	)
 	n := len(conf)
-	img := image.NewRGBA(image.Rect(0, 0, margin+n*cell+2, margin+n*cell+2))
-	for i := range img.Pix {
-		img.Pix[i] = 255
+	name := func(c int) string {
+		if c < len(ClassNames) {
+			return ClassNames[c]
+		}
+		return strconv.Itoa(c)
 	}
-	d := &font.Drawer{Dst: img, Face: basicfont.Face7x13}
-	text := func(x, y int, s string, c color.Color) {
-		d.Src = image.NewUniform(c)
-		d.Dot = fixed.P(x-len(s)*7/2, y+4)
+	left, top := axis+rowText+pad, title+axis+colText+pad
+	img := image.NewRGBA(image.Rect(0, 0, left+n*cell+pad, top+n*cell+pad))
+	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+	face := basicfont.Face7x13
+	text := func(dst draw.Image, x, y int, s string, c color.Color) {
+		d := &font.Drawer{Dst: dst, Src: image.NewUniform(c), Face: face, Dot: fixed.P(x, y+4)}
 		d.DrawString(s)
 	}
+	// upwards writes s rotated a quarter turn counter-clockwise, its baseline
+	// along x, ending at y.
+	upwards := func(x, y int, s string) {
+		w := len(s) * 7
+		tmp := image.NewRGBA(image.Rect(0, 0, w, 13))
+		draw.Draw(tmp, tmp.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+		text(tmp, 0, 6, s, color.Black)
+		for ty := 0; ty < 13; ty++ {
+			for tx := 0; tx < w; tx++ {
+				img.Set(x+ty-6, y-tx, tmp.At(tx, ty))
+			}
+		}
+	}
+	text(img, pad, title/2, "Fashion-MNIST confusion matrix: counts, shaded by share of the true class", color.Black)
+	text(img, left+n*cell/2-len("predicted class")*7/2, title+axis/2, "predicted class", color.Black)
+	upwards(axis/2, top+n*cell/2+len("true class")*7/2, "true class")
 	for r := 0; r < n; r++ {
 		total := 0
 		for _, v := range conf[r] {
 			total += v
 		}
-		text(margin/2, margin+r*cell+cell/2, strconv.Itoa(r), color.Black)
-		text(margin+r*cell+cell/2, margin/2, strconv.Itoa(r), color.Black)
+		text(img, axis+rowText-len(name(r))*7, top+r*cell+cell/2, name(r), color.Black)
+		upwards(left+r*cell+cell/2, top-pad, name(r))
 		for c := 0; c < n; c++ {
 			share := 0.0
 			if total > 0 {
@@ -219,16 +255,13 @@ func confusionImage(conf [][]int) *image.RGBA {
 			if r == c {
 				shade = color.RGBA{uint8(255 - 215*share), uint8(255 - 120*share), uint8(255 - 215*share), 255}
 			}
-			for y := 1; y < cell; y++ {
-				for x := 1; x < cell; x++ {
-					img.Set(margin+c*cell+x, margin+r*cell+y, shade)
-				}
-			}
+			draw.Draw(img, image.Rect(left+c*cell+1, top+r*cell+1, left+(c+1)*cell, top+(r+1)*cell), image.NewUniform(shade), image.Point{}, draw.Src)
 			ink := color.Color(color.Black)
 			if share > 0.5 {
 				ink = color.White
 			}
-			text(margin+c*cell+cell/2, margin+r*cell+cell/2, strconv.Itoa(conf[r][c]), ink)
+			v := strconv.Itoa(conf[r][c])
+			text(img, left+c*cell+cell/2-len(v)*7/2, top+r*cell+cell/2, v, ink)
 		}
 	}
 	return img

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -25,11 +28,43 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// runMainEnv makes the test binary run the pipeline's main with the
+// arguments it holds (separated by newlines): the full-size tests run the
+// pipeline in a process of its own, to measure its peak memory.
+const runMainEnv = "BEAMGPU_LANDSAT_TEST_MAIN"
+
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(runMainEnv); ok {
+		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
+		flag.Parse()
+		beam.Init()
+		code, err := run(context.Background(), os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "landsat:", err)
+		}
+		// The peak RSS of this process since it started (VmHWM): the
+		// parent's wait4 figure would include the parent's own peak, which
+		// Linux carries into the child across exec.
+		if status, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "VmHWM:") {
+					fmt.Println("peak RSS:", strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+				}
+			}
+		}
+		os.Exit(code)
+	}
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	*progress = 0
-	ptest.Main(m)
+	code := ptest.MainRet(m)
+	for _, f := range afterAll {
+		f()
+	}
+	os.Exit(code)
 }
+
+// afterAll runs after every test of the binary (removing shared test data).
+var afterAll []func()
 
 const scene = raster.SampleSceneID
 
@@ -226,10 +261,11 @@ func TestMultiSceneRunReportsFailuresAndReconciles(t *testing.T) {
 	require.Len(t, failures, 3)
 	byInput := map[string]step.Failure{}
 	for _, fl := range failures {
-		assert.Equal(t, "read", fl.Step)
+		assert.Equal(t, "scan", fl.Step, "failures are found before any pixel is decoded")
 		byInput[fl.Input] = fl
 	}
 	assert.Contains(t, byInput[trunc].Reason, b3+": corrupt or truncated TIFF")
+	assert.NoDirExists(t, filepath.Join(out, "b_truncated"))
 	assert.Contains(t, byInput[nocoef].Reason, "missing REFLECTANCE_ADD_BAND_4")
 	assert.Contains(t, byInput[filepath.Join(in, "d_not_a_scene")].Reason, "no *_MTL.txt metadata file")
 
@@ -315,9 +351,9 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 	require.NoError(t, err, buf.String())
 	assert.Equal(t, 1, sum.Done)
 	for _, st := range sum.Steps {
-		want := backend.GPU
-		if st.Step == raster.StepRead.Name() || st.Step == raster.StepAssemble.Name() {
-			want = backend.CPU
+		want := backend.CPU // steps without a GPU op: scan, read
+		if s, _ := step.Lookup(st.Step); s.Backend().GPUOp != "" {
+			want = backend.GPU
 		}
 		assert.Equal(t, want, st.Impl, st.Step)
 	}

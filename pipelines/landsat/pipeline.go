@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 )
 
 // Config is one run of the pipeline.
@@ -24,71 +27,99 @@ type Config struct {
 	// Output is the directory that receives one subdirectory per scene,
 	// failed.jsonl and summary.json.
 	Output string
-	// TileSize is the side of the square tiles scenes are split into.
+	// TileSize is the side of the square tiles scenes are split into (on
+	// object stores, the height of the full-width row strips).
 	TileSize  int
 	Composite raster.CompositeParams
 	// Steps are passed to every step (the backend selector).
 	Steps []step.Option
+	// RunID names this run's temporary files; empty: a random one.
+	RunID string
+	// Stub lists the steps that run their stand-ins (for summary.json).
+	Stub []string
 }
 
 // pipelineSteps are the steps Build builds, in their order: what --help,
 // --backend_override and the explain report know.
-var pipelineSteps = []step.Any{raster.StepRead, raster.StepTOANDVI, raster.StepComposite, raster.StepAssemble}
+var pipelineSteps = []step.Any{raster.StepScan, raster.StepRead, raster.StepTOANDVI, raster.StepComposite}
 
 // The files written for each scene, under Output/<product ID>/.
 var sceneOutputs = []string{
 	"reflectance_B2.npy", "reflectance_B3.npy", "reflectance_B4.npy", "reflectance_B5.npy",
-	"ndvi.npy", "ndvi.png", "truecolor.png", "stats.json",
+	"ndvi.npy", "ndvi.png", "ndvi_legend.png", "truecolor.png", "truecolor_preview.png", "stats.json",
 }
+
+// planeNames are the planes of the toa_ndvi step's tiles, each written as an array file.
+var planeNames = []string{"B2", "B3", "B4", "B5", raster.PlaneNDVI}
 
 // Build adds the pipeline to s and returns the per-scene outcomes.
 //
-//	scene dirs -> read (tiles of DNs) -> toa_ndvi (reflectance B2-B5 and NDVI, one pass)
-//	                                       |-> assemble (per plane) -> .npy, ndvi.png, stats.json
-//	                                       '-> composite -----------> truecolor.png
-//	failures of every step -> per-scene outcome -> failed.jsonl
+//	scene dirs -> scan (MTL, band headers; one scan per product) -> windows, redistributed
+//	  -> read (decode a window into tiles) -> toa_ndvi (reflectance B2-B5 and NDVI, one pass)
+//	       |-> write each tile into the scene's .npy files (at offsets, or as row strips on object stores)
+//	       |-> statistics (a combiner) and the percentile stretch (a histogram combiner)
+//	  -> per scene, once all its tiles are written: pictures from the written planes (composite step),
+//	     stats.json, files renamed into place; or, on any failure, its files removed
+//	failures of every step -> per-scene outcome -> failed.jsonl, summary.json
+//
+// Tiles flow from the read step to the writes in one fused stage: no step
+// holds a scene's planes, and the runner keeps no tile once it is written.
 func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
+	if cfg.RunID == "" {
+		cfg.RunID = newRunID()
+	}
+	st := store{Output: cfg.Output, RunID: cfg.RunID}
 	refs := make([]raster.SceneRef, len(cfg.Scenes))
 	for i, d := range cfg.Scenes {
-		refs[i] = raster.SceneRef{Dir: d, TileSize: cfg.TileSize, Bands: raster.DefaultBands}
+		refs[i] = raster.SceneRef{Dir: d, TileSize: cfg.TileSize, Bands: raster.DefaultBands, RowStrips: st.objects()}
 	}
 	scenes := beam.CreateList(s, refs)
 
-	dn, readFailed := rasterbeam.Read(s, scenes, cfg.Steps...)
+	scans, scanFailed := rasterbeam.Scan(s, scenes, cfg.Steps...)
+	unique, dupFailed := rasterbeam.Dedup(s, scans)
+	dn, readFailed := rasterbeam.ReadWindows(s, rasterbeam.Windows(s, unique), cfg.Steps...)
 	tiles, toaFailed := rasterbeam.ReflectanceAndNDVI(s, dn, cfg.Steps...)
-	rgba, compFailed := rasterbeam.Composite(s, tiles, cfg.Composite, cfg.Steps...)
-	planes, asmFailed := rasterbeam.AssemblePlanes(s, tiles, cfg.Steps...)
 
 	ws := s.Scope("write")
-	stats, planeWritten, planeFailed := beam.ParDo3(ws, &writePlaneFn{Output: cfg.Output}, planes)
-	picWritten, picFailed := beam.ParDo2(ws, &writePictureFn{Output: cfg.Output},
-		beam.GroupByKey(ws, beam.ParDo(ws, keyRGBA, rgba)))
-	statsWritten, statsFailed := beam.ParDo2(ws, &writeStatsFn{Output: cfg.Output},
-		beam.GroupByKey(ws, beam.ParDo(ws, keyStats, stats)))
+	written, writeFailed := beam.ParDo2(ws, &writeTileFn{Store: st}, tiles)
+	pixels := beam.CombinePerKey(ws, sumInts, written)
+	keyed := beam.ParDo(ws, keyTile, tiles)
+	stats := beam.CombinePerKey(ws, &raster.StatsCombiner{}, keyed)
+	stretch := beam.CombinePerKey(ws, &raster.StretchCombiner{Params: cfg.Composite}, keyed)
 
-	failed := beam.Flatten(s, readFailed, toaFailed, compFailed, asmFailed,
-		planeFailed, picFailed, statsFailed)
-	written := beam.Flatten(s, planeWritten, picWritten, statsWritten)
+	failed := beam.Flatten(s, scanFailed, dupFailed, readFailed, toaFailed, writeFailed)
+	fs := s.Scope("finish")
+	grouped := beam.CoGroupByKey(fs, beam.ParDo(fs, keyScan, unique), pixels, stats, stretch, beam.ParDo(fs, keyFailure, failed))
+	parts := beam.ParDo(fs, gatherScene, grouped)
+	// The finishing runs in the composite step's scope: on the GPU, its
+	// environment (right fitting), where the composite's strips are.
+	cs, composite := stepbeam.Scope(s, raster.StepComposite, cfg.Steps...)
+	outcomes = beam.ParDo(cs, &finishFn{Store: st, Composite: composite}, parts)
 
 	osc := s.Scope("outcome")
-	outcomes = beam.ParDo(osc, &outcomeFn{Expected: len(sceneOutputs)},
-		beam.CoGroupByKey(osc, written, beam.ParDo(osc, keyFailure, failed)))
-	beam.ParDo0(osc, &writeFailuresFn{Output: cfg.Output, ScenesIn: len(cfg.Scenes)},
+	beam.ParDo0(osc, &writeFailuresFn{Output: cfg.Output, ScenesIn: len(cfg.Scenes), Stub: cfg.Stub},
 		beam.GroupByKey(osc, beam.AddFixedKey(osc, outcomes)))
 	return outcomes
 }
 
 func init() {
-	register.Function1x2(keyRGBA)
-	register.Function1x2(keyStats)
+	register.Function1x2(keyTile)
+	register.Function1x2(keyScan)
 	register.Function1x2(keyFailure)
 }
 
-func keyRGBA(t raster.RGBATile) (string, raster.RGBATile) { return t.Scene, t }
+func keyTile(t raster.Tile) (string, raster.Tile) { return t.Scene, t }
 
-func keyStats(st raster.PlaneStats) (string, raster.PlaneStats) { return st.Scene, st }
+func keyScan(sc raster.SceneScan) (string, raster.SceneScan) { return sc.Scene, sc }
 
 func keyFailure(f step.Failure) (string, step.Failure) { return f.Key, f }
+
+// newRunID is a random name for a run's temporary files.
+func newRunID() string {
+	var b [6]byte
+	crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // Outcome is what became of one scene.
 type Outcome struct {

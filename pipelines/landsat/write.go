@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"image/png"
-	"io"
 	"log/slog"
 	"math"
 	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -16,38 +16,37 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
-	"github.com/sbinet/npyio/npy"
 )
 
 func init() {
-	register.DoFn5x0[context.Context, raster.Tile, func(raster.PlaneStats), func(string, string), func(step.Failure)](&writePlaneFn{})
-	register.DoFn5x0[context.Context, string, func(*raster.RGBATile) bool, func(string, string), func(step.Failure)](&writePictureFn{})
-	register.DoFn5x0[context.Context, string, func(*raster.PlaneStats) bool, func(string, string), func(step.Failure)](&writeStatsFn{})
-	register.DoFn5x0[context.Context, string, func(*string) bool, func(*step.Failure) bool, func(Outcome)](&outcomeFn{})
+	register.DoFn4x0[context.Context, raster.Tile, func(string, int), func(step.Failure)](&writeTileFn{})
+	register.Function7x0(gatherScene)
+	register.DoFn3x0[context.Context, sceneParts, func(Outcome)](&finishFn{})
+	register.Emitter1[sceneParts]()
 	register.DoFn3x1[context.Context, int, func(*Outcome) bool, error](&writeFailuresFn{})
-	register.Emitter1[raster.PlaneStats]()
-	register.Emitter2[string, string]()
+	register.Combiner3[*raster.SceneStatsAcc, raster.Tile, raster.SceneStats](&raster.StatsCombiner{})
+	register.Combiner3[*raster.Histogram, raster.Tile, raster.Stretch](&raster.StretchCombiner{})
+	register.Function2x1(sumInts)
+	register.Emitter2[string, int]()
 	register.Emitter1[Outcome]()
-	register.Iter1[raster.RGBATile]()
-	register.Iter1[raster.PlaneStats]()
-	register.Iter1[string]()
+	register.Iter1[raster.SceneScan]()
+	register.Iter1[int]()
+	register.Iter1[raster.SceneStats]()
+	register.Iter1[raster.Stretch]()
 	register.Iter1[step.Failure]()
 	register.Iter1[Outcome]()
-	beam.RegisterType(reflect.TypeOf((*raster.PlaneStats)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*raster.SceneStats)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*raster.SceneStatsAcc)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*raster.Histogram)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Outcome)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*sceneParts)(nil)).Elem())
 }
 
 const stepWrite = "write"
 
 var join = job.Join
 
-func writeNPY(ctx context.Context, path string, t raster.Tile) error {
-	rows := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(t.W, reflect.TypeFor[float32]())), t.H, t.H)
-	for y := 0; y < t.H; y++ {
-		reflect.Copy(rows.Index(y), reflect.ValueOf(t.Data[0][y*t.W:(y+1)*t.W]))
-	}
-	return job.WriteFile(ctx, path, func(w io.Writer) error { return npy.Write(w, rows.Interface()) })
-}
+func sumInts(a, b int) int { return a + b }
 
 // planeFile is the array file of a plane: reflectance_B4.npy, ndvi.npy.
 func planeFile(plane string) string {
@@ -57,57 +56,200 @@ func planeFile(plane string) string {
 	return "reflectance_" + plane + ".npy"
 }
 
-// writePlaneFn writes a whole-scene plane as .npy (and NDVI as a picture),
-// and emits its statistics and the names of the files written.
-type writePlaneFn struct {
-	Output string
+// writeTileFn writes each tile's planes into the scene's array files as
+// the tile arrives, and emits the pixels written, keyed by scene.
+type writeTileFn struct {
+	Store store
 }
 
-func (f *writePlaneFn) ProcessElement(ctx context.Context, t raster.Tile, stats func(raster.PlaneStats), written func(string, string), fail func(step.Failure)) {
-	plane := t.Names[0]
-	failWith := func(err error) { fail(step.NewFailure(stepWrite, t, err)) }
-	name := planeFile(plane)
-	if err := writeNPY(ctx, join(f.Output, t.Scene, name), t); err != nil {
-		failWith(err)
+func (f *writeTileFn) ProcessElement(ctx context.Context, t raster.Tile, written func(string, int), fail func(step.Failure)) {
+	if err := f.Store.writeTile(ctx, t); err != nil {
+		fail(step.NewFailure(stepWrite, t, err))
 		return
 	}
-	written(t.Scene, name)
-	if plane == raster.PlaneNDVI {
-		img, err := raster.NDVIImage(t)
-		if err == nil {
-			err = job.WriteFile(ctx, join(f.Output, t.Scene, "ndvi.png"), func(w io.Writer) error { return png.Encode(w, img) })
+	written(t.Scene, t.Area())
+}
+
+// finishFn completes each scene once all its tiles are written: it joins
+// the array files (object stores), builds ndvi.png, truecolor.png (through
+// the composite step), the preview and the legend from them, writes
+// stats.json, and renames everything into place; or, if anything of the
+// scene failed, removes what was written. It emits the scene's outcome.
+type finishFn struct {
+	Store store
+	// Composite runs the composite step on strips of the written planes.
+	Composite stepbeam.Exec[raster.CompositeInput, raster.RGBATile]
+
+	done, failed beam.Counter
+}
+
+func (f *finishFn) Setup() error {
+	f.done = beam.NewCounter(stepbeam.Namespace, "scenes_done")
+	f.failed = beam.NewCounter(stepbeam.Namespace, "scenes_failed")
+	return f.Composite.Setup()
+}
+
+// sceneParts is what the pipeline knows of one scene (or one directory
+// that failed before it was known as a scene) once all its tiles are
+// written: the inputs of finishFn, gathered from CoGroupByKey into one
+// element (a CoGroupByKey's output cannot cross a fusion break, and the
+// finishing runs the composite step, in its own environment on GPUs).
+type sceneParts struct {
+	Key      string
+	Scans    []raster.SceneScan
+	Pixels   int
+	Stats    []raster.SceneStats
+	Stretch  []raster.Stretch
+	Failures []step.Failure
+}
+
+func gatherScene(key string, scans func(*raster.SceneScan) bool, pixels func(*int) bool, stats func(*raster.SceneStats) bool,
+	stretches func(*raster.Stretch) bool, failures func(*step.Failure) bool, emit func(sceneParts)) {
+	p := sceneParts{Key: key}
+	var sc raster.SceneScan
+	for scans(&sc) {
+		p.Scans = append(p.Scans, sc)
+		sc = raster.SceneScan{}
+	}
+	var n int
+	for pixels(&n) {
+		p.Pixels += n
+	}
+	var st raster.SceneStats
+	for stats(&st) {
+		p.Stats = append(p.Stats, st)
+		st = raster.SceneStats{}
+	}
+	var str raster.Stretch
+	for stretches(&str) {
+		p.Stretch = append(p.Stretch, str)
+		str = raster.Stretch{}
+	}
+	var fl step.Failure
+	for failures(&fl) {
+		p.Failures = append(p.Failures, fl)
+	}
+	emit(p)
+}
+
+func (f *finishFn) ProcessElement(ctx context.Context, p sceneParts, emit func(Outcome)) {
+	key := p.Key
+	o := Outcome{Scene: key, Failures: p.Failures}
+	found, written := p.Scans, p.Pixels
+	var st raster.SceneStats
+	var stretch raster.Stretch
+	hasStats, hasStretch := len(p.Stats) == 1, len(p.Stretch) == 1
+	if hasStats && hasStretch {
+		st, stretch = p.Stats[0], p.Stretch[0]
+	}
+
+	switch {
+	case len(found) == 0:
+		// A directory that could not be scanned, or a duplicate: nothing of
+		// it was written.
+		if len(o.Failures) == 0 {
+			o.Failures = append(o.Failures, step.Failure{Input: key, Step: stepWrite, Key: key, Reason: "no scan and no failure: lost"})
 		}
+	case len(o.Failures) > 0:
+	case written != found[0].SceneW*found[0].SceneH || !hasStats || !hasStretch:
+		o.Failures = append(o.Failures, step.Failure{Input: found[0].Dir, Step: stepWrite, Key: key,
+			Reason: fmt.Sprintf("incomplete: %d of %d pixels written", written, found[0].SceneW*found[0].SceneH)})
+	default:
+		names, err := f.finish(ctx, found[0], st, stretch)
 		if err != nil {
-			failWith(err)
-			return
+			o.Failures = append(o.Failures, step.Failure{Input: found[0].Dir, Step: stepWrite, Key: key, Reason: err.Error()})
 		}
-		written(t.Scene, "ndvi.png")
+		o.Written = names
 	}
-	stats(raster.Stats(t))
-	slog.Info("landsat: wrote", "scene", t.Scene, "plane", plane, "pixels", t.Area())
+	if len(o.Failures) > 0 && len(found) > 0 {
+		if err := f.Store.cleanup(ctx, key); err != nil {
+			o.Failures = append(o.Failures, step.Failure{Input: found[0].Dir, Step: stepWrite, Key: key,
+				Reason: "removing the failed scene's partial files: " + err.Error()})
+		}
+		o.Written = nil
+	}
+	o.Done = len(o.Failures) == 0
+	if o.Done {
+		f.done.Inc(ctx, 1)
+		slog.Info("landsat: wrote", "scene", key, "files", len(o.Written))
+	} else {
+		f.failed.Inc(ctx, 1)
+	}
+	emit(o)
 }
 
-// writePictureFn assembles a scene's composite tiles into truecolor.png.
-type writePictureFn struct {
-	Output string
+// finish writes the scene's pictures and statistics from its array files
+// and publishes all its files; it returns their names.
+func (f *finishFn) finish(ctx context.Context, sc raster.SceneScan, st raster.SceneStats, stretch raster.Stretch) ([]string, error) {
+	w, h := sc.SceneW, sc.SceneH
+	var rows []int
+	for _, win := range sc.Windows {
+		rows = append(rows, win.Rect.Y)
+	}
+	for _, p := range planeNames {
+		if _, ok := st.Plane(p); !ok {
+			return nil, fmt.Errorf("no statistics of plane %s", p)
+		}
+		if err := f.Store.joinPlane(ctx, sc.Scene, planeFile(p), w, h, rows); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.pictures(ctx, sc.Scene, w, h, st, stretch); err != nil {
+		return nil, err
+	}
+	if err := writeImagePNG(ctx, f.Store.temp(sc.Scene, "ndvi_legend.png"), raster.NDVILegend()); err != nil {
+		return nil, err
+	}
+	if err := job.WriteJSON(ctx, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
+		return nil, err
+	}
+	if err := f.Store.publish(ctx, sc.Scene, sceneOutputs); err != nil {
+		return nil, err
+	}
+	return append([]string(nil), sceneOutputs...), nil
 }
 
-func (f *writePictureFn) ProcessElement(ctx context.Context, scene string, iter func(*raster.RGBATile) bool, written func(string, string), fail func(step.Failure)) {
-	var tiles []raster.RGBATile
-	var t raster.RGBATile
-	for iter(&t) {
-		tiles = append(tiles, t)
-		t = raster.RGBATile{}
+// pictures writes ndvi.png, and truecolor.png with its preview, side by
+// side (the NDVI picture in a goroutine: the composite, which updates Beam
+// metrics, stays on the bundle's goroutine).
+func (f *finishFn) pictures(ctx context.Context, scene string, w, h int, st raster.SceneStats, stretch raster.Stretch) error {
+	valid := func(p string) bool { ps, _ := st.Plane(p); return ps.Valid == ps.Pixels }
+	open := map[string]*planeRows{}
+	defer func() {
+		for _, p := range open {
+			p.Close()
+		}
+	}()
+	for _, p := range []string{"B2", "B3", "B4", raster.PlaneNDVI} {
+		r, err := f.Store.openPlane(ctx, scene, planeFile(p), w, h)
+		if err != nil {
+			return err
+		}
+		open[p] = r
 	}
-	img, err := raster.AssembleRGBA(tiles)
+	var wg sync.WaitGroup
+	var ndviErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ndviErr = writePNG(ctx, f.Store.temp(scene, "ndvi.png"), ndviImage(open[raster.PlaneNDVI], w, h, valid(raster.PlaneNDVI)))
+	}()
+	prev := newPreview(w, h)
+	var compFailure *step.Failure
+	composite := func(in raster.CompositeInput) (raster.RGBATile, error) {
+		out, ok := f.Composite.Run(ctx, in, func(fl step.Failure) { compFailure = &fl })
+		if !ok {
+			return out, fmt.Errorf("composite of %s: %s", compFailure.Input, compFailure.Reason)
+		}
+		return out, nil
+	}
+	err := writeTrueColor(ctx, f.Store.temp(scene, "truecolor.png"), scene, open, w, h, valid("B2") && valid("B3") && valid("B4"),
+		stretch, composite, prev)
 	if err == nil {
-		err = job.WriteFile(ctx, join(f.Output, scene, "truecolor.png"), func(w io.Writer) error { return png.Encode(w, img) })
+		err = writeImagePNG(ctx, f.Store.temp(scene, "truecolor_preview.png"), prev.img)
 	}
-	if err != nil {
-		fail(step.Failure{Input: scene + "/truecolor.png", Step: stepWrite, Reason: err.Error(), Key: scene})
-		return
-	}
-	written(scene, "truecolor.png")
+	wg.Wait()
+	return errors.Join(err, ndviErr)
 }
 
 // sceneStats is the content of stats.json.
@@ -133,7 +275,7 @@ type jsonStats struct {
 
 func toJSONStats(s raster.PlaneStats) jsonStats {
 	num := func(v float64) *float64 {
-		if math.IsNaN(v) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil
 		}
 		return &v
@@ -141,66 +283,17 @@ func toJSONStats(s raster.PlaneStats) jsonStats {
 	return jsonStats{Pixels: s.Pixels, Valid: s.Valid, NoData: s.NoData, Mean: num(s.Mean), Min: num(s.Min), Max: num(s.Max)}
 }
 
-// writeStatsFn writes a scene's stats.json once all its planes are counted.
-type writeStatsFn struct {
-	Output string
-}
-
-func (f *writeStatsFn) ProcessElement(ctx context.Context, scene string, iter func(*raster.PlaneStats) bool, written func(string, string), fail func(step.Failure)) {
-	out := sceneStats{Scene: scene, Reflectance: map[string]jsonStats{}}
-	var st raster.PlaneStats
-	for iter(&st) {
-		out.Width, out.Height, out.Pixels = st.Width, st.Height, st.Pixels
-		if st.Plane == raster.PlaneNDVI {
-			js := toJSONStats(st)
+func statsJSON(st raster.SceneStats) sceneStats {
+	out := sceneStats{Scene: st.Scene, Width: st.SceneW, Height: st.SceneH, Pixels: st.SceneW * st.SceneH, Reflectance: map[string]jsonStats{}}
+	for _, p := range st.Planes {
+		if p.Plane == raster.PlaneNDVI {
+			js := toJSONStats(p)
 			out.NDVI = &js
 		} else {
-			out.Reflectance[st.Plane] = toJSONStats(st)
+			out.Reflectance[p.Plane] = toJSONStats(p)
 		}
 	}
-	path := join(f.Output, scene, "stats.json")
-	if err := job.WriteJSON(ctx, path, out); err != nil {
-		fail(step.Failure{Input: path, Step: stepWrite, Reason: err.Error(), Key: scene})
-		return
-	}
-	written(scene, "stats.json")
-}
-
-// outcomeFn decides, per scene, whether it is done (every output written and
-// no failure) or failed, and counts both.
-type outcomeFn struct {
-	Expected int
-
-	done, failed beam.Counter
-}
-
-func (f *outcomeFn) Setup() {
-	f.done = beam.NewCounter(stepbeam.Namespace, "scenes_done")
-	f.failed = beam.NewCounter(stepbeam.Namespace, "scenes_failed")
-}
-
-func (f *outcomeFn) ProcessElement(ctx context.Context, scene string, written func(*string) bool, failures func(*step.Failure) bool, emit func(Outcome)) {
-	o := Outcome{Scene: scene}
-	var name string
-	for written(&name) {
-		o.Written = append(o.Written, name)
-	}
-	var fl step.Failure
-	for failures(&fl) {
-		o.Failures = append(o.Failures, fl)
-	}
-	sort.Strings(o.Written)
-	if len(o.Failures) == 0 && len(o.Written) != f.Expected {
-		o.Failures = append(o.Failures, step.Failure{Input: scene, Step: stepWrite, Key: scene,
-			Reason: fmt.Sprintf("incomplete: wrote %d of %d outputs (%v)", len(o.Written), f.Expected, o.Written)})
-	}
-	o.Done = len(o.Failures) == 0
-	if o.Done {
-		f.done.Inc(ctx, 1)
-	} else {
-		f.failed.Inc(ctx, 1)
-	}
-	emit(o)
+	return out
 }
 
 // writeFailuresFn writes failed.jsonl (one failure a line, sorted) and
@@ -208,11 +301,13 @@ func (f *outcomeFn) ProcessElement(ctx context.Context, scene string, written fu
 type writeFailuresFn struct {
 	Output   string
 	ScenesIn int
+	// Stub lists the steps that ran their stand-ins: their outputs are not results.
+	Stub []string
 }
 
 func (f *writeFailuresFn) ProcessElement(ctx context.Context, _ int, iter func(*Outcome) bool) error {
 	var failures []step.Failure
-	sum := runSummary{ScenesIn: f.ScenesIn, Done: []string{}, Failed: []string{}}
+	sum := runSummary{ScenesIn: f.ScenesIn, Done: []string{}, Failed: []string{}, Stub: len(f.Stub) > 0, StubSteps: f.Stub}
 	var o Outcome
 	for iter(&o) {
 		if o.Done {
@@ -236,9 +331,12 @@ const (
 	summaryFile = "summary.json"
 )
 
-// runSummary is summary.json: which scenes were done and which failed.
+// runSummary is summary.json: which scenes were done and which failed, and
+// whether stand-ins (stubs) ran in place of real steps.
 type runSummary struct {
-	ScenesIn int      `json:"scenes_in"`
-	Done     []string `json:"done"`
-	Failed   []string `json:"failed"`
+	ScenesIn  int      `json:"scenes_in"`
+	Done      []string `json:"done"`
+	Failed    []string `json:"failed"`
+	Stub      bool     `json:"stub"`
+	StubSteps []string `json:"stub_steps,omitempty"`
 }

@@ -9,12 +9,32 @@ import (
 )
 
 func init() {
-	step.RegisterStub(rs.StepRead, rs.ReadSceneHeaders)
+	step.RegisterStub(rs.StepScan, rs.ScanScene)
+	step.RegisterStub(rs.StepRead, ReadWindow)
 	step.RegisterStub(rs.StepTOA, TOA)
 	step.RegisterStub(rs.StepNDVI, NDVI)
 	step.RegisterStub(rs.StepTOANDVI, TOANDVI)
 	step.RegisterStub(rs.StepComposite, Composite)
 	step.RegisterStub(rs.StepAssemble, Assemble)
+}
+
+// ReadWindow is the read step's stand-in: the window's tiles with zero DNs,
+// nothing decoded. (The scan step's stand-in is the scan itself: it reads
+// only metadata and headers, which give the outputs their real shape.)
+func ReadWindow(w rs.Window) ([]rs.DNTile, error) {
+	rects, err := w.TileRects()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rs.DNTile, len(rects))
+	for i, r := range rects {
+		out[i] = rs.DNTile{Scene: w.Scene, SceneW: w.SceneW, SceneH: w.SceneH, Rect: r, SunElevation: w.SunElevation,
+			Cal: w.Cal, DN: make([][]uint16, len(w.Bands))}
+		for b := range w.Bands {
+			out[i].DN[b] = make([]uint16, r.Area())
+		}
+	}
+	return out, nil
 }
 
 // TOA is the TOA step's stand-in: one zero plane per band, named as the

@@ -12,6 +12,45 @@
 // output and a dead-letter PCollection of step.Failure) are package
 // rasterbeam's, its stub is registered by github.com/beamgpu/beamgpu/stubs/raster.
 //
+// # Reading in windows
+//
+// Reading is two steps, so that no step holds a whole band. The scan step
+// (ScanScene) reads a scene's _MTL.txt and the headers of its band files,
+// never their pixels, checks them, and plans windows: the scene's tiles when
+// the bands are tiled in blocks that divide the tile size, otherwise bands of
+// tile rows across the scene (so that each strip is decoded once). The read
+// step (ReadWindow) decodes one window of every band from the strips or tiles
+// that cover it, the bands in parallel, into its tiles. Read chains them,
+// with Dedup (one scan per product ID: the first directory in sorted order)
+// and a redistribution of the windows, so that the runner decodes them on
+// every core.
+//
+// The reader (ReadLayout, DecodeWindow) handles single-band 16-bit
+// GeoTIFFs, stripped or tiled, uncompressed, LZW or Deflate, with or without
+// the horizontal predictor, unsigned or signed with GDAL's no-data value (as
+// GIS tools cut crops). What it accepts is bounded before any pixel is
+// decoded, and every error names the file: bands of at most MaxBandSide
+// pixels a side, all of one size; tiles of at most MaxBlockBytes; at most
+// MaxBlocks strips or tiles, each inside the file; a block is decoded no
+// further than the size its header declares (a decompression bomb costs its
+// window's memory, nothing more). Product IDs and band file names come from
+// the metadata and must be plain names (PlainName), resolved inside the scene
+// directory; calibration coefficients must lie within a factor of 100 of
+// what USGS publishes (MinReflectanceMult, MaxReflectanceMult,
+// MaxReflectanceAdd) and give reflectances below MaxReflectance.
+//
+// Files are opened through package files (transforms/step/files), by the
+// scheme of their path: local files always; Beam's filesystems once package
+// stepbeam is linked (gs:// with ranged reads in the pipelines).
+//
+// # Summaries without whole planes
+//
+// StatsCombiner (per-plane statistics, with an exact, order-independent sum)
+// and StretchCombiner (the composite's percentile stretch, from a histogram
+// per channel) summarise a scene from its tiles in any order, so a pipeline
+// can write tiles as they arrive and still produce a scene's statistics and
+// pictures; NDVILegend draws the colour bar of the NDVI picture.
+//
 // The formulas (USGS Landsat 8 Data Users Handbook, section 5.1):
 //
 //	TOA  = (REFLECTANCE_MULT_BAND_n * DN + REFLECTANCE_ADD_BAND_n) / sin(SUN_ELEVATION)

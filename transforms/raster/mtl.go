@@ -2,6 +2,7 @@ package raster
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -59,6 +60,9 @@ func ParseMTL(r io.Reader, name string) (MTL, error) {
 	if m.ProductID == "" {
 		return MTL{}, fmt.Errorf("%s: missing LANDSAT_PRODUCT_ID and LANDSAT_SCENE_ID", name)
 	}
+	if err := PlainName(m.ProductID); err != nil {
+		return MTL{}, fmt.Errorf("%s: product ID %q: %w", name, m.ProductID, err)
+	}
 	elev, err := m.Float("SUN_ELEVATION")
 	if err != nil {
 		return MTL{}, err
@@ -83,24 +87,73 @@ func (m MTL) Float(key string) (float64, error) {
 	return v, nil
 }
 
-// Calibration returns the reflectance coefficients of band n.
+// Bounds of the reflectance coefficients accepted from an MTL. USGS
+// publishes REFLECTANCE_MULT_BAND_n = 2.0E-05 and REFLECTANCE_ADD_BAND_n =
+// -0.1 for every reflective band of Landsat 8 and 9; the bounds are a factor
+// of 100 around them. A value outside fails the scene when it is read.
+const (
+	MinReflectanceMult = 2.0e-7
+	MaxReflectanceMult = 2.0e-3
+	MaxReflectanceAdd  = 10.0 // |REFLECTANCE_ADD_BAND_n|
+)
+
+// Calibration returns the reflectance coefficients of band n, checked
+// against MinReflectanceMult, MaxReflectanceMult and MaxReflectanceAdd.
 func (m MTL) Calibration(band int) (Calibration, error) {
-	mult, err := m.Float(fmt.Sprintf("REFLECTANCE_MULT_BAND_%d", band))
+	multKey, addKey := fmt.Sprintf("REFLECTANCE_MULT_BAND_%d", band), fmt.Sprintf("REFLECTANCE_ADD_BAND_%d", band)
+	mult, err := m.Float(multKey)
 	if err != nil {
 		return Calibration{}, err
 	}
-	add, err := m.Float(fmt.Sprintf("REFLECTANCE_ADD_BAND_%d", band))
+	add, err := m.Float(addKey)
 	if err != nil {
 		return Calibration{}, err
+	}
+	if !(mult >= MinReflectanceMult && mult <= MaxReflectanceMult) {
+		return Calibration{}, fmt.Errorf("%s: %s = %g: outside [%g, %g] (USGS publishes 2.0E-05)", m.Name, multKey, mult, MinReflectanceMult, MaxReflectanceMult)
+	}
+	if !(math.Abs(add) <= MaxReflectanceAdd) {
+		return Calibration{}, fmt.Errorf("%s: %s = %g: outside [-%g, %g] (USGS publishes -0.1)", m.Name, addKey, add, MaxReflectanceAdd, MaxReflectanceAdd)
 	}
 	return Calibration{Band: band, Mult: mult, Add: add}, nil
 }
 
 // BandFile returns the file name of band n: FILE_NAME_BAND_n, or
-// <product>_B<n>.TIF when the MTL does not list it.
-func (m MTL) BandFile(band int) string {
-	if f := m.Fields[fmt.Sprintf("FILE_NAME_BAND_%d", band)]; f != "" {
-		return f
+// <product>_B<n>.TIF when the MTL does not list it. The name must be plain
+// (PlainName): it is resolved inside the scene directory.
+func (m MTL) BandFile(band int) (string, error) {
+	key := fmt.Sprintf("FILE_NAME_BAND_%d", band)
+	f := m.Fields[key]
+	if f == "" {
+		return fmt.Sprintf("%s_B%d.TIF", m.ProductID, band), nil
 	}
-	return fmt.Sprintf("%s_B%d.TIF", m.ProductID, band)
+	if err := PlainName(f); err != nil {
+		return "", fmt.Errorf("%s: %s = %q: %w", m.Name, key, f, err)
+	}
+	return f, nil
+}
+
+// PlainName checks that a name taken from metadata (a product ID, a band
+// file name) names a file inside a directory and nothing else: letters,
+// digits, '_', '-' and '.', not starting with '.', no "..", at most 255
+// bytes. Path separators, parent references and hidden names are refused.
+func PlainName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("empty name")
+	case len(s) > 255:
+		return fmt.Errorf("not a plain file name: %d bytes, more than 255", len(s))
+	case strings.ContainsAny(s, `/\`):
+		return errors.New("not a plain file name: it holds a path separator")
+	case strings.Contains(s, ".."):
+		return errors.New(`not a plain file name: it holds ".."`)
+	case s[0] == '.':
+		return errors.New("not a plain file name: it starts with '.'")
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return fmt.Errorf("not a plain file name: character %q (want letters, digits, '_', '-', '.')", r)
+		}
+	}
+	return nil
 }

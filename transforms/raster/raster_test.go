@@ -54,7 +54,9 @@ func TestParseMTLRealScene(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, raster.Calibration{Band: b, Mult: mult, Add: add}, c)
 	}
-	assert.Equal(t, raster.SampleSceneID+"_B4.TIF", m.BandFile(4))
+	name, err := m.BandFile(4)
+	require.NoError(t, err)
+	assert.Equal(t, raster.SampleSceneID+"_B4.TIF", name)
 }
 
 func TestParseMTLErrors(t *testing.T) {

@@ -3,6 +3,7 @@ package raster
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -65,11 +66,18 @@ func readSampleInfo(data []byte) (sampleInfo, error) {
 			} else if at := int(si.order.Uint32(e[8:])); at >= 0 && at+int(count) <= len(data) {
 				s = data[at : at+int(count)]
 			}
-			v, err := strconv.ParseFloat(strings.TrimRight(strings.TrimSpace(string(s)), "\x00"), 64)
-			if err == nil && v == float64(int64(v)) {
-				si.noData, si.hasNoData = int64(v), true
-			}
+			si.noData, si.hasNoData = parseNoData(string(s))
 		}
 	}
 	return si, nil
+}
+
+// parseNoData reads GDAL's ASCII no-data value: an integer (the only kind
+// that can match a 16-bit sample), or none.
+func parseNoData(s string) (int64, bool) {
+	v, err := strconv.ParseFloat(strings.TrimRight(strings.TrimSpace(s), "\x00"), 64)
+	if err != nil || v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+		return 0, false
+	}
+	return int64(v), true
 }

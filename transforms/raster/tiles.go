@@ -24,15 +24,6 @@ func Split(w, h, size int) ([]Rect, error) {
 	return out, nil
 }
 
-// crop copies window r out of a row-major plane of width w.
-func crop[T any](plane []T, w int, r Rect) []T {
-	out := make([]T, 0, r.Area())
-	for y := r.Y; y < r.Y+r.H; y++ {
-		out = append(out, plane[y*w+r.X:y*w+r.X+r.W]...)
-	}
-	return out
-}
-
 // Assemble puts single-plane tiles of one scene back into a whole-scene
 // tile. It fails unless the tiles are of one scene and plane, lie inside the
 // scene, do not overlap and cover it exactly.

@@ -22,6 +22,10 @@ type SceneRef struct {
 	TileSize int
 	// Bands are the band numbers to read (e.g. 2, 3, 4, 5).
 	Bands []int
+	// RowStrips makes the tiles full-width bands of TileSize rows instead
+	// of squares: each is then a contiguous run of a row-major plane (for
+	// outputs on object stores, which are written in whole objects).
+	RowStrips bool
 }
 
 // ID implements step.Identifier.

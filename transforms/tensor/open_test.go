@@ -104,6 +104,10 @@ func (m memFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
 	return os.Open(filepath.Join(m.dir, local))
 }
 
+func (m memFS) OpenAt(context.Context, string) (files.File, error) {
+	return nil, errors.New("no reading at offsets")
+}
+
 func (m memFS) List(context.Context, string) ([]string, error) { return nil, errors.New("no listing") }
 
 // Every reader of the package opens its files through package files, so a

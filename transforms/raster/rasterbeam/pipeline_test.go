@@ -72,14 +72,14 @@ func TestStepsOnPrismMatchWholeSceneComputation(t *testing.T) {
 	passert.Count(s, rgba, "picture tiles", 9)
 	planes, asmFailed := rasterbeam.AssemblePlanes(s, beam.Flatten(s, reflTiles, ndviTiles), opt)
 	passert.Equals(s, beam.ParDo(s, fingerprint, planes), want...)
-	passert.Equals(s, beam.ParDo(s, failureStep, readFailed), "read: "+bad)
+	passert.Equals(s, beam.ParDo(s, failureStep, readFailed), "scan: "+bad)
 	for _, f := range []beam.PCollection{toaFailed, ndviFailed, compFailed, asmFailed} {
 		passert.Empty(s, f)
 	}
 	ptest.RunAndValidate(t, p)
 
 	r := sel.Report()
-	for _, name := range []string{"read", "toa", "ndvi", "composite", "assemble"} {
+	for _, name := range []string{"scan", "read", "toa", "ndvi", "composite", "assemble"} {
 		assert.Equal(t, backend.CPU, r.Impl(name), name)
 	}
 }

@@ -12,7 +12,9 @@ package rasterbeam
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -27,7 +29,7 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf(raster.DNTile{}), raster.EncodeDNTile, raster.DecodeDNTile)
 	beam.RegisterCoder(reflect.TypeOf(raster.Tile{}), raster.EncodeTile, raster.DecodeTile)
 	beam.RegisterCoder(reflect.TypeOf(raster.RGBATile{}), raster.EncodeRGBATile, raster.DecodeRGBATile)
-	for _, t := range []any{raster.SceneRef{}, raster.Stretch{}, raster.CompositeInput{}, raster.Histogram{}} {
+	for _, t := range []any{raster.SceneRef{}, raster.SceneScan{}, raster.Window{}, raster.Stretch{}, raster.CompositeInput{}, raster.Histogram{}} {
 		beam.RegisterType(reflect.TypeOf(t))
 	}
 
@@ -35,8 +37,15 @@ func init() {
 	stepbeam.Register(raster.StepNDVI)
 	stepbeam.Register(raster.StepTOANDVI)
 
-	register.DoFn4x0[context.Context, raster.SceneRef, func(raster.DNTile), func(step.Failure)](&readFn{})
+	register.DoFn4x0[context.Context, raster.SceneRef, func(raster.SceneScan), func(step.Failure)](&scanFn{})
+	register.DoFn4x0[context.Context, raster.Window, func(raster.DNTile), func(step.Failure)](&readFn{})
+	register.DoFn4x0[string, func(*raster.SceneScan) bool, func(raster.SceneScan), func(step.Failure)](&dedupFn{})
+	register.Function2x0(windowsOf)
+	register.Function1x2(keyScan)
 	register.Emitter1[raster.DNTile]()
+	register.Emitter1[raster.SceneScan]()
+	register.Emitter1[raster.Window]()
+	register.Iter1[raster.SceneScan]()
 
 	register.DoFn5x0[context.Context, raster.Tile, func(*raster.Stretch) bool, func(raster.RGBATile), func(step.Failure)](&compositeFn{})
 	register.Emitter1[raster.RGBATile]()
@@ -53,21 +62,93 @@ func init() {
 
 // Steps are the raster steps these PTransforms apply, for a pipeline's
 // backend.Config.Steps (through step.Backends) when it uses them all.
-var Steps = []step.Any{raster.StepRead, raster.StepTOA, raster.StepNDVI, raster.StepTOANDVI, raster.StepComposite, raster.StepAssemble}
+var Steps = []step.Any{raster.StepScan, raster.StepRead, raster.StepTOA, raster.StepNDVI, raster.StepTOANDVI, raster.StepComposite, raster.StepAssemble}
 
-// Read reads each scene of refs (a PCollection of raster.SceneRef) and
-// returns its tiles (raster.DNTile) and the scenes that could not be read.
+// Read reads each scene of refs (a PCollection of raster.SceneRef) window by
+// window and returns its tiles (raster.DNTile) and the scenes or windows
+// that could not be read (step.Failure): Scan, then Dedup, then the windows
+// redistributed (so that they decode in parallel) and ReadWindows. No
+// element holds more than one window of pixels.
 func Read(s beam.Scope, refs beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
+	scans, scanFailed := Scan(s, refs, opts...)
+	unique, dupFailed := Dedup(s, scans)
+	tiles, readFailed := ReadWindows(s, Windows(s, unique), opts...)
+	return tiles, beam.Flatten(s, scanFailed, dupFailed, readFailed)
+}
+
+// Scan reads the metadata and band headers of each scene of refs and
+// returns one raster.SceneScan per scene (no pixels) and the scenes that
+// cannot be read.
+func Scan(s beam.Scope, refs beam.PCollection, opts ...step.Option) (scans, failed beam.PCollection) {
+	s, ex := stepbeam.Scope(s, raster.StepScan, opts...)
+	return beam.ParDo2(s, &scanFn{Exec: ex}, refs)
+}
+
+// Dedup keeps one scan per product: when several directories hold the same
+// product ID, the first directory in sorted order is kept and each other
+// one fails with "product X also in DIR".
+func Dedup(s beam.Scope, scans beam.PCollection) (unique, failed beam.PCollection) {
+	s = s.Scope("dedup")
+	return beam.ParDo2(s, &dedupFn{}, beam.GroupByKey(s, beam.ParDo(s, keyScan, scans)))
+}
+
+// Windows returns the windows of scans, redistributed so that the runner
+// decodes them in parallel.
+func Windows(s beam.Scope, scans beam.PCollection) beam.PCollection {
+	s = s.Scope("windows")
+	return beam.Reshuffle(s, beam.ParDo(s, windowsOf, scans))
+}
+
+// ReadWindows decodes each raster.Window into its tiles (raster.DNTile).
+func ReadWindows(s beam.Scope, windows beam.PCollection, opts ...step.Option) (tiles, failed beam.PCollection) {
 	s, ex := stepbeam.Scope(s, raster.StepRead, opts...)
-	return beam.ParDo2(s, &readFn{Exec: ex}, refs)
+	return beam.ParDo2(s, &readFn{Exec: ex}, windows)
+}
+
+func keyScan(sc raster.SceneScan) (string, raster.SceneScan) { return sc.Scene, sc }
+
+func windowsOf(sc raster.SceneScan, emit func(raster.Window)) {
+	for _, w := range sc.Windows {
+		emit(w)
+	}
+}
+
+type scanFn struct {
+	stepbeam.Exec[raster.SceneRef, raster.SceneScan]
+}
+
+func (f *scanFn) ProcessElement(ctx context.Context, ref raster.SceneRef, emit func(raster.SceneScan), fail func(step.Failure)) {
+	if sc, ok := f.Run(ctx, ref, fail); ok {
+		emit(sc)
+	}
+}
+
+type dedupFn struct{}
+
+func (f *dedupFn) ProcessElement(scene string, iter func(*raster.SceneScan) bool, emit func(raster.SceneScan), fail func(step.Failure)) {
+	var all []raster.SceneScan
+	var sc raster.SceneScan
+	for iter(&sc) {
+		all = append(all, sc)
+		sc = raster.SceneScan{}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Dir < all[j].Dir })
+	for i, sc := range all {
+		if i == 0 {
+			emit(sc)
+			continue
+		}
+		fail(step.Failure{Input: sc.Dir, Step: raster.StepScan.Name(), Key: sc.Dir,
+			Reason: fmt.Sprintf("product %s also in %s: a product is processed once, from the first directory in sorted order", scene, all[0].Dir)})
+	}
 }
 
 type readFn struct {
-	stepbeam.Exec[raster.SceneRef, []raster.DNTile]
+	stepbeam.Exec[raster.Window, []raster.DNTile]
 }
 
-func (f *readFn) ProcessElement(ctx context.Context, ref raster.SceneRef, emit func(raster.DNTile), fail func(step.Failure)) {
-	if tiles, ok := f.Run(ctx, ref, fail); ok {
+func (f *readFn) ProcessElement(ctx context.Context, w raster.Window, emit func(raster.DNTile), fail func(step.Failure)) {
+	if tiles, ok := f.Run(ctx, w, fail); ok {
 		for _, t := range tiles {
 			emit(t)
 		}

@@ -9,6 +9,7 @@ package files
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +23,20 @@ import (
 type FS interface {
 	// OpenRead opens a file for reading.
 	OpenRead(ctx context.Context, name string) (io.ReadCloser, error)
-	// List returns the files matching glob, sorted.
+	// OpenAt opens a file for reading at offsets (a windowed reader's
+	// strips), with its size. A filesystem that only streams can use
+	// StreamAt.
+	OpenAt(ctx context.Context, name string) (File, error)
+	// List returns the files matching glob, sorted; its pattern is in the
+	// last path element (dir/*_MTL.txt).
 	List(ctx context.Context, glob string) ([]string, error)
+}
+
+// File is a file open for reading at offsets, of a known size.
+type File interface {
+	io.ReaderAt
+	io.Closer
+	Size() int64
 }
 
 var (
@@ -77,6 +90,15 @@ func OpenRead(ctx context.Context, name string) (io.ReadCloser, error) {
 	return fs.OpenRead(ctx, name)
 }
 
+// OpenAt opens name for reading at offsets on its filesystem.
+func OpenAt(ctx context.Context, name string) (File, error) {
+	fs, err := of(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.OpenAt(ctx, name)
+}
+
 // List returns the files matching glob on its filesystem.
 func List(ctx context.Context, glob string) ([]string, error) {
 	fs, err := of(glob)
@@ -109,6 +131,108 @@ type Local struct{}
 
 // OpenRead implements FS.
 func (Local) OpenRead(_ context.Context, name string) (io.ReadCloser, error) { return os.Open(name) }
+
+// OpenAt implements FS: a regular file, read at offsets directly.
+func (Local) OpenAt(_ context.Context, name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return localFile{f, st.Size()}, nil
+}
+
+type localFile struct {
+	*os.File
+	size int64
+}
+
+func (f localFile) Size() int64 { return f.size }
+
+// StreamAt makes a File of a file that can only be streamed: open returns
+// the file from offset off on, size is its size, and closeFS is called by
+// Close. A read at the stream's position continues it, a read a little
+// ahead skips forward, any other reopens the stream at its offset, so reads
+// that follow each other (the strips of a window, in file order) go on one
+// open stream.
+func StreamAt(open func(off int64) (io.ReadCloser, error), size int64, closeFS func() error) File {
+	if closeFS == nil {
+		closeFS = func() error { return nil }
+	}
+	return &streamFile{open: open, size: size, closeFS: closeFS}
+}
+
+type streamFile struct {
+	mu      sync.Mutex
+	open    func(off int64) (io.ReadCloser, error)
+	size    int64
+	closeFS func() error
+	cur     io.ReadCloser
+	pos     int64
+}
+
+// skipLimit is how far ahead a read may be and still continue the stream.
+const skipLimit = 1 << 20
+
+func (f *streamFile) Size() int64 { return f.size }
+
+func (f *streamFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	if f.cur != nil && off >= f.pos && off-f.pos <= skipLimit {
+		if _, err := io.CopyN(io.Discard, f.cur, off-f.pos); err != nil {
+			f.drop()
+		} else {
+			f.pos = off
+		}
+	}
+	if f.cur == nil || f.pos != off {
+		f.drop()
+		r, err := f.open(off)
+		if err != nil {
+			return 0, err
+		}
+		f.cur, f.pos = r, off
+	}
+	want := min(int64(len(p)), f.size-off)
+	n, err := io.ReadFull(f.cur, p[:want])
+	f.pos += int64(n)
+	if err != nil {
+		f.drop()
+		return n, err
+	}
+	if want < int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *streamFile) drop() {
+	if f.cur != nil {
+		f.cur.Close()
+		f.cur = nil
+	}
+}
+
+func (f *streamFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop()
+	return f.closeFS()
+}
 
 // List implements FS.
 func (Local) List(_ context.Context, glob string) ([]string, error) {

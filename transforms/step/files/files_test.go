@@ -23,6 +23,16 @@ func (m memFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
 	return io.NopCloser(strings.NewReader(s)), nil
 }
 
+func (m memFS) OpenAt(ctx context.Context, name string) (files.File, error) {
+	s, ok := m[name]
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return files.StreamAt(func(off int64) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(s[off:])), nil
+	}, int64(len(s)), nil), nil
+}
+
 func (m memFS) List(_ context.Context, glob string) ([]string, error) {
 	var out []string
 	for k := range m {
@@ -61,4 +71,43 @@ func TestSchemesAndDefault(t *testing.T) {
 	b, err = files.ReadAll(ctx, "gs://b/x", 100)
 	require.NoError(t, err)
 	assert.Equal(t, "default", string(b), "the default serves every other scheme")
+}
+
+// A file that can only be streamed reads at offsets: forward reads go on
+// one stream, a read behind reopens it.
+func TestStreamAt(t *testing.T) {
+	data := strings.Repeat("0123456789", 1000)
+	opens := 0
+	f := files.StreamAt(func(off int64) (io.ReadCloser, error) {
+		opens++
+		return io.NopCloser(strings.NewReader(data[off:])), nil
+	}, int64(len(data)), nil)
+	defer f.Close()
+	read := func(off, n int) string {
+		b := make([]byte, n)
+		got, err := f.ReadAt(b, int64(off))
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		return string(b[:got])
+	}
+	assert.Equal(t, "234", read(2, 3))
+	assert.Equal(t, "567", read(5, 3), "a read just ahead continues the stream")
+	assert.Equal(t, 1, opens)
+	assert.Equal(t, "012", read(0, 3), "a read behind reopens it")
+	assert.Equal(t, 2, opens)
+	assert.Equal(t, "89", read(len(data)-2, 5), "the end")
+	assert.Equal(t, int64(len(data)), f.Size())
+
+	local := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(local, []byte(data), 0o644))
+	lf, err := files.OpenAt(context.Background(), local)
+	require.NoError(t, err)
+	defer lf.Close()
+	b := make([]byte, 4)
+	_, err = lf.ReadAt(b, 10)
+	require.NoError(t, err)
+	assert.Equal(t, "0123", string(b))
+	_, err = files.OpenAt(context.Background(), t.TempDir())
+	assert.ErrorContains(t, err, "not a regular file")
 }
