@@ -370,6 +370,34 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 	}
 }
 
+// The kNN reference set is side data: built once per worker process
+// (however many DoFn instances and bundles classify), encoded and hashed
+// once, and sent to the executor once, which keeps it for every later batch.
+func TestKNNReferenceOncePerProcess(t *testing.T) {
+	src := slice(t, t.TempDir(), "t10k", 1000)
+	ref := t.TempDir()
+	slice(t, ref, "train", 700) // a reference no other test sends
+	for _, n := range []string{"images-idx3", "labels-idx1"} {
+		require.NoError(t, os.Rename(filepath.Join(ref, "train-"+n+"-ubyte"), filepath.Join(ref, "train-"+n+"-ubyte.gz")))
+	}
+	refSrc, err := trainingSet(ref, 64)
+	require.NoError(t, err)
+	cfg := Config{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, KNN: tensorbeam.KNNParams{K: 5, Classes: 10}}
+	before := tensor.StepKNN.SideStats()
+	sum, _ := runOutputs(t, cfg, gpuSelector(t))
+	after := tensor.StepKNN.SideStats()
+	var batches int64
+	for _, st := range sum.Steps {
+		if st.Step == tensor.StepKNN.Name() {
+			batches = st.Batches
+		}
+	}
+	require.Greater(t, batches, int64(1), "the queries come in several batches")
+	assert.Equal(t, 1, after.Encoded-before.Encoded, "reference encoded and hashed once")
+	assert.Equal(t, 1, after.Sent-before.Sent, "reference sent to the executor once")
+	assert.Equal(t, 1000, sum.Predicted)
+}
+
 // The executor dies in the middle of a batch: the client starts a new one
 // and sends the batch again; the outputs are those of an undisturbed run,
 // with nothing lost or predicted twice.

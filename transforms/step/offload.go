@@ -177,8 +177,10 @@ func (s *Step[In, Out]) call(ctx context.Context, in In, prof *Profile) (Out, er
 		}
 		return out, err
 	}
-	out, err := call(side != nil && !s.sides.wasSent(side.key))
+	carried := side != nil && !s.sides.wasSent(side.key)
+	out, err := call(carried)
 	if err != nil && side != nil && strings.Contains(err.Error(), needSide) {
+		carried = true
 		out, err = call(true)
 	}
 	if errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrExecutorDied) || errors.Is(err, client.ErrFatal) {
@@ -188,7 +190,7 @@ func (s *Step[In, Out]) call(ctx context.Context, in In, prof *Profile) (Out, er
 		return zero, err
 	}
 	if side != nil {
-		s.sides.markSent(side.key)
+		s.sides.markSent(side.key, carried)
 	}
 	return out, nil
 }
@@ -281,6 +283,26 @@ type sideCache struct {
 	byPtr map[any]*sideEntry
 	order []any
 	sent  map[string]bool
+	stats SideStats
+}
+
+// SideStats counts a step's side data in this process (a GPU
+// implementation's Side: a model, a kNN reference set).
+type SideStats struct {
+	// Encoded is how many side values were encoded and hashed: once per
+	// value, however many batches and DoFn instances use it.
+	Encoded int
+	// Sent is how many requests carried side data to an executor: once per
+	// value and executor (again after an executor restart, when the new one
+	// asks for it).
+	Sent int
+}
+
+// SideStats returns the step's side-data counts in this process.
+func (s *Step[In, Out]) SideStats() SideStats {
+	s.sides.mu.Lock()
+	defer s.sides.mu.Unlock()
+	return s.sides.stats
 }
 
 type sideEntry struct {
@@ -309,6 +331,7 @@ func sideOf[In any](c *sideCache, sd *Side[In], in In) (*sideEntry, error) {
 		return nil, err
 	}
 	e := &sideEntry{key: contentKey(parts), parts: parts}
+	c.stats.Encoded++
 	if c.byPtr == nil {
 		c.byPtr = map[any]*sideEntry{}
 	}
@@ -327,9 +350,12 @@ func (c *sideCache) wasSent(key string) bool {
 	return c.sent[key]
 }
 
-func (c *sideCache) markSent(key string) {
+func (c *sideCache) markSent(key string, carried bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if carried {
+		c.stats.Sent++
+	}
 	if c.sent == nil {
 		c.sent = map[string]bool{}
 	}
