@@ -90,6 +90,10 @@ type problem struct {
 	a, b, c        []float32
 	lda, ldb, ldc  int
 	kern           *kernel
+	// packed, when set, is op(B) already packed, and column j of the
+	// product is its column j+j0 (b, ldb and transB are unused).
+	packed *Packed
+	j0     int
 }
 
 func (p *problem) check() {
@@ -105,7 +109,9 @@ func (p *problem) check() {
 		br, bc, bn = p.n, p.k, "n x k (transposed)"
 	}
 	checkMatrix("A", an, ar, ac, p.a, p.lda, "lda")
-	checkMatrix("B", bn, br, bc, p.b, p.ldb, "ldb")
+	if p.packed == nil {
+		checkMatrix("B", bn, br, bc, p.b, p.ldb, "ldb")
+	}
 	checkMatrix("C", "m x n", p.m, p.n, p.c, p.ldc, "ldc")
 }
 
@@ -205,6 +211,9 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 	buf := getBuffers(kern)
 	defer putBuffers(buf)
 	pa, pb, tile := buf.a, buf.b, buf.tile
+	if p.packed != nil && p.packed.kern != kern {
+		panic("gemm: B was packed for kernel " + p.packed.kern.name + ", not " + kern.name)
+	}
 	for pc := 0; pc < p.k; pc += kb {
 		kc := min(kb, p.k-pc)
 		beta, flags := p.beta, 0
@@ -225,7 +234,11 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 			packA(pa, p.a, p.lda, p.transA, ic, mc, pc, kc, mr)
 			for jc := j0; jc < j1; jc += kern.nc {
 				nc := min(kern.nc, j1-jc)
-				packB(pb, p.b, p.ldb, p.transB, jc, nc, pc, kc, nr)
+				if p.packed != nil {
+					pb = p.packed.block(pc, kc, p.j0+jc, nc)
+				} else {
+					packB(pb, p.b, p.ldb, p.transB, jc, nc, pc, kc, nr)
+				}
 				for ir := 0; ir < mc; ir += mr {
 					ap := pa[ir*kc : (ir+mr)*kc]
 					rows := min(mr, mc-ir)

@@ -236,3 +236,43 @@ func TestSgemmBadArguments(t *testing.T) {
 		require.PanicsWithValue(t, tc.msg, tc.f, tc.name)
 	}
 }
+
+// A packed B gives bitwise Sgemm's result, for any aligned column range and
+// number of goroutines.
+func TestSgemmPackedEqualsSgemm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, kern := range kernels {
+		for _, dims := range [][3]int{{37, 300, 785}, {5, 64, 7}, {300, 257, 100}} {
+			for _, tB := range []bool{false, true} {
+				g := newCase(r, r.IntN(2) == 0, tB, dims[0], dims[1], dims[2], 0.5, 0.25, 1)
+				want := g.run(kern, 1)
+				pk := packWith(kern, tB, g.k, g.n, g.b, g.ldb)
+				require.Equal(t, g.k, pk.Rows())
+				require.Equal(t, g.n, pk.Cols())
+				for _, cols := range [][2]int{{0, g.n}, {kern.nr, g.n}, {0, 1}, {2 * kern.nr, min(g.n, 5*kern.nr+3)}} {
+					j0, j1 := cols[0], cols[1]
+					if j0 > j1 {
+						continue
+					}
+					c := append([]float32(nil), g.c...)
+					p := &problem{transA: g.transA, m: g.m, n: j1 - j0, k: g.k, alpha: g.alpha, a: g.a, lda: g.lda, beta: g.beta, c: c[j0:], ldc: g.ldc, kern: kern, packed: pk, j0: j0}
+					p.check()
+					p.run(1 + r.IntN(3))
+					for i := range g.m {
+						require.Equal(t, want[i*g.ldc+j0:i*g.ldc+j1], c[i*g.ldc+j0:i*g.ldc+j1], "%s %v: columns %d..%d, row %d", kern.name, g, j0, j1, i)
+					}
+				}
+			}
+		}
+	}
+	// The exported entry point, with the machine's kernel.
+	g := newCase(r, false, true, 20, 100, 50, 1, 0, 0)
+	want := g.run(best(), 1)
+	pk := Pack(true, g.k, g.n, g.b, g.ldb)
+	c := make([]float32, len(g.c))
+	SgemmPacked(0, false, g.m, 1, g.a, g.lda, pk, 0, g.n, 0, c, g.ldc)
+	require.Equal(t, want, c)
+	require.PanicsWithValue(t, "gemm: columns 1..5 of a packed 50x100 matrix: want 0 <= j0 <= j1 <= 100, j0 a multiple of "+fmt.Sprint(PanelWidth()), func() {
+		SgemmPacked(0, false, g.m, 1, g.a, g.lda, pk, 1, 5, 0, c, g.ldc)
+	})
+}
