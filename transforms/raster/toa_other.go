@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package raster
+
+// Without the amd64 vector kernels every pixel takes the scalar code.
+
+var simd = 0
+
+func toaVector(dst []float32, dn []uint16, scale, offset float64) int { return 0 }
+
+func toaNDVIVector(red, nir, ndvi []float32, dnRed, dnNIR []uint16, sr, or, sn, on float64) int {
+	return 0
+}
