@@ -179,6 +179,9 @@ func CompositeTile(in CompositeInput) (RGBATile, error) {
 	}
 	out := RGBATile{Scene: t.Scene, SceneW: t.SceneW, SceneH: t.SceneH, Rect: t.Rect, Pix: make([]uint8, 4*t.Area())}
 	inv := 1 / st.Gamma
+	if compositeLevels(out.Pix, ch, st, inv) {
+		return out, nil
+	}
 	for i := 0; i < t.Area(); i++ {
 		r, g, b := ch[0][i], ch[1][i], ch[2][i]
 		if r != r || g != g || b != b { // NaN: no-data
