@@ -32,6 +32,9 @@ type levels struct {
 	base  [levelBuckets]uint8
 	multi [levelBuckets]bool
 	next  [levelBuckets]float32
+
+	vecOnce sync.Once
+	vecTab  *levelsVec // the vector kernel's copy (composite_amd64.go)
 }
 
 // levelBuckets is the number of buckets over (0, hi-lo): enough that with
@@ -105,24 +108,40 @@ func (t *levels) bucket(d float32) int {
 	return min(int(d*t.scale), levelBuckets-1)
 }
 
-// level returns stretchValue(v, lo, hi, inv) for a v that is not NaN.
+// level returns stretchValue(v, lo, hi, inv) for a v that is not NaN. It is
+// written without data-dependent branches (the compiler makes the
+// conditional assignments conditional moves): pixels of an image fall on
+// either side of a threshold unpredictably.
 func (t *levels) level(v float32) uint8 {
 	d := v - t.lo
+	// Out of range (d <= 0, d >= h) the bucket is clamped; the level is
+	// then overridden below.
+	i := max(min(int(d*t.scale), levelBuckets-1), 0)
+	if t.multi[i] {
+		return t.levelSlow(d)
+	}
+	l := t.base[i]
+	inc := uint8(0)
+	if d >= t.next[i] {
+		inc = 1
+	}
+	l += inc
+	if d >= t.h {
+		l = 255
+	}
+	if !(d > 0) {
+		l = 0
+	}
+	return l
+}
+
+// levelSlow counts the thresholds one by one.
+func (t *levels) levelSlow(d float32) uint8 {
 	if !(d > 0) {
 		return 0
 	}
-	if d >= t.h {
-		return 255
-	}
-	i := t.bucket(d)
-	l := t.base[i]
-	if t.multi[i] {
-		for l < 255 && d >= t.thr[l+1] {
-			l++
-		}
-		return l
-	}
-	if d >= t.next[i] {
+	l := uint8(0)
+	for l < 255 && d >= t.thr[l+1] {
 		l++
 	}
 	return l
@@ -182,6 +201,8 @@ func compositeLevels(pix []uint8, ch [3][]float32, st Stretch, inv float64) bool
 	}
 	r, g, b := ch[0], ch[1][:len(ch[0])], ch[2][:len(ch[0])]
 	pix = pix[:4*len(r)]
+	done := compositeVector(pix, r, g, b, tabs)
+	pix, r, g, b = pix[4*done:], r[done:], g[done:], b[done:]
 	tr, tg, tb := tabs[0], tabs[1], tabs[2]
 	for i, vr := range r {
 		vg, vb := g[i], b[i]

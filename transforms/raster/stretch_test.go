@@ -19,13 +19,61 @@ func TestLevelsExhaustive(t *testing.T) {
 	tab := newLevels(lo, hi, inv)
 	require.NotNil(t, tab)
 	from, to := math.Float32bits(lo-0.01), math.Float32bits(hi+0.01)
+	chunk := make([]float32, 0, 1<<20)
+	pix := make([]uint8, 4<<20)
+	vector := 0
 	for b := from; b <= to; b++ {
 		v := math.Float32frombits(b)
 		if got, want := tab.level(v), stretchValue(v, lo, hi, inv); got != want {
 			t.Fatalf("v=%v (%#08x): level %d, stretchValue %d", v, b, got, want)
 		}
+		// The vector kernel on the same values (as the three channels).
+		if chunk = append(chunk, v); len(chunk) == cap(chunk) || b == to {
+			n := compositeVector(pix, chunk, chunk, chunk, [3]*levels{tab, tab, tab})
+			for i, v := range chunk[:n] {
+				want := tab.level(v)
+				if p := pix[4*i : 4*i+4]; p[0] != want || p[1] != want || p[2] != want || p[3] != 255 {
+					t.Fatalf("vector kernel, v=%v (%#08x): pixel %v, want level %d", v, math.Float32bits(v), p, want)
+				}
+			}
+			vector += n
+			chunk = chunk[:0]
+		}
 	}
-	t.Logf("%d values", to-from+1)
+	t.Logf("%d values, %d of them through the vector kernel too", to-from+1, vector)
+}
+
+// The vector kernel and the scalar tables on tiles with NaN, infinite and
+// out-of-range values, ragged lengths: the bytes of the stretchValue loop.
+func TestCompositeVectorEqualsScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	st := Stretch{Lo: []float32{0.03, 0.04, 0.06}, Hi: []float32{0.25, 0.2, 0.18}, Gamma: 1.4}
+	for _, n := range []int{1, 15, 16, 17, 1000, 4099} {
+		tile := Tile{Scene: "s", SceneW: n, SceneH: 1, Rect: Rect{W: n, H: 1}}
+		for _, b := range []int{4, 3, 2} {
+			p := make([]float32, n)
+			for i := range p {
+				switch r.IntN(20) {
+				case 0:
+					p[i] = nan32
+				case 1:
+					p[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+				default:
+					p[i] = float32(0.4*r.Float64() - 0.1)
+				}
+			}
+			tile.Names, tile.Data = append(tile.Names, BandName(b)), append(tile.Data, p)
+		}
+		in := CompositeInput{Tile: tile, Stretch: st}
+		want := compositeReference(in)
+		for _, w := range widths() {
+			withWidth(w, 0, func() {
+				got, err := CompositeTile(in)
+				require.NoError(t, err)
+				require.Equal(t, want, got.Pix, "n=%d width %d", n, w)
+			})
+		}
+	}
 }
 
 // Random stretches and gammas, including extreme ones (many thresholds in a
