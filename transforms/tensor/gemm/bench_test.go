@@ -32,8 +32,24 @@ func BenchmarkSgemm(b *testing.B) {
 	}
 }
 
-// BenchmarkGonum is the same products with gonum's blas32.Gemm (the
-// previous implementation), for the record.
+// BenchmarkKernels: the 8192x784x256 product with each kernel this machine
+// has (the portable one is what other architectures and the purego tag get).
+func BenchmarkKernels(b *testing.B) {
+	m, n, k := benchShapes[0][0], benchShapes[0][1], benchShapes[0][2]
+	r := rand.New(rand.NewPCG(1, 2))
+	x, y, c := randSlice(r, m*k), randSlice(r, k*n), make([]float32, m*n)
+	for _, kern := range kernels {
+		b.Run(kern.name, func(b *testing.B) {
+			for b.Loop() {
+				sgemmWith(kern, 0, false, false, m, n, k, 1, x, k, y, n, 0, c, n)
+			}
+			b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkGonum is the 8192x784x256 product with gonum's blas32.Gemm (what
+// package tensor used before), for the record.
 func BenchmarkGonum(b *testing.B) {
 	m, n, k := benchShapes[0][0], benchShapes[0][1], benchShapes[0][2]
 	r := rand.New(rand.NewPCG(1, 2))
