@@ -208,8 +208,13 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 	kern := p.kern
 	mr, nr := kern.mr, kern.nr
 	kb := kern.kBlock(p.k)
-	buf := getBuffers(kern)
-	defer putBuffers(buf)
+	na := min(kern.mc, roundUp(i1-i0, mr)) * kb
+	nb := 0
+	if p.packed == nil {
+		nb = min(kern.nc, roundUp(j1-j0, nr)) * kb
+	}
+	buf := getBuffers(na, nb, mr*nr)
+	defer pool.Put(buf)
 	pa, pb, tile := buf.a, buf.b, buf.tile
 	if p.packed != nil && p.packed.kern != kern {
 		panic("gemm: B was packed for kernel " + p.packed.kern.name + ", not " + kern.name)
@@ -262,6 +267,8 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 		}
 	}
 }
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
 // update writes the tile row t to the C row c as a kernel does: t times
 // alpha (rounded), then stored, added, or added to beta*c (rounded).
@@ -361,29 +368,28 @@ func packB(dst, b []float32, ldb int, trans bool, jc, nc, pc, kc, nr int) {
 	}
 }
 
-// buffers are one goroutine's packing buffers.
+// buffers are one goroutine's packing buffers, pooled: a product needs
+// at most mc x kc floats of packed A and kc x nc of packed B, fewer for a
+// small one, and its goroutines reuse the buffers of earlier products.
 type buffers struct {
-	kern       *kernel
 	a, b, tile []float32
 }
 
-var pools sync.Map // *kernel -> *sync.Pool of *buffers
+var pool = sync.Pool{New: func() any { return new(buffers) }}
 
-func getBuffers(kern *kernel) *buffers {
-	pl, _ := pools.LoadOrStore(kern, &sync.Pool{New: func() any {
-		return &buffers{
-			kern: kern,
-			a:    aligned(kern.mc * kern.kcMax),
-			b:    aligned(kern.nc * kern.kcMax),
-			tile: aligned(kern.mr * kern.nr),
-		}
-	}})
-	return pl.(*sync.Pool).Get().(*buffers)
-}
-
-func putBuffers(b *buffers) {
-	pl, _ := pools.Load(b.kern)
-	pl.(*sync.Pool).Put(b)
+// getBuffers returns buffers of at least na, nb and nt floats.
+func getBuffers(na, nb, nt int) *buffers {
+	buf := pool.Get().(*buffers)
+	if len(buf.a) < na {
+		buf.a = aligned(na)
+	}
+	if len(buf.b) < nb {
+		buf.b = aligned(nb)
+	}
+	if len(buf.tile) < nt {
+		buf.tile = aligned(nt)
+	}
+	return buf
 }
 
 // aligned returns n float32s starting on a 64-byte boundary (a cache line:
