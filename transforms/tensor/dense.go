@@ -53,17 +53,9 @@ func (d Dense) Forward(b Batch) (Batch, error) {
 	}
 	gemm.Sgemm(false, false, b.Rows, d.Out, d.In, 1, b.X, d.In, d.W, d.Out, 1, out.X, d.Out)
 	if d.ReLU {
-		relu(out.X)
+		gemm.ReLU(out.X)
 	}
 	return out, nil
-}
-
-func relu(x []float32) {
-	for i, v := range x {
-		if v < 0 {
-			x[i] = 0
-		}
-	}
 }
 
 // Softmax returns the row-wise softmax of b (numerically stable: the row

@@ -135,6 +135,10 @@ func (kern *kernel) kBlock(k int) int {
 	return (k + nb - 1) / nb
 }
 
+// prepackMax is the size (floats) up to which a B shared by several row
+// blocks is packed once up front (16 MiB).
+const prepackMax = 4 << 20
+
 // parallelMin is the work (multiply-adds) below which a product runs on one
 // goroutine: starting goroutines costs more than it saves.
 const parallelMin = 1 << 18
@@ -170,6 +174,11 @@ func (p *problem) run(workers int) {
 	colStep := (colUnits + colTasks - 1) / colTasks * kern.nr
 	rowTasks, colTasks = (p.m+rowStep-1)/rowStep, (p.n+colStep-1)/colStep
 	total := rowTasks * colTasks
+	// Row blocks would each pack all of B: where B is small enough, pack it
+	// once for all of them (the same bits: see SgemmPacked).
+	if rowTasks > 1 && p.packed == nil && p.k*roundUp(p.n, kern.nr) <= prepackMax {
+		p.packed = packWith(kern, p.transB, p.k, p.n, p.b, p.ldb)
+	}
 	workers = min(workers, total)
 	do := func(t int) {
 		i0, j0 := (t/colTasks)*rowStep, (t%colTasks)*colStep

@@ -18,6 +18,42 @@ func kernel14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, f
 //go:noescape
 func kernel6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
 
+//go:noescape
+func reluAVX512(x *float32, n int)
+
+//go:noescape
+func reluAVX2(x *float32, n int)
+
+// reluWidth is the vector width of ReLU: 16, 8 or 0 (a variable for the
+// tests).
+var reluWidth = func() int {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return 16
+	case cpu.X86.HasAVX2:
+		return 8
+	}
+	return 0
+}()
+
+// reluVector applies ReLU to the longest prefix of x the vector kernel
+// takes and returns its length.
+func reluVector(x []float32) int {
+	if reluWidth == 0 {
+		return 0
+	}
+	n := len(x) / reluWidth * reluWidth
+	if n == 0 {
+		return 0
+	}
+	if reluWidth == 16 {
+		reluAVX512(unsafe.SliceData(x), n)
+	} else {
+		reluAVX2(unsafe.SliceData(x), n)
+	}
+	return n
+}
+
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		kernels = append(kernels, &kernel{

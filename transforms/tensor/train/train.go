@@ -373,11 +373,7 @@ func (w *work) step(data tensor.Batch, rows []int, st *state, lr float64) float6
 		}
 		gemm.Sgemm(false, false, bs, l.Out, l.In, 1, h, l.In, l.W, l.Out, 1, out, l.Out) // out = h W + B
 		if l.ReLU {
-			for i, v := range out {
-				if v < 0 {
-					out[i] = 0
-				}
-			}
+			gemm.ReLU(out)
 		}
 		h = out
 	}
