@@ -51,7 +51,7 @@ func benchTOANDVI(b *testing.B, size int) {
 	px := size * size
 	src, dst := make([]byte, px*chainBytes), make([]byte, px*chainBytes)
 
-	var chain, cp, alloc time.Duration
+	var chain, cp time.Duration
 	b.SetBytes(int64(px * chainBytes))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -64,22 +64,11 @@ func benchTOANDVI(b *testing.B, size int) {
 		start = time.Now()
 		copy(dst, src)
 		cp += time.Since(start)
-
-		// What the step's output planes cost the allocator alone (no
-		// computation), for the record: see BenchmarkTOANDVIKernel.
-		start = time.Now()
-		planes = [][]float32{make([]float32, px), make([]float32, px), make([]float32, px)}
-		alloc += time.Since(start)
 	}
 	b.ReportMetric(float64(chain.Nanoseconds())/float64(b.N)/float64(px), "ns/pixel")
 	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N)/float64(px), "copy-ns/pixel")
-	b.ReportMetric(float64(alloc.Nanoseconds())/float64(b.N)/float64(px), "alloc-ns/pixel")
 	b.ReportMetric(float64(cp)/float64(chain), "ratio_to_copy")
 }
-
-// planes keeps the benchmark's allocations reachable until the next one, as
-// a step's output is.
-var planes [][]float32
 
 // compositeBytes is what the composite moves per pixel: three float32
 // reflectances in, four bytes (RGBA) out.
