@@ -24,6 +24,7 @@ ROUNDS=${ROUNDS:-2}
 PY=/usr/bin/python3
 DATA=/usr/share/datasets/fashion-mnist
 mkdir -p "$OUT"
+rm -f "$OUT"/*.log "$OUT"/*.txt
 : >"$OUT/peers.txt"
 status=0
 
