@@ -26,8 +26,9 @@
 //
 // Performance (2-core AMD EPYC Zen 5 development machine, Go 1.26, shared
 // with other builds; make bench, see bench_test.go and gemm's package doc):
-// a Dense 784->256 layer on 256 rows runs at 0.9 to 1.0 of the plain
-// product of its shape (BenchmarkDense ratio_to_gemm; 86 to 113 GFLOP/s),
+// a Dense 784->256 layer on 256 rows runs at 0.66 to 1.0 of the plain
+// product of its shape over four runs (BenchmarkDense ratio_to_gemm, 0.91
+// in the last; 76 to 113 GFLOP/s),
 // MLP inference at 170,000 to 316,000 images/s (was 57,000 with gonum's
 // BLAS on an idle machine), and the brute-force kNN of the 10,000
 // Fashion-MNIST test images against the 60,000 training images (k=5) takes
