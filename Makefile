@@ -149,12 +149,14 @@ image-push:
 ## ci: what .ci/run runs: the tests, then the worker image's build steps and the PTX check (no GPU needed)
 ci: test worker ptx-check
 
-## bench: the benchmarks, then one line per result with its ratio to the ceiling
+## bench: the benchmarks, then one line per result with its ratio to the ceiling; then the peers
+## in the same run (containers/bench/peers.sh: numpy's matmul, scikit-learn's kNN; installs them as root)
 bench:
 	@mkdir -p out
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./transforms/... ./pipelines/... 2>/dev/null \
 		| grep -E '^(Benchmark|ok|FAIL)' | tee out/bench.txt | awk ' \
-		/^Benchmark/ { line = $$1; for (i = 2; i <= NF; i++) if ($$i ~ /^ratio/) line = line "  " $$i "=" $$(i-1); print line }'
+		/^Benchmark/ { line = $$1; for (i = 2; i <= NF; i++) if ($$i ~ /^ratio/ || $$i == "GFLOP/s") line = line "  " $$i "=" $$(i-1); print line }'
+	GO=$(GO) OUT=out/bench containers/bench/peers.sh
 
 ## fuzz: a short run of every fuzz test (FUZZTIME each; new inputs minimized for at most FUZZMINTIME);
 ## fails at the first target that fails, with its output (the failing input is in the package's testdata/fuzz).

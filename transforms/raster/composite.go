@@ -121,15 +121,16 @@ func CompositeTile(in CompositeInput) (RGBATile, error) {
 	}
 	out := RGBATile{Scene: t.Scene, SceneW: t.SceneW, SceneH: t.SceneH, Rect: t.Rect, Pix: make([]uint8, 4*t.Area())}
 	inv := 1 / st.Gamma
-	memo := getMemo(st, inv)
-	defer memoPool.Put(memo)
+	if compositeLevels(out.Pix, ch, st, inv) {
+		return out, nil
+	}
 	for i := 0; i < t.Area(); i++ {
 		r, g, b := ch[0][i], ch[1][i], ch[2][i]
 		if r != r || g != g || b != b { // NaN: no-data
 			continue
 		}
 		for c, v := range [3]float32{r, g, b} {
-			out.Pix[4*i+c] = memo.value(c, v)
+			out.Pix[4*i+c] = stretchValue(v, st.Lo[c], st.Hi[c], inv)
 		}
 		out.Pix[4*i+3] = 255
 	}

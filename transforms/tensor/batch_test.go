@@ -51,3 +51,13 @@ func TestBatchValidate(t *testing.T) {
 	bad.Labels = []int32{1, -2}
 	assert.EqualError(t, bad.Validate(), "s.gz: row 101: label -2 is negative (-1 is the only allowed unknown label)")
 }
+
+// isBad is exactly NaN or infinity, whatever the NaN's payload.
+func TestIsBad(t *testing.T) {
+	for _, v := range []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, 1e-40} {
+		assert.False(t, isBad(v), "%v", v)
+	}
+	for _, bits := range []uint32{0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0x7fffffff, 0xffffffff} {
+		assert.True(t, isBad(math.Float32frombits(bits)), "%#08x", bits)
+	}
+}

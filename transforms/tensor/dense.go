@@ -5,8 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
 )
 
 // Dense is a fully connected layer: y = x W + B, then max(y, 0) if ReLU.
@@ -35,8 +34,9 @@ func (d Dense) check() error {
 }
 
 // Forward applies the layer to every row of b with one float32 matrix
-// product (gonum's blas32.Gemm, which splits the work across GOMAXPROCS
-// goroutines). The result keeps b's Source, Offset and (a copy of) Labels.
+// product (gemm.Sgemm, which splits the work across GOMAXPROCS goroutines
+// and gives the same bits whatever their number). The result keeps b's
+// Source, Offset and (a copy of) Labels.
 func (d Dense) Forward(b Batch) (Batch, error) {
 	if err := d.check(); err != nil {
 		return Batch{}, fmt.Errorf("%s: %w", b.ID(), err)
@@ -54,22 +54,11 @@ func (d Dense) Forward(b Batch) (Batch, error) {
 	for i := 0; i < b.Rows; i++ {
 		copy(out.X[i*d.Out:(i+1)*d.Out], d.B)
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: b.Rows, Cols: d.In, Stride: d.In, Data: b.X},
-		blas32.General{Rows: d.In, Cols: d.Out, Stride: d.Out, Data: d.W},
-		1, blas32.General{Rows: b.Rows, Cols: d.Out, Stride: d.Out, Data: out.X})
+	gemm.Sgemm(false, false, b.Rows, d.Out, d.In, 1, b.X, d.In, d.W, d.Out, 1, out.X, d.Out)
 	if d.ReLU {
-		relu(out.X)
+		gemm.ReLU(out.X)
 	}
 	return out, nil
-}
-
-func relu(x []float32) {
-	for i, v := range x {
-		if v < 0 {
-			x[i] = 0
-		}
-	}
 }
 
 // Softmax returns the row-wise softmax of b (numerically stable: the row

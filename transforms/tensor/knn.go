@@ -7,8 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
 )
 
 // kNN weighting schemes.
@@ -19,7 +18,7 @@ const (
 
 // Block sizes of the distance computation: a worker computes the dot products
 // of knnQueryBlock queries with knnRefBlock reference rows at a time (one
-// Gemm), then folds them into the running top-k. The product block is
+// product), then folds them into the running top-k. The product block is
 // knnQueryBlock*knnRefBlock*4 bytes per worker (4 MiB), so the memory used is
 // bounded whatever the sizes of the query and reference sets. They are
 // variables so the benchmarks can explore them.
@@ -38,6 +37,19 @@ type Reference struct {
 	Labels     []int32
 	Classes    int
 	norms      []float32
+
+	// packed is X transposed and packed for gemm, built by the first
+	// Neighbors call (a GPU never needs it): every query block then
+	// multiplies it without packing it again.
+	packOnce sync.Once
+	packed   *gemm.Packed
+}
+
+// packedX returns the reference rows packed as the k x n right operand of
+// the distance products (k = Cols, n = Rows).
+func (r *Reference) packedX() *gemm.Packed {
+	r.packOnce.Do(func() { r.packed = gemm.Pack(true, r.Cols, r.Rows, r.X, r.Cols) })
+	return r.packed
 }
 
 // NewReference prepares b (which must be valid and fully labelled with
@@ -82,11 +94,13 @@ func sqNorms(b Batch) []float32 {
 // vote each) or WeightDistance (1/(d+1e-12), d the Euclidean distance).
 //
 // The squared distance is computed as ||q||² + ||r||² - 2 q·r, with the q·r
-// products done by blas32.Gemm over blocks of 256 queries x 4096 reference
-// rows (so memory stays bounded and the blocks stay in cache), negative
-// results (rounding) clamped to 0. The queries are split across
-// runtime.GOMAXPROCS goroutines; each keeps its own bounded top-k per query,
-// so the result does not depend on scheduling.
+// products done by package gemm over blocks of 256 queries x 4096 reference
+// rows (so memory stays bounded and the blocks stay in cache; the reference
+// rows are packed for the product once, on the first call, which keeps a
+// copy of the reference set), negative results (rounding) clamped to 0. The
+// queries are split across runtime.GOMAXPROCS goroutines; each keeps its own
+// bounded top-k per query, and each q·r is summed the same way whatever the
+// blocks and goroutines, so the result does not depend on scheduling.
 //
 // Ties are broken deterministically:
 //   - equal distances: the lower reference index is the nearer neighbour;
@@ -188,7 +202,9 @@ func Neighbors(q Batch, ref *Reference, k int) (idx []int32, dist []float32, err
 	// batch of a few hundred queries (a pipeline's) still keeps every worker
 	// busy; each query's distances are summed the same way whatever its block.
 	qb := min(knnQueryBlock, max(16, (q.Rows+workers-1)/workers), q.Rows)
-	rb := min(knnRefBlock, ref.Rows)
+	pw := gemm.PanelWidth() // a reference block starts on a packed panel
+	rb := min(max(knnRefBlock/pw*pw, pw), ref.Rows)
+	packed := ref.packedX()
 	blocks := (q.Rows + qb - 1) / qb
 	workers = min(workers, blocks)
 	var next atomic.Int64
@@ -210,10 +226,7 @@ func Neighbors(q Batch, ref *Reference, k int) (idx []int32, dist []float32, err
 				for r0 := 0; r0 < ref.Rows; r0 += rb {
 					r1 := min(r0+rb, ref.Rows)
 					n := r1 - r0
-					blas32.Gemm(blas.NoTrans, blas.Trans, 1,
-						blas32.General{Rows: m, Cols: q.Cols, Stride: q.Cols, Data: q.X[q0*q.Cols : q1*q.Cols]},
-						blas32.General{Rows: n, Cols: ref.Cols, Stride: ref.Cols, Data: ref.X[r0*ref.Cols : r1*ref.Cols]},
-						0, blas32.General{Rows: m, Cols: n, Stride: n, Data: prod[:m*n]})
+					gemm.SgemmPacked(1, false, m, 1, q.X[q0*q.Cols:q1*q.Cols], q.Cols, packed, r0, r1, 0, prod[:m*n], n)
 					for i := 0; i < m; i++ {
 						qi := q0 + i
 						fill[i] = selectRow(prod[i*n:(i+1)*n], qn[qi], ref.norms[r0:r1], r0,

@@ -9,10 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
-
 	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
 )
 
 // Learning-rate schedules.
@@ -358,10 +356,6 @@ func newWork(m *tensor.MLP, bs int) *work {
 	return w
 }
 
-func general(rows, cols int, data []float32) blas32.General {
-	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: data[:rows*cols]}
-}
-
 // step does one Adam step on the examples rows of data and returns their
 // mean cross-entropy loss.
 func (w *work) step(data tensor.Batch, rows []int, st *state, lr float64) float64 {
@@ -377,13 +371,9 @@ func (w *work) step(data tensor.Batch, rows []int, st *state, lr float64) float6
 		for i := 0; i < bs; i++ {
 			copy(out[i*l.Out:(i+1)*l.Out], l.B)
 		}
-		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, general(bs, l.In, h), general(l.In, l.Out, l.W), 1, general(bs, l.Out, out))
+		gemm.Sgemm(false, false, bs, l.Out, l.In, 1, h, l.In, l.W, l.Out, 1, out, l.Out) // out = h W + B
 		if l.ReLU {
-			for i, v := range out {
-				if v < 0 {
-					out[i] = 0
-				}
-			}
+			gemm.ReLU(out)
 		}
 		h = out
 	}
@@ -421,7 +411,7 @@ func (w *work) step(data tensor.Batch, rows []int, st *state, lr float64) float6
 		if li > 0 {
 			prev = w.acts[li-1]
 		}
-		blas32.Gemm(blas.Trans, blas.NoTrans, 1, general(bs, l.In, prev), general(bs, l.Out, d), 0, general(l.In, l.Out, w.grads[2*li]))
+		gemm.Sgemm(true, false, l.In, l.Out, bs, 1, prev, l.In, d, l.Out, 0, w.grads[2*li], l.Out) // dW = prevᵀ d
 		gb := w.grads[2*li+1]
 		clear(gb)
 		for i := 0; i < bs; i++ {
@@ -431,7 +421,7 @@ func (w *work) step(data tensor.Batch, rows []int, st *state, lr float64) float6
 		}
 		if li > 0 {
 			pd := w.deltas[li-1][:bs*l.In]
-			blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(bs, l.Out, d), general(l.In, l.Out, l.W), 0, general(bs, l.In, pd))
+			gemm.Sgemm(false, true, bs, l.In, l.Out, 1, d, l.Out, l.W, l.Out, 0, pd, l.In) // d prev = d Wᵀ
 			if m.Layers[li-1].ReLU {
 				for i, a := range prev[:bs*l.In] {
 					if a <= 0 { // no gradient where the unit was off

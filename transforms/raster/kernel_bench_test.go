@@ -1,0 +1,88 @@
+package raster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkTOANDVIKernel splits BenchmarkTOANDVI in two, each against a copy
+// of the same bytes in the same run (ratio_to_copy as there):
+//
+//   - nt=off, nt=on: the fused per-pixel kernel (toaNDVIPlanes, the vector
+//     kernel where the CPU has one) writing into planes allocated once, as
+//     the copy writes into a buffer allocated once; with nt=on it writes
+//     around the caches (non-temporal stores);
+//   - alloc: no computation, only the three output planes the step
+//     allocates per tile (the Go allocator zeroes them; the garbage
+//     collector frees them; pages it gave back to the OS fault in again),
+//     at 512x512.
+func BenchmarkTOANDVIKernel(b *testing.B) {
+	// The allocation alone at 512x512 only: at 4096x4096 it pushes 192 MiB
+	// a step through the allocator, which leaves the heap in a state that
+	// slows the benchmarks run after it (BenchmarkTOANDVI among them) by
+	// page faults.
+	b.Run("tile=512,alloc", func(b *testing.B) { benchPlaneAlloc(b, 512) })
+	for _, size := range []int{512, 4096} {
+		for _, nt := range []bool{false, true} {
+			b.Run(fmt.Sprintf("tile=%d,nt=%v", size, map[bool]string{false: "off", true: "on"}[nt]), func(b *testing.B) {
+				defer func(n int) { ntMinBytes = n }(ntMinBytes)
+				ntMinBytes = 1 << 62
+				if nt {
+					ntMinBytes = 0
+				}
+				benchTOANDVIKernel(b, size)
+			})
+		}
+	}
+}
+
+const kernelBytes = 2*2 + 3*4 // two uint16 DNs in, three float32 planes out
+
+func benchTOANDVIKernel(b *testing.B, size int) {
+	t := sampleDNTile()
+	px := size * size
+	dr, dn := make([]uint16, px), make([]uint16, px)
+	for i := range dr {
+		dr[i], dn[i] = t.DN[2][i%len(t.DN[2])], t.DN[3][i%len(t.DN[3])]
+	}
+	red, nir, ndvi := make([]float32, px), make([]float32, px), make([]float32, px)
+	src, dst := make([]byte, px*kernelBytes), make([]byte, px*kernelBytes)
+	var kern, cp time.Duration
+	b.SetBytes(int64(px * kernelBytes))
+	for b.Loop() {
+		start := time.Now()
+		toaNDVIPlanes(red, nir, ndvi, dr, dn, 2.3e-5, -0.117, 2.3e-5, -0.117)
+		kern += time.Since(start)
+
+		start = time.Now()
+		copy(dst, src)
+		cp += time.Since(start)
+	}
+	b.ReportMetric(float64(kern.Nanoseconds())/float64(b.N)/float64(px), "ns/pixel")
+	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N)/float64(px), "copy-ns/pixel")
+	b.ReportMetric(float64(cp)/float64(kern), "ratio_to_copy")
+}
+
+// allocated keeps benchPlaneAlloc's allocations reachable until the next ones,
+// as a step's output is.
+var allocated [][]float32
+
+func benchPlaneAlloc(b *testing.B, size int) {
+	px := size * size
+	src, dst := make([]byte, px*kernelBytes), make([]byte, px*kernelBytes)
+	var alloc, cp time.Duration
+	b.SetBytes(int64(px * kernelBytes))
+	for b.Loop() {
+		start := time.Now()
+		allocated = [][]float32{make([]float32, px), make([]float32, px), make([]float32, px)}
+		alloc += time.Since(start)
+
+		start = time.Now()
+		copy(dst, src)
+		cp += time.Since(start)
+	}
+	b.ReportMetric(float64(alloc.Nanoseconds())/float64(b.N)/float64(px), "ns/pixel")
+	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N)/float64(px), "copy-ns/pixel")
+	b.ReportMetric(float64(cp)/float64(alloc), "ratio_to_copy")
+}

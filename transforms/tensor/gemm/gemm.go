@@ -1,0 +1,421 @@
+package gemm
+
+//go:generate go run gen_amd64.go -o kernel_amd64.s
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Flags of a kernel call: how the tile t = A·B is written to C.
+const (
+	flagAlpha = 1 << iota // t = alpha*t first
+	flagBeta0             // C = t (C is not read)
+	flagBeta1             // C = C + t
+	// neither flagBeta0 nor flagBeta1: C = beta*C + t
+)
+
+// kernel is one micro-kernel with its blocking.
+type kernel struct {
+	name   string
+	mr, nr int // the tile it computes
+	// kcMax bounds the k steps of one call (A micro-panel mr*kcMax and B
+	// micro-panel nr*kcMax stay in L1 and L2); mc rows of A (a multiple of
+	// mr) are packed at a time, and nc columns of B (a multiple of nr).
+	kcMax, mc, nc int
+	// run computes the mr x nr tile t = A·B from kc >= 1 steps of the packed
+	// micro-panels a (mr floats a step) and b (nr floats a step), and writes
+	// it to the tile at c (rows ldc apart) as flags say.
+	run func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int)
+}
+
+// kernels are the kernels this machine can run, portable first; the last is
+// the one Sgemm uses. kernel_amd64.go appends the assembly ones the CPU
+// supports.
+var kernels = []*kernel{{name: "go", mr: 4, nr: 4, kcMax: 256, mc: 512, nc: 512, run: kernelGo}}
+
+// Kernel names the micro-kernel Sgemm uses on this machine: "avx512",
+// "avx2" or "go" (the portable one: other architectures, CPUs without
+// AVX2 and FMA, or the purego build tag).
+func Kernel() string { return best().name }
+
+func best() *kernel { return kernels[len(kernels)-1] }
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
+// matrices, where op(A) is m x k and op(B) is k x n:
+//
+//   - transA false: A is m x k, element (i, p) at a[i*lda+p];
+//     transA true: A is k x m and op(A) its transpose, (i, p) at a[p*lda+i];
+//   - transB false: B is k x n, (p, j) at b[p*ldb+j];
+//     transB true: B is n x k and op(B) its transpose, (p, j) at b[j*ldb+p];
+//   - C is m x n, (i, j) at c[i*ldc+j].
+//
+// As in BLAS, with beta == 0 C is only written (NaN or infinity in it do not
+// propagate), and with alpha == 0 or k == 0 A and B are not read.
+//
+// It uses up to runtime.GOMAXPROCS(0) goroutines, each computing whole
+// blocks of C; every element is summed by one goroutine in increasing p
+// order in blocks whose bounds depend on k only, so the result is bitwise
+// the same whatever the number of goroutines, the blocking of M and N, and
+// the element's position in its block.
+//
+// Bad arguments (negative sizes, a leading dimension too small, a slice
+// too short for its matrix) panic with a message naming the argument, as
+// gonum's BLAS does: they are programming errors.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	SgemmWorkers(0, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmWorkers is Sgemm with at most workers goroutines (0:
+// runtime.GOMAXPROCS(0); 1: the calling goroutine only, for callers that
+// already run one product per core). The result is the same bits whatever
+// workers is.
+func SgemmWorkers(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	p := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best()}
+	p.check()
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p.run(workers)
+}
+
+// problem is one call's arguments.
+type problem struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+	kern           *kernel
+	// packed, when set, is op(B) already packed, and column j of the
+	// product is its column j+j0 (b, ldb and transB are unused).
+	packed *Packed
+	j0     int
+}
+
+func (p *problem) check() {
+	if p.m < 0 || p.n < 0 || p.k < 0 {
+		panic(fmt.Sprintf("gemm: negative size m=%d n=%d k=%d", p.m, p.n, p.k))
+	}
+	ar, ac, an := p.m, p.k, "m x k"
+	if p.transA {
+		ar, ac, an = p.k, p.m, "k x m (transposed)"
+	}
+	br, bc, bn := p.k, p.n, "k x n"
+	if p.transB {
+		br, bc, bn = p.n, p.k, "n x k (transposed)"
+	}
+	checkMatrix("A", an, ar, ac, p.a, p.lda, "lda")
+	if p.packed == nil {
+		checkMatrix("B", bn, br, bc, p.b, p.ldb, "ldb")
+	}
+	checkMatrix("C", "m x n", p.m, p.n, p.c, p.ldc, "ldc")
+}
+
+// checkMatrix panics unless s holds a rows x cols row-major matrix with
+// leading dimension ld.
+func checkMatrix(name, shape string, rows, cols int, s []float32, ld int, ldName string) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm: %s %d < %d: %s is %s = %dx%d, row-major", ldName, ld, max(1, cols), name, shape, rows, cols))
+	}
+	if rows > 0 && cols > 0 && len(s) < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: %s has %d values, a %dx%d matrix with %s %d needs %d", name, len(s), rows, cols, ldName, ld, (rows-1)*ld+cols))
+	}
+}
+
+// kBlocks returns the k-step block size: k split into the fewest blocks of
+// at most kcMax steps, as even as possible. It depends on k (and the
+// machine's kernel) only, which keeps the summation order of every element
+// independent of how C is split.
+func (kern *kernel) kBlock(k int) int {
+	nb := (k + kern.kcMax - 1) / kern.kcMax
+	return (k + nb - 1) / nb
+}
+
+// prepackMax is the size (floats) up to which a B shared by several row
+// blocks is packed once up front (16 MiB).
+const prepackMax = 4 << 20
+
+// parallelMin is the work (multiply-adds) below which a product runs on one
+// goroutine: starting goroutines costs more than it saves.
+const parallelMin = 1 << 18
+
+func (p *problem) run(workers int) {
+	if p.m == 0 || p.n == 0 {
+		return
+	}
+	if p.alpha == 0 || p.k == 0 {
+		scaleC(p.m, p.n, p.beta, p.c, p.ldc)
+		return
+	}
+	kern := p.kern
+	// Split C into tasks along its longer side (the other operand is then
+	// packed once per task): rows in multiples of mr, columns of nr.
+	rowUnits, colUnits := (p.m+kern.mr-1)/kern.mr, (p.n+kern.nr-1)/kern.nr
+	if workers > 1 && p.m*p.n*p.k < parallelMin {
+		workers = 1
+	}
+	tasks := 1
+	if workers > 1 {
+		tasks = 4 * workers // dynamic scheduling evens out busy cores
+	}
+	rowTasks, colTasks := 1, 1
+	if p.m >= p.n {
+		rowTasks = min(tasks, rowUnits)
+		colTasks = min((tasks+rowTasks-1)/rowTasks, colUnits)
+	} else {
+		colTasks = min(tasks, colUnits)
+		rowTasks = min((tasks+colTasks-1)/colTasks, rowUnits)
+	}
+	rowStep := (rowUnits + rowTasks - 1) / rowTasks * kern.mr
+	colStep := (colUnits + colTasks - 1) / colTasks * kern.nr
+	rowTasks, colTasks = (p.m+rowStep-1)/rowStep, (p.n+colStep-1)/colStep
+	total := rowTasks * colTasks
+	// Row blocks would each pack all of B: where B is small enough, pack it
+	// once for all of them (the same bits: see SgemmPacked).
+	if rowTasks > 1 && p.packed == nil && p.k*roundUp(p.n, kern.nr) <= prepackMax {
+		p.packed = packWith(kern, p.transB, p.k, p.n, p.b, p.ldb)
+	}
+	workers = min(workers, total)
+	do := func(t int) {
+		i0, j0 := (t/colTasks)*rowStep, (t%colTasks)*colStep
+		p.block(i0, min(i0+rowStep, p.m), j0, min(j0+colStep, p.n))
+	}
+	if workers <= 1 {
+		for t := range total {
+			do(t)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				t := int(next.Add(1)) - 1
+				if t >= total {
+					return
+				}
+				do(t)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// block computes rows i0..i1 and columns j0..j1 of C (i0 a multiple of mr,
+// j0 of nr) with the BLIS loop nest: k blocks, then mc rows of A packed
+// (reused for every column block), then nc columns of B packed, then the
+// micro-kernel over mr x nr tiles, the A micro-panel staying in L1 while
+// the B micro-panels stream from L2.
+func (p *problem) block(i0, i1, j0, j1 int) {
+	kern := p.kern
+	mr, nr := kern.mr, kern.nr
+	kb := kern.kBlock(p.k)
+	na := min(kern.mc, roundUp(i1-i0, mr)) * kb
+	nb := 0
+	if p.packed == nil {
+		nb = min(kern.nc, roundUp(j1-j0, nr)) * kb
+	}
+	buf := getBuffers(na, nb, mr*nr)
+	defer pool.Put(buf)
+	pa, pb, tile := buf.a, buf.b, buf.tile
+	if p.packed != nil && p.packed.kern != kern {
+		panic("gemm: B was packed for kernel " + p.packed.kern.name + ", not " + kern.name)
+	}
+	for pc := 0; pc < p.k; pc += kb {
+		kc := min(kb, p.k-pc)
+		beta, flags := p.beta, 0
+		if p.alpha != 1 {
+			flags |= flagAlpha
+		}
+		if pc > 0 {
+			beta = 1 // later k blocks add to what the first wrote
+		}
+		switch beta {
+		case 0:
+			flags |= flagBeta0
+		case 1:
+			flags |= flagBeta1
+		}
+		for ic := i0; ic < i1; ic += kern.mc {
+			mc := min(kern.mc, i1-ic)
+			packA(pa, p.a, p.lda, p.transA, ic, mc, pc, kc, mr)
+			for jc := j0; jc < j1; jc += kern.nc {
+				nc := min(kern.nc, j1-jc)
+				if p.packed != nil {
+					pb = p.packed.block(pc, kc, p.j0+jc, nc)
+				} else {
+					packB(pb, p.b, p.ldb, p.transB, jc, nc, pc, kc, nr)
+				}
+				for ir := 0; ir < mc; ir += mr {
+					ap := pa[ir*kc : (ir+mr)*kc]
+					rows := min(mr, mc-ir)
+					for jr := 0; jr < nc; jr += nr {
+						bp := pb[jr*kc : (jr+nr)*kc]
+						cols := min(nr, nc-jr)
+						ci := (ic+ir)*p.ldc + jc + jr
+						if rows == mr && cols == nr {
+							kern.run(kc, ap, bp, p.c[ci:], p.ldc, p.alpha, beta, flags)
+							continue
+						}
+						// A partial tile: the same kernel into a scratch tile,
+						// then the same update of the elements that exist.
+						kern.run(kc, ap, bp, tile, nr, 1, 0, flagBeta0)
+						for r := range rows {
+							update(p.c[ci+r*p.ldc:ci+r*p.ldc+cols], tile[r*nr:r*nr+cols], p.alpha, beta, flags)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// update writes the tile row t to the C row c as a kernel does: t times
+// alpha (rounded), then stored, added, or added to beta*c (rounded).
+func update(c, t []float32, alpha, beta float32, flags int) {
+	t = t[:len(c)]
+	for j, v := range t {
+		if flags&flagAlpha != 0 {
+			v = float32(alpha * v)
+		}
+		switch {
+		case flags&flagBeta0 != 0:
+			c[j] = v
+		case flags&flagBeta1 != 0:
+			c[j] += v
+		default:
+			c[j] = float32(beta*c[j]) + v
+		}
+	}
+}
+
+// scaleC sets C = beta*C (C = 0 for beta == 0).
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// packA copies rows ic..ic+mc and k steps pc..pc+kc of op(A) into dst as
+// micro-panels of mr rows: panel q holds, for each step p, the mr values
+// op(A)[ic+q*mr+r][pc+p], rows past the end as zeros.
+func packA(dst, a []float32, lda int, trans bool, ic, mc, pc, kc, mr int) {
+	for q := 0; q < mc; q += mr {
+		panel := dst[q*kc : (q+mr)*kc]
+		rows := min(mr, mc-q)
+		if trans { // op(A)[i][p] = a[p*lda+i]: mr consecutive values a step
+			for p := range kc {
+				src := a[(pc+p)*lda+ic+q:]
+				d := panel[p*mr : p*mr+mr]
+				copy(d, src[:rows])
+				clear(d[rows:])
+			}
+			continue
+		}
+		for r := range rows {
+			src := a[(ic+q+r)*lda+pc:]
+			src = src[:kc]
+			for p, v := range src {
+				panel[p*mr+r] = v
+			}
+		}
+		for r := rows; r < mr; r++ {
+			for p := range kc {
+				panel[p*mr+r] = 0
+			}
+		}
+	}
+}
+
+// packB copies columns jc..jc+nc and k steps pc..pc+kc of op(B) into dst as
+// micro-panels of nr columns: panel q holds, for each step p, the nr values
+// op(B)[pc+p][jc+q*nr+j], columns past the end as zeros.
+func packB(dst, b []float32, ldb int, trans bool, jc, nc, pc, kc, nr int) {
+	for q := 0; q < nc; q += nr {
+		panel := dst[q*kc : (q+nr)*kc]
+		cols := min(nr, nc-q)
+		if !trans { // op(B)[p][j] = b[p*ldb+j]: nr consecutive values a step
+			for p := range kc {
+				src := b[(pc+p)*ldb+jc+q:]
+				d := panel[p*nr : p*nr+nr]
+				copy(d, src[:cols])
+				clear(d[cols:])
+			}
+			continue
+		}
+		for j := range cols {
+			src := b[(jc+q+j)*ldb+pc:]
+			src = src[:kc]
+			for p, v := range src {
+				panel[p*nr+j] = v
+			}
+		}
+		for j := cols; j < nr; j++ {
+			for p := range kc {
+				panel[p*nr+j] = 0
+			}
+		}
+	}
+}
+
+// buffers are one goroutine's packing buffers, pooled: a product needs
+// at most mc x kc floats of packed A and kc x nc of packed B, fewer for a
+// small one, and its goroutines reuse the buffers of earlier products.
+type buffers struct {
+	a, b, tile []float32
+}
+
+var pool = sync.Pool{New: func() any { return new(buffers) }}
+
+// getBuffers returns buffers of at least na, nb and nt floats.
+func getBuffers(na, nb, nt int) *buffers {
+	buf := pool.Get().(*buffers)
+	if len(buf.a) < na {
+		buf.a = aligned(na)
+	}
+	if len(buf.b) < nb {
+		buf.b = aligned(nb)
+	}
+	if len(buf.tile) < nt {
+		buf.tile = aligned(nt)
+	}
+	return buf
+}
+
+// aligned returns n float32s starting on a 64-byte boundary (a cache line:
+// the kernels' vector loads of B never straddle two).
+func aligned(n int) []float32 {
+	s := make([]float32, n+16)
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(s)))%64) / 4
+	if off != 0 {
+		off = 16 - off
+	}
+	return s[off : off+n : off+n]
+}
+
+// sgemmWith is SgemmWorkers with a given kernel (for the tests, which run
+// every kernel the machine has).
+func sgemmWith(kern *kernel, workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	p := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: kern}
+	p.check()
+	p.run(workers)
+}
