@@ -155,16 +155,7 @@ func TestCompositeLevelsEqualsStretchValue(t *testing.T) {
 
 // stepSampleComposite is the composite step's random sample (a tile with
 // NaN no-data pixels and a random stretch).
-func stepSampleComposite(seed uint64) CompositeInput {
-	t, _ := TOA(randomDNTile(seed))
-	r := rand.New(rand.NewPCG(seed, 2))
-	st := Stretch{Scene: t.Scene, Gamma: 0.5 + 2.5*r.Float64()}
-	for c := 0; c < 3; c++ {
-		lo := float32(0.3 * r.Float64())
-		st.Lo, st.Hi = append(st.Lo, lo), append(st.Hi, lo+0.01+float32(r.Float64()))
-	}
-	return CompositeInput{Tile: t, Stretch: st}
-}
+func stepSampleComposite(seed uint64) CompositeInput { return StepComposite.Def().Random(seed) }
 
 // compositeReference is the per-pixel loop with stretchValue.
 func compositeReference(in CompositeInput) []uint8 {
