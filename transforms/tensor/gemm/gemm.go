@@ -319,59 +319,44 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 // micro-panels of mr rows: panel q holds, for each step p, the mr values
 // op(A)[ic+q*mr+r][pc+p], rows past the end as zeros.
 func packA(dst, a []float32, lda int, trans bool, ic, mc, pc, kc, mr int) {
-	for q := 0; q < mc; q += mr {
-		panel := dst[q*kc : (q+mr)*kc]
-		rows := min(mr, mc-q)
-		if trans { // op(A)[i][p] = a[p*lda+i]: mr consecutive values a step
-			for p := range kc {
-				src := a[(pc+p)*lda+ic+q:]
-				d := panel[p*mr : p*mr+mr]
-				copy(d, src[:rows])
-				clear(d[rows:])
-			}
-			continue
-		}
-		for r := range rows {
-			src := a[(ic+q+r)*lda+pc:]
-			src = src[:kc]
-			for p, v := range src {
-				panel[p*mr+r] = v
-			}
-		}
-		for r := rows; r < mr; r++ {
-			for p := range kc {
-				panel[p*mr+r] = 0
-			}
-		}
-	}
+	packPanels(dst, a, lda, trans, ic, mc, pc, kc, mr)
 }
 
 // packB copies columns jc..jc+nc and k steps pc..pc+kc of op(B) into dst as
 // micro-panels of nr columns: panel q holds, for each step p, the nr values
 // op(B)[pc+p][jc+q*nr+j], columns past the end as zeros.
 func packB(dst, b []float32, ldb int, trans bool, jc, nc, pc, kc, nr int) {
-	for q := 0; q < nc; q += nr {
-		panel := dst[q*kc : (q+nr)*kc]
-		cols := min(nr, nc-q)
-		if !trans { // op(B)[p][j] = b[p*ldb+j]: nr consecutive values a step
+	packPanels(dst, b, ldb, !trans, jc, nc, pc, kc, nr)
+}
+
+// packPanels copies lines i0..i0+n and k steps pc..pc+kc of x into dst as
+// micro-panels of w lines: panel q holds, for each step p, the w values of
+// lines i0+q*w.. at step pc+p, lines past the end as zeros. With stepMajor,
+// x holds a step's values of consecutive lines together (x[p*ld+i]: A
+// transposed, B as stored); otherwise a line's steps (x[i*ld+p]).
+func packPanels(dst, x []float32, ld int, stepMajor bool, i0, n, pc, kc, w int) {
+	for q := 0; q < n; q += w {
+		panel := dst[q*kc : (q+w)*kc]
+		lines := min(w, n-q)
+		if stepMajor { // w consecutive values a step
 			for p := range kc {
-				src := b[(pc+p)*ldb+jc+q:]
-				d := panel[p*nr : p*nr+nr]
-				copy(d, src[:cols])
-				clear(d[cols:])
+				src := x[(pc+p)*ld+i0+q:]
+				d := panel[p*w : p*w+w]
+				copy(d, src[:lines])
+				clear(d[lines:])
 			}
 			continue
 		}
-		for j := range cols {
-			src := b[(jc+q+j)*ldb+pc:]
+		for r := range lines {
+			src := x[(i0+q+r)*ld+pc:]
 			src = src[:kc]
 			for p, v := range src {
-				panel[p*nr+j] = v
+				panel[p*w+r] = v
 			}
 		}
-		for j := cols; j < nr; j++ {
+		for r := lines; r < w; r++ {
 			for p := range kc {
-				panel[p*nr+j] = 0
+				panel[p*w+r] = 0
 			}
 		}
 	}
