@@ -3,9 +3,9 @@
 package tensor
 
 // The CUDA launches of the tensor steps: the kernels of kernels.cu and
-// cuBLAS products on one batch, in the CUDA executor. Each checks what the
-// old device layer checked and, where the batch is one its kernels do not
-// take, runs the CPU function (its error, or its result). Weights and the
+// cuBLAS products on one batch, in the CUDA executor. Each checks the shapes
+// its kernels take and, where the batch is one they do not, runs the CPU
+// function (its error, or its result). Weights and the
 // kNN reference set are side data: uploaded once per value and kept on the
 // device (gpu.Call.Resident) within the executor's memory budget.
 
