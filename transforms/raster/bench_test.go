@@ -3,7 +3,6 @@ package raster_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/beamgpu/beamgpu/transforms/raster"
 )
@@ -48,26 +47,11 @@ func BenchmarkTOANDVI(b *testing.B) {
 
 func benchTOANDVI(b *testing.B, size int) {
 	tile := mosaicTile(b, size)
-	px := size * size
-	src, dst := make([]byte, px*chainBytes), make([]byte, px*chainBytes)
-
-	var chain, cp time.Duration
-	b.SetBytes(int64(px * chainBytes))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
+	raster.BenchVsCopy(b, size*size, chainBytes, func() {
 		if _, err := raster.TOANDVI(tile); err != nil { // the chain as the pipeline runs it
 			b.Fatal(err)
 		}
-		chain += time.Since(start)
-
-		start = time.Now()
-		copy(dst, src)
-		cp += time.Since(start)
-	}
-	b.ReportMetric(float64(chain.Nanoseconds())/float64(b.N)/float64(px), "ns/pixel")
-	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N)/float64(px), "copy-ns/pixel")
-	b.ReportMetric(float64(cp)/float64(chain), "ratio_to_copy")
+	})
 }
 
 // compositeBytes is what the composite moves per pixel: three float32
@@ -108,24 +92,9 @@ func benchComposite(b *testing.B, size int) {
 	// The scene's stretch, as the pipeline's histogram gives it.
 	st := raster.Stretch{Scene: refl.Scene, Lo: []float32{0.03, 0.04, 0.06}, Hi: []float32{0.25, 0.2, 0.18}, Gamma: 1.4}
 	in := raster.CompositeInput{Tile: refl, Stretch: st}
-	px := size * size
-	from, to := make([]byte, px*compositeBytes), make([]byte, px*compositeBytes)
-
-	var step, cp time.Duration
-	b.SetBytes(int64(px * compositeBytes))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
+	raster.BenchVsCopy(b, size*size, compositeBytes, func() {
 		if _, err := raster.CompositeTile(in); err != nil {
 			b.Fatal(err)
 		}
-		step += time.Since(start)
-
-		start = time.Now()
-		copy(to, from)
-		cp += time.Since(start)
-	}
-	b.ReportMetric(float64(step.Nanoseconds())/float64(b.N)/float64(px), "ns/pixel")
-	b.ReportMetric(float64(cp.Nanoseconds())/float64(b.N)/float64(px), "copy-ns/pixel")
-	b.ReportMetric(float64(cp)/float64(step), "ratio_to_copy")
+	})
 }
