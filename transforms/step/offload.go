@@ -13,6 +13,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
@@ -151,7 +152,7 @@ func (s *Step[In, Out]) call(ctx context.Context, in In, prof *Profile) (Out, er
 		res, err := cl.CallFill(ctx, g.Op, params, sizes, func(dst [][]byte) error {
 			tf := time.Now()
 			for i, b := range bufs {
-				copy(dst[i], b)
+				shm.Copy(dst[i], b)
 			}
 			fill += time.Since(tf)
 			return nil
@@ -258,7 +259,7 @@ func readEnvelope(outs [][]byte) (Parts, Profile, error) {
 	at := 0
 	for i, v := range views {
 		p.Arrays[i] = mem[at : at+len(v) : at+len(v)]
-		copy(p.Arrays[i], v)
+		shm.Copy(p.Arrays[i], v)
 		at += alignUp(len(v))
 	}
 	p.Header = mem[at : at+len(header)]

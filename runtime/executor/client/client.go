@@ -393,7 +393,10 @@ func (c *Client) Call(ctx context.Context, op string, params []byte, inputs [][]
 	defer r.Release()
 	outs := make([][]byte, len(r.Outputs))
 	for i, b := range r.Outputs {
-		outs[i] = append([]byte(nil), b...)
+		if len(b) > 0 {
+			outs[i] = make([]byte, len(b))
+			shm.Copy(outs[i], b)
+		}
 	}
 	return outs, nil
 }
@@ -407,7 +410,7 @@ func (c *Client) CallView(ctx context.Context, op string, params []byte, inputs 
 	}
 	return c.CallFill(ctx, op, params, sizes, func(bufs [][]byte) error {
 		for i, b := range inputs {
-			copy(bufs[i], b)
+			shm.Copy(bufs[i], b)
 		}
 		return nil
 	})

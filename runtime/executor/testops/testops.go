@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
+	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 )
 
 // The op names.
@@ -67,7 +68,7 @@ func copyAll(in [][]byte, out server.Outputs) error {
 		return err
 	}
 	for i, b := range in {
-		copy(bufs[i], b)
+		shm.Copy(bufs[i], b)
 	}
 	return nil
 }

@@ -14,28 +14,31 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/beamgpu/beamgpu/runtime/executor/testops"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
 const benchUsage = `Usage: beamgpu-executor bench [flags]
 
-Measures, in one run, the ceilings of this machine (a host memcpy; on a GPU the
+Measures, in one run, the ceilings of this machine (a host copy, on one core
+and as the transport copies: shm.Copy, on up to 8 cores; on a GPU the
 pinned and pageable host-device bandwidth, the device's own copy and cuBLAS's
 float32 product rate) and then every step with a benchmark input, host to host
 through the client and an executor process, as a pipeline's batch goes. Each
 result is printed with its floor and the ratio floor/time (1 is the machine's
 limit): on a GPU the larger of the batch's bytes over the pinned bus and its
 products' FLOPs at cuBLAS's rate; on the CPU reference executor the CPU
-function's own time plus one memcpy of the batch's bytes. The echo line is the
-transport alone (448 MiB there and back) against two memcpys.
+function's own time plus one copy (shm.Copy) of the batch's bytes. The echo line
+is the transport alone (448 MiB there and back) against two such copies.
 
 Flags:
 `
 
 // ceilings are the machine's limits, measured in the same run.
 type ceilings struct {
-	memcpy float64 // bytes/s, one core
+	memcpy1 float64 // bytes/s, one core's copy
+	memcpy  float64 // bytes/s, shm.Copy's (the transport's copy)
 	// On a GPU (device true):
 	device                   bool
 	h2dPinned, d2hPinned     float64 // bytes/s
@@ -80,7 +83,8 @@ func bench(args []string, stdout, stderr io.Writer) int {
 }
 
 func runBench(ctx context.Context, w io.Writer, exe, size string, reps int, phases bool, echoMiB int, only string) error {
-	c := ceilings{memcpy: memcpyRate(reps)}
+	c := ceilings{memcpy1: memcpyRate(reps, func(dst, src []byte) { copy(dst, src) }),
+		memcpy: memcpyRate(reps, func(dst, src []byte) { shm.Copy(dst, src) })}
 	// The device's own ceilings first, with the device to ourselves; then
 	// the executor opens it.
 	if err := deviceCeilings(&c, reps); err != nil {
@@ -104,7 +108,8 @@ func runBench(ctx context.Context, w io.Writer, exe, size string, reps int, phas
 		exe, info.PID, info.Device, map[bool]string{true: "full", false: "ci"}[full], reps)
 
 	tw := &table{w: w}
-	tw.row("ceiling", "host memcpy, one core", gbps(c.memcpy), "", "", "")
+	tw.row("ceiling", "host copy, one core", gbps(c.memcpy1), "", "", "")
+	tw.row("ceiling", "host copy, shm.Copy", gbps(c.memcpy), "", "", "")
 	if c.device {
 		tw.row("ceiling", "host to device, pinned", gbps(c.h2dPinned), "", "", "")
 		tw.row("ceiling", "device to host, pinned", gbps(c.d2hPinned), "", "", "")
@@ -159,7 +164,7 @@ func runBench(ctx context.Context, w io.Writer, exe, size string, reps int, phas
 				floor, what = compute, "sgemm"
 			}
 		} else {
-			floor, what = cpu+seconds(float64(inB+outB)/c.memcpy), "cpu + memcpy"
+			floor, what = cpu+seconds(float64(inB+outB)/c.memcpy), "cpu + copy"
 		}
 		name := s.Name() + " " + work.Name
 		if sideB > 0 {
@@ -181,7 +186,8 @@ func runBench(ctx context.Context, w io.Writer, exe, size string, reps int, phas
 
 // benchEcho times the transport alone: n MiB to the executor and back by
 // echo, the result read in place (two copies: into shared memory, and the
-// executor's echo), against two memcpys of the same bytes; and the same with
+// executor's echo), against two copies (shm.Copy, as the transport copies) of
+// the same bytes; and the same with
 // the result copied into Go memory, as a step's output is (a fresh
 // allocation: its page faults are part of what that costs).
 func benchEcho(ctx context.Context, tw *table, cl *client.Client, mib, reps int) error {
@@ -210,15 +216,15 @@ func benchEcho(ctx context.Context, tw *table, cl *client.Client, mib, reps int)
 	if err != nil {
 		return fmt.Errorf("echo: %w", err)
 	}
-	floor, _ := median(reps, func() error { copy(dst, src); copy(src, dst); return nil })
+	floor, _ := median(reps, func() error { shm.Copy(dst, src); shm.Copy(src, dst); return nil })
 	tw.row("transport", fmt.Sprintf("echo %d MiB there and back, read in place", mib), ms(took),
-		"2 memcpys "+ms(floor), ratio(floor, took), "")
+		"2 copies "+ms(floor), ratio(floor, took), "")
 	took, err = median(reps, func() error { _, err := cl.Call(ctx, testops.Echo, nil, in); return err })
 	if err != nil {
 		return fmt.Errorf("echo: %w", err)
 	}
 	tw.row("transport", fmt.Sprintf("echo %d MiB there and back, into Go memory", mib), ms(took),
-		"3 memcpys "+ms(floor*3/2), ratio(floor*3/2, took), "")
+		"3 copies "+ms(floor*3/2), ratio(floor*3/2, took), "")
 	return nil
 }
 
@@ -236,12 +242,12 @@ func median(reps int, fn func() error) (time.Duration, error) {
 	return ts[len(ts)/2], nil
 }
 
-// memcpyRate is one core's host copy rate on 256 MiB (warm pages).
-func memcpyRate(reps int) float64 {
+// memcpyRate is cp's host copy rate on 256 MiB (warm pages).
+func memcpyRate(reps int, cp func(dst, src []byte)) float64 {
 	const n = 256 << 20
 	src, dst := make([]byte, n), make([]byte, n)
 	copy(dst, src)
-	t, _ := median(reps, func() error { copy(dst, src); return nil })
+	t, _ := median(reps, func() error { cp(dst, src); return nil })
 	return n / t.Seconds()
 }
 

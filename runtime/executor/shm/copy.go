@@ -1,0 +1,39 @@
+package shm
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Sizes of Copy's work: below copyParallelMin one core copies; above it each
+// goroutine takes at least copyPart bytes, and at most copyMaxWorkers run.
+const (
+	copyParallelMin = 4 << 20
+	copyPart        = 1 << 20
+	copyMaxWorkers  = 8
+)
+
+// Copy is the built-in copy (it copies min(len(dst), len(src)) bytes and
+// returns that count) for the batches that cross shared memory: above a few
+// MiB it copies in parts on up to GOMAXPROCS goroutines (at most 8, about
+// where a socket's memory bandwidth is reached). One core's copy reaches a
+// fraction of the memory bandwidth (11 GB/s on an H100 machine whose pinned
+// bus moves 55 GB/s), and a copy into fresh memory also pays its page faults
+// on one core, so a batch's copy into an arena and out of it would otherwise
+// take longer than its transfer to the GPU. dst and src must not overlap.
+func Copy(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	workers := min(runtime.GOMAXPROCS(0), n/copyPart, copyMaxWorkers)
+	if n < copyParallelMin || workers < 2 {
+		return copy(dst, src)
+	}
+	part := (n/workers + 63) &^ 63 // cache-line aligned parts
+	var wg sync.WaitGroup
+	for at := part; at < n; at += part {
+		end := min(at+part, n)
+		wg.Go(func() { copy(dst[at:end], src[at:end]) })
+	}
+	copy(dst[:part], src[:part])
+	wg.Wait()
+	return n
+}
