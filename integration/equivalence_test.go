@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -114,6 +116,47 @@ func TestOpErrorsComeBack(t *testing.T) {
 	_, gpuErr := steptest.Apply(tensor.StepDense, backend.GPU, bad)
 	require.Error(t, gpuErr)
 	assert.Contains(t, gpuErr.Error(), "f[3:4]")
+}
+
+// A NaN or an infinity in a batch that the step refuses (MLP, kNN and
+// softmax check their inputs; the CUDA launches on the device, after the
+// upload) comes back as the CPU's error, naming the same row and column,
+// wherever in the batch it is.
+func TestNonFiniteInputsComeBackAsTheCPUError(t *testing.T) {
+	mlp := tensor.StepMLP.SampleInput().(tensor.MLPInput)
+	knn := tensor.StepKNN.SampleInput().(tensor.KNNInput)
+	soft := tensor.StepSoftmax.SampleInput().(tensor.Batch)
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		for _, where := range []string{"first", "middle", "last"} {
+			at := func(n int) int {
+				return map[string]int{"first": 0, "middle": n / 2, "last": n - 1}[where]
+			}
+			poison := func(b tensor.Batch) tensor.Batch {
+				b.X = append([]float32(nil), b.X...)
+				b.X[at(len(b.X))] = bad
+				return b
+			}
+			name := fmt.Sprintf("%v at the %s value", bad, where)
+			m := mlp
+			m.Batch = poison(m.Batch)
+			checkSameError(t, tensor.StepMLP, m, name)
+			k := knn
+			k.Query = poison(k.Query)
+			checkSameError(t, tensor.StepKNN, k, name)
+			checkSameError(t, tensor.StepSoftmax, poison(soft), name)
+		}
+	}
+}
+
+// checkSameError applies s to in on the CPU and through the executor and
+// requires the same error of both.
+func checkSameError[In, Out any](t *testing.T, s *step.Step[In, Out], in In, name string) {
+	t.Helper()
+	_, cpuErr := steptest.Apply(s, backend.CPU, in)
+	require.Error(t, cpuErr, "%s: %s on the CPU", s.Name(), name)
+	_, gpuErr := steptest.Apply(s, backend.GPU, in)
+	require.Error(t, gpuErr, "%s: %s through the executor", s.Name(), name)
+	assert.Contains(t, gpuErr.Error(), cpuErr.Error(), "%s: %s", s.Name(), name)
 }
 
 // A batch larger than the executor's memory budget is split until the

@@ -38,12 +38,20 @@ func (b Batch) Validate() error {
 	if err := b.checkShape(); err != nil {
 		return err
 	}
+	if err := b.checkLabels(); err != nil {
+		return err
+	}
+	return checkFinite(b)
+}
+
+// checkLabels checks that every label is -1 (unknown) or more.
+func (b Batch) checkLabels() error {
 	for i, l := range b.Labels {
 		if l < -1 {
 			return fmt.Errorf("%s: row %d: label %d is negative (-1 is the only allowed unknown label)", b.Source, b.Offset+i, l)
 		}
 	}
-	return checkFinite(b)
+	return nil
 }
 
 // checkShape checks the shape only.

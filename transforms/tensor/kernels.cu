@@ -23,7 +23,7 @@
 // so every parameter is 8 bytes wide: pointers, long long, double.
 //
 // Launch geometries, chosen by the host (runtime/executor/cuda):
-//   - elementwise (standardize_*, bias_relu): 1-D grid-stride loop, blockDim.x = 256,
+//   - elementwise (standardize_*, bias_relu, any_nonfinite): 1-D grid-stride loop, blockDim.x = 256,
 //     gridDim.x = min(ceil(n/256), 32*SMs); coalesced.
 //   - row-wise (softmax_rows, argmax_rows, row_sqnorms): one warp per row,
 //     blockDim.x = 256 (8 rows per block), gridDim.x = ceil(rows/8); the 32 lanes
@@ -167,6 +167,23 @@ extern "C" __global__ void argmax_rows(const float *__restrict__ x, int *__restr
     }
     if (lane == 0) {
         out[row] = (int)bi;
+    }
+}
+
+// any_nonfinite: *flag |= 1 if any of the n values of x is NaN or infinite (its
+// exponent bits all set, the test of isBad in batch.go). The launches check their input
+// batch with it on the device, where the batch already is, instead of a pass over the
+// host's copy; the host zeroes flag first and reads it once the stream is done.
+// Elementwise geometry; one atomic per block that saw such a value.
+extern "C" __global__ void any_nonfinite(const float *__restrict__ x, long long n, unsigned int *__restrict__ flag)
+{
+    long long stride = (long long)gridDim.x * blockDim.x;
+    int bad = 0;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        bad |= (__float_as_uint(x[i]) & 0x7f800000u) == 0x7f800000u;
+    }
+    if (__syncthreads_or(bad) && threadIdx.x == 0) {
+        atomicOr(flag, 1u);
     }
 }
 

@@ -32,6 +32,7 @@ var (
 	kernelArgmax    = Module.Kernel("argmax_rows")
 	kernelSqNorms   = Module.Kernel("row_sqnorms")
 	kernelKNN       = Module.Kernel("knn_finish")
+	kernelNonFinite = Module.Kernel("any_nonfinite")
 )
 
 // KNNMaxK is the largest k the kNN kernel supports (its per-thread lists);
@@ -47,6 +48,39 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// finiteCheck is checkFinite on the device: the launches that must refuse a
+// batch holding NaN or infinity check the copy they uploaded (a pass at the
+// device's memory speed) instead of the host's (a pass over the batch on one
+// core, which took longer than the rest of an MLP call). Enqueue it right
+// after the upload; read it once the call's results are enqueued.
+type finiteCheck struct {
+	flag []uint32 // host copy of the device flag
+	dev  gpu.Ptr
+}
+
+// checkFiniteOnDevice enqueues the check of the n values at x.
+func checkFiniteOnDevice(c gpu.Call, x gpu.Ptr, n int) (*finiteCheck, error) {
+	f := &finiteCheck{flag: []uint32{0}}
+	var err error
+	if f.dev, err = gpu.Upload(c, f.flag); err != nil {
+		return nil, err
+	}
+	return f, c.Launch(kernelNonFinite, gpu.Grid1D(c.Device(), int64(n)), gpu.BlockThreads, x, int64(n), f.dev)
+}
+
+// finite waits for the call's stream and reports whether every value was
+// finite; when not, the launch returns its CPU function's result (the error
+// naming the first bad value).
+func (f *finiteCheck) finite(c gpu.Call) (bool, error) {
+	if err := gpu.Download(c, f.flag, f.dev); err != nil {
+		return false, err
+	}
+	if err := c.Sync(); err != nil {
+		return false, err
+	}
+	return f.flag[0] == 0, nil
 }
 
 // outBatch is b's rows with cols columns of host output memory.
@@ -162,10 +196,14 @@ func argmaxRows(c gpu.Call, x gpu.Ptr, rows, cols int) (gpu.Ptr, error) {
 }
 
 func launchSoftmax(c gpu.Call, b Batch) (Batch, error) {
-	if b.checkShape() != nil || b.Cols == 0 || b.Rows == 0 || checkFinite(b) != nil {
+	if b.checkShape() != nil || b.Cols == 0 || b.Rows == 0 {
 		return Softmax(b)
 	}
 	x, err := gpu.Upload(c, b.X)
+	if err != nil {
+		return Batch{}, err
+	}
+	check, err := checkFiniteOnDevice(c, x, len(b.X))
 	if err != nil {
 		return Batch{}, err
 	}
@@ -177,7 +215,16 @@ func launchSoftmax(c gpu.Call, b Batch) (Batch, error) {
 	if err != nil {
 		return Batch{}, err
 	}
-	return out, gpu.Download(c, out.X, y)
+	if err := gpu.Download(c, out.X, y); err != nil {
+		return Batch{}, err
+	}
+	if ok, err := check.finite(c); err != nil || !ok {
+		if err != nil {
+			return Batch{}, err
+		}
+		return Softmax(b)
+	}
+	return out, nil
 }
 
 func launchArgmax(c gpu.Call, b Batch) (Predictions, error) {
@@ -207,10 +254,14 @@ func launchTopK(_ gpu.Call, in TopKInput) (Ranked, error) { return TopKBatch(in)
 
 func launchMLP(c gpu.Call, in MLPInput) (Predictions, error) {
 	b, m := in.Batch, in.Model
-	if m == nil || b.Validate() != nil || b.Rows == 0 || m.Validate() != nil || b.Cols != m.Layers[0].In {
+	if m == nil || b.checkShape() != nil || b.checkLabels() != nil || b.Rows == 0 || m.Validate() != nil || b.Cols != m.Layers[0].In {
 		return MLPBatch(in) // the CPU function's error, or an empty batch
 	}
 	x, err := gpu.Upload(c, b.X)
+	if err != nil {
+		return Predictions{}, err
+	}
+	check, err := checkFiniteOnDevice(c, x, len(b.X))
 	if err != nil {
 		return Predictions{}, err
 	}
@@ -239,8 +290,16 @@ func launchMLP(c gpu.Call, in MLPInput) (Predictions, error) {
 	if err := gpu.Download(c, scores, probs); err != nil {
 		return Predictions{}, err
 	}
-	return Predictions{Source: b.Source, Offset: b.Offset, Labels: b.Labels, Predicted: pred, Scores: scores, Classes: classes},
-		gpu.Download(c, pred, idx)
+	if err := gpu.Download(c, pred, idx); err != nil {
+		return Predictions{}, err
+	}
+	if ok, err := check.finite(c); err != nil || !ok {
+		if err != nil {
+			return Predictions{}, err
+		}
+		return MLPBatch(in) // its error names the first bad value
+	}
+	return Predictions{Source: b.Source, Offset: b.Offset, Labels: b.Labels, Predicted: pred, Scores: scores, Classes: classes}, nil
 }
 
 // residentReference is the reference set on the device, rows then their
@@ -266,7 +325,7 @@ func residentReference(c gpu.Call, r *Reference) (x, norms gpu.Ptr, err error) {
 // almost equal distances may come in the other order (KNNNearTie).
 func launchKNN(c gpu.Call, in KNNInput) (Predictions, error) {
 	q, r, k := in.Query, in.Ref, in.K
-	if r == nil || q.checkShape() != nil || q.Validate() != nil || q.Cols != r.Cols || q.Rows == 0 ||
+	if r == nil || q.checkShape() != nil || q.checkLabels() != nil || q.Cols != r.Cols || q.Rows == 0 ||
 		k < 1 || k > KNNMaxK || k > r.Rows || (in.Weights != WeightUniform && in.Weights != WeightDistance) {
 		return KNNBatch(in) // the CPU function's error or result
 	}
@@ -278,6 +337,10 @@ func launchKNN(c gpu.Call, in KNNInput) (Predictions, error) {
 	idx := make([]int32, nq*k)
 	dist := make([]float32, nq*k)
 	x, err := gpu.Upload(c, q.X)
+	if err != nil {
+		return Predictions{}, err
+	}
+	check, err := checkFiniteOnDevice(c, x, len(q.X))
 	if err != nil {
 		return Predictions{}, err
 	}
@@ -320,8 +383,12 @@ func launchKNN(c gpu.Call, in KNNInput) (Predictions, error) {
 	if err := gpu.Download(c, dist, dDist); err != nil {
 		return Predictions{}, err
 	}
-	if err := c.Sync(); err != nil { // idx and dist in place for the vote
-		return Predictions{}, err
+	// The check waits for the stream: idx and dist are in place for the vote.
+	if ok, err := check.finite(c); err != nil || !ok {
+		if err != nil {
+			return Predictions{}, err
+		}
+		return KNNBatch(in) // its error names the first bad value
 	}
 	return Vote(q, r, idx, dist, k, in.Weights), nil
 }
