@@ -1,8 +1,11 @@
 package rasterbeam_test
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -13,6 +16,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -87,4 +91,28 @@ func TestStepsOnPrismMatchWholeSceneComputation(t *testing.T) {
 func TestNaNSafeFingerprint(t *testing.T) {
 	nan := float32(math.NaN())
 	assert.Equal(t, "B4 2x1 sum=1.000000 nan=1", fingerprint(raster.Tile{Rect: raster.Rect{W: 2, H: 1}, Names: []string{"B4"}, Data: [][]float32{{1, nan}}}))
+}
+
+// In a Beam binary, a local band file is read at offsets directly (the
+// file itself, not Beam's stream reopened and skipped up to each window's
+// offset): a window deep in a file reads only its own bytes.
+func TestLocalFilesAreReadAtOffsets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "band.TIF")
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i * 31)
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	f, err := files.OpenAt(context.Background(), path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, direct := f.(interface{ Fd() uintptr })
+	assert.True(t, direct, "a local path opens as a file (%T)", f)
+	assert.Equal(t, int64(len(data)), f.Size())
+	got := make([]byte, 4096)
+	for _, off := range []int64{7 << 20, 0, 5<<20 + 123} {
+		_, err := f.ReadAt(got, off)
+		require.NoError(t, err)
+		assert.Equal(t, data[off:off+4096], got, "at %d", off)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -51,9 +52,17 @@ func (Filesystems) OpenRead(ctx context.Context, path string) (io.ReadCloser, er
 	return &fsReader{ReadCloser: r, fsys: fsys}, nil
 }
 
-// OpenAt implements files.FS: it reads at offsets through the stream Beam's filesystems give,
-// reopened where a read goes back (files.StreamAt).
+// OpenAt implements files.FS. A local path (no scheme://) is opened as a
+// file and read at offsets directly (files.Local). Any other path is read
+// at offsets through the stream Beam's filesystems give, reopened where a
+// read goes back (files.StreamAt): Beam's filesystems offer no ranged
+// reads, so a stream reopened at an offset reads the bytes before it again.
+// Reading a full-size scene's 256 windows so spent 5.8 of its 17 s in
+// reading bytes to skip them.
 func (Filesystems) OpenAt(ctx context.Context, path string) (files.File, error) {
+	if !strings.Contains(path, "://") {
+		return files.Local{}.OpenAt(ctx, path)
+	}
 	fsys, err := filesystem.New(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
