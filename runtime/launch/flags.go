@@ -36,6 +36,10 @@ type Flags struct {
 	// SkipRules is --skip_gpu_rules: Dataflow GPU rules not to check,
 	// comma separated (for a region or machine newer than the tables).
 	SkipRules string
+	// CPUProfile is --cpuprofile: write a Go CPU profile of the run to this
+	// file (on prism the SDK workers run in this process, so it covers
+	// the steps; on a remote runner only the submission).
+	CPUProfile string
 }
 
 // Register adds the launcher's flags to fs.
@@ -50,6 +54,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		"accelerator hint of the right-fitted GPU steps, type:T;count:N[;machine_type:M];install-nvidia-driver:5xx (empty: the one each step declares)")
 	fs.IntVar(&f.GPUProcesses, "gpu_processes", 0,
 		"SDK processes sharing one GPU on a worker, which divide its memory and concurrent batches among their executors (0: derived: 1 for a Go SDK container, which is multi-core)")
+	fs.StringVar(&f.CPUProfile, "cpuprofile", "",
+		"write a CPU profile of the run to this file, for go tool pprof (on prism the steps run in this process, so it shows where a run's time goes)")
 	fs.StringVar(&f.SkipRules, "skip_gpu_rules", "",
 		"comma-separated Dataflow GPU rules not to check, for a region or machine type newer than the rule tables (see runtime/dataflow)")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -139,10 +140,17 @@ func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*
 	if err := explain(sel); err != nil {
 		return Metrics{}, 0, launch.Outcome{}, err
 	}
+	stopProfile, err := startCPUProfile(lf.CPUProfile)
+	if err != nil {
+		return Metrics{}, 0, launch.Outcome{}, err
+	}
 	stop := StartProgress(os.Stderr, name, progress)
 	start := time.Now()
 	out, err := launch.Run(ctx, p, lf)
 	stop()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = perr
+	}
 	took := time.Since(start)
 	if err != nil {
 		return Metrics{}, took, out, fmt.Errorf("pipeline failed: %w", err)
@@ -155,6 +163,30 @@ func Run(ctx context.Context, name string, sel *backend.Selector, explain func(*
 	}
 	m, err := ReadMetrics(out.Result, sel.Report())
 	return m, took, out, err
+}
+
+// startCPUProfile starts a CPU profile into path (--cpuprofile); the
+// returned function stops it and closes the file. An empty path profiles
+// nothing.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 // Selector builds the backend selector of bf (--backend, --backend_override)
