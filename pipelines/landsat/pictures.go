@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/flate"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"io"
 
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/pngstream"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 )
 
@@ -64,21 +66,21 @@ func (m *stripImage) At(x, y int) color.Color {
 	return color.NRGBA{m.pix[i], m.pix[i+1], m.pix[i+2], m.pix[i+3]}
 }
 
-// bigPicture is the size in pixels above which pictures are compressed
-// with zlib's fastest level: at the default level a full-size scene's
-// picture takes about 17 s to encode on one core, at the fastest 7 s. Smaller
-// pictures keep the default (and the bytes image/png writes for an
-// in-memory picture).
+// bigPicture is the size in pixels above which pictures are written by
+// package pngstream: strips compressed on all cores at zlib's fastest level.
+// image/png, on one core and asking for each pixel through At, took about
+// 7 s for a full-size scene's picture at that level (17 s at the default).
+// Smaller pictures keep image/png at the default level (and the bytes it
+// writes for an in-memory picture).
 const bigPicture = 4096 * 4096
 
 // writePNG encodes m into path; an error of m's fill fails it.
 func writePNG(ctx context.Context, path string, m *stripImage) error {
-	enc := png.Encoder{CompressionLevel: png.DefaultCompression}
-	if m.w*m.h > bigPicture {
-		enc.CompressionLevel = png.BestSpeed
-	}
 	return job.WriteFile(ctx, path, func(w io.Writer) error {
-		if err := enc.Encode(w, m); err != nil {
+		if m.w*m.h > bigPicture {
+			return pngstream.Encode(w, m.w, m.h, m.rows, m.opaque, flate.BestSpeed, m.fill)
+		}
+		if err := png.Encode(w, m); err != nil {
 			return err
 		}
 		return m.err
