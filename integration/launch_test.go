@@ -380,33 +380,47 @@ func TestInvalidGPUConfigurationsAreRejected(t *testing.T) {
 	assert.Contains(t, stderr, "sdk_container_image")
 }
 
-// The right-fitted pipeline runs on prism: two environments (a loopback
-// worker each), GPU steps through an out-of-process executor, and outputs
-// byte-identical to the CPU run's.
+// The right-fitted pipeline runs on prism when asked (--right_fitting): two
+// environments (a loopback worker each), GPU steps through an
+// out-of-process executor, and outputs byte-identical to the CPU run's. By
+// default (auto) prism runs one environment: its workers are all in this
+// process, and the fusion breaks would only hold data in memory. The
+// outputs are the same.
 func TestRightFittedLandsatOnPrism(t *testing.T) {
-	cpuOut, gpuOut := t.TempDir(), t.TempDir()
+	cpuOut := t.TempDir()
 	code, stdout, stderr := runBin(t, "landsat", "--backend=cpu", "--output="+cpuOut)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	assert.NotContains(t, stderr, "right fitting:")
-	code, stdout, stderr = runBin(t, "landsat", "--backend=gpu", "--gpu_executor="+executorPath, "--output="+gpuOut)
-	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
-	assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
-	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx, min_ram=16000000000] (composite,")
-	assert.Contains(t, stdout, "1 done, 0 failed")
-	var files int
-	require.NoError(t, filepath.WalkDir(cpuOut, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) == ".json" && filepath.Base(path) == "summary.json" {
-			return err
+	for _, fitted := range []bool{true, false} {
+		gpuOut := t.TempDir()
+		args := []string{"--backend=gpu", "--gpu_executor=" + executorPath, "--output=" + gpuOut}
+		if fitted {
+			args = append(args, "--right_fitting")
 		}
-		rel, _ := filepath.Rel(cpuOut, path)
-		want, _ := os.ReadFile(path)
-		got, err := os.ReadFile(filepath.Join(gpuOut, rel))
-		require.NoError(t, err)
-		assert.Equal(t, want, got, rel)
-		files++
-		return nil
-	}))
-	assert.Greater(t, files, 8)
+		code, stdout, stderr = runBin(t, "landsat", args...)
+		require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+		if fitted {
+			assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
+			assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx, min_ram=16000000000] (composite,")
+		} else {
+			assert.NotContains(t, stderr, "right fitting:")
+		}
+		assert.Contains(t, stdout, "1 done, 0 failed")
+		var files int
+		require.NoError(t, filepath.WalkDir(cpuOut, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Ext(path) == ".json" && filepath.Base(path) == "summary.json" {
+				return err
+			}
+			rel, _ := filepath.Rel(cpuOut, path)
+			want, _ := os.ReadFile(path)
+			got, err := os.ReadFile(filepath.Join(gpuOut, rel))
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "%s (right fitting %v)", rel, fitted)
+			files++
+			return nil
+		}))
+		assert.Greater(t, files, 8)
+	}
 }
 
 // A Dataflow submission refuses paths the workers cannot reach, before

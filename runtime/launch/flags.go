@@ -3,6 +3,7 @@ package launch
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -22,8 +23,12 @@ type Flags struct {
 	// nothing.
 	PlanOut string
 	// RightFitting is --right_fitting: move hinted steps to their own
-	// environments (default true).
-	RightFitting bool
+	// environments. Auto (the default) does so where environments can be
+	// different workers (Dataflow, a portable job server) and not on prism
+	// started in this process, where every environment runs in the same
+	// loopback worker and the fusion breaks only cost memory (a full-size
+	// Landsat scene held 24 GB behind them, 0.23 GB without).
+	RightFitting Switch
 	// WorkerAccelerator is --worker_accelerator: every Dataflow worker gets
 	// this GPU (whole-pipeline GPU); steps then carry no hints.
 	WorkerAccelerator string
@@ -42,12 +47,53 @@ type Flags struct {
 	CPUProfile string
 }
 
+// Switch is a flag that is on, off, or left to the launcher (auto, the zero
+// value). It takes true, false, auto, or no value (on).
+type Switch int8
+
+// The Switch values.
+const (
+	Auto Switch = iota
+	On
+	Off
+)
+
+func (s Switch) String() string { return [...]string{"auto", "true", "false"}[s] }
+
+// Set implements flag.Value.
+func (s *Switch) Set(v string) error {
+	if v == "auto" {
+		*s = Auto
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("%q: want true, false or auto", v)
+	}
+	*s = map[bool]Switch{true: On, false: Off}[b]
+	return nil
+}
+
+// IsBoolFlag lets the flag be given alone (--right_fitting means true).
+func (s *Switch) IsBoolFlag() bool { return true }
+
+// rightFitting says whether right fitting applies for target t.
+func (f Flags) rightFitting(t Target) bool {
+	switch f.RightFitting {
+	case On:
+		return true
+	case Off:
+		return false
+	}
+	return t != Prism
+}
+
 // Register adds the launcher's flags to fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.PlanOut, "plan_out", "",
 		"write the launch plan into this directory and run nothing: plan.txt (a summary: environments, steps, hints, service options, machine, image), plan.json, pipeline.pb and pipeline.txtpb (the pipeline proto) and, for --runner=dataflow, job.json (the Dataflow job); works offline and holds no credentials")
-	fs.BoolVar(&f.RightFitting, "right_fitting", true,
-		"run GPU steps in their own environment carrying their resource hints (accelerator, min_ram), after a fusion break, so that only their stages get GPU workers; false leaves every step on the default environment")
+	fs.Var(&f.RightFitting, "right_fitting",
+		"run GPU steps in their own environment carrying their resource hints (accelerator, min_ram), after a fusion break, so that only their stages get GPU workers: true, false (every step on the default environment, hints stripped) or auto: true on Dataflow and portable job servers, false on prism in this process, where it would only hold the data at each fusion break in memory (default auto)")
 	fs.StringVar(&f.WorkerAccelerator, "worker_accelerator", "",
 		"whole-pipeline GPU on Dataflow: every worker gets this GPU, as type:T;count:N;install-nvidia-driver:5xx[;use_nvidia_mps] (becomes --dataflow_service_options=worker_accelerator=..., which is also accepted as such); steps then carry no hints. Quote it in a shell: ';' ends a command")
 	fs.StringVar(&f.Accelerator, "gpu_accelerator", "",

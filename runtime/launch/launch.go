@@ -85,16 +85,20 @@ func marshal(p *beam.Pipeline, env *pipepb.Environment, built func([]*graph.Mult
 }
 
 // place applies right fitting (or strips the hints for whole-pipeline GPU,
-// or with --right_fitting=false) and starts the plan.
+// with --right_fitting=false, or on prism under auto) and starts the plan.
 func place(model *pipepb.Pipeline, f Flags, t Target) (*pipepb.Pipeline, *Plan, error) {
 	plan := &Plan{Runner: string(t), Hinted: rightfit.Hinted(model)}
 	switch {
 	case t == Dataflow && f.wholePipelineGPU():
 		rightfit.Strip(model)
 		plan.Mode = ModeWholePipeline
-	case !f.RightFitting:
+	case !f.rightFitting(t):
 		rightfit.Strip(model)
 		plan.Mode = ModeOneEnvironment
+		plan.why = "--right_fitting=false"
+		if f.RightFitting == Auto {
+			plan.why = "on prism every environment runs in this process: --right_fitting=auto leaves right fitting off"
+		}
 	default:
 		np, res, err := rightfit.Apply(model, rightfit.Options{Accelerator: f.Accelerator})
 		if err != nil {

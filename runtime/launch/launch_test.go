@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"flag"
+	"io"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -147,4 +148,32 @@ func TestWorkerBinaryNote(t *testing.T) {
 	assert.Contains(t, workerBinaryNote(workerBinary()), "--worker_binary="+ImageWorkerBinaries+"/<pipeline>")
 	setFlags(t, map[string]string{"worker_binary": "/opt/beamgpu/bin/fashion"})
 	assert.Equal(t, "/opt/beamgpu/bin/fashion (--worker_binary)", workerBinaryNote(workerBinary()))
+}
+
+// --right_fitting takes true, false, auto or no value; auto (the default)
+// right-fits for Dataflow and portable job servers and not on prism.
+func TestRightFittingFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want Switch
+	}{
+		{nil, Auto}, {[]string{"--right_fitting"}, On}, {[]string{"--right_fitting=true"}, On},
+		{[]string{"--right_fitting=false"}, Off}, {[]string{"--right_fitting=auto"}, Auto},
+	} {
+		var f Flags
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		f.Register(fs)
+		require.NoError(t, fs.Parse(c.args), "%v", c.args)
+		assert.Equal(t, c.want, f.RightFitting, "%v", c.args)
+		for _, target := range []Target{Prism, Dataflow, Portable} {
+			want := c.want == On || c.want == Auto && target != Prism
+			assert.Equal(t, want, f.rightFitting(target), "%v on %s", c.args, target)
+		}
+	}
+	var f Flags
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.Register(fs)
+	assert.ErrorContains(t, fs.Parse([]string{"--right_fitting=maybe"}), "want true, false or auto")
+	assert.Equal(t, "auto", Auto.String())
 }

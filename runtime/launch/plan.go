@@ -29,7 +29,8 @@ const (
 	// ModeWholePipeline: one environment; every Dataflow worker has the
 	// GPU of --worker_accelerator; no hints.
 	ModeWholePipeline Mode = "whole-pipeline GPU"
-	// ModeOneEnvironment: --right_fitting=false; one environment, no hints.
+	// ModeOneEnvironment: --right_fitting=false, or prism under auto; one
+	// environment, no hints.
 	ModeOneEnvironment Mode = "one environment"
 )
 
@@ -53,6 +54,7 @@ type Plan struct {
 	SharedMemory string                 `json:"shared_memory,omitempty"`
 	Files        []string               `json:"files,omitempty"`
 	moved        []rightfit.Environment // environments right fitting made
+	why          string                 // why one environment (ModeOneEnvironment)
 	mps          bool
 }
 
@@ -214,7 +216,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	case len(p.Hinted) > 0 && p.Mode == ModeWholePipeline:
 		fmt.Fprintf(&b, "GPU steps (every worker has the GPU; their resource hints were stripped): %s\n", strings.Join(p.Hinted, ", "))
 	case len(p.Hinted) > 0 && p.Mode == ModeOneEnvironment:
-		fmt.Fprintf(&b, "GPU steps (--right_fitting=false: one environment, their resource hints were stripped): %s\n", strings.Join(p.Hinted, ", "))
+		fmt.Fprintf(&b, "GPU steps (%s: one environment, their resource hints were stripped): %s\n", p.why, strings.Join(p.Hinted, ", "))
 	case len(p.Hinted) > 0:
 		fmt.Fprintf(&b, "GPU steps (carry resource hints): %s\n", strings.Join(p.Hinted, ", "))
 	default:
