@@ -19,5 +19,9 @@
 // alignment, reset per batch); when a batch does not fit, the client grows
 // the arena and sends the descriptor again.
 //
+// Copy is how batches go in and out of an arena: the built-in copy, on up to
+// 8 cores for the large ones (one core copies at about a fifth of what a
+// PCIe 5 bus moves).
+//
 // Linux only: on other systems Create and Map return ErrUnsupported.
 package shm
