@@ -54,7 +54,7 @@ func boolInt(b bool) int64 {
 // batch holding NaN or infinity check the copy they uploaded (a pass at the
 // device's memory speed) instead of the host's (a pass over the batch on one
 // core, which took longer than the rest of an MLP call). Enqueue it right
-// after the upload; read it once the call's results are enqueued.
+// after the upload; end the launch with result once its work is enqueued.
 type finiteCheck struct {
 	flag []uint32 // host copy of the device flag
 	dev  gpu.Ptr
@@ -70,17 +70,23 @@ func checkFiniteOnDevice(c gpu.Call, x gpu.Ptr, n int) (*finiteCheck, error) {
 	return f, c.Launch(kernelNonFinite, gpu.Grid1D(c.Device(), int64(n)), gpu.BlockThreads, x, int64(n), f.dev)
 }
 
-// finite waits for the call's stream and reports whether every value was
-// finite; when not, the launch returns its CPU function's result (the error
-// naming the first bad value).
-func (f *finiteCheck) finite(c gpu.Call) (bool, error) {
+// result waits for the call's stream and, if every value was finite,
+// returns what out makes (the launch's result, its outputs now in place);
+// otherwise the CPU function cpu's result for in: its error, naming the
+// first bad value.
+func result[In, Out any](f *finiteCheck, c gpu.Call, out func() Out, cpu func(In) (Out, error), in In) (Out, error) {
 	if err := gpu.Download(c, f.flag, f.dev); err != nil {
-		return false, err
+		var zero Out
+		return zero, err
 	}
 	if err := c.Sync(); err != nil {
-		return false, err
+		var zero Out
+		return zero, err
 	}
-	return f.flag[0] == 0, nil
+	if f.flag[0] != 0 {
+		return cpu(in)
+	}
+	return out(), nil
 }
 
 // outBatch is b's rows with cols columns of host output memory.
@@ -218,13 +224,7 @@ func launchSoftmax(c gpu.Call, b Batch) (Batch, error) {
 	if err := gpu.Download(c, out.X, y); err != nil {
 		return Batch{}, err
 	}
-	if ok, err := check.finite(c); err != nil || !ok {
-		if err != nil {
-			return Batch{}, err
-		}
-		return Softmax(b)
-	}
-	return out, nil
+	return result(check, c, func() Batch { return out }, Softmax, b)
 }
 
 func launchArgmax(c gpu.Call, b Batch) (Predictions, error) {
@@ -293,13 +293,9 @@ func launchMLP(c gpu.Call, in MLPInput) (Predictions, error) {
 	if err := gpu.Download(c, pred, idx); err != nil {
 		return Predictions{}, err
 	}
-	if ok, err := check.finite(c); err != nil || !ok {
-		if err != nil {
-			return Predictions{}, err
-		}
-		return MLPBatch(in) // its error names the first bad value
-	}
-	return Predictions{Source: b.Source, Offset: b.Offset, Labels: b.Labels, Predicted: pred, Scores: scores, Classes: classes}, nil
+	return result(check, c, func() Predictions {
+		return Predictions{Source: b.Source, Offset: b.Offset, Labels: b.Labels, Predicted: pred, Scores: scores, Classes: classes}
+	}, MLPBatch, in)
 }
 
 // residentReference is the reference set on the device, rows then their
@@ -383,12 +379,6 @@ func launchKNN(c gpu.Call, in KNNInput) (Predictions, error) {
 	if err := gpu.Download(c, dist, dDist); err != nil {
 		return Predictions{}, err
 	}
-	// The check waits for the stream: idx and dist are in place for the vote.
-	if ok, err := check.finite(c); err != nil || !ok {
-		if err != nil {
-			return Predictions{}, err
-		}
-		return KNNBatch(in) // its error names the first bad value
-	}
-	return Vote(q, r, idx, dist, k, in.Weights), nil
+	// result waits for the stream: idx and dist are in place for the vote.
+	return result(check, c, func() Predictions { return Vote(q, r, idx, dist, k, in.Weights) }, KNNBatch, in)
 }
