@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"golang.org/x/image/tiff/lzw"
 )
@@ -430,38 +432,78 @@ type rowSink func(y, x0 int, dn []uint16)
 // reads nothing but those blocks, and decodes from each no more than the
 // header declares; a block that decodes to fewer bytes is an error naming
 // the file and the block.
+//
+// The blocks are decoded on up to GOMAXPROCS goroutines (each a run of
+// consecutive blocks): a window is one element of a bundle, and a runner
+// that gives a scene's windows to one bundle (prism does) would otherwise
+// decode a scene on one core per band. So put may be called from several
+// goroutines at once, for rows of different blocks (never the same pixels
+// twice), and r must allow concurrent ReadAt calls, as io.ReaderAt's
+// contract says.
 func DecodeWindow(r io.ReaderAt, f BandHeader, blocks []Block, win Rect, put func(y, x0 int, dn []uint16)) error {
 	if win.W <= 0 || win.H <= 0 || win.X < 0 || win.Y < 0 || win.X+win.W > f.Width || win.Y+win.H > f.Height {
 		return fmt.Errorf("%s: window %v outside the %dx%d band", f.Name, win, f.Width, f.Height)
 	}
+	type part struct {
+		b      Block
+		br, ix Rect
+	}
+	parts := make([]part, 0, len(blocks))
 	covered := 0
-	dec := &blockDecoder{f: f}
-	defer dec.close()
 	for _, b := range blocks {
-		br := f.blockRect(b.Index)
 		if b.Index < 0 || b.Index >= f.blocksAcross()*f.blocksDown() {
 			return fmt.Errorf("%s: block %d does not exist", f.Name, b.Index)
 		}
+		br := f.blockRect(b.Index)
 		ix := intersect(br, win)
 		if ix.W <= 0 || ix.H <= 0 {
 			continue
 		}
 		covered += ix.Area()
-		var err error
-		if f.Tiled {
-			err = dec.tile(r, b, br, ix, put)
-		} else {
-			err = dec.strip(r, b, br, ix, put)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: corrupt or truncated TIFF: block %d: %w", f.Name, b.Index, err)
-		}
+		parts = append(parts, part{b, br, ix})
 	}
 	if covered != win.Area() {
 		return fmt.Errorf("%s: the blocks given cover %d of the %d pixels of window %v", f.Name, covered, win.Area(), win)
 	}
+	// decode decodes parts[lo:hi] in order with one decoder.
+	decode := func(lo, hi int) error {
+		dec := &blockDecoder{f: f}
+		defer dec.close()
+		for _, p := range parts[lo:hi] {
+			var err error
+			if f.Tiled {
+				err = dec.tile(r, p.b, p.br, p.ix, put)
+			} else {
+				err = dec.strip(r, p.b, p.br, p.ix, put)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: corrupt or truncated TIFF: block %d: %w", f.Name, p.b.Index, err)
+			}
+		}
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(parts), maxDecodeWorkers)
+	if workers <= 1 {
+		return decode(0, len(parts))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		lo, hi := i*len(parts)/workers, (i+1)*len(parts)/workers
+		wg.Go(func() { errs[i] = decode(lo, hi) })
+	}
+	wg.Wait()
+	for _, err := range errs { // the first failing run's, in block order
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// maxDecodeWorkers bounds the goroutines of one DecodeWindow (a window's
+// bands are decoded at once, each by its own DecodeWindow).
+const maxDecodeWorkers = 16
 
 func intersect(a, b Rect) Rect {
 	x0, y0 := max(a.X, b.X), max(a.Y, b.Y)
