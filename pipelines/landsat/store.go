@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/beamgpu/beamgpu/pipelines/internal/job"
@@ -77,25 +78,33 @@ func putFloats(dst []byte, v []float32) {
 	}
 }
 
-// writeTile writes each plane of t into its array file.
+// writeTile writes each plane of t into its array file. Local files are
+// written a plane per goroutine (each a pwrite per row): prism gives a
+// scene's tiles to one bundle, and row by row on one core this was a
+// quarter of a full-size scene's wall time on 16 cores.
 func (st store) writeTile(ctx context.Context, t raster.Tile) error {
 	for i, plane := range t.Names {
-		name := planeFile(plane)
 		if len(t.Data[i]) != t.Area() {
 			return fmt.Errorf("%s: plane %s has %d pixels, want %d", t.ID(), plane, len(t.Data[i]), t.Area())
 		}
-		var err error
-		if st.objects() {
-			if t.X != 0 || t.W != t.SceneW {
-				return fmt.Errorf("%s: an object store is written in full-width row strips", t.ID())
-			}
-			buf := make([]byte, 4*t.Area())
-			putFloats(buf, t.Data[i])
-			err = job.WriteFile(ctx, st.part(t.Scene, name, t.Y), func(w io.Writer) error { _, err := w.Write(buf); return err })
-		} else {
-			err = writeAt(st.temp(t.Scene, name), t, t.Data[i])
+	}
+	if !st.objects() {
+		errs := make([]error, len(t.Names))
+		var wg sync.WaitGroup
+		for i, plane := range t.Names {
+			wg.Go(func() { errs[i] = writeAt(st.temp(t.Scene, planeFile(plane)), t, t.Data[i]) })
 		}
-		if err != nil {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	for i, plane := range t.Names {
+		name := planeFile(plane)
+		if t.X != 0 || t.W != t.SceneW {
+			return fmt.Errorf("%s: an object store is written in full-width row strips", t.ID())
+		}
+		buf := make([]byte, 4*t.Area())
+		putFloats(buf, t.Data[i])
+		if err := job.WriteFile(ctx, st.part(t.Scene, name, t.Y), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
 			return err
 		}
 	}

@@ -178,10 +178,10 @@ func (f *HistogramFn) CreateAccumulator() *Histogram {
 // AddInput counts the valid pixels of t's composite channels.
 func (f *HistogramFn) AddInput(h *Histogram, t Tile) *Histogram {
 	h.Scene = t.Scene
-	for c, b := range compositeBands {
-		p, err := t.Plane(BandName(b))
+	eachPlane(len(compositeBands), t.Area(), func(c int) {
+		p, err := t.Plane(BandName(compositeBands[c]))
 		if err != nil {
-			continue // the composite step reports the missing plane
+			return // the composite step reports the missing plane
 		}
 		counts := h.Counts[c*HistBins : (c+1)*HistBins]
 		for _, v := range p {
@@ -189,7 +189,7 @@ func (f *HistogramFn) AddInput(h *Histogram, t Tile) *Histogram {
 				counts[histBin(v)]++
 			}
 		}
-	}
+	})
 	return h
 }
 
