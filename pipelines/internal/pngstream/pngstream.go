@@ -177,7 +177,7 @@ func compressStrip(pix, above []byte, stride, bpp, level int) ([]byte, uint32, i
 
 // rowFilter chooses each row's PNG filter as image/png does: the one whose
 // output has the smallest sum of absolute values (as signed bytes).
-type rowFilter struct{ cand [5][]byte }
+type rowFilter struct{ cand [4][]byte } // Sub, Up, Average, Paeth (None is the row itself)
 
 func (f *rowFilter) append(dst, cur, above []byte, bpp int) []byte {
 	n := len(cur)
@@ -187,36 +187,43 @@ func (f *rowFilter) append(dst, cur, above []byte, bpp int) []byte {
 		}
 		f.cand[i] = f.cand[i][:n]
 	}
-	none, sub, up, avg, paeth := f.cand[0][:n], f.cand[1][:n], f.cand[2][:n], f.cand[3][:n], f.cand[4][:n]
+	sub, up, avg, paeth := f.cand[0][:n], f.cand[1][:n], f.cand[2][:n], f.cand[3][:n]
 	above = above[:n]
-	var sums [5]int
 	// One pass computes every candidate and its sum; the first pixel has
-	// no left neighbour (a = c = 0).
+	// no left neighbour (a = c = 0, where Paeth predicts b).
+	var sNone, sSub, sUp, sAvg, sPaeth int
 	for i := range min(bpp, n) {
 		v, b := cur[i], above[i]
-		none[i], sub[i], up[i], avg[i], paeth[i] = v, v, v-b, v-b/2, v-b // Paeth of (0, b, 0) is b
+		sub[i], up[i], avg[i], paeth[i] = v, v-b, v-b/2, v-b
+		sNone += abs8(v)
+		sSub += abs8(v)
+		sUp += abs8(v - b)
+		sAvg += abs8(v - b/2)
+		sPaeth += abs8(v - b)
 	}
 	for i := bpp; i < n; i++ {
 		v, a, b, c := cur[i], cur[i-bpp], above[i], above[i-bpp]
-		none[i], sub[i], up[i] = v, v-a, v-b
-		avg[i] = v - byte((int(a)+int(b))>>1)
-		paeth[i] = v - paethPredict(a, b, c)
+		fs, fu := v-a, v-b
+		fa := v - byte((int(a)+int(b))>>1)
+		fp := v - paethPredict(a, b, c)
+		sub[i], up[i], avg[i], paeth[i] = fs, fu, fa, fp
+		sNone += abs8(v)
+		sSub += abs8(fs)
+		sUp += abs8(fu)
+		sAvg += abs8(fa)
+		sPaeth += abs8(fp)
 	}
-	for k, cand := range f.cand {
-		s := 0
-		for _, v := range cand[:n] {
-			s += abs8(v)
-		}
-		sums[k] = s
-	}
-	best := 0
-	for k := 1; k < len(sums); k++ {
-		if sums[k] < sums[best] {
-			best = k
+	best, sum := 0, sNone
+	for k, s := range [4]int{sSub, sUp, sAvg, sPaeth} {
+		if s < sum {
+			best, sum = k+1, s
 		}
 	}
 	dst = append(dst, byte(best))
-	return append(dst, f.cand[best]...)
+	if best == 0 {
+		return append(dst, cur...)
+	}
+	return append(dst, f.cand[best-1]...)
 }
 
 func abs8(v byte) int {
