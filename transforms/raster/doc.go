@@ -67,5 +67,8 @@
 // per-stretch tables of the 255 level thresholds, found with the scalar
 // function itself, so it too gives the same bytes (tested on every float32
 // of a stretch), with an AVX-512 kernel over the tables. Other architectures
-// and the purego build tag run the scalar code.
+// and the purego build tag run the scalar code. The fused TOA+NDVI step
+// allocates its output planes without zeroing them (package
+// transforms/internal/uninit; make under purego), since its kernels write
+// every pixel: zeroing was a second pass over the planes.
 package raster

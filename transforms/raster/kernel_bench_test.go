@@ -14,15 +14,20 @@ import (
 //     the copy writes into a buffer allocated once; with nt=on it writes
 //     around the caches (non-temporal stores);
 //   - alloc: no computation, only the three output planes the step
-//     allocates per tile (the Go allocator zeroes them; the garbage
-//     collector frees them; pages it gave back to the OS fault in again),
-//     at 512x512.
+//     allocates per tile (newPlane: not zeroed; the garbage collector frees
+//     them), at 512x512. Nothing writes them here, so pages the runtime gave
+//     back to the OS fault in where the step's kernel writes, not in this
+//     case; alloc,zeroed allocates them with make instead (zeroed, as the
+//     step did before).
 func BenchmarkTOANDVIKernel(b *testing.B) {
 	// The allocation alone at 512x512 only: at 4096x4096 it pushes 192 MiB
 	// a step through the allocator, which leaves the heap in a state that
 	// slows the benchmarks run after it (BenchmarkTOANDVI among them) by
 	// page faults.
-	b.Run("tile=512,alloc", func(b *testing.B) { benchPlaneAlloc(b, 512) })
+	b.Run("tile=512,alloc", func(b *testing.B) { benchPlaneAlloc(b, 512, newPlane) })
+	b.Run("tile=512,alloc,zeroed", func(b *testing.B) {
+		benchPlaneAlloc(b, 512, func(n int) []float32 { return make([]float32, n) })
+	})
 	for _, size := range []int{512, 4096} {
 		for _, nt := range []bool{false, true} {
 			b.Run(fmt.Sprintf("tile=%d,nt=%v", size, map[bool]string{false: "off", true: "on"}[nt]), func(b *testing.B) {
@@ -76,9 +81,9 @@ func benchTOANDVIKernel(b *testing.B, size int) {
 // as a step's output is.
 var allocated [][]float32
 
-func benchPlaneAlloc(b *testing.B, size int) {
+func benchPlaneAlloc(b *testing.B, size int, alloc func(int) []float32) {
 	px := size * size
 	BenchVsCopy(b, px, kernelBytes, func() {
-		allocated = [][]float32{make([]float32, px), make([]float32, px), make([]float32, px)}
+		allocated = [][]float32{alloc(px), alloc(px), alloc(px)}
 	})
 }

@@ -56,3 +56,51 @@ func TestTOANDVIEqualsTheTwoSteps(t *testing.T) {
 		}
 	}
 }
+
+// TOANDVI writes every pixel of its planes, which it allocates without
+// zeroing: with planes handed out full of a NaN no kernel writes, it still
+// equals TOA then NDVITile bit for bit, at every vector width, with and
+// without non-temporal stores, on sides that leave tails after the vectors
+// (130x130 builds the tables for the scalar code).
+func TestTOANDVIWritesEveryPixel(t *testing.T) {
+	defer func(f func(int) []float32) { newPlane = f }(newPlane)
+	const garbage = 0x7fa5a5a5
+	newPlane = func(n int) []float32 {
+		p := make([]float32, n)
+		for i := range p {
+			p[i] = math.Float32frombits(garbage)
+		}
+		return p
+	}
+	for _, side := range []int{1, 7, 33, 130} {
+		tile := randomDNTile(uint64(side))
+		tile.Rect = Rect{W: side, H: side}
+		for i := range tile.DN {
+			p := make([]uint16, tile.Area())
+			for j := range p {
+				p[j] = uint16(j*(i+7)*31) % 30000 // some 0: no-data
+			}
+			tile.DN[i] = p
+		}
+		refl, err := TOA(tile)
+		require.NoError(t, err)
+		ndvi, err := NDVITile(refl)
+		require.NoError(t, err)
+		want := append(refl.Data, ndvi.Data[0])
+		for _, w := range widths() {
+			for _, ntMin := range []int{1 << 62, 0} {
+				withWidth(w, ntMin, func() {
+					fused, err := TOANDVI(tile)
+					require.NoError(t, err)
+					require.Len(t, fused.Data, len(want))
+					for i, p := range want {
+						for j := range p {
+							require.Equal(t, math.Float32bits(p[j]), math.Float32bits(fused.Data[i][j]),
+								"side %d width %d ntMin %d plane %d pixel %d", side, w, ntMin, i, j)
+						}
+					}
+				})
+			}
+		}
+	}
+}

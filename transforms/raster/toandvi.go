@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/transforms/internal/uninit"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
@@ -48,7 +49,8 @@ func benchDNTile(side int) DNTile {
 // TOANDVI is the CPU implementation of the toa_ndvi step: TOA, with NDVI
 // appended as the last plane; bands 4 and 5 and the NDVI are computed in one
 // pass over their DNs (the same values as TOA then NDVITile, bit for bit).
-// The tile must hold bands 4 and 5.
+// The tile must hold bands 4 and 5. Its planes are fresh, the caller's, and
+// allocated without zeroing (newPlane), since every pixel is written.
 func TOANDVI(t DNTile) (Tile, error) {
 	red, nir := -1, -1
 	for i, c := range t.Cal {
@@ -70,18 +72,24 @@ func TOANDVI(t DNTile) (Tile, error) {
 		Names: make([]string, len(t.DN), len(t.DN)+1), Data: make([][]float32, len(t.DN), len(t.DN)+1)}
 	for i, dn := range t.DN {
 		out.Names[i] = BandName(t.Cal[i].Band)
-		out.Data[i] = make([]float32, len(dn))
+		out.Data[i] = newPlane(len(dn))
 		if i != red && i != nir {
 			toaPlane(out.Data[i], dn, t.Cal[i].Mult/sin, t.Cal[i].Add/sin)
 		}
 	}
-	ndvi := make([]float32, t.Area())
+	ndvi := newPlane(t.Area())
 	toaNDVIPlanes(out.Data[red], out.Data[nir], ndvi, t.DN[red], t.DN[nir],
 		t.Cal[red].Mult/sin, t.Cal[red].Add/sin, t.Cal[nir].Mult/sin, t.Cal[nir].Add/sin)
 	out.Names = append(out.Names, PlaneNDVI)
 	out.Data = append(out.Data, ndvi)
 	return out, nil
 }
+
+// newPlane allocates TOANDVI's output planes: not zeroed, as the kernels
+// write every pixel (a variable, so that a test can hand out planes filled
+// with garbage). make would clear each plane first: a second pass over
+// the memory, which doubles the bytes the step writes.
+var newPlane = uninit.Slice[float32]
 
 // toaNDVIPlanes is the fused kernel: the red and near-infrared reflectances
 // and the NDVI of each pixel in one pass (8 pixels a step with the vector
