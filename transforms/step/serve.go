@@ -10,6 +10,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
+	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
@@ -183,7 +184,7 @@ func clone(p Parts) Parts {
 	at := 0
 	for i, a := range p.Arrays {
 		c.Arrays[i] = mem[at : at+len(a) : at+len(a)]
-		copy(c.Arrays[i], a)
+		shm.Copy(c.Arrays[i], a)
 		at += alignUp(len(a))
 	}
 	c.Header = mem[at : at+len(p.Header)]
