@@ -14,7 +14,6 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
-	"github.com/beamgpu/beamgpu/transforms/internal/uninit"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
@@ -270,12 +269,9 @@ func readEnvelope(outs [][]byte) (Parts, Profile, error) {
 
 func alignUp(n int) int { return (n + 63) &^ 63 }
 
-// alignedBytes returns n bytes starting at a multiple of 64, not zeroed
-// (uninit.Slice): its callers copy into every byte they hand out. Zeroing
-// a GPU step's output before the copy over it took longer than the copy:
-// the runtime zeroes on one core, the copy runs on several (shm.Copy).
+// alignedBytes returns n bytes starting at a multiple of 64.
 func alignedBytes(n int) []byte {
-	b := uninit.Slice[byte](n + 64)
+	b := make([]byte, n+64)
 	off := int((64 - uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64) % 64)
 	return b[off : off+n : off+n]
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
-	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
@@ -184,7 +183,7 @@ func clone(p Parts) Parts {
 	at := 0
 	for i, a := range p.Arrays {
 		c.Arrays[i] = mem[at : at+len(a) : at+len(a)]
-		shm.Copy(c.Arrays[i], a)
+		copy(c.Arrays[i], a)
 		at += alignUp(len(a))
 	}
 	c.Header = mem[at : at+len(p.Header)]
