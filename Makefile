@@ -43,7 +43,7 @@ test:
 
 ## test-large: the full-size Landsat tests (a 7791x7941 scene, tiled and stripped, and four at once:
 ## outputs against the formulas, peak RSS under 2 GB and 4 GB) and the full-scene benchmark
-## (megapixels per second, ratios to a plain read and to a decode-only pass); about 4 to 5 minutes on 2 cores
+## (megapixels per second, ratios to a plain read and to a decode-only pass); about 2 minutes on 2 cores
 test-large:
 	@mkdir -p out
 	@$(GO) test -tags large -timeout 60m -run 'FullSize' -bench 'FullScene' -benchtime 1x -v ./pipelines/landsat/ > out/test-large.txt 2>&1; \
