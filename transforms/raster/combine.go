@@ -3,6 +3,7 @@ package raster
 import (
 	"math"
 	"math/big"
+	"slices"
 	"sync"
 )
 
@@ -213,8 +214,24 @@ func (StatsCombiner) AddInput(a *SceneStatsAcc, t Tile) *SceneStatsAcc {
 	for _, name := range t.Names[:n] {
 		a.plane(name) // every plane's accumulator exists before the pointers are taken
 	}
-	eachPlane(n, t.Area(), func(i int) { a.plane(t.Names[i]).add(t.Data[i]) })
+	add := func(i int) { a.plane(t.Names[i]).add(t.Data[i]) }
+	if hasDuplicate(t.Names[:n]) { // two planes of one name add to one accumulator: in turn
+		for i := range n {
+			add(i)
+		}
+		return a
+	}
+	eachPlane(n, t.Area(), add)
 	return a
+}
+
+func hasDuplicate(names []string) bool {
+	for i, a := range names {
+		if slices.Contains(names[i+1:], a) {
+			return true
+		}
+	}
+	return false
 }
 
 // parallelPixels is the tile size from which eachPlane runs the planes on

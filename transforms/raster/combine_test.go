@@ -79,3 +79,35 @@ func TestExactSum(t *testing.T) {
 	s.Add(float32(math.Inf(-1)))
 	assert.True(t, math.IsNaN(s.Float64()))
 }
+
+// A large tile's planes are added on goroutines of their own; a tile with
+// two planes of one name adds both to one accumulator, in turn, as a small
+// tile does.
+func TestStatsCombinerLargeTiles(t *testing.T) {
+	const side = 512
+	plane := func(v float32) []float32 {
+		p := make([]float32, side*side)
+		for i := range p {
+			p[i] = v + float32(i%7)
+		}
+		return p
+	}
+	tile := raster.Tile{Scene: "s", SceneW: side, SceneH: side, Rect: raster.Rect{W: side, H: side},
+		Names: []string{"B4", "B5", "ndvi"}, Data: [][]float32{plane(1), plane(2), plane(3)}}
+	var c raster.StatsCombiner
+	st := c.ExtractOutput(c.AddInput(c.CreateAccumulator(), tile))
+	require.Len(t, st.Planes, 3)
+	for i, p := range st.Planes {
+		assert.Equal(t, tile.Names[i], p.Plane)
+		assert.Equal(t, side*side, p.Valid)
+		assert.Equal(t, float64(i+1), p.Min)
+		assert.Equal(t, float64(i+7), p.Max)
+	}
+	dup := tile
+	dup.Names = []string{"B4", "B4", "ndvi"}
+	st = c.ExtractOutput(c.AddInput(c.CreateAccumulator(), dup))
+	require.Len(t, st.Planes, 2)
+	assert.Equal(t, 2*side*side, st.Planes[0].Valid)
+	assert.Equal(t, 1.0, st.Planes[0].Min)
+	assert.Equal(t, 8.0, st.Planes[0].Max)
+}
