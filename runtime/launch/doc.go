@@ -5,12 +5,17 @@
 // places the GPU steps.
 //
 // Placement: GPU steps mark their composites with resource hints
-// (runtime/rightfit). With right fitting (the default), Run marshals the
+// (runtime/rightfit). With right fitting (--right_fitting=auto, the default,
+// applies it on Dataflow and portable job servers), Run marshals the
 // pipeline and moves those steps into environments that carry the hints,
 // after a fusion break, so that on Dataflow only their stages get GPU
-// workers; prism runs the same rewritten pipeline with one loopback worker
-// per environment. With --worker_accelerator every Dataflow worker gets the
-// GPU instead and the hints are dropped: the two are never combined.
+// workers. On prism in this process auto leaves it off: every environment
+// would run in this one process, and prism holds the data at each fusion
+// break in memory (24 GB for a full-size Landsat scene). --right_fitting
+// asks for it there too: prism then runs the rewritten pipeline with one
+// loopback worker per environment. With --worker_accelerator every Dataflow
+// worker gets the GPU instead and the hints are dropped: the two are never
+// combined.
 //
 // A plan (--plan_out=DIR) is the Dataflow dry run made useful: plan.txt, a
 // summary to review (environments, which steps sit in which, hints, fusion
