@@ -298,9 +298,13 @@ func TestFashionHelpBeam(t *testing.T) {
 	for _, f := range []string{"-sdk_container_image", "-worker_binary", "-labels", "-template_location", "-dataflow_service_options"} {
 		assert.Contains(t, stdout, f)
 	}
-	code, _, stderr := runBin(t, "fashion", "--help")
-	assert.Equal(t, 0, code)
-	assert.Contains(t, stderr, "'fashion --help_beam' lists them")
+	for _, name := range []string{"fashion", "landsat"} {
+		code, _, stderr := runBin(t, name, "--help")
+		assert.Equal(t, 0, code)
+		assert.Contains(t, stderr, "'"+name+" --help_beam' lists them")
+		assert.Contains(t, stderr, `--right_fitting (default "auto")`)
+		assert.Contains(t, stderr, "--cpuprofile")
+	}
 }
 
 // GPU sharing follows the processes per GPU: with --gpu_processes=4 each

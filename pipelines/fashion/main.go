@@ -111,7 +111,7 @@ var (
 
 var ownFlags = []string{"input", "output", "model", "model_path", "data_dir", "k", "knn_weights", "batch_rows", "max_batch_rows",
 	"strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor",
-	"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules"}
+	"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules", "cpuprofile"}
 
 func init() {
 	files.Register(strings.TrimSuffix(embeddedScheme, "://"), embeddedFS{})

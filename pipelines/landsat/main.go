@@ -86,7 +86,7 @@ Flags of this pipeline:
 `, raster.SampleSceneID, stepList())
 	own := map[string]bool{}
 	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor",
-		"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules"} {
+		"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules", "cpuprofile"} {
 		own[n] = true
 	}
 	flag.VisitAll(func(f *flag.Flag) {
