@@ -42,8 +42,8 @@ func Encode(out io.Writer, w, h, rows int, opaque bool, level int, fill func(y0,
 	if rows <= 0 {
 		return fmt.Errorf("pngstream: strips of %d rows", rows)
 	}
-	if _, err := flate.NewWriter(io.Discard, level); err != nil {
-		return fmt.Errorf("pngstream: %w", err)
+	if level < flate.HuffmanOnly || level > flate.BestCompression {
+		return fmt.Errorf("pngstream: invalid compression level %d", level)
 	}
 	bpp, colorType := 4, byte(6) // RGBA
 	if opaque {
@@ -67,13 +67,14 @@ func Encode(out io.Writer, w, h, rows int, opaque bool, level int, fill func(y0,
 		pending chan struct{}
 		last    bool // the end of the strips: finish the picture unless err
 	}
-	jobs := make(chan func(), workers)
+	jobs := make(chan func(*worker), workers)
 	results := make(chan *result, workers) // in strip order
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			w := &worker{level: level}
 			for job := range jobs {
-				job()
+				job(w)
 			}
 		})
 	}
@@ -132,9 +133,9 @@ func Encode(out io.Writer, w, h, rows int, opaque bool, level int, fill func(y0,
 		prev = append([]byte(nil), pix[len(pix)-stride:]...)
 		r := &result{pending: make(chan struct{})}
 		results <- r // blocks while workers strips are in flight
-		jobs <- func() {
+		jobs <- func(w *worker) {
 			defer close(r.pending)
-			r.z, r.adler, r.n, r.err = compressStrip(pix, above, stride, bpp, level)
+			r.z, r.adler, r.n, r.err = w.compressStrip(pix, above, stride, bpp)
 		}
 	}
 	done := make(chan struct{})
@@ -149,27 +150,39 @@ func Encode(out io.Writer, w, h, rows int, opaque bool, level int, fill func(y0,
 	return err
 }
 
+// worker is one compressing goroutine's state, kept from strip to strip: a
+// Deflate writer (hundreds of KiB of tables) and the row filter's buffers.
+type worker struct {
+	level int
+	zw    *flate.Writer
+	f     rowFilter
+}
+
 // compressStrip filters the strip's rows (the row above the first is above)
 // and deflates them, ending with a sync flush and no final block.
-func compressStrip(pix, above []byte, stride, bpp, level int) ([]byte, uint32, int, error) {
+func (w *worker) compressStrip(pix, above []byte, stride, bpp int) ([]byte, uint32, int, error) {
 	rows := len(pix) / stride
 	filtered := make([]byte, 0, rows*(stride+1))
-	var f rowFilter
 	for y := 0; y < rows; y++ {
 		cur := pix[y*stride : (y+1)*stride]
-		filtered = f.append(filtered, cur, above, bpp)
+		filtered = w.f.append(filtered, cur, above, bpp)
 		above = cur
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(filtered) / 2)
-	zw, err := flate.NewWriter(&buf, level)
-	if err != nil {
+	if w.zw == nil {
+		zw, err := flate.NewWriter(&buf, w.level)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		w.zw = zw
+	} else {
+		w.zw.Reset(&buf)
+	}
+	if _, err := w.zw.Write(filtered); err != nil {
 		return nil, 0, 0, err
 	}
-	if _, err := zw.Write(filtered); err != nil {
-		return nil, 0, 0, err
-	}
-	if err := zw.Flush(); err != nil {
+	if err := w.zw.Flush(); err != nil {
 		return nil, 0, 0, err
 	}
 	return buf.Bytes(), adler32.Checksum(filtered), len(filtered), nil
