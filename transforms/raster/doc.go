@@ -70,5 +70,8 @@
 // and the purego build tag run the scalar code. The fused TOA+NDVI step
 // allocates its output planes without zeroing them (package
 // transforms/internal/uninit; make under purego), since its kernels write
-// every pixel: zeroing was a second pass over the planes.
+// every pixel: zeroing was a second pass over the planes. Where a pipeline's
+// consumers keep no tile, it reuses the planes of the tiles it emitted
+// (step.RecycleOutputs, which the landsat pipeline passes it), so that a
+// 512x512 tile's planes are written while in the cache.
 package raster

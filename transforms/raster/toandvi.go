@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/internal/uninit"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
@@ -12,12 +11,13 @@ import (
 // every band's reflectance ("B<n>") and, last, the NDVI, instead of writing
 // the red and near-infrared reflectance and reading them back.
 var StepTOANDVI = step.Register(step.Def[DNTile, Tile]{
-	Name:   "toa_ndvi",
-	Doc:    "TOA reflectance of each band and NDVI (from B4 and B5) in one pass",
-	CPU:    TOANDVI,
-	GPU:    dnToTile("raster.toa_ndvi"),
-	Sample: sampleDNTile,
-	Random: randomDNTile,
+	Name:    "toa_ndvi",
+	Doc:     "TOA reflectance of each band and NDVI (from B4 and B5) in one pass",
+	CPU:     TOANDVI,
+	GPU:     dnToTile("raster.toa_ndvi"),
+	Sample:  sampleDNTile,
+	Random:  randomDNTile,
+	Recycle: recycleTile,
 	Bench: func(full bool) (DNTile, step.Work) {
 		side := 1024
 		if full {
@@ -49,8 +49,9 @@ func benchDNTile(side int) DNTile {
 // TOANDVI is the CPU implementation of the toa_ndvi step: TOA, with NDVI
 // appended as the last plane; bands 4 and 5 and the NDVI are computed in one
 // pass over their DNs (the same values as TOA then NDVITile, bit for bit).
-// The tile must hold bands 4 and 5. Its planes are fresh, the caller's, and
-// allocated without zeroing (newPlane), since every pixel is written.
+// The tile must hold bands 4 and 5. Its planes are the caller's: new ones,
+// or ones the step was handed back (recycleTile); never zeroed first, since
+// every pixel is written (newPlane).
 func TOANDVI(t DNTile) (Tile, error) {
 	red, nir := -1, -1
 	for i, c := range t.Cal {
@@ -84,12 +85,6 @@ func TOANDVI(t DNTile) (Tile, error) {
 	out.Data = append(out.Data, ndvi)
 	return out, nil
 }
-
-// newPlane allocates TOANDVI's output planes: not zeroed, as the kernels
-// write every pixel (a variable, so that a test can hand out planes filled
-// with garbage). make would clear each plane first: a second pass over
-// the memory, which doubles the bytes the step writes.
-var newPlane = uninit.Slice[float32]
 
 // toaNDVIPlanes is the fused kernel: the red and near-infrared reflectances
 // and the NDVI of each pixel in one pass (8 pixels a step with the vector

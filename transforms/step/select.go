@@ -14,13 +14,27 @@ type Option func(*Options)
 type Options struct {
 	// Selector resolves the step's implementation; nil means Default().
 	Selector *backend.Selector
+	// Recycle is set by RecycleOutputs.
+	Recycle bool
 }
 
 // Using makes the step resolve its implementation with sel (and so appear in
 // sel's explain report). Without it, the process default selector is used.
 func Using(sel *backend.Selector) Option { return func(o *Options) { o.Selector = sel } }
 
-// Apply applies opts.
+// RecycleOutputs says that the consumers of a step's outputs are done with
+// each output when they return from it: DoFns fused with the step that
+// neither keep an output past their ProcessElement nor change it, or a
+// fusion break, where the runner encodes it. The step's DoFn then hands each
+// output of the CPU implementation back to the step (Def.Recycle) once it is
+// emitted, and the step's next outputs reuse its buffers. Beam promises no
+// such thing by itself: a consumer that keeps elements (one that buffers or
+// caches them) would see them overwritten. So only the pipeline that knows
+// every consumer of the output may pass it, and only to that step's
+// PTransform. A step without Def.Recycle ignores it.
+func RecycleOutputs() Option { return func(o *Options) { o.Recycle = true } }
+
+// ApplyOptions applies opts.
 func ApplyOptions(opts ...Option) Options {
 	var o Options
 	for _, opt := range opts {

@@ -40,6 +40,14 @@ type Def[In, Out any] struct {
 	// at the size the GPU benchmark reports (serve's bench; a 4096x4096 tile,
 	// 8192 rows); else at a size CI can afford.
 	Bench func(full bool) (In, Work)
+	// Recycle, when set, takes back an output of CPU that nothing reads any
+	// more, so that CPU's next outputs reuse its buffers: a fresh output
+	// costs an allocation, the garbage collector's work and, where it would
+	// fit in the caches, writes to memory instead of to the cache. A step's
+	// DoFn hands its outputs back only where the pipeline says that their
+	// consumers keep none (RecycleOutputs). CPU must then return buffers of
+	// its own: none that its input holds, none that it keeps.
+	Recycle func(Out)
 }
 
 // Tolerance states how close a step's GPU output must be to its CPU output.

@@ -13,10 +13,12 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	_ "github.com/beamgpu/beamgpu/stubs/raster" // the stub case
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -114,5 +116,72 @@ func TestLocalFilesAreReadAtOffsets(t *testing.T) {
 		_, err := f.ReadAt(got, off)
 		require.NoError(t, err)
 		assert.Equal(t, data[off:off+4096], got, "at %d", off)
+	}
+}
+
+// tileSums summarises every plane of a tile, as fingerprint does one.
+func tileSums(t raster.Tile) string {
+	s := t.ID()
+	for i, name := range t.Names {
+		s += " " + fingerprint(raster.Tile{Rect: t.Rect, Names: []string{name}, Data: [][]float32{t.Data[i]}})
+	}
+	return s
+}
+
+func init() { register.Function1x1(tileSums) }
+
+// With step.RecycleOutputs, the toa_ndvi step writes each tile into the
+// planes of the tiles it emitted before: consumers that are done with a tile
+// when they return (tileSums) see the pixels the CPU function gives, and
+// the step counts every tile it handed back. Without the option, or with
+// the stub (whose outputs are not the CPU's), it hands back none.
+func TestRecycledTilesKeepTheirPixels(t *testing.T) {
+	ref := raster.SceneRef{Dir: raster.SampleSceneDir(), TileSize: 16, Bands: raster.DefaultBands}
+	dnTiles, err := raster.ReadScene(ref)
+	require.NoError(t, err)
+	require.Len(t, dnTiles, 9) // 41x41: four sizes of tile
+	var want []any
+	for _, d := range dnTiles {
+		out, err := raster.TOANDVI(d)
+		require.NoError(t, err)
+		want = append(want, tileSums(out))
+	}
+	for _, tc := range []struct {
+		name     string
+		impl     backend.Kind
+		recycle  bool
+		recycled int64
+	}{
+		{"cpu, recycled", backend.CPU, true, 9},
+		{"cpu", backend.CPU, false, 0},
+		{"stub, recycled", backend.Stub, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sel := backend.MustNew(backend.Config{Default: tc.impl, Steps: step.Backends(rasterbeam.Steps...)})
+			opts := []step.Option{step.Using(sel)}
+			if tc.recycle {
+				opts = append(opts, step.RecycleOutputs())
+			}
+			p, s := beam.NewPipelineWithRoot()
+			cpu := backend.MustNew(backend.Config{Default: backend.CPU, Steps: step.Backends(rasterbeam.Steps...)})
+			dn, readFailed := rasterbeam.Read(s, beam.Create(s, ref), step.Using(cpu))
+			out, failed := rasterbeam.ReflectanceAndNDVI(s, dn, opts...)
+			passert.Empty(s, readFailed)
+			passert.Empty(s, failed)
+			if tc.impl == backend.CPU {
+				passert.Equals(s, beam.ParDo(s, tileSums, out), want...)
+			} else {
+				passert.Count(s, out, "tiles", 9)
+			}
+			res, err := ptest.RunWithMetrics(p)
+			require.NoError(t, err)
+			var recycled int64
+			for _, c := range res.Metrics().AllMetrics().Counters() {
+				if c.Namespace() == stepbeam.Namespace && c.Name() == raster.StepTOANDVI.Name()+"."+stepbeam.MetricRecycled {
+					recycled += c.Result()
+				}
+			}
+			assert.Equal(t, tc.recycled, recycled)
+		})
 	}
 }

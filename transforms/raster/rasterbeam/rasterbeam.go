@@ -168,7 +168,10 @@ func NDVI(s beam.Scope, refl beam.PCollection, opts ...step.Option) (ndvi, faile
 }
 
 // ReflectanceAndNDVI turns DN tiles into tiles with one reflectance plane
-// per band and, last, the NDVI plane: TOA then NDVI, fused.
+// per band and, last, the NDVI plane: TOA then NDVI, fused. A pipeline whose
+// consumers of out keep no tile past processing it may pass
+// step.RecycleOutputs: the step then writes later tiles into the planes of
+// those it emitted.
 func ReflectanceAndNDVI(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (out, failed beam.PCollection) {
 	return stepbeam.Apply(s, raster.StepTOANDVI, tiles, opts...)
 }

@@ -31,6 +31,9 @@ func (Identity[T]) Bind(x T) T { return x }
 type runFn[B Binder[E, In], E, In, Out any] struct {
 	Exec[In, Out]
 	Binder B
+	// Recycle hands each output back to the step once emitted
+	// (step.RecycleOutputs).
+	Recycle bool
 }
 
 func (f *runFn[B, E, In, Out]) Setup() error { return f.Exec.Setup() }
@@ -38,6 +41,9 @@ func (f *runFn[B, E, In, Out]) Setup() error { return f.Exec.Setup() }
 func (f *runFn[B, E, In, Out]) ProcessElement(ctx context.Context, x E, emit func(Out), fail func(step.Failure)) {
 	if out, ok := f.Run(ctx, f.Binder.Bind(x), fail); ok {
 		emit(out)
+		if f.Recycle {
+			f.recycle(ctx, out)
+		}
 	}
 }
 
@@ -77,7 +83,8 @@ func Apply[In, Out any](s beam.Scope, st *step.Step[In, Out], col beam.PCollecti
 // turned into st's input by binder.
 func ApplyBound[B Binder[E, In], E, In, Out any](s beam.Scope, st *step.Step[In, Out], col beam.PCollection, binder B, opts ...step.Option) (out, failed beam.PCollection) {
 	s, ex := Scope(s, st, opts...)
-	return beam.ParDo2(s, &runFn[B, E, In, Out]{Exec: ex, Binder: binder}, col)
+	recycle := step.ApplyOptions(opts...).Recycle && st.Def().Recycle != nil
+	return beam.ParDo2(s, &runFn[B, E, In, Out]{Exec: ex, Binder: binder, Recycle: recycle}, col)
 }
 
 // Scope resolves st (as NewExec does) and returns the scope its transforms

@@ -24,7 +24,13 @@
 // a group, several outputs per input) embed Exec in their own DoFn and call
 // Exec.Run.
 //
+// A pipeline whose consumers of a step's outputs keep none of them may say so
+// (step.RecycleOutputs); the DoFn then hands each output of the CPU
+// implementation back to the step once emitted, for its next outputs'
+// buffers (the landsat pipeline's toa_ndvi step: planes written while in the
+// cache, with no garbage).
+//
 // Metrics (namespace beamgpu, each name prefixed by the step's name and a
-// dot): batches, items, bytes, failures, gpu_fallbacks, and the distribution
-// kernel_ns.
+// dot): batches, items, bytes, failures, gpu_fallbacks, recycled, and the
+// distribution kernel_ns.
 package stepbeam

@@ -115,6 +115,7 @@ const (
 	MetricFailures = "failures"
 	MetricFallback = "gpu_fallbacks"
 	MetricKernelNS = "kernel_ns"
+	MetricRecycled = "recycled"
 )
 
 // Exec is a step's resolved implementation, as a DoFn carries it (its
@@ -130,12 +131,14 @@ type Exec[In, Out any] struct {
 	s  *step.Step[In, Out]
 	fn func(context.Context, In) (Out, error)
 	m  Metrics
+	// cpu: the last output Run returned came from the CPU implementation.
+	cpu bool
 }
 
 // Metrics are a step's Beam metrics.
 type Metrics struct {
-	batches, items, bytes, failures, fallbacks beam.Counter
-	kernel                                     beam.Distribution
+	batches, items, bytes, failures, fallbacks, recycled beam.Counter
+	kernel                                               beam.Distribution
 }
 
 // NewMetrics returns the metrics of the step called name; call it from a
@@ -148,6 +151,7 @@ func NewMetrics(name string) Metrics {
 		bytes:     beam.NewCounter(Namespace, p+MetricBytes),
 		failures:  beam.NewCounter(Namespace, p+MetricFailures),
 		fallbacks: beam.NewCounter(Namespace, p+MetricFallback),
+		recycled:  beam.NewCounter(Namespace, p+MetricRecycled),
 		kernel:    beam.NewDistribution(Namespace, p+MetricKernelNS),
 	}
 }
@@ -209,9 +213,11 @@ func (e *Exec[In, Out]) Run(ctx context.Context, in In, fail func(step.Failure))
 	}
 	start := time.Now()
 	out, err := e.call(ctx, in)
+	e.cpu = e.Impl == backend.CPU
 	if err != nil && e.Fallback && errors.Is(err, step.ErrGPUUnavailable) {
 		e.m.FellBack(ctx)
 		out, err = step.Call(e.s.Def().CPU, in)
+		e.cpu = true
 	}
 	items, bytes := 0, 0
 	if s, sized := any(in).(step.Sized); sized {
@@ -232,4 +238,15 @@ func (e *Exec[In, Out]) call(ctx context.Context, in In) (out Out, err error) {
 		}
 	}()
 	return e.fn(ctx, in)
+}
+
+// recycle hands out, the output Run last returned, back to the step
+// (Def.Recycle) if the CPU implementation made it; the caller has emitted it
+// and the pipeline has said that its consumers keep none
+// (step.RecycleOutputs).
+func (e *Exec[In, Out]) recycle(ctx context.Context, out Out) {
+	if r := e.s.Def().Recycle; r != nil && e.cpu {
+		r(out)
+		e.m.recycled.Inc(ctx, 1)
+	}
 }
