@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -78,7 +79,11 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	scans, scanFailed := rasterbeam.Scan(s, scenes, cfg.Steps...)
 	unique, dupFailed := rasterbeam.Dedup(s, scans)
 	dn, readFailed := rasterbeam.ReadWindows(s, rasterbeam.Windows(s, unique), cfg.Steps...)
-	tiles, toaFailed := rasterbeam.ReflectanceAndNDVI(s, dn, cfg.Steps...)
+	// The tiles' consumers below (the writes, keyTile and the two
+	// combiners) keep no tile past processing it, so the step may reuse a
+	// tile's planes for the next once it is emitted (step.RecycleOutputs).
+	// A consumer added here that keeps tiles must drop the option.
+	tiles, toaFailed := rasterbeam.ReflectanceAndNDVI(s, dn, append(slices.Clip(cfg.Steps), step.RecycleOutputs())...)
 
 	ws := s.Scope("write")
 	written, writeFailed := beam.ParDo2(ws, &writeTileFn{Store: st}, tiles)
