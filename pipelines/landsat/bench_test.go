@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -82,6 +84,11 @@ func init() {
 // plain loop calling the same CPU function. ratio_raw_to_pipeline = loop time / pipeline time: 1
 // means Beam costs nothing.
 func BenchmarkPipelineVsRawLoop(b *testing.B) {
+	// The runner's informational lines would land in the middle of the
+	// result's line (go test prints the binary's stderr with its stdout),
+	// where make bench's filter loses the result.
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	buildBenchScene(b)
 	rects, _ := raster.Split(benchSize, benchSize, benchTile)
 	var raw, pipe time.Duration
