@@ -39,10 +39,10 @@ type runFn[B Binder[E, In], E, In, Out any] struct {
 func (f *runFn[B, E, In, Out]) Setup() error { return f.Exec.Setup() }
 
 func (f *runFn[B, E, In, Out]) ProcessElement(ctx context.Context, x E, emit func(Out), fail func(step.Failure)) {
-	if out, ok := f.Run(ctx, f.Binder.Bind(x), fail); ok {
+	if out, ok, cpu := f.run(ctx, f.Binder.Bind(x), fail); ok {
 		emit(out)
 		if f.Recycle {
-			f.recycle(ctx, out)
+			f.recycle(ctx, out, cpu)
 		}
 	}
 }

@@ -131,8 +131,6 @@ type Exec[In, Out any] struct {
 	s  *step.Step[In, Out]
 	fn func(context.Context, In) (Out, error)
 	m  Metrics
-	// cpu: the last output Run returned came from the CPU implementation.
-	cpu bool
 }
 
 // Metrics are a step's Beam metrics.
@@ -208,16 +206,24 @@ func (e *Exec[In, Out]) Setup() error {
 // the metrics, and on error (or panic) emits a Failure naming the input and
 // returns ok=false. ctx reaches the GPU executor call (cancellation).
 func (e *Exec[In, Out]) Run(ctx context.Context, in In, fail func(step.Failure)) (out Out, ok bool) {
+	out, ok, _ = e.run(ctx, in, fail)
+	return out, ok
+}
+
+// run is Run, and says whether the CPU implementation made out (for
+// recycle). Like Run, it changes nothing in e: DoFns may call it from
+// several goroutines.
+func (e *Exec[In, Out]) run(ctx context.Context, in In, fail func(step.Failure)) (out Out, ok, cpu bool) {
 	if e.fn == nil {
 		panic(fmt.Sprintf("step %q: Exec used before Setup", e.Step))
 	}
 	start := time.Now()
 	out, err := e.call(ctx, in)
-	e.cpu = e.Impl == backend.CPU
+	cpu = e.Impl == backend.CPU
 	if err != nil && e.Fallback && errors.Is(err, step.ErrGPUUnavailable) {
 		e.m.FellBack(ctx)
 		out, err = step.Call(e.s.Def().CPU, in)
-		e.cpu = true
+		cpu = true
 	}
 	items, bytes := 0, 0
 	if s, sized := any(in).(step.Sized); sized {
@@ -226,9 +232,9 @@ func (e *Exec[In, Out]) Run(ctx context.Context, in In, fail func(step.Failure))
 	e.m.Record(ctx, items, bytes, time.Since(start), err != nil)
 	if err != nil {
 		fail(step.NewFailure(e.Step, in, err))
-		return out, false
+		return out, false, cpu
 	}
-	return out, true
+	return out, true, cpu
 }
 
 func (e *Exec[In, Out]) call(ctx context.Context, in In) (out Out, err error) {
@@ -240,12 +246,11 @@ func (e *Exec[In, Out]) call(ctx context.Context, in In) (out Out, err error) {
 	return e.fn(ctx, in)
 }
 
-// recycle hands out, the output Run last returned, back to the step
-// (Def.Recycle) if the CPU implementation made it; the caller has emitted it
-// and the pipeline has said that its consumers keep none
-// (step.RecycleOutputs).
-func (e *Exec[In, Out]) recycle(ctx context.Context, out Out) {
-	if r := e.s.Def().Recycle; r != nil && e.cpu {
+// recycle hands out back to the step (Def.Recycle) if the CPU
+// implementation made it (run's cpu); the caller has emitted it and the
+// pipeline has said that its consumers keep none (step.RecycleOutputs).
+func (e *Exec[In, Out]) recycle(ctx context.Context, out Out, cpu bool) {
+	if r := e.s.Def().Recycle; r != nil && cpu {
 		r(out)
 		e.m.recycled.Inc(ctx, 1)
 	}
