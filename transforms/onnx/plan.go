@@ -1,0 +1,388 @@
+package onnx
+
+import (
+	"container/list"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// A Plan is a model planned for one set of input shapes: every value's type
+// and shape inferred, the values known before the run computed (shapes and
+// what is made from them), and the rest placed in one workspace, where
+// values whose lifetimes do not overlap share memory. A run then only
+// computes. Plans are made on first use of a shape and kept (the last
+// maxPlans per model).
+type Plan struct {
+	m     *Model
+	vals  []pval
+	steps []pstep
+	// inputs and outputs are the graph's, as value indices.
+	inputs, outputs []int
+	// keyed are the inputs whose contents the plan depends on.
+	keyed []bool
+	// work is the workspace's size in bytes.
+	work int
+	pool sync.Pool
+}
+
+type storage uint8
+
+const (
+	stUnused storage = iota
+	stConst          // known before the run: meta.Value
+	stInput          // fed by the caller
+	stWork           // in the workspace, at off
+	stView           // a view of another value's data (base)
+	stOutput         // a graph output, allocated for each run
+)
+
+type pval struct {
+	meta Meta
+	st   storage
+	off  int
+	size int
+	base int
+	// first and last are the steps that make and last read the value.
+	first, last int
+}
+
+type pstep struct {
+	n       *node
+	in, out []int
+}
+
+// Steps returns the nodes a run computes, in order, as "Op name" strings
+// (for reports and tests).
+func (p *Plan) Steps() []string {
+	out := make([]string, len(p.steps))
+	for i, s := range p.steps {
+		out[i] = s.n.Op + " " + s.n.Name
+	}
+	return out
+}
+
+// WorkspaceBytes is the size of the memory a run uses for intermediate
+// values (outputs apart).
+func (p *Plan) WorkspaceBytes() int { return p.work }
+
+// OutputMeta returns the types and shapes of the outputs (as the runtime
+// holds them: Float16 outputs as Float32 until Run narrows them).
+func (p *Plan) OutputMeta() []Meta {
+	out := make([]Meta, len(p.outputs))
+	for i, o := range p.outputs {
+		out[i] = p.vals[o].meta
+	}
+	return out
+}
+
+// maxPlans is how many plans a model keeps (one per input shape; a
+// pipeline's batches come in a few sizes).
+const maxPlans = 32
+
+// planCache holds a model's plans by key, least recently used out first.
+type planCache struct {
+	mu    sync.Mutex
+	byKey map[string]*list.Element
+	lru   list.List
+	// keyed marks the graph inputs whose contents plans depend on (found
+	// while planning: an input read as a shape).
+	keyed []bool
+}
+
+type planEntry struct {
+	key  string
+	plan *Plan
+}
+
+// Plan returns the plan of the model for inputs (fed as Run takes them),
+// made on first use of their shapes.
+func (m *Model) Plan(inputs []nd.Array) (*Plan, error) {
+	metas, err := m.inputMetas(inputs)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		c := &m.plans
+		c.mu.Lock()
+		if c.keyed == nil {
+			c.keyed = make([]bool, len(m.Inputs))
+		}
+		keyed := append([]bool{}, c.keyed...)
+		key := planKey(metas, inputs, keyed)
+		if e, ok := c.byKey[key]; ok {
+			c.lru.MoveToFront(e)
+			c.mu.Unlock()
+			return e.Value.(*planEntry).plan, nil
+		}
+		c.mu.Unlock()
+		p, more, err := m.newPlan(metas, inputs, keyed)
+		if err != nil {
+			return nil, err
+		}
+		if more >= 0 { // an input turned out to be read as a shape: key on it
+			c.mu.Lock()
+			c.keyed[more] = true
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Lock()
+		if c.byKey == nil {
+			c.byKey = map[string]*list.Element{}
+		}
+		if e, ok := c.byKey[key]; ok { // made meanwhile by another caller
+			p = e.Value.(*planEntry).plan
+		} else {
+			c.byKey[key] = c.lru.PushFront(&planEntry{key, p})
+			if c.lru.Len() > maxPlans {
+				old := c.lru.Back()
+				c.lru.Remove(old)
+				delete(c.byKey, old.Value.(*planEntry).key)
+			}
+		}
+		c.mu.Unlock()
+		return p, nil
+	}
+}
+
+// planKey is the key of a plan: the inputs' types and shapes, and the
+// contents of those inputs the plan reads as shapes.
+func planKey(metas []Meta, inputs []nd.Array, keyed []bool) string {
+	var b strings.Builder
+	for i, m := range metas {
+		fmt.Fprintf(&b, "%d%v;", m.Type, m.Shape)
+		if keyed[i] {
+			fmt.Fprintf(&b, "=%x;", inputs[i].Data)
+		}
+	}
+	return b.String()
+}
+
+// inputMetas checks inputs against the model's declared inputs: their
+// number, types and ranks, and their sizes where the model fixes them (and
+// a symbolic dimension the same wherever it appears).
+func (m *Model) inputMetas(inputs []nd.Array) ([]Meta, error) {
+	if len(inputs) != len(m.Inputs) {
+		return nil, fmt.Errorf("%d inputs for a model of %d (%s)", len(inputs), len(m.Inputs), inputNames(m.Inputs))
+	}
+	metas := make([]Meta, len(inputs))
+	params := map[string]int{}
+	for i, a := range inputs {
+		want := m.Inputs[i]
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("input %q: %w", want.Name, err)
+		}
+		t := a.Type
+		if t != want.Type && !(internal(want.Type) == nd.Float32 && t == nd.Float32) {
+			return nil, fmt.Errorf("input %q is %v, the model takes %v", want.Name, t, want.Type)
+		}
+		if want.Shape != nil {
+			if len(a.Shape) != len(want.Shape) {
+				return nil, fmt.Errorf("input %q has shape %s, the model takes rank %d (%s)", want.Name, nd.ShapeString(a.Shape), len(want.Shape), want)
+			}
+			for d, dim := range want.Shape {
+				switch {
+				case dim.Size >= 0 && a.Shape[d] != dim.Size:
+					return nil, fmt.Errorf("input %q has shape %s, the model takes %s", want.Name, nd.ShapeString(a.Shape), want)
+				case dim.Param != "":
+					if s, seen := params[dim.Param]; seen && s != a.Shape[d] {
+						return nil, fmt.Errorf("input %q: dimension %s is %d here and %d in another input", want.Name, dim.Param, a.Shape[d], s)
+					}
+					params[dim.Param] = a.Shape[d]
+				}
+			}
+		}
+		metas[i] = Meta{Type: internal(t), Shape: a.Shape}
+	}
+	return metas, nil
+}
+
+func inputNames(in []ValueInfo) string {
+	names := make([]string, len(in))
+	for i, v := range in {
+		names[i] = v.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// newPlan plans the model for inputs of metas. When a node needs the
+// contents of a graph input not yet keyed, it returns that input's index
+// as more (and no plan): the caller keys plans on it and plans again.
+func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool) (p *Plan, more int, err error) {
+	g := m.g
+	p = &Plan{m: m, vals: make([]pval, len(g.values)), inputs: g.inputs, outputs: g.outputs, keyed: keyed}
+	for i, v := range g.values {
+		p.vals[i] = pval{first: -1, last: -1}
+		if v.init != nil {
+			p.vals[i].meta = Meta{Type: v.init.Type, Shape: v.init.Shape, Value: v.init}
+			p.vals[i].st = stConst
+		}
+	}
+	for i, id := range g.inputs {
+		mt := metas[i]
+		if keyed[i] {
+			a := inputs[i]
+			if a.Type != mt.Type { // a Float16 input: its Float32 value
+				a, _ = nd.Convert(a, mt.Type)
+			}
+			mt.Value = &a
+		}
+		p.vals[id].meta = mt
+		p.vals[id].st = stInput
+	}
+	for _, n := range g.nodes {
+		in := make([]Meta, len(n.in))
+		known := true
+		for i, id := range n.in {
+			if id < 0 {
+				continue
+			}
+			in[i] = p.vals[id].meta
+			if in[i].Value == nil {
+				known = false
+			}
+		}
+		out, err := infer(n, in)
+		if err != nil {
+			if i, ok := isNeedValue(err); ok {
+				if src := n.in[i]; src >= 0 && g.values[src].input >= 0 && !keyed[g.values[src].input] {
+					return nil, g.values[src].input, nil
+				}
+				return nil, -1, fmt.Errorf("%s: input %q: the runtime needs its contents before the model runs, but they depend on the data (data-dependent shapes are not supported)",
+					n.label(), n.Inputs[i])
+			}
+			return nil, -1, err
+		}
+		_, random := n.kernel.(Nondeterministic)
+		if known && !random {
+			arrays, err := compute(n, in, out, maxFoldPlanBytes)
+			if err != nil {
+				return nil, -1, err
+			}
+			if arrays != nil {
+				for i, id := range n.out {
+					if id >= 0 {
+						a := arrays[i]
+						p.vals[id] = pval{meta: Meta{Type: a.Type, Shape: a.Shape, Value: &a}, st: stConst, first: -1, last: -1}
+					}
+				}
+				continue
+			}
+		}
+		allKnown := true
+		for i, id := range n.out {
+			if id < 0 {
+				continue
+			}
+			p.vals[id].meta = out[i]
+			if out[i].Value != nil {
+				p.vals[id].st = stConst
+			} else {
+				allKnown = false
+			}
+		}
+		if !allKnown {
+			p.steps = append(p.steps, pstep{n: n, in: n.in, out: n.out})
+		}
+	}
+	p.place()
+	return p, -1, nil
+}
+
+// maxFoldPlanBytes bounds a node computed while planning (its inputs known
+// from shapes): small shape arithmetic, never a layer.
+const maxFoldPlanBytes = 1 << 20
+
+// place decides where each value of the run lives: graph outputs on their
+// own, views on their base, the rest in the workspace at offsets where no
+// two values alive at once overlap.
+func (p *Plan) place() {
+	isOutput := map[int]bool{}
+	for _, o := range p.outputs {
+		isOutput[o] = true
+	}
+	for si, s := range p.steps {
+		var viewer Viewer
+		if v, ok := s.n.kernel.(Viewer); ok {
+			viewer = v
+		}
+		for i, id := range s.in {
+			if id >= 0 {
+				p.vals[id].last = si
+			}
+			_ = i
+		}
+		for i, id := range s.out {
+			if id < 0 || p.vals[id].st == stConst {
+				continue
+			}
+			v := &p.vals[id]
+			v.first, v.last = si, si
+			if viewer != nil {
+				if j, ok := viewer.View(i); ok && s.in[j] >= 0 && !isOutput[id] {
+					v.st, v.base = stView, s.in[j]
+					continue
+				}
+			}
+			if isOutput[id] {
+				v.st = stOutput
+				continue
+			}
+			v.st = stWork
+			n, _ := nd.Numel(v.meta.Shape)
+			v.size = n * v.meta.Type.Size()
+		}
+	}
+	// A view keeps its base alive as long as it is read (views of views
+	// follow the chain; steps are in order, so bases come first).
+	for i := len(p.vals) - 1; i >= 0; i-- {
+		v := &p.vals[i]
+		if v.st != stView {
+			continue
+		}
+		b := v.base
+		for p.vals[b].st == stView {
+			b = p.vals[b].base
+		}
+		v.base = b
+		if v.last > p.vals[b].last {
+			p.vals[b].last = v.last
+		}
+	}
+	var work []int
+	for i, v := range p.vals {
+		if v.st == stWork {
+			work = append(work, i)
+		}
+	}
+	// Largest first, each at the lowest offset free over its lifetime.
+	sort.SliceStable(work, func(a, b int) bool { return p.vals[work[a]].size > p.vals[work[b]].size })
+	var placed []int
+	for _, id := range work {
+		v := &p.vals[id]
+		type span struct{ lo, hi int }
+		var busy []span
+		for _, o := range placed {
+			w := p.vals[o]
+			if w.first <= v.last && v.first <= w.last {
+				busy = append(busy, span{w.off, w.off + align(w.size)})
+			}
+		}
+		sort.Slice(busy, func(a, b int) bool { return busy[a].lo < busy[b].lo })
+		off := 0
+		for _, s := range busy {
+			if off+align(v.size) <= s.lo {
+				break
+			}
+			off = max(off, s.hi)
+		}
+		v.off = off
+		p.work = max(p.work, off+align(v.size))
+		placed = append(placed, id)
+	}
+}
+
+func align(n int) int { return (n + 63) &^ 63 }

@@ -1,0 +1,118 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// Run runs the model on the CPU: inputs in the order of m.Inputs, outputs
+// in the order of m.Outputs (new arrays, the caller's). The plan for the
+// inputs' shapes is made on first use and kept.
+func (m *Model) Run(inputs []nd.Array) ([]nd.Array, error) {
+	p, err := m.Plan(inputs)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(inputs)
+}
+
+// Run computes the plan's model on inputs of its shapes, on the CPU. It is
+// safe for concurrent use: each run has a workspace of its own (pooled).
+func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
+	m := p.m
+	if len(inputs) != len(p.inputs) {
+		return nil, fmt.Errorf("%d inputs for a model of %d", len(inputs), len(p.inputs))
+	}
+	var ws []byte
+	if p.work > 0 {
+		if w, ok := p.pool.Get().(*[]byte); ok {
+			ws = *w
+		} else {
+			ws = nd.Bytes(p.work)
+		}
+		defer func() { p.pool.Put(&ws) }()
+	}
+	arrays := make([]nd.Array, len(p.vals))
+	for i, id := range p.inputs {
+		a := inputs[i]
+		if want := p.vals[id].meta; a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
+			if a.Type == nd.Float16 || a.Type == nd.BFloat16 {
+				var err error
+				if a, err = nd.Convert(a, nd.Float32); err != nil {
+					return nil, err
+				}
+			}
+			if a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
+				return nil, fmt.Errorf("input %q is %v, the plan is for %v", m.Inputs[i].Name, a, want)
+			}
+		}
+		arrays[id] = a
+	}
+	for i, v := range p.vals {
+		switch v.st {
+		case stConst:
+			arrays[i] = *v.meta.Value
+		case stWork:
+			arrays[i] = nd.Array{Type: v.meta.Type, Shape: v.meta.Shape, Data: ws[v.off : v.off+v.size : v.off+v.size]}
+		case stOutput:
+			a, err := nd.New(v.meta.Type, v.meta.Shape...)
+			if err != nil {
+				return nil, err
+			}
+			arrays[i] = a
+		}
+	}
+	for _, s := range p.steps {
+		in := make([]nd.Array, len(s.in))
+		for i, id := range s.in {
+			if id >= 0 {
+				in[i] = arrays[id]
+			}
+		}
+		out := make([]nd.Array, len(s.out))
+		var copies [][2]int // outputs that the kernel views but that are graph outputs
+		viewer, _ := s.n.kernel.(Viewer)
+		for i, id := range s.out {
+			if id < 0 {
+				continue
+			}
+			v := p.vals[id]
+			if v.st == stView {
+				b := in[mustView(viewer, i)]
+				arrays[id] = nd.Array{Type: v.meta.Type, Shape: v.meta.Shape, Data: b.Data}
+			} else if viewer != nil {
+				if j, ok := viewer.View(i); ok {
+					copies = append(copies, [2]int{i, j})
+				}
+			}
+			out[i] = arrays[id]
+		}
+		if err := s.n.kernel.Run(in, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.n.label(), err)
+		}
+		for _, c := range copies {
+			copy(out[c[0]].Data, in[c[1]].Data)
+		}
+	}
+	outs := make([]nd.Array, len(p.outputs))
+	for i, id := range p.outputs {
+		a := arrays[id]
+		if st := p.vals[id].st; st != stOutput {
+			a = a.Clone() // a constant, an input or a view: the caller's own copy
+		}
+		if want := m.Outputs[i].Type; want != a.Type {
+			if internal(want) != a.Type {
+				return nil, fmt.Errorf("output %q is %v, the model declares %v", m.Outputs[i].Name, a.Type, want)
+			}
+			a, _ = nd.Convert(a, want) // Float32 rounded to the Float16 or BFloat16 declared
+		}
+		outs[i] = a
+	}
+	return outs, nil
+}
+
+func mustView(v Viewer, out int) int {
+	j, _ := v.View(out)
+	return j
+}

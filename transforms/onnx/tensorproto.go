@@ -1,0 +1,167 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// Tensors in a model (initializers, Constant values, attribute tensors) and
+// in ONNX's test data are TensorProtos. Their data is in raw_data (little
+// endian) or in the typed fields that onnx.proto assigns per type; external
+// data (data_location EXTERNAL) is read by the loader before this.
+
+// ArrayOf converts a TensorProto to an array. what names it in errors. The
+// array's data is its own (raw_data is copied into aligned memory).
+func ArrayOf(t *onnxpb.TensorProto, what string) (nd.Array, error) {
+	typ := nd.DType(t.GetDataType())
+	if !typ.Supported() {
+		name := onnxpb.TensorProto_DataType_name[int32(t.GetDataType())]
+		if name == "" {
+			name = fmt.Sprintf("data type %d", t.GetDataType())
+		}
+		return nd.Array{}, fmt.Errorf("%s: element type %s is not supported", what, name)
+	}
+	if t.Segment != nil {
+		return nd.Array{}, fmt.Errorf("%s: segmented tensors are not supported", what)
+	}
+	shape := make([]int, len(t.Dims))
+	for i, d := range t.Dims {
+		if d < 0 || d > nd.MaxElements {
+			return nd.Array{}, fmt.Errorf("%s: dimension %d is %d", what, i, d)
+		}
+		shape[i] = int(d)
+	}
+	n, err := nd.Numel(shape)
+	if err != nil {
+		return nd.Array{}, fmt.Errorf("%s: %w", what, err)
+	}
+	size := typ.Size()
+	if raw := t.GetRawData(); raw != nil || t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+		if int64(len(raw)) != int64(n)*int64(size) {
+			return nd.Array{}, fmt.Errorf("%s: %v %v needs %d bytes of data, the tensor holds %d", what, typ, nd.ShapeString(shape), int64(n)*int64(size), len(raw))
+		}
+		a := nd.Array{Type: typ, Shape: shape, Data: nd.Bytes(len(raw))}
+		copy(a.Data, raw)
+		if !littleEndian {
+			swapBytes(a.Data, size)
+		}
+		if typ == nd.Bool {
+			for i, b := range a.Data {
+				if b > 1 {
+					a.Data[i] = 1
+				}
+			}
+		}
+		return a, nil
+	}
+	var have int
+	switch typ {
+	case nd.Float32:
+		have = len(t.FloatData)
+	case nd.Float64:
+		have = len(t.DoubleData)
+	case nd.Int64:
+		have = len(t.Int64Data)
+	case nd.Uint32, nd.Uint64:
+		have = len(t.Uint64Data)
+	default: // int32, int16, int8, uint16, uint8, bool, float16, bfloat16
+		have = len(t.Int32Data)
+	}
+	if have != n {
+		return nd.Array{}, fmt.Errorf("%s: %v %v needs %d values, the tensor holds %d", what, typ, nd.ShapeString(shape), n, have)
+	}
+	a, err := nd.New(typ, shape...)
+	if err != nil {
+		return nd.Array{}, fmt.Errorf("%s: %w", what, err)
+	}
+	switch typ {
+	case nd.Float32:
+		copy(nd.MustAs[float32](a), t.FloatData)
+	case nd.Float64:
+		copy(nd.MustAs[float64](a), t.DoubleData)
+	case nd.Int64:
+		copy(nd.MustAs[int64](a), t.Int64Data)
+	case nd.Uint64:
+		copy(nd.MustAs[uint64](a), t.Uint64Data)
+	case nd.Uint32:
+		s := nd.MustAs[uint32](a)
+		for i, v := range t.Uint64Data {
+			s[i] = uint32(v)
+		}
+	default:
+		fill32(a, t.Int32Data)
+	}
+	return a, nil
+}
+
+// fill32 stores the int32_data of the types onnx.proto keeps there.
+func fill32(a nd.Array, v []int32) {
+	switch a.Type {
+	case nd.Int32:
+		copy(nd.MustAs[int32](a), v)
+	case nd.Int16:
+		s := nd.MustAs[int16](a)
+		for i, x := range v {
+			s[i] = int16(x)
+		}
+	case nd.Int8:
+		s := nd.MustAs[int8](a)
+		for i, x := range v {
+			s[i] = int8(x)
+		}
+	case nd.Uint16, nd.Float16, nd.BFloat16: // the bits of halves
+		s := nd.MustAs[uint16](nd.Array{Type: nd.Uint16, Shape: a.Shape, Data: a.Data})
+		for i, x := range v {
+			s[i] = uint16(x)
+		}
+	case nd.Uint8:
+		s := nd.MustAs[uint8](a)
+		for i, x := range v {
+			s[i] = uint8(x)
+		}
+	case nd.Bool:
+		s := nd.MustAs[bool](a)
+		for i, x := range v {
+			s[i] = x != 0
+		}
+	}
+}
+
+// TensorOf converts an array to a TensorProto with raw_data (a copy), named
+// name: for test data and for the models this package writes.
+func TensorOf(name string, a nd.Array) *onnxpb.TensorProto {
+	dims := make([]int64, len(a.Shape))
+	for i, d := range a.Shape {
+		dims[i] = int64(d)
+	}
+	raw := append([]byte{}, a.Data...)
+	if !littleEndian {
+		swapBytes(raw, a.Type.Size())
+	}
+	dt := int32(a.Type)
+	return &onnxpb.TensorProto{Name: &name, DataType: &dt, Dims: dims, RawData: raw}
+}
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+func swapBytes(b []byte, size int) {
+	for i := 0; i+size <= len(b); i += size {
+		for j := 0; j < size/2; j++ {
+			b[i+j], b[i+size-1-j] = b[i+size-1-j], b[i+j]
+		}
+	}
+}
+
+// widen returns a with Float16 and BFloat16 elements widened to float32:
+// the runtime computes in float32 (see Model).
+func widen(a nd.Array) nd.Array {
+	if a.Type != nd.Float16 && a.Type != nd.BFloat16 {
+		return a
+	}
+	out, _ := nd.Convert(a, nd.Float32)
+	return out
+}
+
