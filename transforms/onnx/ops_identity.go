@@ -18,8 +18,8 @@ func init() {
 type identity struct{}
 
 func (identity) Infer(in []Meta) ([]Meta, error) { return []Meta{in[0]}, nil }
-func (identity) Run(in, out []nd.Array) error   { return nil }
-func (identity) View(int) (int, bool)           { return 0, true }
+func (identity) Run(in, out []nd.Array) error    { return nil }
+func (identity) View(int) (int, bool)            { return 0, true }
 
 // Constant (opsets 1, 9, 11, 12, 13): a tensor attribute (value), or from
 // 12 a scalar or list (value_float(s), value_int(s)); strings and sparse

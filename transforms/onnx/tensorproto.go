@@ -164,4 +164,3 @@ func widen(a nd.Array) nd.Array {
 	out, _ := nd.Convert(a, nd.Float32)
 	return out
 }
-
