@@ -1,0 +1,126 @@
+package onnx
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// What the operators share: axes, broadcasting, running a loop on all
+// cores.
+
+// NormAxis turns an axis in [-rank, rank) into [0, rank).
+func NormAxis(axis, rank int) (int, error) {
+	if axis < -rank || axis >= rank {
+		return 0, fmt.Errorf("axis %d is out of range for rank %d", axis, rank)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	return axis, nil
+}
+
+// NormAxes normalises axes (NormAxis) and refuses repeats.
+func NormAxes(axes []int64, rank int) ([]int, error) {
+	out := make([]int, len(axes))
+	seen := map[int]bool{}
+	for i, a := range axes {
+		n, err := NormAxis(int(a), rank)
+		if err != nil {
+			return nil, err
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("axis %d is repeated in %v", a, axes)
+		}
+		seen[n] = true
+		out[i] = n
+	}
+	return out, nil
+}
+
+// BroadcastShapes is the shape of ONNX's multidirectional (NumPy)
+// broadcasting of shapes: aligned at the right, each dimension equal or 1.
+func BroadcastShapes(shapes ...[]int) ([]int, error) {
+	rank := 0
+	for _, s := range shapes {
+		rank = max(rank, len(s))
+	}
+	out := make([]int, rank)
+	for i := range out {
+		out[i] = 1
+	}
+	for _, s := range shapes {
+		for i, d := range s {
+			o := rank - len(s) + i
+			switch {
+			case d == out[o] || d == 1:
+			case out[o] == 1:
+				out[o] = d
+			default:
+				return nil, fmt.Errorf("shapes %v cannot be broadcast together (dimension %d: %d and %d)", shapes, o, out[o], d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// BroadcastStrides returns the element strides with which an array of shape
+// in is read to fill shape out (which BroadcastShapes gave): 0 along the
+// dimensions it is broadcast over.
+func BroadcastStrides(in, out []int) []int {
+	st := make([]int, len(out))
+	stride := 1
+	for i := len(in) - 1; i >= 0; i-- {
+		o := len(out) - len(in) + i
+		if in[i] != 1 {
+			st[o] = stride
+		}
+		stride *= in[i]
+	}
+	return st
+}
+
+// Strides returns the row-major element strides of shape.
+func Strides(shape []int) []int {
+	st := make([]int, len(shape))
+	s := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		st[i] = s
+		s *= shape[i]
+	}
+	return st
+}
+
+// minParallel is the work (elements, or a kernel's own unit) below which a
+// loop runs on one goroutine: a goroutine costs about a microsecond.
+const minParallel = 1 << 14
+
+// ParallelFor runs fn over [0, n) in contiguous chunks on up to GOMAXPROCS
+// goroutines; cost is the work of one index (in elements touched), so that
+// small loops stay on one goroutine. It returns when every chunk is done.
+func ParallelFor(n, cost int, fn func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if cost < 1 {
+		cost = 1
+	}
+	if w := n * cost / minParallel; w < workers {
+		workers = max(1, w)
+	}
+	if workers <= 1 || n < 2 {
+		if n > 0 {
+			fn(0, n)
+		}
+		return
+	}
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
