@@ -209,10 +209,11 @@ func newNode(np *onnxpb.NodeProto, opset int, g *graph) (*node, error) {
 	for len(n.Inputs) > 0 && n.Inputs[len(n.Inputs)-1] == "" {
 		n.Inputs = n.Inputs[:len(n.Inputs)-1] // trailing left-out inputs
 	}
-	if n.kernel, err = def.New(&n.Node); err != nil {
-		return nil, err
+	n.kernel, err = def.New(&n.Node)
+	if aerr := attrs.Err(); aerr != nil {
+		return nil, aerr // the attribute's error explains New's
 	}
-	if err := attrs.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if extra := attrs.unread(); len(extra) > 0 {
