@@ -33,7 +33,7 @@ import (
 
 func TestMain(m *testing.M) {
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
-	*progress = 0
+	flags.Progress = 0
 	ptest.Main(m)
 }
 

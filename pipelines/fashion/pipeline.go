@@ -14,7 +14,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
@@ -145,7 +145,7 @@ func discoverSources(input string, batchRows int) ([]tensor.Source, error) {
 		return []tensor.Source{src(input, lbl)}, nil
 	}
 	if strings.Contains(input, "://") {
-		if launchFlags.PlanOut != "" {
+		if flags.Launch.PlanOut != "" {
 			slog.Info("fashion: plan: --input " + input + " is not listed (no credentials needed); a submission lists it")
 			return []tensor.Source{src(input, "")}, nil
 		}
@@ -195,7 +195,7 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 	base := strings.TrimSuffix(input, "/")
 	var images, all []string
 	if strings.Contains(path.Base(base), "images-idx3-ubyte") {
-		ok, err := job.Exists(ctx, base)
+		ok, err := jobfiles.Exists(ctx, base)
 		if err != nil {
 			return nil, fmt.Errorf("--input %s: %w", input, err)
 		}
@@ -203,12 +203,12 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 			return nil, fmt.Errorf("--input %s: no such object", input)
 		}
 		images = []string{base}
-		if all, err = job.List(ctx, labelsFor(base)); err != nil {
+		if all, err = jobfiles.List(ctx, labelsFor(base)); err != nil {
 			return nil, fmt.Errorf("--input %s: listing its labels: %w", input, err)
 		}
 	} else {
 		var err error
-		if all, err = job.List(ctx, base+"/*"); err != nil {
+		if all, err = jobfiles.List(ctx, base+"/*"); err != nil {
 			return nil, fmt.Errorf("--input %s: listing: %w", input, err)
 		}
 		for _, o := range all {
@@ -237,17 +237,17 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 // that says how to get it. A remote dir (gs://...) is checked through Beam's
 // filesystems, except in a plan.
 func trainingSet(dir string, batchRows int) (tensor.Source, error) {
-	src := tensor.Source{Images: job.Join(dir, "train-images-idx3-ubyte.gz"),
-		Labels: job.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
+	src := tensor.Source{Images: jobfiles.Join(dir, "train-images-idx3-ubyte.gz"),
+		Labels: jobfiles.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
 	if !strings.Contains(dir, "://") {
 		src.Images, src.Labels = filepath.Join(dir, "train-images-idx3-ubyte.gz"), filepath.Join(dir, "train-labels-idx1-ubyte.gz")
 	}
 	for _, f := range []string{src.Images, src.Labels} {
 		var missing bool
 		switch {
-		case strings.Contains(f, "://") && launchFlags.PlanOut != "":
+		case strings.Contains(f, "://") && flags.Launch.PlanOut != "":
 		case strings.Contains(f, "://"):
-			ok, err := job.Exists(context.Background(), f)
+			ok, err := jobfiles.Exists(context.Background(), f)
 			if err != nil {
 				return src, fmt.Errorf("--data_dir %s: %w", dir, err)
 			}

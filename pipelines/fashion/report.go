@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -116,17 +116,17 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*te
 	for c := range m.Confusion {
 		f.correct.Inc(ctx, int64(m.Confusion[c][c]))
 	}
-	if err := job.WriteJSON(ctx, job.Join(f.Output, metricsFile), m); err != nil {
+	if err := jobfiles.WriteJSON(ctx, jobfiles.Join(f.Output, metricsFile), m); err != nil {
 		return err
 	}
-	if err := job.WriteFile(ctx, job.Join(f.Output, predictionsFile), func(w io.Writer) error { return writeCSV(w, rows, f.Sources > 1) }); err != nil {
+	if err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, predictionsFile), func(w io.Writer) error { return writeCSV(w, rows, f.Sources > 1) }); err != nil {
 		return err
 	}
 	img := confusionImage(m.Confusion)
-	if err := job.WriteFile(ctx, job.Join(f.Output, confusionFile), func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
+	if err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, confusionFile), func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
 		return err
 	}
-	return job.WriteFailures(ctx, f.Output, failures)
+	return jobfiles.WriteFailures(ctx, f.Output, failures)
 }
 
 func computeMetrics(rows []row, classes int) metrics {

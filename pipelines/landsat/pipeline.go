@@ -142,7 +142,7 @@ type Outcome struct {
 // no credentials: it takes --input as one scene.
 func discoverScenes(input string) ([]string, error) {
 	if strings.Contains(input, "://") {
-		if launchFlags.PlanOut != "" {
+		if flags.Launch.PlanOut != "" {
 			slog.Info("landsat: plan: --input " + input + " is not listed (no credentials needed); a submission lists it")
 			return []string{strings.TrimSuffix(input, "/")}, nil
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
@@ -44,7 +44,7 @@ func init() {
 
 const stepWrite = "write"
 
-var join = job.Join
+var join = jobfiles.Join
 
 func sumInts(a, b int) int { return a + b }
 
@@ -200,7 +200,7 @@ func (f *finishFn) finish(ctx context.Context, sc raster.SceneScan, st raster.Sc
 	if err := writeImagePNG(ctx, f.Store.temp(sc.Scene, "ndvi_legend.png"), raster.NDVILegend()); err != nil {
 		return nil, err
 	}
-	if err := job.WriteJSON(ctx, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
+	if err := jobfiles.WriteJSON(ctx, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
 		return nil, err
 	}
 	if err := f.Store.publish(ctx, sc.Scene, sceneOutputs); err != nil {
@@ -320,14 +320,14 @@ func (f *writeFailuresFn) ProcessElement(ctx context.Context, _ int, iter func(*
 	}
 	sort.Strings(sum.Done)
 	sort.Strings(sum.Failed)
-	if err := job.WriteFailures(ctx, f.Output, failures); err != nil {
+	if err := jobfiles.WriteFailures(ctx, f.Output, failures); err != nil {
 		return err
 	}
-	return job.WriteJSON(ctx, join(f.Output, summaryFile), sum)
+	return jobfiles.WriteJSON(ctx, join(f.Output, summaryFile), sum)
 }
 
 const (
-	failedFile  = job.FailedFile
+	failedFile  = jobfiles.FailedFile
 	summaryFile = "summary.json"
 )
 

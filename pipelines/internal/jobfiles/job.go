@@ -1,8 +1,10 @@
-// Package job is the plumbing the runnable pipelines share: writing files
-// through Beam's filesystems, checking the output directory before anything
-// runs, extracting embedded default data, progress lines, the per-step
-// summary read back from Beam metrics, and failed.jsonl.
-package job
+// Package jobfiles holds the files the project's pipelines share.
+//
+// It writes files through Beam's filesystems (local, gs://) and
+// failed.jsonl, checks an output directory before anything runs, extracts
+// embedded default data, reads files at offsets, and joins the row strips
+// of an object-store output with Cloud Storage's compose.
+package jobfiles
 
 import (
 	"bytes"
@@ -16,7 +18,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"   // gs:// paths (Dataflow)
@@ -123,27 +124,4 @@ func Extract(fsys fs.FS, root string) (string, error) {
 		return "", errors.Join(errors.New("extracting embedded data"), err)
 	}
 	return tmp, nil
-}
-
-// StartProgress prints "name: running, 12s elapsed" to w every interval
-// until the returned func is called. An interval of 0 prints nothing.
-func StartProgress(w io.Writer, name string, interval time.Duration) (stop func()) {
-	if interval <= 0 {
-		return func() {}
-	}
-	done := make(chan struct{})
-	start := time.Now()
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(w, "%s: running, %s elapsed\n", name, time.Since(start).Round(time.Second))
-			}
-		}
-	}()
-	return func() { close(done) }
 }
