@@ -36,7 +36,7 @@
 //     the machine types of each GPU;
 //   - Beam's vLLM notebook and Google's Gemma sample, which show the driver
 //     a CUDA 12 image needs on Dataflow (install-nvidia-driver:5xx);
-//   - the project's own files: the PTX's target (containers/ptx.mk) and the
+//   - the project's own files: the PTX's target (cmd/beamgpu-ptx) and the
 //     worker image's CUDA version (Dockerfile);
 //   - seed 001 (AI Platform Training's GPU page) only where nothing newer
 //     says otherwise: its per-GPU vCPU and memory bounds (V100, 4 x P100);

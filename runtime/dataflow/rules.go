@@ -256,7 +256,7 @@ func checkGPUType(c Config) error {
 }
 
 // checkComputeCapability: the kernels' PTX is built for compute_70
-// (containers/ptx.mk); the driver JIT-compiles it for the GPU it runs on, and
+// (cmd/beamgpu-ptx); the driver JIT-compiles it for the GPU it runs on, and
 // refuses a GPU below 7.0 (CUDA_ERROR_NO_BINARY_FOR_GPU): every GPU op would
 // fail, and under auto every batch would run on the CPU of a GPU worker.
 func checkComputeCapability(c Config) error {

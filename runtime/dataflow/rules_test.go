@@ -67,7 +67,7 @@ var ruleCases = []ruleCase{
 	{"gpu-compute-capability", "t4 is 7.5", whole("n1-standard-4", gpu("nvidia-tesla-t4", 1)), nil, false},
 	{"gpu-compute-capability", "v100 is 7.0, the PTX's own", whole("n1-standard-8", gpu("nvidia-tesla-v100", 1)), nil, false},
 	{"gpu-compute-capability", "p100 is 6.0", whole("n1-standard-8", gpu("nvidia-tesla-p100", 1)), []string{
-		`worker_accelerator "type:nvidia-tesla-p100;count:1;install-nvidia-driver:5xx": nvidia-tesla-p100 has compute capability 6.0, and the GPU kernels' PTX is built for compute_70 (containers/ptx.mk (PTX_ARCH=compute_70)): it cannot load them`,
+		`worker_accelerator "type:nvidia-tesla-p100;count:1;install-nvidia-driver:5xx": nvidia-tesla-p100 has compute capability 6.0, and the GPU kernels' PTX is built for compute_70 (cmd/beamgpu-ptx (-arch=compute_70)): it cannot load them`,
 	}, false},
 	{"gpu-compute-capability", "p4 hint is 6.1", fitted(hint("nvidia-tesla-p4", 1)), []string{
 		"nvidia-tesla-p4 has compute capability 6.1",
@@ -372,7 +372,7 @@ func TestRuleSourcesAreDataflowFirst(t *testing.T) {
 		if r.Source == srcDesign {
 			continue
 		}
-		assert.Regexp(t, `https://cloud\.google\.com/(dataflow|compute)/|containers/ptx\.mk`, r.Source, "rule %s", r.Name)
+		assert.Regexp(t, `https://cloud\.google\.com/(dataflow|compute)/|cmd/beamgpu-ptx`, r.Source, "rule %s", r.Name)
 	}
 }
 

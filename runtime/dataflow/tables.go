@@ -57,9 +57,9 @@ const (
 	srcGemma = "https://github.com/GoogleCloudPlatform/python-docs-samples/tree/main/dataflow/gemma"
 	// srcCC: NVIDIA's compute capability of each GPU.
 	srcCC = "https://developer.nvidia.com/cuda-gpus"
-	// srcPTX: the kernels' PTX is built for compute_70 (containers/ptx.mk);
+	// srcPTX: the kernels' PTX is built for compute_70 (cmd/beamgpu-ptx);
 	// a GPU of a lower compute capability cannot load it.
-	srcPTX = "containers/ptx.mk (PTX_ARCH=compute_70)"
+	srcPTX = "cmd/beamgpu-ptx (-arch=compute_70)"
 	// srcImage: the worker image is CUDA 12.4 (Dockerfile): its cuBLAS 12
 	// needs a driver for CUDA 12.0, R525 or newer.
 	srcImage = "Dockerfile (nvidia/cuda:12.4.1-runtime: CUDA 12 needs driver R525+)"

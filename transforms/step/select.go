@@ -1,7 +1,6 @@
 package step
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
@@ -81,7 +80,7 @@ func Resolve(s Any, opts ...Option) (backend.Decision, error) {
 		return d, err
 	}
 	if d.Impl == backend.Stub && !s.HasStub() {
-		return d, fmt.Errorf("step %q has no stub registered: import its family's stubs package (github.com/beamgpu/beamgpu/stubs/...)", s.Name())
+		return d, errNoStub(s.Name())
 	}
 	return d, nil
 }

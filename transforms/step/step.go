@@ -156,6 +156,12 @@ func RegisterStub[In, Out any](s *Step[In, Out], fn func(In) (Out, error)) {
 	s.stub = fn
 }
 
+// errNoStub is the error of a stub that is not registered.
+func errNoStub(name string) error {
+	return fmt.Errorf("step %q has no stub registered: import the package that registers it with step.RegisterStub "+
+		"(for beamgpu's own families, github.com/beamgpu/beamgpu/stubs/<family>; for a step of yours, your stubs package)", name)
+}
+
 // Name returns the step's name.
 func (s *Step[In, Out]) Name() string { return s.def.Name }
 
@@ -194,7 +200,7 @@ func (s *Step[In, Out]) Impl(kind backend.Kind) (func(In) (Out, error), error) {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		if s.stub == nil {
-			return nil, fmt.Errorf("step %q has no stub registered: import its family's stubs package (github.com/beamgpu/beamgpu/stubs/...)", s.def.Name)
+			return nil, errNoStub(s.def.Name)
 		}
 		return s.stub, nil
 	case backend.GPU:

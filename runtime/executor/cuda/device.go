@@ -42,6 +42,7 @@ import (
 	"time"
 	"unsafe"
 
+	_ "github.com/beamgpu/beamgpu/runtime/executor/cuda/cudaenv" // says what to do without the CUDA headers
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"gorgonia.org/cu"
