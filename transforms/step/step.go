@@ -96,7 +96,7 @@ var (
 // taken, or a required part is missing: programming errors, found at init.
 // Call it from a package-level variable of the step's family:
 //
-//	var NDVI = step.Register(step.Def[Tile, Tile]{Name: "ndvi", CPU: NDVITile, ...})
+//	var StepNDVI = step.Register(step.Def[Tile, Tile]{Name: "ndvi", CPU: NDVITile, ...})
 func Register[In, Out any](d Def[In, Out]) *Step[In, Out] {
 	if err := d.check(); err != nil {
 		panic(fmt.Sprintf("step.Register(%q): %v", d.Name, err))
