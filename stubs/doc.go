@@ -1,5 +1,7 @@
-// Package stubs documents the stand-ins of beamgpu's steps; its
-// subpackages (one per family of steps, e.g. stubs/raster) register them.
+// Package stubs documents the stand-ins of beamgpu's steps.
+//
+// Its subpackages (one per family of steps, e.g. stubs/raster) register
+// them.
 //
 // A stub follows the seed's two-stage workflow (Google's "GPU best practices
 // for Dataflow"): first build and test everything around the GPU step on a

@@ -1,5 +1,6 @@
-// Command beamgpu-ptx compiles a module's CUDA kernels to the PTX it embeds,
-// with the toolchain, flags and targets of beamgpu's own kernels.
+// Command beamgpu-ptx compiles a module's CUDA kernels to the PTX it embeds.
+//
+// It uses the toolchain, flags and targets of beamgpu's own kernels.
 //
 // Run it from the root of a module, beamgpu's or a module of steps of your
 // own that requires beamgpu (go get -tool github.com/beamgpu/beamgpu/cmd/beamgpu-ptx

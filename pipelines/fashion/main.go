@@ -1,7 +1,8 @@
-// Command fashion classifies Fashion-MNIST images on Apache Beam with
-// beamgpu's tensor steps: an MLP through RunInference (the default, with the
-// model trained by ./train and shipped in data/) or brute-force
-// k-nearest-neighbours against the training set.
+// Command fashion classifies Fashion-MNIST images on Apache Beam.
+//
+// It classifies with beamgpu's tensor steps: an MLP through RunInference
+// (the default, with the model trained by ./train and shipped in data/) or
+// brute-force k-nearest-neighbours against the training set.
 //
 // With no flags it classifies the embedded 10,000-image test set on Beam's
 // local runner (prism) and writes to out/fashion. Inputs, the model and the

@@ -1,6 +1,7 @@
-// Command landsat computes top-of-atmosphere reflectance, NDVI and a
-// true-colour picture of Landsat 8 scenes: Google's Landsat GPU example for
-// Dataflow, in Go, on beamgpu steps.
+// Command landsat computes reflectance, NDVI and true colour of Landsat 8 scenes.
+//
+// It is Google's Landsat GPU example for Dataflow, in Go, on beamgpu steps:
+// top-of-atmosphere reflectance, NDVI and a true-colour picture.
 //
 // With no flags it processes the embedded 41x41 crop of scene
 // LC08_L1TP_195025_20130707_20170503_01_T1 on Beam's local runner (prism) and

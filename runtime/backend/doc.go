@@ -1,5 +1,7 @@
-// Package backend chooses, for every step of a pipeline, which implementation
-// runs it: the CPU code, the GPU op served by the GPU executor, or the stub.
+// Package backend chooses which implementation runs each step of a pipeline.
+//
+// The implementations are the CPU code, the GPU op served by the GPU
+// executor, and the stub.
 //
 // The choice is made once, at pipeline construction, from a pipeline-wide
 // default (--backend=auto|cpu|gpu|stub) and per-step overrides

@@ -1,6 +1,7 @@
-// Package dataflow is the typed, validated GPU configuration of a Dataflow
-// job: which GPU, how many, on which machine type, with which NVIDIA driver,
-// in which region, with or without NVIDIA MPS, whole-pipeline (the
+// Package dataflow is the typed, validated GPU configuration of a Dataflow job.
+//
+// It says which GPU, how many, on which machine type, with which NVIDIA
+// driver, in which region, with or without NVIDIA MPS, whole-pipeline (the
 // worker_accelerator service option) or per step (right fitting, Beam
 // accelerator resource hints); and the Dataflow runner flags it stands for.
 //

@@ -1,10 +1,13 @@
-// Package gke builds the Kubernetes manifests and the gcloud command that run
-// the project's container as a batch job on Google Kubernetes Engine with
-// flex-start provisioning: accelerators (TPU slices or GPUs) obtained on
-// demand, for up to seven days, without reservations, billed at Dynamic
-// Workload Scheduler prices, with node pools that scale from zero for the
-// job and back to zero after it (seed 003, "run a small batch workload with
-// TPUs and flex-start provisioning").
+// Package gke runs the project's container as a GKE flex-start batch job.
+//
+// It builds the Kubernetes manifests and the gcloud command that run the
+// container as a batch job on Google Kubernetes Engine with flex-start
+// provisioning: accelerators (TPU slices or GPUs) obtained on demand, for
+// up to seven days, without reservations, billed at Dynamic Workload
+// Scheduler prices, with node pools that scale from zero for the job and
+// back to zero after it ("Run a small batch workload with TPUs and
+// flex-start provisioning mode",
+// https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu).
 //
 // Why: the same worker container that runs the Dataflow steps (and the
 // trainer of the fashion pipeline) can run as a plain batch job where a

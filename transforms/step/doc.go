@@ -1,6 +1,7 @@
-// Package step is what every beamgpu step is built from, and imports no Beam
-// package: a family's step package, the GPU executor and the trainer link it
-// without Beam.
+// Package step declares beamgpu's steps and runs them on the CPU, the GPU or a stub.
+//
+// It imports no Beam package: a family's step package, the GPU executor and
+// the trainer link it without Beam.
 //
 // A step is one unit of batch work (a tile of pixels, a matrix of rows) from
 // an input type In to an output type Out, declared once with Register as a

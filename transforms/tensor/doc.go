@@ -1,8 +1,9 @@
-// Package tensor is beamgpu's family of machine-learning steps (decode,
-// standardize, dense, softmax, argmax, topk, knn, mlp): each step's
-// declaration (steps.go), CPU code, codecs (codec.go), CUDA kernels
-// (kernels.cu, embedded as PTX) and launches (launch_cuda.go, behind the
-// cuda tag). It imports no Beam package, so that the GPU executor and the
+// Package tensor is beamgpu's family of machine-learning steps.
+//
+// The steps are decode, standardize, dense, softmax, argmax, topk, knn and
+// mlp: each step's declaration (steps.go), CPU code, codecs (codec.go),
+// CUDA kernels (kernels.cu, embedded as PTX) and launches (launch_cuda.go,
+// behind the cuda tag). It imports no Beam package, so that the GPU executor and the
 // trainer link none: the steps' DoFns and PTransforms are package
 // tensorbeam's, their stubs package stubs/tensor's.
 //

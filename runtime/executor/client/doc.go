@@ -1,6 +1,7 @@
-// Package client is the worker side of the GPU executor: pure Go (no cgo,
-// no CUDA), so the pipeline binary can import it and still build with
-// CGO_ENABLED=0 and run on machines without a GPU.
+// Package client is the worker side of the GPU executor.
+//
+// It is pure Go (no cgo, no CUDA), so the pipeline binary can import it and
+// still build with CGO_ENABLED=0 and run on machines without a GPU.
 //
 // Finding the executor (Find): the path the caller got from its
 // --gpu_executor flag, else $BEAMGPU_EXECUTOR, else DefaultPath (where the

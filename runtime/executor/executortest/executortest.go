@@ -1,5 +1,6 @@
-// Package executortest lets a test binary serve as the GPU executor, so
-// that tests run ops through a real second process (over the real protocol
+// Package executortest lets a test binary serve as the GPU executor.
+//
+// Tests then run ops through a real second process (over the real protocol
 // and shared memory) without building an executor binary. It serves the
 // generic test ops of package testops (echo, sum_f32, sleep, crash, fatal)
 // and the ops the test gives; steptest.MaybeServe gives every registered

@@ -1,7 +1,8 @@
-// Package testops holds generic ops for testing and benchmarking the GPU
-// executor's transport, with no step behind them: echo, sum_f32, sleep,
-// crash and fatal. The reference executor registers them, so the protocol's
-// tests run against the real out-of-process binary.
+// Package testops holds ops that test and benchmark the GPU executor's transport.
+//
+// No step is behind them: echo, sum_f32, sleep, crash and fatal. The
+// reference executor registers them, so the protocol's tests run against the
+// real out-of-process binary.
 package testops
 
 import (

@@ -1,7 +1,9 @@
-// Package workload turns a beamgpu workload (the Fashion-MNIST trainer, the
-// Landsat or the Fashion-MNIST pipeline, or any other command) into the
-// manifests of a batch Job on GKE flex-start nodes and the gcloud command of
-// its node pool, on package gke's typed, validated builders. It is the
+// Package workload turns a beamgpu workload into a GKE flex-start batch Job.
+//
+// A workload (the Fashion-MNIST trainer, the Landsat or the Fashion-MNIST
+// pipeline, or any other command) becomes the manifests of a batch Job on
+// GKE flex-start nodes and the gcloud command of its node pool, on package
+// gke's typed, validated builders. It is the
 // command beamgpu-gke (runtime/gke/cmd/beamgpu-gke; Main and Generate), and
 // it generates the examples checked in under containers/k8s.
 //

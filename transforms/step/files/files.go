@@ -1,4 +1,6 @@
-// Package files is how steps read files: local paths out of the box, every
+// Package files is how steps read files, local or through Beam's filesystems.
+//
+// It reads local paths out of the box, every
 // filesystem Beam knows (gs://, memfs://, ...) once package stepbeam is
 // linked (it registers Beam's filesystems as the default), and any scheme a
 // program registers (the fashion pipeline serves its embedded data as

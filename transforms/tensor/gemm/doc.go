@@ -1,8 +1,9 @@
-// Package gemm is beamgpu's float32 matrix product on the CPU: C =
-// alpha·op(A)·op(B) + beta·C for row-major matrices (Sgemm), in pure Go and
-// Go assembly, so that the pipeline binary still builds with CGO_ENABLED=0
-// (Beam's Dataflow launch cross-compiles it that way) and needs no BLAS
-// installed. It is what package tensor's dense layers, MLP inference, kNN
+// Package gemm is beamgpu's float32 matrix product on the CPU, in Go and assembly.
+//
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, in
+// pure Go and Go assembly, so that the pipeline binary still builds with
+// CGO_ENABLED=0 (Beam's Dataflow launch cross-compiles it that way) and
+// needs no BLAS installed. It is what package tensor's dense layers, MLP inference, kNN
 // distances and trainer multiply with, and it imports no Beam package.
 //
 // # Why not an existing library

@@ -1,5 +1,6 @@
-// Package tensorbeam applies the tensor steps (package tensor) in Beam
-// pipelines: decoding IDX files, standardising, dense layers, softmax,
+// Package tensorbeam applies the tensor steps in Beam pipelines.
+//
+// It holds decoding IDX files, standardising, dense layers, softmax,
 // argmax, top-k and kNN classification as PTransforms, the Beam coders of
 // the tensor types, and the registration of every DoFn they use.
 //
