@@ -179,7 +179,7 @@ func serve(args []string, stderr io.Writer) int {
 	// executor alone, goes too if nothing else is in it.
 	os.Remove(filepath.Dir(*socket))
 	switch {
-	case errors.Is(err, server.ErrFatal):
+	case errors.Is(err, protocol.ErrFatal):
 		fmt.Fprintf(stderr, "beamgpu-executor: exiting after a fatal error: %v\n", err)
 		return exitFatal
 	case err != nil:

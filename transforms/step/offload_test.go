@@ -3,6 +3,7 @@ package step_test
 import (
 	"context"
 	"errors"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,7 +65,7 @@ func TestOffloadFailures(t *testing.T) {
 		{"no executor", func() { step.UseExecutor(filepath.Join(t.TempDir(), "no-such-executor")) }, stepScale, step.ErrGPUUnavailable},
 		{"the executor dies on every batch", func() { steptest.UseExecutor(); executortest.CrashAlways(true) }, stepScale, step.ErrGPUUnavailable},
 		{"over the memory budget, split", func() { steptest.UseExecutor(); executortest.MemoryBudget(300 << 10) }, stepScale, nil},
-		{"over the memory budget, no split", func() { steptest.UseExecutor(); executortest.MemoryBudget(300 << 10) }, stepNoSplit, client.ErrOutOfMemory},
+		{"over the memory budget, no split", func() { steptest.UseExecutor(); executortest.MemoryBudget(300 << 10) }, stepNoSplit, protocol.ErrOutOfMemory},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.NoError(t, client.CloseShared())

@@ -298,13 +298,13 @@ func (c *Client) CallFill(ctx context.Context, op string, params []byte, sizes [
 	case op == "" || len(op) > protocol.MaxName:
 		return nil, fmt.Errorf("GPU executor: op name %q: want 1 to %d bytes", op, protocol.MaxName)
 	case len(params) > protocol.MaxParams:
-		return nil, fmt.Errorf("GPU executor op %q: params of %d bytes exceed %d (pass bulk data as inputs)", op, len(params), protocol.MaxParams)
+		return nil, fmt.Errorf("GPU executor: op %q: params of %d bytes exceed %d (pass bulk data as inputs)", op, len(params), protocol.MaxParams)
 	case len(sizes) > protocol.MaxBuffers:
-		return nil, fmt.Errorf("GPU executor op %q: %d inputs exceed %d", op, len(sizes), protocol.MaxBuffers)
+		return nil, fmt.Errorf("GPU executor: op %q: %d inputs exceed %d", op, len(sizes), protocol.MaxBuffers)
 	}
 	for _, n := range sizes {
 		if n < 0 {
-			return nil, fmt.Errorf("GPU executor op %q: negative input size %d", op, n)
+			return nil, fmt.Errorf("GPU executor: op %q: negative input size %d", op, n)
 		}
 	}
 	r, err := c.attempt(ctx, op, params, sizes, fill, o)
@@ -363,16 +363,17 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
-	return fmt.Sprintf("GPU executor op %q: %s: %s", e.Op, e.Status, e.Message)
+	return fmt.Sprintf("GPU executor: op %q: %s: %s", e.Op, e.Status, e.Message)
 }
 
-// Unwrap makes errors.Is match ErrOutOfMemory or ErrFatal by status.
+// Unwrap makes errors.Is match protocol.ErrOutOfMemory or
+// protocol.ErrFatal by status.
 func (e *OpError) Unwrap() error {
 	switch e.Status {
 	case protocol.StatusOutOfMemory:
-		return ErrOutOfMemory
+		return protocol.ErrOutOfMemory
 	case protocol.StatusFatal:
-		return ErrFatal
+		return protocol.ErrFatal
 	}
 	return nil
 }

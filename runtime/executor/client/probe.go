@@ -47,7 +47,7 @@ var (
 // Probe returns the backend.Executor for the executor Find(explicit) finds
 // (explicit being the --gpu_executor value, possibly empty). Available
 // answers once and remembers: whether the binary is there and its handshake
-// reports a device, or why not, e.g. "no GPU executor: --gpu_executor not
+// reports a device, or why not, e.g. "GPU executor: not available: --gpu_executor not
 // set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not
 // found". The executor it starts is the Shared one, kept for the calls.
 func Probe(explicit string) *Prober { return &Prober{explicit: explicit} }

@@ -129,7 +129,7 @@ func (s *session) ensure(ctx context.Context, size int64) error {
 	}
 	if ack.Status != protocol.StatusOK {
 		s.broken = true
-		return fmt.Errorf("GPU executor refused the shared-memory arena: %s", ack.Message)
+		return fmt.Errorf("GPU executor: refused the shared-memory arena: %s", ack.Message)
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 	for i, n := range sizes {
 		r, ok := alloc.Alloc(int64(n))
 		if !ok {
-			return nil, fmt.Errorf("GPU executor op %q: %w: its inputs exceed the %d-byte arena limit: split the batch", op, ErrNoArena, s.c.cfg.MaxArena)
+			return nil, fmt.Errorf("GPU executor: op %q: %w: its inputs exceed the %d-byte arena limit: split the batch", op, ErrNoArena, s.c.cfg.MaxArena)
 		}
 		regions[i] = r
 		inBytes += int64(n)
@@ -165,7 +165,7 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 		refs[i] = protocol.Ref{Off: uint64(r.Off), Len: uint64(r.Len)}
 	}
 	if err := fill(bufs); err != nil {
-		return nil, fmt.Errorf("GPU executor op %q: filling the inputs: %w", op, err)
+		return nil, fmt.Errorf("GPU executor: op %q: filling the inputs: %w", op, err)
 	}
 	for try := 0; ; try++ {
 		s.nextID++
@@ -175,12 +175,12 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 		}
 		ans, err := s.roundTrip(ctx, req)
 		if err != nil {
-			return nil, fmt.Errorf("GPU executor op %q: %w", op, err)
+			return nil, fmt.Errorf("GPU executor: op %q: %w", op, err)
 		}
 		resp, ok := ans.(protocol.Response)
 		if !ok || resp.ID != req.ID {
 			s.broken = true
-			return nil, fmt.Errorf("GPU executor op %q: %w: answer %v to request %d", op, protocol.ErrFrame, ans, req.ID)
+			return nil, fmt.Errorf("GPU executor: op %q: %w: answer %v to request %d", op, protocol.ErrFrame, ans, req.ID)
 		}
 		switch resp.Status {
 		case protocol.StatusOK:
@@ -188,17 +188,17 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 			for i, r := range resp.Outputs {
 				if r.Off < req.Out.Off || r.End() > req.Out.End() {
 					s.broken = true
-					return nil, fmt.Errorf("GPU executor op %q: %w: output %d at %d+%d is outside the output region", op, protocol.ErrFrame, i, r.Off, r.Len)
+					return nil, fmt.Errorf("GPU executor: op %q: %w: output %d at %d+%d is outside the output region", op, protocol.ErrFrame, i, r.Off, r.Len)
 				}
 				outs[i], _ = s.arena.Slice(r.Off, r.Len)
 			}
 			return outs, nil
 		case protocol.StatusNoSpace:
 			if try >= 2 || resp.Need <= req.Out.Len {
-				return nil, fmt.Errorf("GPU executor op %q: output region still too small after growing (%d bytes asked)", op, resp.Need)
+				return nil, fmt.Errorf("GPU executor: op %q: output region still too small after growing (%d bytes asked)", op, resp.Need)
 			}
 			if err := s.ensure(ctx, inEnd+shm.AlignUp(int64(resp.Need))); err != nil {
-				return nil, fmt.Errorf("GPU executor op %q: %w", op, err)
+				return nil, fmt.Errorf("GPU executor: op %q: %w", op, err)
 			}
 			continue
 		case protocol.StatusFatal:

@@ -16,7 +16,6 @@ import (
 
 	_ "github.com/beamgpu/beamgpu/runtime/executor/cuda/cudaenv" // says what to do without the CUDA headers
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
-	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"gorgonia.org/cu"
 )
 
@@ -440,12 +439,12 @@ func (d *Device) RegisterHost(b []byte) (func(), error) {
 // Launch runs fn with a Call on one of the device's lanes, waits for the Call's work,
 // returns its buffers to the pool and its resident data to the cache. output is where
 // the Call's Output memory comes from (the response's shared memory). It implements
-// the engine of a step's launches (step.Engine): its errors wrap server.ErrOutOfMemory
-// (the client splits the batch) or server.ErrFatal (the executor exits).
+// the engine of a step's launches (step.Engine): its errors wrap protocol.ErrOutOfMemory
+// (the client splits the batch) or protocol.ErrFatal (the executor exits).
 func (d *Device) Launch(ctx context.Context, op string, output func(n int) ([]byte, error), fn func(c gpu.Call) error) error {
 	l, done, err := d.acquire(ctx)
 	if err != nil {
-		return serverErr(err)
+		return err // its errors match protocol.ErrOutOfMemory and ErrFatal as they are
 	}
 	defer done()
 	c := &call{d: d, l: l, op: op, output: output, tm: gpu.TimingsFrom(ctx)}
@@ -455,18 +454,5 @@ func (d *Device) Launch(ctx context.Context, op string, output func(n int) ([]by
 	}
 	c.addTimings()
 	c.finish()
-	return serverErr(err)
-}
-
-// serverErr maps the device's errors onto the executor's.
-func serverErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrFatal):
-		return fmt.Errorf("%w: %w", server.ErrFatal, err)
-	case errors.Is(err, ErrOutOfMemory):
-		return fmt.Errorf("%w: %w", server.ErrOutOfMemory, err)
-	}
-	return err
+	return err // its errors match protocol.ErrOutOfMemory and ErrFatal as they are
 }

@@ -18,9 +18,9 @@
 // Device memory goes through a budget (Open's budgetBytes): a request above it, or a
 // CUDA_ERROR_OUT_OF_MEMORY, first frees the idle pooled buffers, then the least
 // recently used resident data nobody is using, and only then fails with an error
-// matching ErrOutOfMemory (the device is still usable; the client splits the batch).
+// matching protocol.ErrOutOfMemory (the device is still usable; the client splits the batch).
 // A sticky CUDA error (an illegal address, an ECC error, a lost MPS server) is an
-// error matching ErrFatal; the Device then refuses every call with it, and the
+// error matching protocol.ErrFatal; the Device then refuses every call with it, and the
 // executor exits so that its client restarts it.
 //
 // Without the cuda build tag this package is empty: every other file carries

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"errors"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math/bits"
 
 	"gorgonia.org/cu"
@@ -61,14 +62,14 @@ func (d *Device) free(p cu.DevicePtr, n int64) error {
 // data no call is using.
 func (d *Device) allocRoom(op string, n int64) (cu.DevicePtr, error) {
 	p, err := d.alloc(op, n)
-	if !errors.Is(err, ErrOutOfMemory) {
+	if !errors.Is(err, protocol.ErrOutOfMemory) {
 		return p, err
 	}
 	if terr := d.trimPool(); terr != nil {
 		return 0, d.fail(op+": free", terr)
 	}
 	for {
-		if p, err = d.alloc(op, n); !errors.Is(err, ErrOutOfMemory) {
+		if p, err = d.alloc(op, n); !errors.Is(err, protocol.ErrOutOfMemory) {
 			return p, err
 		}
 		evicted, eerr := d.evictOne()

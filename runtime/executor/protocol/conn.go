@@ -169,7 +169,7 @@ func (c *Conn) Close() error {
 // the server speaks another version or rejects ours.
 func ClientHandshake(c *Conn) (Welcome, error) {
 	if err := c.Send(Hello{Version: Version, PID: uint32(os.Getpid())}); err != nil {
-		return Welcome{}, fmt.Errorf("executor handshake: %w", err)
+		return Welcome{}, fmt.Errorf("executor: handshake: %w", err)
 	}
 	m, err := c.Recv()
 	var ve *VersionError
@@ -177,7 +177,7 @@ func ClientHandshake(c *Conn) (Welcome, error) {
 		return Welcome{}, err
 	}
 	if err != nil {
-		return Welcome{}, fmt.Errorf("executor handshake: %w", err)
+		return Welcome{}, fmt.Errorf("executor: handshake: %w", err)
 	}
 	switch m := m.(type) {
 	case Welcome:
@@ -186,7 +186,7 @@ func ClientHandshake(c *Conn) (Welcome, error) {
 		if m.Version != Version {
 			return Welcome{}, &VersionError{Client: Version, Server: m.Version, Detail: m.Message}
 		}
-		return Welcome{}, fmt.Errorf("executor refused the connection: %s", m.Message)
+		return Welcome{}, fmt.Errorf("executor: refused the connection: %s", m.Message)
 	}
-	return Welcome{}, fmt.Errorf("executor handshake: %w: got %s, want Welcome", ErrFrame, m.Type())
+	return Welcome{}, fmt.Errorf("executor: handshake: %w: got %s, want Welcome", ErrFrame, m.Type())
 }

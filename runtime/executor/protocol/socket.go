@@ -46,7 +46,7 @@ func NewSocketDir() (dir, socket string, err error) {
 		return dir, filepath.Join(dir, SocketName), nil
 	}
 	if firstErr == nil {
-		firstErr = fmt.Errorf("no usable directory among %v (each must exist and give a socket path under %d bytes)", bases, maxSocketPath)
+		return "", "", fmt.Errorf("executor: socket directory: no usable directory among %v (each must exist and give a socket path under %d bytes)", bases, maxSocketPath)
 	}
-	return "", "", fmt.Errorf("executor socket directory: %w", firstErr)
+	return "", "", fmt.Errorf("executor: socket directory: %w", firstErr)
 }

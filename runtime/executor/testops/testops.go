@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math"
 	"os"
 	"strconv"
@@ -175,5 +176,5 @@ type fatal struct{}
 func (fatal) Name() string { return Fatal }
 
 func (fatal) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
-	return fmt.Errorf("%w: fatal op: the device context is unusable (as after a sticky CUDA error)", server.ErrFatal)
+	return fmt.Errorf("%w: fatal op (as after a sticky CUDA error)", protocol.ErrFatal)
 }
