@@ -3,7 +3,7 @@
 // Its subpackages (one per family of steps, e.g. stubs/raster) register
 // them.
 //
-// A stub follows the seed's two-stage workflow (Google's "GPU best practices
+// A stub follows the two-stage workflow of (Google's "GPU best practices
 // for Dataflow"): first build and test everything around the GPU step on a
 // laptop with the step replaced by a stand-in that has its schema, then
 // bring in the GPU. A stub here:

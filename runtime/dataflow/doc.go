@@ -30,16 +30,16 @@
 // data they check against is a second table (GPUTypes, MachineTypes,
 // GPURegions). The sources, in order of authority:
 //
-//   - Dataflow's own pages: GPU support, GPU best practices (seed 000 is its
-//     Spanish copy), Use NVIDIA L4 GPUs, Use NVIDIA MPS (seed 002 is its
-//     German copy), Right fitting, FlexRS, Dataflow Prime, Troubleshoot GPUs;
+//   - Dataflow's own pages: GPU support, GPU best practices, Use NVIDIA L4
+//     GPUs, Use NVIDIA MPS, Right fitting, FlexRS, Dataflow Prime,
+//     Troubleshoot GPUs;
 //   - Compute Engine's GPU machine types page, which Dataflow defers to for
 //     the machine types of each GPU;
 //   - Beam's vLLM notebook and Google's Gemma sample, which show the driver
 //     a CUDA 12 image needs on Dataflow (install-nvidia-driver:5xx);
 //   - the project's own files: the PTX's target (cmd/beamgpu-ptx) and the
 //     worker image's CUDA version (Dockerfile);
-//   - seed 001 (AI Platform Training's GPU page) only where nothing newer
+//   - AI Platform Training's GPU page only where nothing newer
 //     says otherwise: its per-GPU vCPU and memory bounds (V100, 4 x P100);
 //     its count table per N1 machine type and its region list are warnings
 //     only, because they are AI Platform's, not Dataflow's.
