@@ -27,7 +27,7 @@ EXAMPLE ?= examples/clipstep
 
 ## help: list the targets with what each does
 help:
-	@awk -F': ' '/^## [a-z-]+: / { sub(/^## /, ""); name = $$1; sub(/^[^:]*: /, ""); printf "  %-15s %s\n", name, $$0 }' $(MAKEFILE_LIST)
+	@awk -F': ' '/^## [a-z0-9-]+: / { sub(/^## /, ""); name = $$1; sub(/^[^:]*: /, ""); printf "  %-15s %s\n", name, $$0 }' $(MAKEFILE_LIST)
 
 ## run: the Landsat pipeline on the embedded scene, on prism (outputs in out/landsat)
 run:

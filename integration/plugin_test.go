@@ -62,33 +62,25 @@ func TestExampleModuleAsDocumented(t *testing.T) {
 	checkout, err := filepath.Abs("..")
 	require.NoError(t, err)
 	dir := exampleCopy(t, checkout)
-	block := docBlock(t, "../docs/writing-a-step.md", "## From a copy to a run")
-	script := strings.NewReplacer("/path/to/beamgpu", checkout, "~/clipstep", dir).Replace(block)
-	cmd := exec.Command("sh", "-ec", script)
-	cmd.Dir = t.TempDir()
-	// A user's shell: none of the variables this test binary's executors
-	// use (BEAMGPU_*) leaks into it.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BEAMGPU_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS=-buildvcs=false")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "the documented commands:\n%s\nstdout:\n%s\nstderr:\n%s\n"+
-		"(if go.mod or go.sum are out of date after a change of beamgpu's requirements: cd examples/clipstep && go mod tidy)",
-		script, stdout.String(), stderr.String())
+
+	// The README's short version, from the repository's root.
+	stdout, stderr := runDocumented(t, checkout, dir, docBlock(t, "../README.md", "## A step and a pipeline of your own"))
+	assert.Regexp(t, `(?m)^  clip\s+cpu\s`, stderr, "the explain report")
+	assert.Contains(t, stdout, "clippipe: done in")
+	require.NoError(t, os.RemoveAll(dir))
+
+	// docs/writing-a-step.md's, from anywhere.
+	stdout, stderr = runDocumented(t, t.TempDir(), dir, docBlock(t, "../docs/writing-a-step.md", "## From a copy to a run"))
 
 	out, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "replace github.com/beamgpu/beamgpu => "+checkout, "the copy builds with this checkout")
-	assert.Contains(t, stdout.String(), "ok    clipstep.clip", "the executor's selftest")
-	assert.Regexp(t, `(?m)^  clip\s+cpu\s`, stderr.String(), "the explain report")
-	assert.Regexp(t, `(?m)^  clip\s+stub\s`, stderr.String())
-	assert.Regexp(t, `(?m)^  clip\s+gpu\s+clipstep\.clip`, stderr.String())
-	assert.Contains(t, stdout.String(), "STUB RUN: clip ran stand-ins", "the stub run says so")
-	assert.Contains(t, stdout.String(), "nothing was run", "the Dataflow plan")
+	assert.Contains(t, stdout, "ok    clipstep.clip", "the executor's selftest")
+	assert.Regexp(t, `(?m)^  clip\s+cpu\s`, stderr, "the explain report")
+	assert.Regexp(t, `(?m)^  clip\s+stub\s`, stderr)
+	assert.Regexp(t, `(?m)^  clip\s+gpu\s+clipstep\.clip`, stderr)
+	assert.Contains(t, stdout, "STUB RUN: clip ran stand-ins", "the stub run says so")
+	assert.Contains(t, stdout, "nothing was run", "the Dataflow plan")
 	plan, err := os.ReadFile(filepath.Join(dir, "out", "plan", "plan.txt"))
 	require.NoError(t, err)
 	assert.Regexp(t, `type:nvidia-l4;count:1`, string(plan), "the GPU step carries its accelerator hint")
@@ -131,6 +123,32 @@ func TestExampleModuleAsDocumented(t *testing.T) {
 	}
 	assert.Positive(t, clipped, "some values were clipped")
 	assert.Equal(t, 5, nulls, "NaN stays NaN, one per tile")
+}
+
+// runDocumented runs a documented block of commands in a shell in dir, with
+// the checkout for /path/to/beamgpu and copy for ~/clipstep, and returns its
+// stdout and stderr.
+func runDocumented(t *testing.T, dir, copy, block string) (string, string) {
+	t.Helper()
+	checkout, err := filepath.Abs("..")
+	require.NoError(t, err)
+	script := strings.NewReplacer("/path/to/beamgpu", checkout, "~/clipstep", copy).Replace(block)
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	// A user's shell: none of the variables this test binary's executors
+	// use (BEAMGPU_*) leaks into it.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BEAMGPU_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS=-buildvcs=false")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "the documented commands:\n%s\nstdout:\n%s\nstderr:\n%s\n"+
+		"(if go.mod or go.sum are out of date after a change of beamgpu's requirements: cd examples/clipstep && go mod tidy)",
+		script, stdout.String(), stderr.String())
+	return stdout.String(), stderr.String()
 }
 
 // The example module's go.mod is committed and complete: it builds in the

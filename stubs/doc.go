@@ -17,10 +17,10 @@
 //   - is deterministic and computes nothing: values are zero.
 //
 // Selecting them is a backend choice: --backend=stub for every step, or
-// --backend_override=ndvi=stub for one. Import the family's stubs package
-// for its stubs to be registered:
+// --backend_override=ndvi=stub for one. A pipeline imports the family's
+// stubs package for its stubs to be registered, as pipelines/landsat does:
 //
-//	import _ "github.com/beamgpu/beamgpu/stubs/raster"
+//	_ "github.com/beamgpu/beamgpu/stubs/raster"
 //
 // The contract (type and shape equal to the CPU output on each step's sample
 // input) is tested for every registered step in this package's tests.

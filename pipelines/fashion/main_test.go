@@ -91,7 +91,7 @@ func readFailures(t *testing.T, dir string) []step.Failure {
 	return out
 }
 
-// The README's promise: with no arguments, the shipped model on the whole
+// docs/fashion.md's promise: with no arguments, the shipped model on the whole
 // embedded test set reaches 0.88 or better.
 func TestDefaultRunAccuracy(t *testing.T) {
 	*output = t.TempDir()

@@ -47,15 +47,14 @@
 // Config.Skip switches a rule off, for a table that lags the service (a
 // GPU type or machine added since).
 //
-// Example:
+// ExampleConfig_Flags shows a configuration, its flags and its errors:
 //
 //	cfg := dataflow.Config{
 //		Region:            "us-central1",
 //		MachineType:       "g2-standard-8",
 //		WorkerAccelerator: &dataflow.GPU{Type: "nvidia-l4", Count: 1, InstallDriver: true, Driver: "5xx", MPS: true},
 //	}
-//	flags, err := cfg.Flags() // --region=us-central1 --worker_machine_type=g2-standard-8
-//	//   --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx;use_nvidia_mps
+//	flags, err := cfg.Flags()
 //
 // The package does not import Beam: the launcher (runtime/launch) reads a
 // Config from Beam's flags and its own, validates it before anything is

@@ -6,13 +6,17 @@
 // and the ops the test gives; steptest.MaybeServe gives every registered
 // step's reference op.
 //
-// In the test package:
+// In the test package (runtime/executor/client's, whose tests start
+// executorBin):
 //
 //	func TestMain(m *testing.M) {
-//		executortest.MaybeServe(nil) // in the child: serve, then exit
-//		path := executortest.Use()   // in the parent: the executor to start
+//		executortest.MaybeServe(nil)
+//		executorBin = executortest.Use()
 //		os.Exit(m.Run())
 //	}
+//
+// MaybeServe, in the child the tests start, serves and exits; Use, in the
+// parent, returns the executor to start: this test binary.
 //
 // The test ops are served only by such test builds, never by an executor a
 // worker runs.

@@ -11,7 +11,9 @@
 // A family registers the DoFns of its steps from its Beam package's init,
 // and its PTransforms apply them (package rasterbeam):
 //
-//	func init() { stepbeam.Register(raster.StepTOANDVI) }
+//	func init() {
+//		stepbeam.Register(raster.StepTOANDVI)
+//	}
 //
 //	func ReflectanceAndNDVI(s beam.Scope, tiles beam.PCollection, opts ...step.Option) (out, failed beam.PCollection) {
 //		return stepbeam.Apply(s, raster.StepTOANDVI, tiles, opts...)
@@ -21,9 +23,9 @@
 // weights, a scaler) binds them with a Binder, a serializable value that
 // turns an element into the step's input (package tensorbeam):
 //
-//	func init() { stepbeam.RegisterBound[WithLayer](tensor.StepDense) }
+//	stepbeam.RegisterBound[WithLayer](tensor.StepDense)
 //
-//	stepbeam.ApplyBound(s, tensor.StepDense, batches, WithLayer{Layer: layer}, opts...)
+//	return stepbeam.ApplyBound(s, tensor.StepDense, batches, WithLayer{layer}, opts...)
 //
 // Example and ExampleApplyBound run both on Beam's local runner. Steps whose
 // DoFn does more than one batch in, one batch out (a side input, a group,
