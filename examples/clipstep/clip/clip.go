@@ -1,5 +1,7 @@
-// Package clip is a step written outside beamgpu's module, as a user of the
-// library writes one: clip every value of a float tile to [Lo, Hi]. Its CPU
+// Package clip is a beamgpu step of another module: it clips a tile's values.
+//
+// It is written as a user of the library writes one: every value of a float
+// tile is clipped to [Lo, Hi]. Its CPU
 // function, codec, kernel (kernels.cu and its PTX) and CUDA launch
 // (launch_cuda.go, behind the cuda tag) are all here; its stub registers
 // from package clipstub, its Beam side from package clipbeam.

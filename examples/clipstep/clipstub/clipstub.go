@@ -1,5 +1,6 @@
-// Package clipstub registers the clip step's stand-in: a tile of the input's
-// shape, planes of zeros.
+// Package clipstub registers the clip step's stand-in.
+//
+// The stand-in returns a tile of the input's shape, planes of zeros.
 package clipstub
 
 import (

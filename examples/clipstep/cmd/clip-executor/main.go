@@ -1,6 +1,7 @@
-// Command clip-executor is this module's GPU executor: beamgpu's executor
-// library serving the clip step (the CPU reference executor built as is, the
-// CUDA one with -tags cuda).
+// Command clip-executor is this module's GPU executor.
+//
+// It is beamgpu's executor library serving the clip step: the CPU reference
+// executor built as is, the CUDA one with -tags cuda.
 package main
 
 import (

@@ -1,5 +1,7 @@
-// Command clippipe is this module's pipeline: it clips sample tiles with
-// the clip step and writes each output tile as a JSON line, sorted.
+// Command clippipe is this module's pipeline, on job.Main.
+//
+// It clips sample tiles with the clip step and writes each output tile as a
+// JSON line, sorted.
 //
 //	clippipe [--output=FILE] [--tiles=N] [--backend=auto|cpu|gpu|stub] [--gpu_executor=PATH] [Beam flags]
 //
