@@ -101,6 +101,11 @@ type Run struct {
 // Selector returns the backend selector of the run.
 func (r *Run) Selector() *backend.Selector { return r.sel }
 
+// Flags returns the run's flags of package job: Build reads, e.g., whether
+// the run only writes a plan (Flags().Launch.PlanOut), which reads nothing
+// remote.
+func (r *Run) Flags() *Flags { return r.flags }
+
 // Options returns the options every step of the pipeline is applied with:
 // step.Using(the run's selector).
 func (r *Run) Options() []step.Option { return []step.Option{step.Using(r.sel)} }
