@@ -160,7 +160,7 @@ func (c *conv) weights(w nd.Array, p convProblem) []*gemm.Packed {
 // convProblem is one Conv's sizes: n images of c channels, m output
 // channels, in groups.
 type convProblem struct {
-	geo             geometry
+	geo            geometry
 	n, c, m, group int
 }
 
