@@ -1,0 +1,304 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// MaxPool (opsets 1, 8, 10, 11, 12), AveragePool (1, 7, 10, 11) and
+// GlobalAveragePool (1), over 1 to 3 spatial axes (ops_window.go has the
+// window's attributes). MaxPool 8 adds the Indices output (flat indices
+// into X, per storage_order: 0 row-major, 1 column-major within each
+// plane), 10 ceil_mode and dilations, 12 int8 and uint8 inputs.
+// AveragePool 7 adds count_include_pad, 10 ceil_mode; a window's divisor
+// is the elements it covers inside the input, or with count_include_pad
+// inside the padded input (as PyTorch and ONNX Runtime: a ceil_mode window
+// past the padding counts only up to its end). Versions 11 change only the
+// words on auto_pad. Direct loops over the output positions, planes (N x C)
+// spread over the cores.
+
+func init() {
+	RegisterOp(OpDef{Name: "MaxPool", Versions: []int{1, 8, 10, 11, 12}, New: newMaxPool})
+	RegisterOp(OpDef{Name: "AveragePool", Versions: []int{1, 7, 10, 11}, New: newAvgPool})
+	RegisterOp(OpDef{Name: "GlobalAveragePool", Versions: []int{1}, New: func(n *Node) (Kernel, error) {
+		return globalAvgPool{}, n.CheckArity(1, 1, 1, 1)
+	}})
+}
+
+type pool struct {
+	since    int
+	max      bool
+	win      window
+	colMajor bool // MaxPool's storage_order=1
+	inclPad  bool // AveragePool's count_include_pad=1
+}
+
+func newMaxPool(n *Node) (Kernel, error) {
+	maxOut := 2
+	if n.Since < 8 {
+		maxOut = 1
+	}
+	if err := n.CheckArity(1, 1, 1, maxOut); err != nil {
+		return nil, err
+	}
+	a := n.Attrs
+	p := &pool{since: n.Since, max: true, win: readWindow(a, true, n.Since >= 10, n.Since >= 10)}
+	if n.Since >= 8 {
+		switch s := a.Int("storage_order", 0); s {
+		case 0, 1:
+			p.colMajor = s == 1
+		default:
+			a.Fail("attribute storage_order is %d, want 0 or 1", s)
+		}
+	}
+	return p, a.Err()
+}
+
+func newAvgPool(n *Node) (Kernel, error) {
+	if err := n.CheckArity(1, 1, 1, 1); err != nil {
+		return nil, err
+	}
+	a := n.Attrs
+	p := &pool{since: n.Since, win: readWindow(a, true, false, n.Since >= 10)}
+	if n.Since >= 7 {
+		switch c := a.Int("count_include_pad", 0); c {
+		case 0, 1:
+			p.inclPad = c == 1
+		default:
+			a.Fail("attribute count_include_pad is %d, want 0 or 1", c)
+		}
+	}
+	return p, a.Err()
+}
+
+func (p *pool) geometry(x []int) (geometry, error) {
+	_, _, sp, err := spatial(x, "X")
+	if err != nil {
+		return geometry{}, err
+	}
+	if len(p.win.kernel) != len(sp) {
+		return geometry{}, fmt.Errorf("X has shape %s (%d spatial axes), attribute kernel_shape %v", nd.ShapeString(x), len(sp), p.win.kernel)
+	}
+	return p.win.geometry(sp, p.win.kernel)
+}
+
+func (p *pool) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	switch {
+	case x.Type == nd.Float32 || x.Type == nd.Float64:
+	case p.max && p.since >= 12 && (x.Type == nd.Int8 || x.Type == nd.Uint8):
+	case p.max && p.since >= 12:
+		return nil, fmt.Errorf("X is %v: MaxPool takes float32, float64, int8 or uint8", x.Type)
+	default:
+		return nil, fmt.Errorf("X is %v: want float32 or float64", x.Type)
+	}
+	g, err := p.geometry(x.Shape)
+	if err != nil {
+		return nil, err
+	}
+	shape := g.outShape(x.Shape[0], x.Shape[1])
+	return []Meta{{Type: x.Type, Shape: shape}, {Type: nd.Int64, Shape: shape}}, nil
+}
+
+func (p *pool) Run(in, out []nd.Array) error {
+	x := in[0]
+	g, err := p.geometry(x.Shape)
+	if err != nil {
+		return err
+	}
+	planes := x.Shape[0] * x.Shape[1]
+	if !p.max {
+		switch x.Type {
+		case nd.Float32:
+			avgPool(g, planes, p.inclPad, nd.MustAs[float32](x), nd.MustAs[float32](out[0]))
+		case nd.Float64:
+			avgPool(g, planes, p.inclPad, nd.MustAs[float64](x), nd.MustAs[float64](out[0]))
+		}
+		return nil
+	}
+	var idx []int64
+	if o := arrayAt(out, 1); o.Type != nd.Undefined {
+		idx = nd.MustAs[int64](o)
+	}
+	switch x.Type {
+	case nd.Float32:
+		maxPool(g, planes, p.colMajor, nd.MustAs[float32](x), nd.MustAs[float32](out[0]), idx, float32(math.Inf(-1)))
+	case nd.Float64:
+		maxPool(g, planes, p.colMajor, nd.MustAs[float64](x), nd.MustAs[float64](out[0]), idx, math.Inf(-1))
+	case nd.Int8:
+		maxPool(g, planes, p.colMajor, nd.MustAs[int8](x), nd.MustAs[int8](out[0]), idx, math.MinInt8)
+	case nd.Uint8:
+		maxPool(g, planes, p.colMajor, nd.MustAs[uint8](x), nd.MustAs[uint8](out[0]), idx, 0)
+	}
+	return nil
+}
+
+// windowRange returns the taps k in [0, n) whose input index start + k*dil
+// falls in [0, size).
+func windowRange(start, n, dil, size int) (lo, hi int) {
+	lo, hi = 0, n
+	if start < 0 {
+		lo = min(n, (-start+dil-1)/dil)
+	}
+	if last := start + (n-1)*dil; last >= size {
+		hi = max(lo, n-((last-size)/dil+1))
+	}
+	return lo, hi
+}
+
+// maxPool computes each plane's window maxima and, when idx is not nil,
+// their flat indices into X. A window over padding alone gives lowest and
+// index -1.
+func maxPool[T float32 | float64 | int8 | uint8](g geometry, planes int, colMajor bool, x, y []T, idx []int64, lowest T) {
+	inSize, outSize := g.inSize(), g.outSize()
+	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
+	ParallelFor(planes, outSize*g.kSize(), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			xp := x[pl*inSize : (pl+1)*inSize]
+			yp := y[pl*outSize : (pl+1)*outSize]
+			o := 0
+			for od := range g.out[0] {
+				d0 := od*g.stride[0] - g.padLo[0]
+				dlo, dhi := windowRange(d0, g.k[0], g.dil[0], in0)
+				for oh := range g.out[1] {
+					h0 := oh*g.stride[1] - g.padLo[1]
+					hlo, hhi := windowRange(h0, g.k[1], g.dil[1], in1)
+					for ow := range g.out[2] {
+						w0 := ow*g.stride[2] - g.padLo[2]
+						wlo, whi := windowRange(w0, g.k[2], g.dil[2], in2)
+						best, at := lowest, -1
+						for kd := dlo; kd < dhi; kd++ {
+							id := d0 + kd*g.dil[0]
+							for kh := hlo; kh < hhi; kh++ {
+								ih := h0 + kh*g.dil[1]
+								row := xp[(id*in1+ih)*in2 : (id*in1+ih+1)*in2]
+								for kw := wlo; kw < whi; kw++ {
+									iw := w0 + kw*g.dil[2]
+									if v := row[iw]; v > best || at < 0 {
+										best, at = v, (id*in1+ih)*in2+iw
+									}
+								}
+							}
+						}
+						yp[o] = best
+						if idx != nil {
+							i := int64(-1)
+							if at >= 0 {
+								if colMajor {
+									iw, ih, id := at%in2, at/in2%in1, at/(in1*in2)
+									at = id + ih*in0 + iw*in0*in1
+								}
+								i = int64(pl*inSize + at)
+							}
+							idx[pl*outSize+o] = i
+						}
+						o++
+					}
+				}
+			}
+		}
+	})
+}
+
+// avgPool computes each plane's window means.
+func avgPool[T float32 | float64](g geometry, planes int, inclPad bool, x, y []T) {
+	inSize, outSize := g.inSize(), g.outSize()
+	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
+	// The padded input's extent, for count_include_pad.
+	var end [3]int
+	for d := range 3 {
+		end[d] = g.in[d] + g.padHi[d]
+	}
+	ParallelFor(planes, outSize*g.kSize(), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			xp := x[pl*inSize : (pl+1)*inSize]
+			yp := y[pl*outSize : (pl+1)*outSize]
+			o := 0
+			for od := range g.out[0] {
+				d0 := od*g.stride[0] - g.padLo[0]
+				dlo, dhi := windowRange(d0, g.k[0], 1, in0)
+				for oh := range g.out[1] {
+					h0 := oh*g.stride[1] - g.padLo[1]
+					hlo, hhi := windowRange(h0, g.k[1], 1, in1)
+					for ow := range g.out[2] {
+						w0 := ow*g.stride[2] - g.padLo[2]
+						wlo, whi := windowRange(w0, g.k[2], 1, in2)
+						var s T
+						for kd := dlo; kd < dhi; kd++ {
+							for kh := hlo; kh < hhi; kh++ {
+								row := xp[((d0+kd)*in1+h0+kh)*in2:]
+								for _, v := range row[w0+wlo : w0+whi] {
+									s += v
+								}
+							}
+						}
+						n := (dhi - dlo) * (hhi - hlo) * (whi - wlo)
+						if inclPad {
+							n = padSpan(d0, g.k[0], -g.padLo[0], end[0]) * padSpan(h0, g.k[1], -g.padLo[1], end[1]) * padSpan(w0, g.k[2], -g.padLo[2], end[2])
+						}
+						yp[o] = s / T(n)
+						o++
+					}
+				}
+			}
+		}
+	})
+}
+
+// padSpan is how many of the k positions from start lie in [lo, end).
+func padSpan(start, k, lo, end int) int { return min(start+k, end) - max(start, lo) }
+
+// globalAvgPool is GlobalAveragePool: the mean of each plane (N x C x
+// D1 ...), output N x C x 1 ...
+type globalAvgPool struct{}
+
+func (globalAvgPool) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	if x.Type != nd.Float32 && x.Type != nd.Float64 {
+		return nil, fmt.Errorf("X is %v: want float32 or float64", x.Type)
+	}
+	if len(x.Shape) < 2 {
+		return nil, fmt.Errorf("X has shape %s: want N x C [x D1 ...]", nd.ShapeString(x.Shape))
+	}
+	shape := append([]int{}, x.Shape...)
+	for i := 2; i < len(shape); i++ {
+		shape[i] = 1
+	}
+	return []Meta{{Type: x.Type, Shape: shape}}, nil
+}
+
+func (globalAvgPool) Run(in, out []nd.Array) error {
+	x := in[0]
+	planes, size := x.Shape[0]*x.Shape[1], numel(x.Shape[2:])
+	switch x.Type {
+	case nd.Float32:
+		planeMeans(nd.MustAs[float32](x), nd.MustAs[float32](out[0]), planes, size)
+	case nd.Float64:
+		planeMeans(nd.MustAs[float64](x), nd.MustAs[float64](out[0]), planes, size)
+	}
+	return nil
+}
+
+// planeMeans writes the mean of each of x's planes of size elements to y,
+// summed in float64.
+func planeMeans[T float32 | float64](x, y []T, planes, size int) {
+	ParallelFor(planes, size, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			var s0, s1, s2, s3 float64
+			xs := x[p*size : (p+1)*size]
+			i := 0
+			for ; i+4 <= len(xs); i += 4 {
+				s0 += float64(xs[i])
+				s1 += float64(xs[i+1])
+				s2 += float64(xs[i+2])
+				s3 += float64(xs[i+3])
+			}
+			for ; i < len(xs); i++ {
+				s0 += float64(xs[i])
+			}
+			y[p] = T((s0 + s1 + s2 + s3) / float64(size))
+		}
+	})
+}
