@@ -71,21 +71,21 @@ func (c *conv) shapes(x, w []int, b []int, hasB bool) (geometry, error) {
 		return geometry{}, err
 	}
 	if len(w) != len(x) {
-		return geometry{}, fmt.Errorf("W has shape %s, X %s: want W of rank %d (M x C/group x kernel)", nd.ShapeString(w), nd.ShapeString(x), len(x))
+		return geometry{}, fmt.Errorf("input W has shape %s, X %s: want W of rank %d (M x C/group x kernel)", nd.ShapeString(w), nd.ShapeString(x), len(x))
 	}
 	m, cg := w[0], w[1]
 	if cg*c.group != ch {
-		return geometry{}, fmt.Errorf("X has %d channels, W takes %d per group x %d groups = %d (W %s)", ch, cg, c.group, cg*c.group, nd.ShapeString(w))
+		return geometry{}, fmt.Errorf("input X has %d channels, W takes %d per group x %d groups = %d (W %s)", ch, cg, c.group, cg*c.group, nd.ShapeString(w))
 	}
 	if m%c.group != 0 {
-		return geometry{}, fmt.Errorf("W has %d output channels, not a multiple of group %d", m, c.group)
+		return geometry{}, fmt.Errorf("input W has %d output channels, not a multiple of group %d", m, c.group)
 	}
 	kernel := w[2:]
 	if c.win.kernel != nil && !nd.SameShape(c.win.kernel, kernel) {
 		return geometry{}, fmt.Errorf("attribute kernel_shape %v disagrees with W's shape %s", c.win.kernel, nd.ShapeString(w))
 	}
 	if hasB && (len(b) != 1 || b[0] != m) {
-		return geometry{}, fmt.Errorf("B has shape %s, want [%d] (W's output channels)", nd.ShapeString(b), m)
+		return geometry{}, fmt.Errorf("input B has shape %s, want [%d] (W's output channels)", nd.ShapeString(b), m)
 	}
 	return c.win.geometry(sp, kernel)
 }
@@ -93,10 +93,10 @@ func (c *conv) shapes(x, w []int, b []int, hasB bool) (geometry, error) {
 func (c *conv) Infer(in []Meta) ([]Meta, error) {
 	x, w, b := in[0], in[1], metaAt(in, 2)
 	if x.Type != nd.Float32 && x.Type != nd.Float64 {
-		return nil, fmt.Errorf("X is %v: Conv takes float32 or float64 (float16 computes as float32)", x.Type)
+		return nil, fmt.Errorf("input X is %v: Conv takes float32 or float64 (float16 computes as float32)", x.Type)
 	}
 	if w.Type != x.Type || (b.Type != nd.Undefined && b.Type != x.Type) {
-		return nil, fmt.Errorf("X is %v, W %v, B %v: want one type", x.Type, w.Type, b.Type)
+		return nil, fmt.Errorf("input X is %v, W %v, B %v: want one type", x.Type, w.Type, b.Type)
 	}
 	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
 	if err != nil {

@@ -8,53 +8,51 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The depthwise convolution's vector kernels (ops_conv_depthwise_amd64.s):
-// acc[i] += sum over t < taps of w[t] * srcs[t][i], for i < n (a multiple
-// of 16).
+// The depthwise convolution's AVX-512 kernels (ops_conv_depthwise_amd64.s).
 //
 //go:noescape
-func dwAccAVX512(acc *float32, n int, srcs **float32, w *float32, taps int)
+func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask int)
 
 //go:noescape
-func dwAccAVX2(acc *float32, n int, srcs **float32, w *float32, taps int)
+func deint2AVX512(even, odd, src *float32, n int, idx *int32)
 
-// dwWidth is the vector kernel's width: 16 (AVX-512), 8 (AVX2 and FMA) or
-// 0 (none: Go).
-var dwWidth = func() int {
-	switch {
-	case cpu.X86.HasAVX512F:
-		return 16
-	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
-		return 8
+// dwVector says the AVX-512 kernels run here (a variable for the tests).
+var dwVector = cpu.X86.HasAVX512F
+
+// deintIdx are deint2AVX512's permutations.
+var deintIdx = func() (idx [32]int32) {
+	for i := range 16 {
+		idx[i], idx[16+i] = int32(2*i), int32(2*i+1)
 	}
-	return 0
+	return idx
 }()
 
-// dwAccumulate is acc[i] += sum over taps t of w[t] * srcs[t][i], for i <
-// len(acc) rounded up to a multiple of dwSlack: acc and every srcs[t] must
-// have that many floats.
-func dwAccumulate(acc []float32, srcs []*float32, w []float32) {
-	if len(srcs) == 0 {
+// dwRows computes rows x cols outputs y[r*ldy+c] = bias + sum over taps t
+// of w[t] * srcs[t][r*ldx+c].
+func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32, bias float32) {
+	if !dwVector || rows == 0 || len(srcs) == 0 {
+		dwRowsGo(y, ldy, rows, cols, srcs, ldx, w, bias)
 		return
 	}
 	_ = w[len(srcs)-1]
-	n := len(acc) / dwSlack * dwSlack
-	switch dwWidth {
-	case 16:
-		dwAccAVX512(unsafe.SliceData(acc), n, unsafe.SliceData(srcs), unsafe.SliceData(w), len(srcs))
-	case 8:
-		dwAccAVX2(unsafe.SliceData(acc), n, unsafe.SliceData(srcs), unsafe.SliceData(w), len(srcs))
-	default:
-		dwAccumulateGo(acc, srcs, w)
-		return
+	_ = y[(rows-1)*ldy+cols-1]
+	for c0 := 0; c0 < cols; c0 += 16 {
+		lanes := min(16, cols-c0)
+		dwStripeAVX512(&y[c0], ldy, rows, unsafe.SliceData(srcs), 4*c0, ldx, unsafe.SliceData(w), len(srcs), bias, 1<<lanes-1)
 	}
-	if n < len(acc) {
-		rest := acc[n:]
-		for t, p := range srcs {
-			src := unsafeFloats(p, len(acc))[n:]
-			for i := range rest {
-				rest[i] += w[t] * src[i]
-			}
+}
+
+// deint2 writes src[2i] to even[i] and src[2i+1] to odd[i], for i < n.
+func deint2(even, odd, src []float32, n int) {
+	even, odd, src = even[:n], odd[:n], src[:2*n]
+	v := 0
+	if dwVector {
+		v = n / 16 * 16
+		if v > 0 {
+			deint2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), v, &deintIdx[0])
 		}
+	}
+	for i := v; i < n; i++ {
+		even[i], odd[i] = src[2*i], src[2*i+1]
 	}
 }

@@ -2,6 +2,15 @@
 
 package onnx
 
-// dwAccumulate is acc[i] += sum over taps t of w[t] * srcs[t][i], for i <
-// len(acc).
-func dwAccumulate(acc []float32, srcs []*float32, w []float32) { dwAccumulateGo(acc, srcs, w) }
+// dwRows computes rows x cols outputs y[r*ldy+c] = bias + sum over taps t
+// of w[t] * srcs[t][r*ldx+c].
+func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32, bias float32) {
+	dwRowsGo(y, ldy, rows, cols, srcs, ldx, w, bias)
+}
+
+// deint2 writes src[2i] to even[i] and src[2i+1] to odd[i], for i < n.
+func deint2(even, odd, src []float32, n int) {
+	for i := range n {
+		even[i], odd[i] = src[2*i], src[2*i+1]
+	}
+}

@@ -103,7 +103,7 @@ type mmShape struct {
 func matMulShape(a, b []int) (mmShape, error) {
 	var s mmShape
 	if len(a) == 0 || len(b) == 0 {
-		return s, fmt.Errorf("A has shape %s, B %s: MatMul takes no scalars", nd.ShapeString(a), nd.ShapeString(b))
+		return s, fmt.Errorf("input A has shape %s, B %s: MatMul takes no scalars", nd.ShapeString(a), nd.ShapeString(b))
 	}
 	a2, b2 := a, b
 	if len(a) == 1 {
@@ -114,13 +114,13 @@ func matMulShape(a, b []int) (mmShape, error) {
 	}
 	s.m, s.k = a2[len(a2)-2], a2[len(a2)-1]
 	if kb := b2[len(b2)-2]; kb != s.k {
-		return s, fmt.Errorf("A has shape %s, B %s: A's %d columns and B's %d rows differ", nd.ShapeString(a), nd.ShapeString(b), s.k, kb)
+		return s, fmt.Errorf("input A has shape %s, B %s: A's %d columns and B's %d rows differ", nd.ShapeString(a), nd.ShapeString(b), s.k, kb)
 	}
 	s.n = b2[len(b2)-1]
 	s.aBatch, s.bBatch = a2[:len(a2)-2], b2[:len(b2)-2]
 	batch, err := BroadcastShapes(s.aBatch, s.bBatch)
 	if err != nil {
-		return s, fmt.Errorf("A has shape %s, B %s: batch axes %s and %s cannot be broadcast", nd.ShapeString(a), nd.ShapeString(b), nd.ShapeString(s.aBatch), nd.ShapeString(s.bBatch))
+		return s, fmt.Errorf("input A has shape %s, B %s: batch axes %s and %s cannot be broadcast", nd.ShapeString(a), nd.ShapeString(b), nd.ShapeString(s.aBatch), nd.ShapeString(s.bBatch))
 	}
 	s.batch = batch
 	s.out = append([]int{}, batch...)
@@ -136,7 +136,7 @@ func matMulShape(a, b []int) (mmShape, error) {
 func (k *matMul) Infer(in []Meta) ([]Meta, error) {
 	a, b := in[0], in[1]
 	if a.Type != b.Type {
-		return nil, fmt.Errorf("A is %v, B %v: want one type", a.Type, b.Type)
+		return nil, fmt.Errorf("input A is %v, B %v: want one type", a.Type, b.Type)
 	}
 	if err := checkMMType("MatMul", k.since, a.Type); err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (k *matMul) Run(in, out []nd.Array) error {
 	case nd.Uint64:
 		matMulLoop(s, nd.MustAs[uint64](a), nd.MustAs[uint64](b), nd.MustAs[uint64](y))
 	default:
-		return fmt.Errorf("MatMul of %v", a.Type)
+		return fmt.Errorf("no MatMul of %v", a.Type)
 	}
 	return nil
 }
@@ -309,7 +309,7 @@ func newGemm(n *Node) (Kernel, error) {
 // shape returns m, k, n from A's and B's shapes, and checks C's.
 func (g *gemmOp) shape(a, b, c []int, hasC bool) (m, k, n int, err error) {
 	if len(a) != 2 || len(b) != 2 {
-		return 0, 0, 0, fmt.Errorf("A has shape %s, B %s: Gemm takes 2-D A and B", nd.ShapeString(a), nd.ShapeString(b))
+		return 0, 0, 0, fmt.Errorf("input A has shape %s, B %s: Gemm takes 2-D A and B", nd.ShapeString(a), nd.ShapeString(b))
 	}
 	m, k = a[0], a[1]
 	if g.transA {
@@ -320,7 +320,7 @@ func (g *gemmOp) shape(a, b, c []int, hasC bool) (m, k, n int, err error) {
 		kb, n = n, kb
 	}
 	if kb != k {
-		return 0, 0, 0, fmt.Errorf("A has shape %s (transA=%t), B %s (transB=%t): the inner dimensions %d and %d differ",
+		return 0, 0, 0, fmt.Errorf("input A has shape %s (transA=%t), B %s (transB=%t): the inner dimensions %d and %d differ",
 			nd.ShapeString(a), g.transA, nd.ShapeString(b), g.transB, k, kb)
 	}
 	if !hasC {
@@ -328,12 +328,12 @@ func (g *gemmOp) shape(a, b, c []int, hasC bool) (m, k, n int, err error) {
 	}
 	if !g.broadcast {
 		if !nd.SameShape(c, []int{m, n}) {
-			return 0, 0, 0, fmt.Errorf("C has shape %s, want [%dx%d]: before opset 7, C broadcasts only with broadcast=1", nd.ShapeString(c), m, n)
+			return 0, 0, 0, fmt.Errorf("input C has shape %s, want [%dx%d]: before opset 7, C broadcasts only with broadcast=1", nd.ShapeString(c), m, n)
 		}
 		return m, k, n, nil
 	}
 	if !unidirectional(c, []int{m, n}) {
-		return 0, 0, 0, fmt.Errorf("C has shape %s, which does not broadcast to [%dx%d]", nd.ShapeString(c), m, n)
+		return 0, 0, 0, fmt.Errorf("input C has shape %s, which does not broadcast to [%dx%d]", nd.ShapeString(c), m, n)
 	}
 	return m, k, n, nil
 }
@@ -356,7 +356,7 @@ func unidirectional(s, to []int) bool {
 func (g *gemmOp) Infer(in []Meta) ([]Meta, error) {
 	a, b, c := in[0], in[1], metaAt(in, 2)
 	if a.Type != b.Type || (c.Type != nd.Undefined && c.Type != a.Type) {
-		return nil, fmt.Errorf("A is %v, B %v, C %v: want one type", a.Type, b.Type, c.Type)
+		return nil, fmt.Errorf("input A is %v, B %v, C %v: want one type", a.Type, b.Type, c.Type)
 	}
 	if err := checkMMType("Gemm", g.since, a.Type); err != nil {
 		return nil, err
@@ -392,7 +392,7 @@ func (g *gemmOp) Run(in, out []nd.Array) error {
 	case nd.Uint64:
 		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[uint64])
 	default:
-		return fmt.Errorf("Gemm of %v", a.Type)
+		return fmt.Errorf("no Gemm of %v", a.Type)
 	}
 	return nil
 }

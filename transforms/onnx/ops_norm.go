@@ -94,7 +94,7 @@ func newBatchNorm(n *Node) (Kernel, error) {
 // per channel).
 func (k *batchNorm) shape(x []int, params ...[]int) (c, per, inner int, err error) {
 	if len(x) < 2 {
-		return 0, 0, 0, fmt.Errorf("X has shape %s: want N x C [x D1 ...]", nd.ShapeString(x))
+		return 0, 0, 0, fmt.Errorf("input X has shape %s: want N x C [x D1 ...]", nd.ShapeString(x))
 	}
 	c = x[1]
 	inner = numel(x[2:])
@@ -117,7 +117,7 @@ func (k *batchNorm) shape(x []int, params ...[]int) (c, per, inner int, err erro
 func (k *batchNorm) Infer(in []Meta) ([]Meta, error) {
 	x := in[0]
 	if x.Type != nd.Float32 && x.Type != nd.Float64 {
-		return nil, fmt.Errorf("X is %v: BatchNormalization takes float32 or float64", x.Type)
+		return nil, fmt.Errorf("input X is %v: BatchNormalization takes float32 or float64", x.Type)
 	}
 	names := []string{"X", "scale", "B", "mean", "var"}
 	for i := 1; i < 5; i++ {
@@ -301,10 +301,10 @@ func (k *layerNorm) shape(x, scale, b []int, hasB bool) (axis, rows, size int, e
 		return 0, 0, 0, err
 	}
 	if !unidirectional(scale, x) {
-		return 0, 0, 0, fmt.Errorf("Scale has shape %s, which does not broadcast to X's %s", nd.ShapeString(scale), nd.ShapeString(x))
+		return 0, 0, 0, fmt.Errorf("input Scale has shape %s, which does not broadcast to X's %s", nd.ShapeString(scale), nd.ShapeString(x))
 	}
 	if hasB && !unidirectional(b, x) {
-		return 0, 0, 0, fmt.Errorf("B has shape %s, which does not broadcast to X's %s", nd.ShapeString(b), nd.ShapeString(x))
+		return 0, 0, 0, fmt.Errorf("input B has shape %s, which does not broadcast to X's %s", nd.ShapeString(b), nd.ShapeString(x))
 	}
 	return axis, numel(x[:axis]), numel(x[axis:]), nil
 }
@@ -312,10 +312,10 @@ func (k *layerNorm) shape(x, scale, b []int, hasB bool) (axis, rows, size int, e
 func (k *layerNorm) Infer(in []Meta) ([]Meta, error) {
 	x, scale, b := in[0], in[1], metaAt(in, 2)
 	if x.Type != nd.Float32 && x.Type != nd.Float64 {
-		return nil, fmt.Errorf("X is %v: LayerNormalization takes float32 or float64", x.Type)
+		return nil, fmt.Errorf("input X is %v: LayerNormalization takes float32 or float64", x.Type)
 	}
 	if scale.Type != x.Type || (b.Type != nd.Undefined && b.Type != x.Type) {
-		return nil, fmt.Errorf("X is %v, Scale %v, B %v: want one type", x.Type, scale.Type, b.Type)
+		return nil, fmt.Errorf("input X is %v, Scale %v, B %v: want one type", x.Type, scale.Type, b.Type)
 	}
 	axis, _, _, err := k.shape(x.Shape, scale.Shape, b.Shape, b.Type != nd.Undefined)
 	if err != nil {

@@ -79,7 +79,7 @@ func (p *pool) geometry(x []int) (geometry, error) {
 		return geometry{}, err
 	}
 	if len(p.win.kernel) != len(sp) {
-		return geometry{}, fmt.Errorf("X has shape %s (%d spatial axes), attribute kernel_shape %v", nd.ShapeString(x), len(sp), p.win.kernel)
+		return geometry{}, fmt.Errorf("input X has shape %s (%d spatial axes), attribute kernel_shape %v", nd.ShapeString(x), len(sp), p.win.kernel)
 	}
 	return p.win.geometry(sp, p.win.kernel)
 }
@@ -90,9 +90,9 @@ func (p *pool) Infer(in []Meta) ([]Meta, error) {
 	case x.Type == nd.Float32 || x.Type == nd.Float64:
 	case p.max && p.since >= 12 && (x.Type == nd.Int8 || x.Type == nd.Uint8):
 	case p.max && p.since >= 12:
-		return nil, fmt.Errorf("X is %v: MaxPool takes float32, float64, int8 or uint8", x.Type)
+		return nil, fmt.Errorf("input X is %v: MaxPool takes float32, float64, int8 or uint8", x.Type)
 	default:
-		return nil, fmt.Errorf("X is %v: want float32 or float64", x.Type)
+		return nil, fmt.Errorf("input X is %v: want float32 or float64", x.Type)
 	}
 	g, err := p.geometry(x.Shape)
 	if err != nil {
@@ -257,10 +257,10 @@ type globalAvgPool struct{}
 func (globalAvgPool) Infer(in []Meta) ([]Meta, error) {
 	x := in[0]
 	if x.Type != nd.Float32 && x.Type != nd.Float64 {
-		return nil, fmt.Errorf("X is %v: want float32 or float64", x.Type)
+		return nil, fmt.Errorf("input X is %v: want float32 or float64", x.Type)
 	}
 	if len(x.Shape) < 2 {
-		return nil, fmt.Errorf("X has shape %s: want N x C [x D1 ...]", nd.ShapeString(x.Shape))
+		return nil, fmt.Errorf("input X has shape %s: want N x C [x D1 ...]", nd.ShapeString(x.Shape))
 	}
 	shape := append([]int{}, x.Shape...)
 	for i := 2; i < len(shape); i++ {

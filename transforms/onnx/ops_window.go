@@ -201,7 +201,7 @@ func (g geometry) padded() bool {
 // spatial splits a shape of rank >= 3 into n, c and the spatial sizes.
 func spatial(shape []int, what string) (n, c int, sp []int, err error) {
 	if len(shape) < 3 || len(shape) > 5 {
-		return 0, 0, nil, fmt.Errorf("%s has shape %s: want N x C x D1 [x D2 [x D3]] (1 to 3 spatial axes)", what, nd.ShapeString(shape))
+		return 0, 0, nil, fmt.Errorf("input %s has shape %s: want N x C x D1 [x D2 [x D3]] (1 to 3 spatial axes)", what, nd.ShapeString(shape))
 	}
 	return shape[0], shape[1], shape[2:], nil
 }

@@ -1,0 +1,120 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask int)
+//
+// One stripe of up to 16 columns (the lanes set in mask) of rows output
+// rows: y[r*ldy+i] = bias + sum over t < taps of w[t] * srcs[t][off/4 +
+// r*ldx + i]. Four rows at a time (four independent sums hide the FMA
+// latency), then one; lanes outside mask are neither read nor written.
+TEXT ·dwStripeAVX512(SB), NOSPLIT, $0-80
+	MOVQ         y+0(FP), DI
+	MOVQ         ldy+8(FP), R11
+	SHLQ         $2, R11
+	MOVQ         rows+16(FP), BX
+	MOVQ         srcs+24(FP), SI
+	MOVQ         off+32(FP), AX
+	MOVQ         ldx+40(FP), R12
+	SHLQ         $2, R12
+	MOVQ         w+48(FP), DX
+	MOVQ         taps+56(FP), R8
+	VBROADCASTSS bias+64(FP), Z5
+	MOVQ         mask+72(FP), CX
+	KMOVW        CX, K1
+	XORQ         R13, R13 // the rows' offset into the sources, bytes
+
+rows4:
+	CMPQ    BX, $4
+	JLT     rows1
+	VMOVAPS Z5, Z0
+	VMOVAPS Z5, Z1
+	VMOVAPS Z5, Z2
+	VMOVAPS Z5, Z3
+	XORQ    R9, R9
+
+taps4:
+	MOVQ           (SI)(R9*8), R10
+	ADDQ           R13, R10
+	ADDQ           AX, R10
+	LEAQ           (R10)(R12*2), R14
+	VBROADCASTSS   (DX)(R9*4), Z4
+	VMOVUPS.Z      (R10), K1, Z6
+	VMOVUPS.Z      (R10)(R12*1), K1, Z7
+	VMOVUPS.Z      (R14), K1, Z8
+	VMOVUPS.Z      (R14)(R12*1), K1, Z9
+	VFMADD231PS    Z6, Z4, Z0
+	VFMADD231PS    Z7, Z4, Z1
+	VFMADD231PS    Z8, Z4, Z2
+	VFMADD231PS    Z9, Z4, Z3
+	INCQ           R9
+	CMPQ           R9, R8
+	JLT            taps4
+	LEAQ           (DI)(R11*2), R14
+	VMOVUPS        Z0, K1, (DI)
+	VMOVUPS        Z1, K1, (DI)(R11*1)
+	VMOVUPS        Z2, K1, (R14)
+	VMOVUPS        Z3, K1, (R14)(R11*1)
+	LEAQ           (R14)(R11*2), DI
+	LEAQ           (R13)(R12*4), R13
+	SUBQ           $4, BX
+	JMP            rows4
+
+rows1:
+	TESTQ   BX, BX
+	JZ      done
+	VMOVAPS Z5, Z0
+	XORQ    R9, R9
+
+taps1:
+	MOVQ         (SI)(R9*8), R10
+	ADDQ         R13, R10
+	ADDQ         AX, R10
+	VBROADCASTSS (DX)(R9*4), Z4
+	VMOVUPS.Z    (R10), K1, Z6
+	VFMADD231PS  Z6, Z4, Z0
+	INCQ         R9
+	CMPQ         R9, R8
+	JLT          taps1
+	VMOVUPS      Z0, K1, (DI)
+	ADDQ         R11, DI
+	ADDQ         R12, R13
+	DECQ         BX
+	JMP          rows1
+
+done:
+	VZEROUPPER
+	RET
+
+// func deint2AVX512(even, odd, src *float32, n int, idx *int32)
+//
+// even[i] = src[2i], odd[i] = src[2i+1] for i < n (a multiple of 16); idx
+// holds the permutations 0, 2, ..., 30 then 1, 3, ..., 31.
+TEXT ·deint2AVX512(SB), NOSPLIT, $0-40
+	MOVQ    even+0(FP), DI
+	MOVQ    odd+8(FP), R8
+	MOVQ    src+16(FP), SI
+	MOVQ    n+24(FP), CX
+	MOVQ    idx+32(FP), DX
+	VMOVDQU32 (DX), Z2
+	VMOVDQU32 64(DX), Z3
+
+loop:
+	CMPQ      CX, $16
+	JLT       end
+	VMOVUPS   (SI), Z0
+	VMOVUPS   64(SI), Z1
+	VMOVAPS   Z0, Z4
+	VPERMT2PS Z1, Z2, Z0
+	VPERMT2PS Z1, Z3, Z4
+	VMOVUPS   Z0, (DI)
+	VMOVUPS   Z4, (R8)
+	ADDQ      $128, SI
+	ADDQ      $64, DI
+	ADDQ      $64, R8
+	SUBQ      $16, CX
+	JMP       loop
+
+end:
+	VZEROUPPER
+	RET
