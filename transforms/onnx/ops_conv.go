@@ -96,7 +96,7 @@ func (c *conv) Infer(in []Meta) ([]Meta, error) {
 		return nil, fmt.Errorf("input X is %v: Conv takes float32 or float64 (float16 computes as float32)", x.Type)
 	}
 	if w.Type != x.Type || (b.Type != nd.Undefined && b.Type != x.Type) {
-		return nil, fmt.Errorf("input X is %v, W %v, B %v: want one type", x.Type, w.Type, b.Type)
+		return nil, sameTypeErr([]string{"X", "W", "B"}, x, w, b)
 	}
 	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
 	if err != nil {

@@ -14,3 +14,6 @@ func deint2(even, odd, src []float32, n int) {
 		even[i], odd[i] = src[2*i], src[2*i+1]
 	}
 }
+
+// dwVector says vector kernels run here: never in this build.
+var dwVector = false

@@ -356,7 +356,7 @@ func unidirectional(s, to []int) bool {
 func (g *gemmOp) Infer(in []Meta) ([]Meta, error) {
 	a, b, c := in[0], in[1], metaAt(in, 2)
 	if a.Type != b.Type || (c.Type != nd.Undefined && c.Type != a.Type) {
-		return nil, fmt.Errorf("input A is %v, B %v, C %v: want one type", a.Type, b.Type, c.Type)
+		return nil, sameTypeErr([]string{"A", "B", "C"}, a, b, c)
 	}
 	if err := checkMMType("Gemm", g.since, a.Type); err != nil {
 		return nil, err

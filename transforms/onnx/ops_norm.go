@@ -315,7 +315,7 @@ func (k *layerNorm) Infer(in []Meta) ([]Meta, error) {
 		return nil, fmt.Errorf("input X is %v: LayerNormalization takes float32 or float64", x.Type)
 	}
 	if scale.Type != x.Type || (b.Type != nd.Undefined && b.Type != x.Type) {
-		return nil, fmt.Errorf("input X is %v, Scale %v, B %v: want one type", x.Type, scale.Type, b.Type)
+		return nil, sameTypeErr([]string{"X", "Scale", "B"}, x, scale, b)
 	}
 	axis, _, _, err := k.shape(x.Shape, scale.Shape, b.Shape, b.Type != nd.Undefined)
 	if err != nil {

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
@@ -221,4 +222,16 @@ func arrayAt(in []nd.Array, i int) nd.Array {
 		return in[i]
 	}
 	return nd.Array{}
+}
+
+// sameTypeErr says that inputs (named) that must share a type do not; a
+// left-out one is not named.
+func sameTypeErr(names []string, in ...Meta) error {
+	var parts []string
+	for i, m := range in {
+		if m.Type != nd.Undefined {
+			parts = append(parts, fmt.Sprintf("%s %v", names[i], m.Type))
+		}
+	}
+	return fmt.Errorf("input %s: want one type", strings.Join(parts, ", "))
 }
