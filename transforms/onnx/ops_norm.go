@@ -105,10 +105,10 @@ func (k *batchNorm) shape(x []int, params ...[]int) (c, per, inner int, err erro
 	names := []string{"scale", "B", "mean", "var"}
 	for i, p := range params {
 		if k.spatial && (len(p) != 1 || p[0] != c) {
-			return 0, 0, 0, fmt.Errorf("%s has shape %s, want [%d] (X's channels)", names[i], nd.ShapeString(p), c)
+			return 0, 0, 0, fmt.Errorf("input %s has shape %s, want [%d] (X's channels)", names[i], nd.ShapeString(p), c)
 		}
 		if !k.spatial && numel(p) != c*per {
-			return 0, 0, 0, fmt.Errorf("%s has shape %s, want %s (spatial=0: X's shape past N)", names[i], nd.ShapeString(p), nd.ShapeString(x[1:]))
+			return 0, 0, 0, fmt.Errorf("input %s has shape %s, want %s (spatial=0: X's shape past N)", names[i], nd.ShapeString(p), nd.ShapeString(x[1:]))
 		}
 	}
 	return c, per, inner, nil
@@ -123,7 +123,7 @@ func (k *batchNorm) Infer(in []Meta) ([]Meta, error) {
 	for i := 1; i < 5; i++ {
 		t := in[i].Type
 		if t != nd.Float32 && t != nd.Float64 {
-			return nil, fmt.Errorf("%s is %v: want float32 or float64", names[i], t)
+			return nil, fmt.Errorf("input %s is %v: want float32 or float64", names[i], t)
 		}
 		// Which inputs share a type: all before 14; X, scale and B in 14
 		// (mean and var apart); scale with B and mean with var in 15.
@@ -136,7 +136,7 @@ func (k *batchNorm) Infer(in []Meta) ([]Meta, error) {
 			continue
 		}
 		if t != in[same].Type {
-			return nil, fmt.Errorf("%s is %v, %s %v: in opset %d they have one type", names[same], in[same].Type, names[i], t, k.since)
+			return nil, fmt.Errorf("input %s is %v, %s %v: in opset %d they have one type", names[same], in[same].Type, names[i], t, k.since)
 		}
 	}
 	c, per, _, err := k.shape(x.Shape, in[1].Shape, in[2].Shape, in[3].Shape, in[4].Shape)
