@@ -33,6 +33,7 @@ func convDepthwise(p convProblem, x, w, bias, y []float32) {
 		buf := getFloats(hp * rowLen)
 		defer putFloats(buf)
 		padded := *buf
+		clear(padded) // the padding; dwPad writes the rest
 		img, grp := t/p.group, t%p.group
 		xc := x[(img*p.c+grp)*inSize:][:inSize]
 		srcs := make([]*float32, 0, k2)
@@ -108,58 +109,68 @@ func dwRowsGo(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []fl
 }
 
 // dwPad copies the 2-D input plane x (g.in[1] x g.in[2]) into dst, hp
-// padded rows of g.stride[2] phases of wq columns each (zeros in the
-// padding).
+// padded rows of g.stride[2] phases of wq columns each. dst must have been
+// cleared for this geometry: only the input's positions are written, the
+// padding's stay 0.
 func dwPad(dst []float32, x []float32, g geometry, hp, wq int) {
 	sw := g.stride[2]
 	h, w := g.in[1], g.in[2]
 	pl := g.padLo[2]
 	rowLen := sw * wq
-	for i := range hp {
-		row := dst[i*rowLen : (i+1)*rowLen]
-		ih := i - g.padLo[1]
-		if ih < 0 || ih >= h {
-			clear(row)
-			continue
+	// Padded rows [r0, r1) hold input rows r0-padLo...
+	r0 := min(hp, g.padLo[1])
+	r1 := max(r0, min(hp, h+g.padLo[1]))
+	if r1 == r0 {
+		return
+	}
+	rows := dst[r0*rowLen:]
+	src := x[(r0-g.padLo[1])*w:]
+	n := r1 - r0
+	switch sw {
+	case 1:
+		// Columns [pl, pl+w) of the padded row are the input's, as far as
+		// the row goes.
+		lo := min(pl, wq)
+		cnt := min(w, wq-lo)
+		for i := range n {
+			copy(rows[i*rowLen+lo:i*rowLen+lo+cnt], src[i*w:])
 		}
-		src := x[ih*w : (ih+1)*w]
-		switch sw {
-		case 1:
-			// Columns [pl, pl+w) of the padded row are the input's, as far
-			// as the row goes.
-			lo := min(pl, wq)
-			n := min(w, wq-lo)
-			clear(row[:lo])
-			copy(row[lo:lo+n], src)
-			clear(row[lo+n:])
-		case 2:
-			// Input column k is padded column k+pl: phase (k+pl)%2, index
-			// (k+pl)/2. Even input columns go to phase pl%2 from pl/2 on,
-			// odd ones to phase (pl+1)%2 from (pl+1)/2 on.
-			clear(row)
-			e, o := row[pl%2*wq:][:wq], row[(pl+1)%2*wq:][:wq]
-			e, o = e[min(pl/2, wq):], o[min((pl+1)/2, wq):]
-			ne, no := min((w+1)/2, len(e)), min(w/2, len(o))
-			pairs := min(ne, no)
-			deint2(e, o, src, pairs)
-			for i := pairs; i < ne; i++ {
-				e[i] = src[2*i]
+	case 2:
+		// Input column k is padded column k+pl: phase (k+pl)%2, index
+		// (k+pl)/2. Even input columns go to phase pl%2 from pl/2 on, odd
+		// ones to phase (pl+1)%2 from (pl+1)/2 on.
+		e0, o0 := pl%2*wq+min(pl/2, wq), (pl+1)%2*wq+min((pl+1)/2, wq)
+		ne, no := min((w+1)/2, wq-min(pl/2, wq)), min(w/2, wq-min((pl+1)/2, wq))
+		pairs := min(ne, no)
+		deint2(rows[e0:], rows[o0:], src, n, pairs, rowLen, w)
+		for i := range n {
+			for j := pairs; j < ne; j++ {
+				rows[i*rowLen+e0+j] = src[i*w+2*j]
 			}
-			for i := pairs; i < no; i++ {
-				o[i] = src[2*i+1]
+			for j := pairs; j < no; j++ {
+				rows[i*rowLen+o0+j] = src[i*w+2*j+1]
 			}
-		default:
+		}
+	default:
+		for i := range n {
 			for rw := range sw {
-				seg := row[rw*wq : (rw+1)*wq]
+				seg := rows[i*rowLen+rw*wq : i*rowLen+(rw+1)*wq]
 				for j := range seg {
-					c := j*sw + rw - pl
-					if c >= 0 && c < w {
-						seg[j] = src[c]
-					} else {
-						seg[j] = 0
+					if c := j*sw + rw - pl; c >= 0 && c < w {
+						seg[j] = src[i*w+c]
 					}
 				}
 			}
+		}
+	}
+}
+
+// deint2Go is deint2 in Go.
+func deint2Go(even, odd, src []float32, rows, n, ldd, lds int) {
+	for r := range rows {
+		e, o, s := even[r*ldd:r*ldd+n], odd[r*ldd:r*ldd+n], src[r*lds:r*lds+2*n]
+		for i := range e {
+			e[i], o[i] = s[2*i], s[2*i+1]
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask int)
 
 //go:noescape
-func deint2AVX512(even, odd, src *float32, n int, idx *int32)
+func deint2AVX512(even, odd, src *float32, rows, pairs, ldd, lds int, idx *int32, lo, hi, out int)
 
 // dwVector says the AVX-512 kernels run here (a variable for the tests).
 var dwVector = cpu.X86.HasAVX512F
@@ -42,17 +42,18 @@ func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []floa
 	}
 }
 
-// deint2 writes src[2i] to even[i] and src[2i+1] to odd[i], for i < n.
-func deint2(even, odd, src []float32, n int) {
-	even, odd, src = even[:n], odd[:n], src[:2*n]
-	v := 0
-	if dwVector {
-		v = n / 16 * 16
-		if v > 0 {
-			deint2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), v, &deintIdx[0])
-		}
+// deint2 writes, for each of rows rows, src[r*lds+2i] to even[r*ldd+i]
+// and src[r*lds+2i+1] to odd[r*ldd+i], for i < n.
+func deint2(even, odd, src []float32, rows, n, ldd, lds int) {
+	if rows == 0 || n == 0 {
+		return
 	}
-	for i := v; i < n; i++ {
-		even[i], odd[i] = src[2*i], src[2*i+1]
+	_, _, _ = even[(rows-1)*ldd+n-1], odd[(rows-1)*ldd+n-1], src[(rows-1)*lds+2*n-1]
+	if !dwVector {
+		deint2Go(even, odd, src, rows, n, ldd, lds)
+		return
 	}
+	t := n % 16
+	lo, hi := 1<<min(2*t, 16)-1, 1<<max(0, 2*t-16)-1
+	deint2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), rows, n, ldd, lds, &deintIdx[0], lo, hi, 1<<t-1)
 }

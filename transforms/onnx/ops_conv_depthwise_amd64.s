@@ -86,34 +86,71 @@ done:
 	VZEROUPPER
 	RET
 
-// func deint2AVX512(even, odd, src *float32, n int, idx *int32)
+// func deint2AVX512(even, odd, src *float32, rows, pairs, ldd, lds int, idx *int32, lo, hi, out int)
 //
-// even[i] = src[2i], odd[i] = src[2i+1] for i < n (a multiple of 16); idx
-// holds the permutations 0, 2, ..., 30 then 1, 3, ..., 31.
-TEXT ·deint2AVX512(SB), NOSPLIT, $0-40
-	MOVQ    even+0(FP), DI
-	MOVQ    odd+8(FP), R8
-	MOVQ    src+16(FP), SI
-	MOVQ    n+24(FP), CX
-	MOVQ    idx+32(FP), DX
+// For each of rows rows (even and odd ldd floats apart, src lds apart):
+// even[i] = src[2i], odd[i] = src[2i+1] for i < pairs; idx holds the
+// permutations 0, 2, ..., 30 then 1, 3, ..., 31. The last pairs%16 pairs
+// are read with the masks lo and hi (the first and second 16 floats) and
+// written with out.
+TEXT ·deint2AVX512(SB), NOSPLIT, $0-88
+	MOVQ      even+0(FP), DI
+	MOVQ      odd+8(FP), R8
+	MOVQ      src+16(FP), SI
+	MOVQ      rows+24(FP), BX
+	MOVQ      ldd+40(FP), R11
+	SHLQ      $2, R11
+	MOVQ      lds+48(FP), R12
+	SHLQ      $2, R12
+	MOVQ      idx+56(FP), DX
 	VMOVDQU32 (DX), Z2
 	VMOVDQU32 64(DX), Z3
+	MOVQ      lo+64(FP), AX
+	KMOVW     AX, K1
+	MOVQ      hi+72(FP), AX
+	KMOVW     AX, K2
+	MOVQ      out+80(FP), AX
+	KMOVW     AX, K3
+
+row:
+	TESTQ BX, BX
+	JZ    end
+	MOVQ  pairs+32(FP), CX
+	XORQ  AX, AX // pair offset, bytes of output
+	XORQ  R9, R9 // source offset, bytes
 
 loop:
 	CMPQ      CX, $16
-	JLT       end
-	VMOVUPS   (SI), Z0
-	VMOVUPS   64(SI), Z1
+	JLT       tail
+	VMOVUPS   (SI)(R9*1), Z0
+	VMOVUPS   64(SI)(R9*1), Z1
 	VMOVAPS   Z0, Z4
 	VPERMT2PS Z1, Z2, Z0
 	VPERMT2PS Z1, Z3, Z4
-	VMOVUPS   Z0, (DI)
-	VMOVUPS   Z4, (R8)
-	ADDQ      $128, SI
-	ADDQ      $64, DI
-	ADDQ      $64, R8
+	VMOVUPS   Z0, (DI)(AX*1)
+	VMOVUPS   Z4, (R8)(AX*1)
+	ADDQ      $128, R9
+	ADDQ      $64, AX
 	SUBQ      $16, CX
 	JMP       loop
+
+tail:
+	TESTQ     CX, CX
+	JZ        next
+	VMOVUPS.Z (SI)(R9*1), K1, Z0
+	VMOVUPS.Z 64(SI)(R9*1), K2, Z1
+	VMOVAPS   Z0, Z4
+	VPERMT2PS Z1, Z2, Z0
+	VPERMT2PS Z1, Z3, Z4
+	VMOVUPS   Z0, K3, (DI)(AX*1)
+	VMOVUPS   Z4, K3, (R8)(AX*1)
+
+next:
+	ADDQ R11, DI
+	ADDQ R11, R8
+	ADDQ R12, SI
+	DECQ BX
+	JMP  row
 
 end:
 	VZEROUPPER

@@ -8,11 +8,10 @@ func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []floa
 	dwRowsGo(y, ldy, rows, cols, srcs, ldx, w, bias)
 }
 
-// deint2 writes src[2i] to even[i] and src[2i+1] to odd[i], for i < n.
-func deint2(even, odd, src []float32, n int) {
-	for i := range n {
-		even[i], odd[i] = src[2*i], src[2*i+1]
-	}
+// deint2 writes, for each of rows rows, src[r*lds+2i] to even[r*ldd+i]
+// and src[r*lds+2i+1] to odd[r*ldd+i], for i < n.
+func deint2(even, odd, src []float32, rows, n, ldd, lds int) {
+	deint2Go(even, odd, src, rows, n, ldd, lds)
 }
 
 // dwVector says vector kernels run here: never in this build.

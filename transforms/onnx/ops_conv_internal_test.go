@@ -20,7 +20,7 @@ func TestDepthwiseVectorAndGo(t *testing.T) {
 		nsp := 2 + trial%2
 		var in, k, s, d, pads []int
 		for range nsp {
-			in = append(in, 3+r.IntN(30))
+			in = append(in, 3+r.IntN(48))
 			k = append(k, 1+r.IntN(3))
 			s = append(s, 1+r.IntN(3))
 			d = append(d, 1+r.IntN(2))
