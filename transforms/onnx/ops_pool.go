@@ -148,58 +148,97 @@ func windowRange(start, n, dil, size int) (lo, hi int) {
 	return lo, hi
 }
 
+// windows lists, for each output position along one axis, the taps
+// [lo, hi) of its window inside the input and the input index of tap 0.
+type windows struct{ start, lo, hi []int }
+
+func axisWindows(g geometry, d int) windows {
+	var w windows
+	for o := range g.out[d] {
+		start := o*g.stride[d] - g.padLo[d]
+		lo, hi := windowRange(start, g.k[d], g.dil[d], g.in[d])
+		w.start, w.lo, w.hi = append(w.start, start), append(w.lo, lo), append(w.hi, hi)
+	}
+	return w
+}
+
 // maxPool computes each plane's window maxima and, when idx is not nil,
 // their flat indices into X. A window over padding alone gives lowest and
-// index -1.
+// index -1; a NaN in a window gives NaN (as ONNX's reference, NumPy's max),
+// its index the first NaN's.
 func maxPool[T float32 | float64 | int8 | uint8](g geometry, planes int, colMajor bool, x, y []T, idx []int64, lowest T) {
 	inSize, outSize := g.inSize(), g.outSize()
 	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
+	wd, wh, ww := axisWindows(g, 0), axisWindows(g, 1), axisWindows(g, 2)
+	dd, dh, dw := g.dil[0], g.dil[1], g.dil[2]
 	ParallelFor(planes, outSize*g.kSize(), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*inSize : (pl+1)*inSize]
 			yp := y[pl*outSize : (pl+1)*outSize]
 			o := 0
-			for od := range g.out[0] {
-				d0 := od*g.stride[0] - g.padLo[0]
-				dlo, dhi := windowRange(d0, g.k[0], g.dil[0], in0)
-				for oh := range g.out[1] {
-					h0 := oh*g.stride[1] - g.padLo[1]
-					hlo, hhi := windowRange(h0, g.k[1], g.dil[1], in1)
-					for ow := range g.out[2] {
-						w0 := ow*g.stride[2] - g.padLo[2]
-						wlo, whi := windowRange(w0, g.k[2], g.dil[2], in2)
+			for od := range wd.start {
+				d0, dlo, dhi := wd.start[od], wd.lo[od], wd.hi[od]
+				for oh := range wh.start {
+					h0, hlo, hhi := wh.start[oh], wh.lo[oh], wh.hi[oh]
+					if idx == nil {
+						out := yp[o : o+len(ww.start)]
+						for i := range out {
+							out[i] = lowest
+						}
+						for kd := dlo; kd < dhi; kd++ {
+							for kh := hlo; kh < hhi; kh++ {
+								ih := (d0+kd*dd)*in1 + h0 + kh*dh
+								row := xp[ih*in2 : (ih+1)*in2]
+								maxRow(out, row, ww, dw)
+							}
+						}
+						o += len(out)
+						continue
+					}
+					for ow := range ww.start {
+						w0, wlo, whi := ww.start[ow], ww.lo[ow], ww.hi[ow]
 						best, at := lowest, -1
 						for kd := dlo; kd < dhi; kd++ {
-							id := d0 + kd*g.dil[0]
 							for kh := hlo; kh < hhi; kh++ {
-								ih := h0 + kh*g.dil[1]
-								row := xp[(id*in1+ih)*in2 : (id*in1+ih+1)*in2]
+								ih := (d0+kd*dd)*in1 + h0 + kh*dh
+								row := xp[ih*in2 : (ih+1)*in2]
 								for kw := wlo; kw < whi; kw++ {
-									iw := w0 + kw*g.dil[2]
-									if v := row[iw]; v > best || at < 0 {
-										best, at = v, (id*in1+ih)*in2+iw
+									if v := row[w0+kw*dw]; v > best || at < 0 || (v != v && best == best) {
+										best, at = v, ih*in2+w0+kw*dw
 									}
 								}
 							}
 						}
 						yp[o] = best
-						if idx != nil {
-							i := int64(-1)
-							if at >= 0 {
-								if colMajor {
-									iw, ih, id := at%in2, at/in2%in1, at/(in1*in2)
-									at = id + ih*in0 + iw*in0*in1
-								}
-								i = int64(pl*inSize + at)
+						i := int64(-1)
+						if at >= 0 {
+							if colMajor {
+								iw, ih, id := at%in2, at/in2%in1, at/(in1*in2)
+								at = id + ih*in0 + iw*in0*in1
 							}
-							idx[pl*outSize+o] = i
+							i = int64(pl*inSize + at)
 						}
+						idx[pl*outSize+o] = i
 						o++
 					}
 				}
 			}
 		}
 	})
+}
+
+// maxRow takes, into each out[i], the maximum of it and row's elements
+// under window i along the last axis (Go's max: branch-free, twice as fast
+// as a compare on data whose maximum moves about).
+func maxRow[T float32 | float64 | int8 | uint8](out, row []T, ww windows, dil int) {
+	for i := range out {
+		w0, lo, hi := ww.start[i], ww.lo[i], ww.hi[i]
+		m := out[i]
+		for k := lo; k < hi; k++ {
+			m = max(m, row[w0+k*dil])
+		}
+		out[i] = m
+	}
 }
 
 // avgPool computes each plane's window means.

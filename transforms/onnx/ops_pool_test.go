@@ -189,6 +189,17 @@ func TestPoolTypes(t *testing.T) {
 	out = mustRun(t, 1, "GlobalAveragePool", []nd.Array{f64}, nil, []string{"y"})
 	assert.Equal(t, []int{1, 1, 1, 1, 1}, out[0].Shape)
 	assert.Equal(t, []float64{4.5}, nd.MustAs[float64](out[0]))
+	// A NaN wins its windows, with or without Indices (NumPy's max).
+	nan := nd.Of([]float32{1, float32(math.NaN()), 3, 4}, 1, 1, 4)
+	for _, outs := range [][]string{{"y"}, {"y", "i:int64"}} {
+		out = mustRun(t, 12, "MaxPool", []nd.Array{nan}, nil, outs, onnxtest.Ints("kernel_shape", 2))
+		got := nd.MustAs[float32](out[0])
+		assert.True(t, math.IsNaN(float64(got[0])) && math.IsNaN(float64(got[1])), "%v", got)
+		assert.Equal(t, float32(4), got[2])
+		if len(out) > 1 {
+			assert.Equal(t, []int64{1, 1, 3}, nd.MustAs[int64](out[1]))
+		}
+	}
 	x1 := nd.Of([]float32{1, 2, 3, 4, 10, 20, 30, 40}, 1, 2, 4)
 	out = mustRun(t, 1, "GlobalAveragePool", []nd.Array{x1}, nil, []string{"y"})
 	assert.Equal(t, []int{1, 2, 1}, out[0].Shape)
