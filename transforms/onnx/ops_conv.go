@@ -16,17 +16,21 @@ import (
 // from W. The two versions compute the same; 11 only words auto_pad's
 // output size precisely.
 //
-// Float32 convolutions are matrix products on package gemm: for each image,
-// group and chunk of output positions, the chunk's patches (im2col: K =
-// channels x kernel rows, one column per position; none for a 1x1 kernel
-// with stride 1 and no padding, whose input is already that matrix) times
-// the group's weights, which are packed once per node (gemm.Pack) since
-// they are constants. The product comes out position-major (P x Cout) and
-// is transposed into the output's planes with the bias added. Chunks are
-// sized to keep the patches in L2 and spread over the cores, each product
-// on one goroutine. Grouped convolutions with one input channel per group
-// (depthwise, MobileNet's) take a direct kernel (ops_conv_depthwise.go);
-// float64 ones a plain loop.
+// Float32 convolutions are matrix products on package gemm, one for each
+// image, group and chunk of output positions, chunks sized to keep the
+// patches in L2 and to give every core tasks (each product runs on one
+// goroutine: measured faster than one all-core product per image, which
+// repacks and waits more). The patches (im2col: K = channels x kernel taps
+// rows, one column per position) are none for a 1x1 kernel with stride 1
+// and no padding, whose input is already that matrix. The product takes
+// one of two forms (convByRows): for thick patches, patches^T x W with W
+// packed once per node (gemm.Pack; W is a constant), the result transposed
+// into the output's planes with the bias added; for thin ones (the RGB
+// stems, 1x1 convolutions of few channels), W x patches written straight
+// into the planes, which costs packing W per chunk but no transpose.
+// Grouped convolutions with one input channel per group (depthwise,
+// MobileNet's) take a direct kernel (ops_conv_depthwise.go); float64 ones a
+// plain loop.
 
 func init() {
 	RegisterOp(OpDef{Name: "Conv", Versions: []int{1, 11}, New: newConv})

@@ -2,6 +2,9 @@
 
 package onnx
 
+// Conv (opsets 1, 11), depthwise: the AVX-512 kernels of
+// ops_conv_depthwise.go, where the CPU has AVX-512.
+
 import (
 	"unsafe"
 

@@ -2,6 +2,9 @@
 
 #include "textflag.h"
 
+// Conv (opsets 1, 11), depthwise: the AVX-512 kernels of
+// ops_conv_depthwise.go.
+
 // func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask int)
 //
 // One stripe of up to 16 columns (the lanes set in mask) of rows output

@@ -2,6 +2,9 @@
 
 package onnx
 
+// Conv (opsets 1, 11), depthwise: ops_conv_depthwise.go's kernels in Go,
+// for other architectures and the purego build tag.
+
 // dwRows computes rows x cols outputs y[r*ldy+c] = bias + sum over taps t
 // of w[t] * srcs[t][r*ldx+c].
 func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32, bias float32) {
