@@ -309,3 +309,36 @@ func TestConvErrors(t *testing.T) {
 		})
 	}
 }
+
+// Runs of one model from several goroutines share its packed weights (made
+// by whichever run comes first) and agree with the reference.
+func TestConvConcurrentRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	cs := convCase{n: 2, c: 64, m: 16, group: 1, in: []int{9, 9}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pad: []int{1, 1, 1, 1}, bias: true}
+	x, w, b := randF32(r, 2, 64, 9, 9), randF32(r, 16, 64, 3, 3), randF32(r, 16)
+	_, want, mag := refConv(cs, nd.Float64s(x), nd.Float64s(w), nd.Float64s(b))
+	m, err := onnxtest.Load(opModel(11, "Conv", []nd.Array{x, w, b}, []bool{false, true, true}, []string{"y"}, onnxtest.Ints("pads", 1, 1, 1, 1)))
+	require.NoError(t, err)
+	errs := make(chan error, 4)
+	outs := make(chan nd.Array, 12)
+	for range 4 {
+		go func() {
+			for range 3 {
+				out, err := m.Run([]nd.Array{x})
+				if err != nil {
+					errs <- err
+					return
+				}
+				outs <- out[0]
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	close(outs)
+	for out := range outs {
+		requireClose(t, want, out, 1e-5, mag)
+	}
+}
