@@ -220,16 +220,33 @@ func convGemm(p convProblem, x []float32, w []*gemm.Packed, bias, y []float32) {
 }
 
 // convByRows chooses between the two forms of the product. W x patches
-// writes the output's planes directly but packs W again for every chunk;
-// patches^T x W uses W packed once but transposes its product into the
-// planes. Packing W costs K x Cout/group per chunk, the transpose chunk x
-// Cout/group (at about twice the cost per element, strided): measured on
-// MobileNetV2's and ResNet's layers, W x patches wins where K is below
-// about twice the chunk (thin patches: 1x1 convolutions of few channels,
-// the RGB stems).
+// writes the output's planes directly but packs W again for every chunk of
+// positions: one value moved per chunk-size multiply-adds. Patches^T x W
+// uses W packed once but transposes its product into the planes: one value
+// moved, strided, per K multiply-adds. Measured on ResNet's and
+// MobileNetV2's layers (batch 8, 2 cores), W x patches wins while K is at
+// most about 8 chunks and W's group (K x Cout/group) stays in L2 (1 MiB);
+// patches^T x W wins on the thick, small layers (ResNet's 256 and 512
+// channels, 1x1 convolutions of 960 channels at 7x7) and the wide ones
+// (1280 outputs).
 func convByRows(p convProblem) bool {
 	k := p.c / p.group * p.geo.kSize()
-	return k <= 2*convChunk(p, k)
+	return k <= 8*convRowsChunk(p, k) && k*(p.m/p.group) <= 1<<18
+}
+
+// convRowsChunk is the number of output positions of a product W x
+// patches: about convChunkFloats of patches, at least 256, a multiple of
+// 32 (the micro-kernels' widest tile), and enough tasks for every core.
+func convRowsChunk(p convProblem, k int) int {
+	P := p.geo.outSize()
+	pc := max(convChunkFloats/max(k, 1), 256)
+	workers := runtime.GOMAXPROCS(0)
+	if tasks := p.n * p.group; tasks < 2*workers {
+		pc = min(pc, (P*tasks+2*workers-1)/(2*workers))
+	}
+	pc = min(P, max(32, (pc+31)/32*32))
+	chunks := (P + pc - 1) / pc
+	return min(P, ((P+chunks-1)/chunks+31)/32*32)
 }
 
 // convChunk is the number of output positions of a product patches^T x W:
@@ -255,15 +272,8 @@ func convGemmRows(p convProblem, x, w, bias, y []float32) {
 	k := cg * geo.kSize()
 	P, inSize := geo.outSize(), geo.inSize()
 	pointwise := p.pointwise()
-	pc := max(convChunkFloats/max(k, 1), 256)
-	workers := runtime.GOMAXPROCS(0)
-	if tasks := p.n * p.group; tasks < 2*workers {
-		pc = min(pc, (P*tasks+2*workers-1)/(2*workers))
-	}
-	pc = min(P, max(32, (pc+31)/32*32))
+	pc := convRowsChunk(p, k)
 	chunks := (P + pc - 1) / pc
-	pc = min(P, ((P+chunks-1)/chunks+31)/32*32)
-	chunks = (P + pc - 1) / pc
 	parallelTasks(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
 		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
 		p0 := ch * pc
