@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -124,4 +125,43 @@ func BenchmarkMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
 	in := []nd.Array{randArray(r, 64, 128, 256), randArray(r, 256, 256)}
 	benchKernel(b, "MatMul", nil, in, []bool{false, true}, 2.0*64*128*256*256, 64*128, 256, 256)
+}
+
+// BenchmarkConvLayers: the convolutions of MobileNetV2 (stem, 1x1
+// expansions and projections, depthwise) and ResNet (stem, 3x3 at each
+// width, a strided 3x3) at batch 8, each against the plain product of its
+// im2col shape (Cout x K times K x positions): where the time goes when
+// tuning convByRows and the chunk sizes.
+func BenchmarkConvLayers(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	type layer struct{ c, m, h, k, s, g int } // channels in, out, size, kernel, stride, group
+	for _, l := range []layer{
+		{3, 32, 224, 3, 2, 1}, // MobileNetV2
+		{32, 32, 112, 3, 1, 32},
+		{32, 16, 112, 1, 1, 1},
+		{16, 96, 112, 1, 1, 1},
+		{144, 144, 56, 3, 2, 144},
+		{24, 144, 56, 1, 1, 1},
+		{144, 24, 56, 1, 1, 1},
+		{192, 32, 28, 1, 1, 1},
+		{384, 64, 14, 1, 1, 1},
+		{960, 160, 7, 1, 1, 1},
+		{320, 1280, 7, 1, 1, 1},
+		{3, 64, 224, 7, 2, 1}, // ResNet
+		{64, 64, 56, 3, 1, 1},
+		{64, 128, 56, 3, 2, 1},
+		{128, 128, 28, 3, 1, 1},
+		{256, 256, 14, 3, 1, 1},
+		{512, 512, 7, 3, 1, 1},
+	} {
+		const n = 8
+		oh := (l.h+2*(l.k/2)-l.k)/l.s + 1
+		flops := 2.0 * float64(n*l.m*oh*oh*(l.c/l.g)*l.k*l.k)
+		b.Run(fmt.Sprintf("c%d_m%d_h%d_k%d_s%d_g%d", l.c, l.m, l.h, l.k, l.s, l.g), func(b *testing.B) {
+			in := []nd.Array{randArray(r, n, l.c, l.h, l.h), randArray(r, l.m, l.c/l.g, l.k, l.k), randArray(r, l.m)}
+			p := int64(l.k / 2)
+			attrs := []*onnxpb.AttributeProto{intsAttr("pads", p, p, p, p), intsAttr("strides", int64(l.s), int64(l.s)), intAttr("group", int64(l.g))}
+			benchKernel(b, "Conv", attrs, in, []bool{false, true, true}, flops, l.m, n*oh*oh, l.c/l.g*l.k*l.k)
+		})
+	}
 }

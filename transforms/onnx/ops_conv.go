@@ -85,6 +85,11 @@ func (c *conv) shapes(x, w []int, b []int, hasB bool) (geometry, error) {
 		return geometry{}, fmt.Errorf("input W has %d output channels, not a multiple of group %d", m, c.group)
 	}
 	kernel := w[2:]
+	for _, k := range kernel {
+		if k < 1 {
+			return geometry{}, fmt.Errorf("input W has shape %s: kernel sizes must be at least 1", nd.ShapeString(w))
+		}
+	}
 	if c.win.kernel != nil && !nd.SameShape(c.win.kernel, kernel) {
 		return geometry{}, fmt.Errorf("attribute kernel_shape %v disagrees with W's shape %s", c.win.kernel, nd.ShapeString(w))
 	}
@@ -125,6 +130,10 @@ func (c *conv) Run(in, out []nd.Array) error {
 	}
 	xs, ws, ys := nd.MustAs[float32](x), nd.MustAs[float32](w), nd.MustAs[float32](y)
 	bs := asOr[float32](b)
+	if p.c == 0 || len(ys) == 0 { // no input channels: the bias alone
+		convBiasOnly(ys, bs, p.m, geo.outSize())
+		return nil
+	}
 	if p.c/p.group == 1 && p.group > 1 {
 		convDepthwise(p, xs, ws, bs, ys)
 		return nil
@@ -135,6 +144,18 @@ func (c *conv) Run(in, out []nd.Array) error {
 	}
 	convGemm(p, xs, c.weights(w, p), bs, ys)
 	return nil
+}
+
+// convBiasOnly writes each output plane (m of them per image, size
+// values) as its bias, or 0.
+func convBiasOnly(y, bias []float32, m, size int) {
+	for i := range y {
+		if bias != nil {
+			y[i] = bias[i/size%m]
+		} else {
+			y[i] = 0
+		}
+	}
 }
 
 // asOr is a's elements, nil for a left-out input.

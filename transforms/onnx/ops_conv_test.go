@@ -342,3 +342,16 @@ func TestConvConcurrentRuns(t *testing.T) {
 		requireClose(t, want, out, 1e-5, mag)
 	}
 }
+
+// Empty sizes compute nothing, or the bias alone (no input channels), and
+// never fail; a kernel of size 0 is refused.
+func TestConvEmpty(t *testing.T) {
+	out := mustRun(t, 11, "Conv", []nd.Array{nd.Zeros(nd.Float32, 0, 2, 4, 4), nd.Zeros(nd.Float32, 3, 2, 3, 3)}, []bool{false, true}, []string{"y"})
+	assert.Equal(t, []int{0, 3, 2, 2}, out[0].Shape)
+	out = mustRun(t, 11, "Conv", []nd.Array{nd.Zeros(nd.Float32, 1, 0, 3, 3), nd.Zeros(nd.Float32, 2, 0, 2, 2), nd.Of([]float32{1, 2})}, []bool{false, true, true}, []string{"y"})
+	assert.Equal(t, []float32{1, 1, 1, 1, 2, 2, 2, 2}, nd.MustAs[float32](out[0]))
+	out = mustRun(t, 11, "Conv", []nd.Array{nd.Zeros(nd.Float32, 1, 2, 3, 3), nd.Zeros(nd.Float32, 0, 2, 2, 2)}, []bool{false, true}, []string{"y"})
+	assert.Equal(t, []int{1, 0, 2, 2}, out[0].Shape)
+	err := loadErr(11, "Conv", []nd.Array{nd.Zeros(nd.Float32, 1, 2, 3, 3), nd.Zeros(nd.Float32, 1, 2, 0, 2)}, []bool{false, true}, []string{"y"})
+	assert.ErrorContains(t, err, "input W has shape [1x2x0x2]: kernel sizes must be at least 1")
+}
