@@ -220,16 +220,9 @@ func (k *matMul) runF32(s mmShape, a, b, y nd.Array) {
 	}
 	nb := numel(s.batch)
 	if numel(s.bBatch) == 1 {
-		// One B for every product: A's rows (the batch's broadcast over
-		// B's ones) times B at once.
+		// One B for every product (its batch axes, if any, all 1: the
+		// output's batch is A's): all of A's rows times B at once.
 		rows := nb * s.m
-		if numel(s.aBatch) != nb { // A broadcast along the batch: its rows repeat
-			ao, _ := s.batchOffsets()
-			parallelTasks(nb, s.m*s.n*s.k, func(t int) {
-				gemm.SgemmWorkers(1, false, false, s.m, s.n, s.k, 1, as[ao[t]:], s.k, bs, s.n, 0, ys[t*s.m*s.n:], s.n)
-			})
-			return
-		}
 		if k.b.constant.Load() {
 			pk := k.b.get(b, false, s.k, s.n)
 			gemm.SgemmPacked(0, false, rows, 1, as, s.k, pk, 0, s.n, 0, ys, s.n)
