@@ -19,6 +19,27 @@ func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *
 //go:noescape
 func deint2AVX512(even, odd, src *float32, rows, pairs, ldd, lds int, idx *int32, lo, hi, out int)
 
+//go:noescape
+func mpStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx, taps int, mask int)
+
+// maxRows computes rows x cols outputs y[r*ldy+c] = the maximum over taps t
+// of srcs[t][r*ldx+c] (NaN if any is NaN); ok false when there is no vector
+// kernel here.
+func maxRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int) (ok bool) {
+	if !dwVector {
+		return false
+	}
+	if rows == 0 || len(srcs) == 0 {
+		return true
+	}
+	_ = y[(rows-1)*ldy+cols-1]
+	for c0 := 0; c0 < cols; c0 += 16 {
+		lanes := min(16, cols-c0)
+		mpStripeAVX512(&y[c0], ldy, rows, unsafe.SliceData(srcs), 4*c0, ldx, len(srcs), 1<<lanes-1)
+	}
+	return true
+}
+
 // dwVector says the AVX-512 kernels run here (a variable for the tests).
 var dwVector = cpu.X86.HasAVX512F
 

@@ -158,3 +158,106 @@ next:
 end:
 	VZEROUPPER
 	RET
+
+// func mpStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx, taps int, mask int)
+//
+// MaxPool's stripe: y[r*ldy+i] = max over t < taps of srcs[t][off/4 +
+// r*ldx + i], NaN if any is NaN, for the lanes i set in mask; four rows at
+// a time, then one.
+TEXT ·mpStripeAVX512(SB), NOSPLIT, $0-64
+	MOVQ  y+0(FP), DI
+	MOVQ  ldy+8(FP), R11
+	SHLQ  $2, R11
+	MOVQ  rows+16(FP), BX
+	MOVQ  srcs+24(FP), SI
+	MOVQ  off+32(FP), AX
+	MOVQ  ldx+40(FP), R12
+	SHLQ  $2, R12
+	MOVQ  taps+48(FP), R8
+	MOVQ  mask+56(FP), CX
+	KMOVW CX, K1
+	MOVL  $0x7fc00000, CX
+	VPBROADCASTD CX, Z10 // a quiet NaN
+	MOVL  $0xff800000, CX
+	VPBROADCASTD CX, Z11 // -Inf
+	XORQ  R13, R13
+
+mrows4:
+	CMPQ    BX, $4
+	JLT     mrows1
+	VMOVAPS Z11, Z0
+	VMOVAPS Z11, Z1
+	VMOVAPS Z11, Z2
+	VMOVAPS Z11, Z3
+	KXORW   K2, K2, K2
+	KXORW   K3, K3, K3
+	KXORW   K4, K4, K4
+	KXORW   K5, K5, K5
+	XORQ    R9, R9
+
+mtaps4:
+	MOVQ      (SI)(R9*8), R10
+	ADDQ      R13, R10
+	ADDQ      AX, R10
+	LEAQ      (R10)(R12*2), R14
+	VMOVUPS.Z (R10), K1, Z6
+	VMOVUPS.Z (R10)(R12*1), K1, Z7
+	VMOVUPS.Z (R14), K1, Z8
+	VMOVUPS.Z (R14)(R12*1), K1, Z9
+	VCMPPS    $3, Z6, Z6, K6
+	KORW      K6, K2, K2
+	VCMPPS    $3, Z7, Z7, K6
+	KORW      K6, K3, K3
+	VCMPPS    $3, Z8, Z8, K6
+	KORW      K6, K4, K4
+	VCMPPS    $3, Z9, Z9, K6
+	KORW      K6, K5, K5
+	VMAXPS    Z6, Z0, Z0
+	VMAXPS    Z7, Z1, Z1
+	VMAXPS    Z8, Z2, Z2
+	VMAXPS    Z9, Z3, Z3
+	INCQ      R9
+	CMPQ      R9, R8
+	JLT       mtaps4
+	VMOVAPS   Z10, K2, Z0
+	VMOVAPS   Z10, K3, Z1
+	VMOVAPS   Z10, K4, Z2
+	VMOVAPS   Z10, K5, Z3
+	LEAQ      (DI)(R11*2), R14
+	VMOVUPS   Z0, K1, (DI)
+	VMOVUPS   Z1, K1, (DI)(R11*1)
+	VMOVUPS   Z2, K1, (R14)
+	VMOVUPS   Z3, K1, (R14)(R11*1)
+	LEAQ      (R14)(R11*2), DI
+	LEAQ      (R13)(R12*4), R13
+	SUBQ      $4, BX
+	JMP       mrows4
+
+mrows1:
+	TESTQ   BX, BX
+	JZ      mdone
+	VMOVAPS Z11, Z0
+	KXORW   K2, K2, K2
+	XORQ    R9, R9
+
+mtaps1:
+	MOVQ      (SI)(R9*8), R10
+	ADDQ      R13, R10
+	ADDQ      AX, R10
+	VMOVUPS.Z (R10), K1, Z6
+	VCMPPS    $3, Z6, Z6, K6
+	KORW      K6, K2, K2
+	VMAXPS    Z6, Z0, Z0
+	INCQ      R9
+	CMPQ      R9, R8
+	JLT       mtaps1
+	VMOVAPS   Z10, K2, Z0
+	VMOVUPS   Z0, K1, (DI)
+	ADDQ      R11, DI
+	ADDQ      R12, R13
+	DECQ      BX
+	JMP       mrows1
+
+mdone:
+	VZEROUPPER
+	RET

@@ -17,5 +17,8 @@ func deint2(even, odd, src []float32, rows, n, ldd, lds int) {
 	deint2Go(even, odd, src, rows, n, ldd, lds)
 }
 
+// maxRows has no vector kernel here.
+func maxRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int) bool { return false }
+
 // dwVector says vector kernels run here: never in this build.
 var dwVector = false

@@ -124,7 +124,11 @@ func (p *pool) Run(in, out []nd.Array) error {
 	}
 	switch x.Type {
 	case nd.Float32:
-		maxPool(g, planes, p.colMajor, nd.MustAs[float32](x), nd.MustAs[float32](out[0]), idx, float32(math.Inf(-1)))
+		xs, ys := nd.MustAs[float32](x), nd.MustAs[float32](out[0])
+		if idx == nil && maxPoolVector(g, planes, xs, ys) {
+			return nil
+		}
+		maxPool(g, planes, p.colMajor, xs, ys, idx, float32(math.Inf(-1)))
 	case nd.Float64:
 		maxPool(g, planes, p.colMajor, nd.MustAs[float64](x), nd.MustAs[float64](out[0]), idx, math.Inf(-1))
 	case nd.Int8:
@@ -239,6 +243,46 @@ func maxRow[T float32 | float64 | int8 | uint8](out, row []T, ww windows, dil in
 		}
 		out[i] = m
 	}
+}
+
+// maxPoolVector is MaxPool of float32 planes over 1 or 2 spatial axes
+// without Indices, on the vector kernel where the CPU has one (ok false
+// otherwise): each plane copied, its padding -Inf, into the depthwise
+// convolution's phase-split layout (dwPad), so that every tap of the
+// window reads unit-stride runs, then the maxima in 16-column stripes
+// (maxRows).
+func maxPoolVector(g geometry, planes int, x, y []float32) (ok bool) {
+	if !dwVector || g.k[0] != 1 || g.in[0] != 1 || g.out[0] != 1 {
+		return false
+	}
+	sh, sw := g.stride[1], g.stride[2]
+	oh, ow := g.out[1], g.out[2]
+	wq := ow + (g.k[2]-1)*g.dil[2]/sw
+	hp := (oh-1)*sh + (g.k[1]-1)*g.dil[1] + 1
+	rowLen := sw * wq
+	inSize, outSize := g.inSize(), g.outSize()
+	negInf := float32(math.Inf(-1))
+	ParallelFor(planes, inSize+outSize*g.kSize()/4, func(lo, hi int) {
+		buf := getFloats(hp * rowLen)
+		defer putFloats(buf)
+		padded := (*buf)[:hp*rowLen]
+		// The padding, once for all the planes (dwPad writes the rest).
+		for i := range padded {
+			padded[i] = negInf
+		}
+		srcs := make([]*float32, 0, g.k[1]*g.k[2])
+		for kh := range g.k[1] {
+			for kw := range g.k[2] {
+				c := kw * g.dil[2]
+				srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
+			}
+		}
+		for pl := lo; pl < hi; pl++ {
+			dwPad(padded, x[pl*inSize:(pl+1)*inSize], g, hp, wq)
+			maxRows(y[pl*outSize:(pl+1)*outSize], ow, oh, ow, srcs, sh*rowLen)
+		}
+	})
+	return true
 }
 
 // avgPool computes each plane's window means.

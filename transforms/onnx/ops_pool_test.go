@@ -128,6 +128,9 @@ func TestPoolRandom(t *testing.T) {
 				require.Equal(t, append([]int{n, c}, out...), got[0].Shape)
 				assert.Equal(t, maxv, nd.Float64s(got[0]))
 				assert.Equal(t, idx, nd.MustAs[int64](got[1]), "indices (column-major %t)", colMajor)
+				// Without Indices (the vector kernel, where there is one).
+				got = mustRun(t, 12, "MaxPool", []nd.Array{x}, nil, []string{"y"}, attrs...)
+				assert.Equal(t, maxv, nd.Float64s(got[0]))
 			}
 			pc.d = nil
 			for range nsp {
@@ -189,7 +192,13 @@ func TestPoolTypes(t *testing.T) {
 	out = mustRun(t, 1, "GlobalAveragePool", []nd.Array{f64}, nil, []string{"y"})
 	assert.Equal(t, []int{1, 1, 1, 1, 1}, out[0].Shape)
 	assert.Equal(t, []float64{4.5}, nd.MustAs[float64](out[0]))
-	// A NaN wins its windows, with or without Indices (NumPy's max).
+	// A NaN wins its windows, with or without Indices (NumPy's max), in
+	// 1-D and 2-D.
+	nan2 := nd.Of([]float32{1, 2, 3, float32(math.NaN()), 5, 6, 7, 8, 9}, 1, 1, 3, 3)
+	out = mustRun(t, 12, "MaxPool", []nd.Array{nan2}, nil, []string{"y"}, onnxtest.Ints("kernel_shape", 2, 2))
+	got2 := nd.MustAs[float32](out[0])
+	assert.True(t, math.IsNaN(float64(got2[0])) && math.IsNaN(float64(got2[2])), "%v", got2)
+	assert.Equal(t, []float32{6, 9}, []float32{got2[1], got2[3]})
 	nan := nd.Of([]float32{1, float32(math.NaN()), 3, 4}, 1, 1, 4)
 	for _, outs := range [][]string{{"y"}, {"y", "i:int64"}} {
 		out = mustRun(t, 12, "MaxPool", []nd.Array{nan}, nil, outs, onnxtest.Ints("kernel_shape", 2))
