@@ -2,8 +2,9 @@
 
 package onnx
 
-// Conv (opsets 1, 11), depthwise: the AVX-512 kernels of
-// ops_conv_depthwise.go, where the CPU has AVX-512.
+// Conv (opsets 1, 11), depthwise, and MaxPool (1, 8, 10, 11, 12) without
+// Indices: the AVX-512 kernels of ops_conv_depthwise.go and ops_pool.go,
+// where the CPU has AVX-512.
 
 import (
 	"unsafe"

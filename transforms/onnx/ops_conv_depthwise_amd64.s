@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// Conv (opsets 1, 11), depthwise: the AVX-512 kernels of
-// ops_conv_depthwise.go.
+// Conv (opsets 1, 11), depthwise, and MaxPool (1, 8, 10, 11, 12) without
+// Indices: the AVX-512 kernels of ops_conv_depthwise.go and ops_pool.go.
 
 // func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask int)
 //

@@ -2,8 +2,9 @@
 
 package onnx
 
-// Conv (opsets 1, 11), depthwise: ops_conv_depthwise.go's kernels in Go,
-// for other architectures and the purego build tag.
+// Conv (opsets 1, 11), depthwise, and MaxPool (1, 8, 10, 11, 12): where
+// there are no AVX-512 kernels (other architectures, the purego build tag),
+// ops_conv_depthwise.go's in Go and none for MaxPool.
 
 // dwRows computes rows x cols outputs y[r*ldy+c] = bias + sum over taps t
 // of w[t] * srcs[t][r*ldx+c].

@@ -17,7 +17,8 @@ import (
 // inside the padded input (as PyTorch and ONNX Runtime: a ceil_mode window
 // past the padding counts only up to its end). Versions 11 change only the
 // words on auto_pad. Direct loops over the output positions, planes (N x C)
-// spread over the cores.
+// spread over the cores; float32 MaxPool without Indices over 1 or 2 axes
+// runs in AVX-512 on the depthwise convolution's layout (maxPoolVector).
 
 func init() {
 	RegisterOp(OpDef{Name: "MaxPool", Versions: []int{1, 8, 10, 11, 12}, New: newMaxPool})
