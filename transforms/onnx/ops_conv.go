@@ -3,7 +3,6 @@ package onnx
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -156,14 +155,6 @@ func convBiasOnly(y, bias []float32, m, size int) {
 			y[i] = 0
 		}
 	}
-}
-
-// asOr is a's elements, nil for a left-out input.
-func asOr[T nd.Elem](a nd.Array) []T {
-	if a.Type == nd.Undefined {
-		return nil
-	}
-	return nd.MustAs[T](a)
 }
 
 // weights returns W packed per group: kept when W is a constant, else
@@ -417,55 +408,6 @@ func im2col(col, x []float32, cg int, g geometry, p0, n int) {
 		}
 	}
 }
-
-// parallelTasks runs fn(0..n-1) on up to GOMAXPROCS goroutines taking tasks
-// from a counter (busy cores even out); cost is one task's work in
-// multiply-adds or elements, so that small jobs stay on one goroutine.
-func parallelTasks(n, cost int, fn func(t int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if w := n * max(cost, 1) / minParallel; w < workers {
-		workers = max(1, w)
-	}
-	if workers <= 1 {
-		for t := range n {
-			fn(t)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				t := int(next.Add(1)) - 1
-				if t >= n {
-					return
-				}
-				fn(t)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// floatPool holds scratch buffers of float32s (im2col patches, product
-// tiles, padded planes), reused across tasks and runs.
-var floatPool sync.Pool
-
-// getFloats returns a scratch buffer of at least n floats (contents
-// undefined); putFloats gives it back.
-func getFloats(n int) *[]float32 {
-	if b, ok := floatPool.Get().(*[]float32); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]float32, n, n+n/4)
-	return &b
-}
-
-func putFloats(b *[]float32) { floatPool.Put(b) }
 
 // convDirect is a convolution by plain loops (float64, and the reference
 // for the tests' checks).

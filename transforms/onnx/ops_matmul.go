@@ -151,14 +151,6 @@ func (k *matMul) Infer(in []Meta) ([]Meta, error) {
 	return []Meta{{Type: a.Type, Shape: s.out}}, nil
 }
 
-func numel(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
-}
-
 func (k *matMul) Run(in, out []nd.Array) error {
 	a, b, y := in[0], in[1], out[0]
 	s, err := matMulShape(a.Shape, b.Shape)
@@ -329,21 +321,6 @@ func (g *gemmOp) shape(a, b, c []int, hasC bool) (m, k, n int, err error) {
 		return 0, 0, 0, fmt.Errorf("input C has shape %s, which does not broadcast to [%dx%d]", nd.ShapeString(c), m, n)
 	}
 	return m, k, n, nil
-}
-
-// unidirectional reports whether shape s broadcasts to shape to (ONNX's
-// unidirectional broadcasting: aligned at the right, each dimension equal
-// or 1).
-func unidirectional(s, to []int) bool {
-	if len(s) > len(to) {
-		return false
-	}
-	for i, d := range s {
-		if t := to[len(to)-len(s)+i]; d != t && d != 1 {
-			return false
-		}
-	}
-	return true
 }
 
 func (g *gemmOp) Infer(in []Meta) ([]Meta, error) {

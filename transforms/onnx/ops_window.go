@@ -207,23 +207,6 @@ func spatial(shape []int, what string) (n, c int, sp []int, err error) {
 	return shape[0], shape[1], shape[2:], nil
 }
 
-// metaAt is in[i], the zero Meta when the node has fewer inputs.
-func metaAt(in []Meta, i int) Meta {
-	if i < len(in) {
-		return in[i]
-	}
-	return Meta{}
-}
-
-// arrayAt is in[i], the zero Array when the node has fewer inputs or
-// outputs.
-func arrayAt(in []nd.Array, i int) nd.Array {
-	if i < len(in) {
-		return in[i]
-	}
-	return nd.Array{}
-}
-
 // sameTypeErr says that inputs (named) that must share a type do not; a
 // left-out one is not named.
 func sameTypeErr(names []string, in ...Meta) error {
