@@ -107,11 +107,11 @@ func TestMatMulShapes(t *testing.T) {
 				require.Equal(t, tc.want, out[0].Shape)
 				requireClose(t, want, out[0], 1e-5, mag)
 				for _, typ := range []nd.DType{nd.Float64, nd.Int32, nd.Int64, nd.Uint32, nd.Uint64} {
-					ai, _ := nd.Convert(scaled(a, 10), typ)
-					bi, _ := nd.Convert(scaled(b, 10), typ)
+					ai, _ := nd.Convert(roundScaled(a, 10), typ)
+					bi, _ := nd.Convert(roundScaled(b, 10), typ)
 					if typ == nd.Uint32 || typ == nd.Uint64 {
-						ai, _ = nd.Convert(abs(scaled(a, 10)), typ)
-						bi, _ = nd.Convert(abs(scaled(b, 10)), typ)
+						ai, _ = nd.Convert(absArray(roundScaled(a, 10)), typ)
+						bi, _ = nd.Convert(absArray(roundScaled(b, 10)), typ)
 					}
 					_, want, _ := refMatMul(nd.Float64s(ai), nd.Float64s(bi), tc.a, tc.b)
 					out := mustRun(t, 13, "MatMul", []nd.Array{ai, bi}, []bool{false, constB}, []string{"y"})
@@ -123,7 +123,7 @@ func TestMatMulShapes(t *testing.T) {
 	}
 }
 
-func scaled(a nd.Array, f float32) nd.Array {
+func roundScaled(a nd.Array, f float32) nd.Array {
 	s := append([]float32{}, nd.MustAs[float32](a)...)
 	for i := range s {
 		s[i] = float32(math.Round(float64(s[i] * f)))
@@ -131,7 +131,7 @@ func scaled(a nd.Array, f float32) nd.Array {
 	return nd.Of(s, a.Shape...)
 }
 
-func abs(a nd.Array) nd.Array {
+func absArray(a nd.Array) nd.Array {
 	s := append([]float32{}, nd.MustAs[float32](a)...)
 	for i := range s {
 		s[i] = float32(math.Abs(float64(s[i])))
@@ -240,7 +240,7 @@ func TestGemmBroadcastC(t *testing.T) {
 						conv := make([]nd.Array, len(in))
 						var cv []float64
 						for i, x := range in {
-							conv[i], _ = nd.Convert(scaled(x, 10), typ)
+							conv[i], _ = nd.Convert(roundScaled(x, 10), typ)
 							if i == 2 {
 								cv = nd.Float64s(conv[i])
 							}

@@ -134,7 +134,7 @@ func refBatchNorm(x []float64, n, c, inner, per int, scale, b, mean, variance []
 func TestBatchNormOldForms(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
 	x := randF32(r, 2, 3, 4, 5)
-	pos := func(shape ...int) nd.Array { return abs(randF32(r, shape...)) }
+	pos := func(shape ...int) nd.Array { return absArray(randF32(r, shape...)) }
 	params := func(shape ...int) []nd.Array {
 		return []nd.Array{randF32(r, shape...), randF32(r, shape...), randF32(r, shape...), pos(shape...)}
 	}
@@ -186,7 +186,7 @@ func TestBatchNormTraining(t *testing.T) {
 	r := rand.New(rand.NewPCG(55, 56))
 	x := randF32(r, 3, 2, 4, 3)
 	xs := nd.Float64s(x)
-	s, b, mean, variance := randF32(r, 2), randF32(r, 2), randF32(r, 2), abs(randF32(r, 2))
+	s, b, mean, variance := randF32(r, 2), randF32(r, 2), randF32(r, 2), absArray(randF32(r, 2))
 	var bm, bv [2]float64
 	for i, v := range xs {
 		bm[i/12%2] += v / 36
