@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // What the operators share: axes, broadcasting, running a loop on all
@@ -124,3 +127,105 @@ func ParallelFor(n, cost int, fn func(lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// The helpers below came with Conv, MatMul, Gemm, the normalisations and
+// the pools (several of them use each).
+
+// metaAt is in[i], the zero Meta when the node has fewer inputs.
+func metaAt(in []Meta, i int) Meta {
+	if i < len(in) {
+		return in[i]
+	}
+	return Meta{}
+}
+
+// arrayAt is in[i], the zero Array when the node has fewer inputs or
+// outputs.
+func arrayAt(in []nd.Array, i int) nd.Array {
+	if i < len(in) {
+		return in[i]
+	}
+	return nd.Array{}
+}
+
+// asOr is a's elements, nil for a left-out input.
+func asOr[T nd.Elem](a nd.Array) []T {
+	if a.Type == nd.Undefined {
+		return nil
+	}
+	return nd.MustAs[T](a)
+}
+
+// numel is the product of shape's dimensions (a checked shape's element
+// count).
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// unidirectional reports whether shape s broadcasts to shape to (ONNX's
+// unidirectional broadcasting: aligned at the right, each dimension equal
+// or 1).
+func unidirectional(s, to []int) bool {
+	if len(s) > len(to) {
+		return false
+	}
+	for i, d := range s {
+		if t := to[len(to)-len(s)+i]; d != t && d != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// parallelTasks runs fn(0..n-1) on up to GOMAXPROCS goroutines taking tasks
+// from a counter (busy cores even out); cost is one task's work in
+// multiply-adds or elements, so that small jobs stay on one goroutine.
+func parallelTasks(n, cost int, fn func(t int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if w := n * max(cost, 1) / minParallel; w < workers {
+		workers = max(1, w)
+	}
+	if workers <= 1 {
+		for t := range n {
+			fn(t)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				t := int(next.Add(1)) - 1
+				if t >= n {
+					return
+				}
+				fn(t)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// floatPool holds scratch buffers of float32s (im2col patches, product
+// tiles, padded planes), reused across tasks and runs.
+var floatPool sync.Pool
+
+// getFloats returns a scratch buffer of at least n floats (contents
+// undefined); putFloats gives it back.
+func getFloats(n int) *[]float32 {
+	if b, ok := floatPool.Get().(*[]float32); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]float32, n, n+n/4)
+	return &b
+}
+
+func putFloats(b *[]float32) { floatPool.Put(b) }

@@ -1,0 +1,460 @@
+package onnx
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// Conv (opsets 1, 11): N-dimensional convolution (1 to 3 spatial axes) with
+// groups, strides, dilations, pads or auto_pad, kernel_shape given or taken
+// from W. The two versions compute the same; 11 only words auto_pad's
+// output size precisely.
+//
+// Float32 convolutions are matrix products on package gemm, one for each
+// image, group and chunk of output positions, chunks sized to keep the
+// patches in L2 and to give every core tasks (each product runs on one
+// goroutine: measured faster than one all-core product per image, which
+// repacks and waits more). The patches (im2col: K = channels x kernel taps
+// rows, one column per position) are none for a 1x1 kernel with stride 1
+// and no padding, whose input is already that matrix. The product takes
+// one of two forms (convByRows): for thick patches, patches^T x W with W
+// packed once per node (gemm.Pack; W is a constant), the result transposed
+// into the output's planes with the bias added; for thin ones (the RGB
+// stems, 1x1 convolutions of few channels), W x patches written straight
+// into the planes, which costs packing W per chunk but no transpose.
+// Grouped convolutions with one input channel per group (depthwise,
+// MobileNet's) take a direct kernel (ops_conv_depthwise.go); float64 ones a
+// plain loop.
+
+func init() {
+	RegisterOp(OpDef{Name: "Conv", Versions: []int{1, 11}, New: newConv})
+}
+
+type conv struct {
+	win   window
+	group int
+	// constW is set when W is known before the run (an initializer): its
+	// packing is then kept in packed.
+	constW atomic.Bool
+	packed atomic.Pointer[convWeights]
+}
+
+// convWeights are W packed for gemm, one matrix per group (op(B) = the
+// group's weights transposed, K x Cout/group), and the W they were packed
+// from.
+type convWeights struct {
+	src    *byte
+	groups []*gemm.Packed
+}
+
+func newConv(n *Node) (Kernel, error) {
+	if err := n.CheckArity(2, 3, 1, 1); err != nil {
+		return nil, err
+	}
+	a := n.Attrs
+	c := &conv{win: readWindow(a, false, true, false)}
+	g := a.Int("group", 1)
+	if g < 1 || g > 1<<31 {
+		a.Fail("attribute group is %d, want at least 1", g)
+	}
+	c.group = int(g)
+	return c, a.Err()
+}
+
+// convShapes checks the shapes of X, W and B and returns the geometry.
+func (c *conv) shapes(x, w []int, b []int, hasB bool) (geometry, error) {
+	n, ch, sp, err := spatial(x, "X")
+	_ = n
+	if err != nil {
+		return geometry{}, err
+	}
+	if len(w) != len(x) {
+		return geometry{}, fmt.Errorf("input W has shape %s, X %s: want W of rank %d (M x C/group x kernel)", nd.ShapeString(w), nd.ShapeString(x), len(x))
+	}
+	m, cg := w[0], w[1]
+	if cg*c.group != ch {
+		return geometry{}, fmt.Errorf("input X has %d channels, W takes %d per group x %d groups = %d (W %s)", ch, cg, c.group, cg*c.group, nd.ShapeString(w))
+	}
+	if m%c.group != 0 {
+		return geometry{}, fmt.Errorf("input W has %d output channels, not a multiple of group %d", m, c.group)
+	}
+	kernel := w[2:]
+	for _, k := range kernel {
+		if k < 1 {
+			return geometry{}, fmt.Errorf("input W has shape %s: kernel sizes must be at least 1", nd.ShapeString(w))
+		}
+	}
+	if c.win.kernel != nil && !nd.SameShape(c.win.kernel, kernel) {
+		return geometry{}, fmt.Errorf("attribute kernel_shape %v disagrees with W's shape %s", c.win.kernel, nd.ShapeString(w))
+	}
+	if hasB && (len(b) != 1 || b[0] != m) {
+		return geometry{}, fmt.Errorf("input B has shape %s, want [%d] (W's output channels)", nd.ShapeString(b), m)
+	}
+	return c.win.geometry(sp, kernel)
+}
+
+func (c *conv) Infer(in []Meta) ([]Meta, error) {
+	x, w, b := in[0], in[1], metaAt(in, 2)
+	if x.Type != nd.Float32 && x.Type != nd.Float64 {
+		return nil, fmt.Errorf("input X is %v: Conv takes float32 or float64 (float16 computes as float32)", x.Type)
+	}
+	if w.Type != x.Type || (b.Type != nd.Undefined && b.Type != x.Type) {
+		return nil, sameTypeErr([]string{"X", "W", "B"}, x, w, b)
+	}
+	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
+	if err != nil {
+		return nil, err
+	}
+	if w.Value != nil {
+		c.constW.Store(true)
+	}
+	return []Meta{{Type: x.Type, Shape: geo.outShape(x.Shape[0], w.Shape[0])}}, nil
+}
+
+func (c *conv) Run(in, out []nd.Array) error {
+	x, w, b, y := in[0], in[1], arrayAt(in, 2), out[0]
+	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
+	if err != nil {
+		return err
+	}
+	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group}
+	if x.Type == nd.Float64 {
+		convDirect(p, nd.MustAs[float64](x), nd.MustAs[float64](w), asOr[float64](b), nd.MustAs[float64](y))
+		return nil
+	}
+	xs, ws, ys := nd.MustAs[float32](x), nd.MustAs[float32](w), nd.MustAs[float32](y)
+	bs := asOr[float32](b)
+	if p.c == 0 || len(ys) == 0 { // no input channels: the bias alone
+		convBiasOnly(ys, bs, p.m, geo.outSize())
+		return nil
+	}
+	if p.c/p.group == 1 && p.group > 1 {
+		convDepthwise(p, xs, ws, bs, ys)
+		return nil
+	}
+	if convByRows(p) {
+		convGemmRows(p, xs, ws, bs, ys)
+		return nil
+	}
+	convGemm(p, xs, c.weights(w, p), bs, ys)
+	return nil
+}
+
+// convBiasOnly writes each output plane (m of them per image, size
+// values) as its bias, or 0.
+func convBiasOnly(y, bias []float32, m, size int) {
+	for i := range y {
+		if bias != nil {
+			y[i] = bias[i/size%m]
+		} else {
+			y[i] = 0
+		}
+	}
+}
+
+// weights returns W packed per group: kept when W is a constant, else
+// packed for this run.
+func (c *conv) weights(w nd.Array, p convProblem) []*gemm.Packed {
+	src := unsafe.SliceData(w.Data)
+	if pk := c.packed.Load(); pk != nil && pk.src == src {
+		return pk.groups
+	}
+	ws := nd.MustAs[float32](w)
+	mg, k := p.m/p.group, p.c/p.group*p.geo.kSize()
+	pk := &convWeights{src: src, groups: make([]*gemm.Packed, p.group)}
+	for g := range pk.groups {
+		// op(B)[kk][co] = W[g*mg+co][kk]: W's rows transposed.
+		pk.groups[g] = gemm.Pack(true, k, mg, ws[g*mg*k:], k)
+	}
+	if c.constW.Load() {
+		c.packed.Store(pk)
+	}
+	return pk.groups
+}
+
+// convProblem is one Conv's sizes: n images of c channels, m output
+// channels, in groups.
+type convProblem struct {
+	geo            geometry
+	n, c, m, group int
+}
+
+// pointwise reports whether the patches matrix is the input itself: a 1x1
+// kernel, stride 1, no padding.
+func (p convProblem) pointwise() bool {
+	g := p.geo
+	return g.kSize() == 1 && g.stride == [3]int{1, 1, 1} && !g.padded()
+}
+
+// convChunkFloats is the size of one chunk's patches (floats): 512 KiB,
+// which stays in L2 between im2col writing it and gemm packing it.
+const convChunkFloats = 128 << 10
+
+// convGemm computes a float32 convolution as packed matrix products.
+func convGemm(p convProblem, x []float32, w []*gemm.Packed, bias, y []float32) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	pointwise := p.pointwise()
+	pc := convChunk(p, k)
+	chunks := (P + pc - 1) / pc
+	tasks := p.n * p.group * chunks
+	parallelTasks(tasks, 2*pc*k*mg, func(t int) {
+		buf := getFloats(pc*mg + pcIf(!pointwise, pc*k))
+		defer putFloats(buf)
+		tmp := (*buf)[:pc*mg]
+		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+		p0 := ch * pc
+		n := min(pc, P-p0)
+		xg := x[(img*p.c+g*cg)*inSize:]
+		var a []float32
+		lda := 0
+		if pointwise {
+			a, lda = xg[p0:], P
+		} else {
+			a, lda = (*buf)[pc*mg:pc*mg+n*k], n
+			im2col(a, xg, cg, geo, p0, n)
+		}
+		// tmp (n x mg) = col^T (n x k) * W_g^T (k x mg)
+		gemm.SgemmPacked(1, true, n, 1, a, lda, w[g], 0, mg, 0, tmp, mg)
+		var b []float32
+		if bias != nil {
+			b = bias[g*mg : (g+1)*mg]
+		}
+		transposeInto(y[(img*p.m+g*mg)*P+p0:], P, tmp[:n*mg], n, mg, b)
+	})
+}
+
+// convByRows chooses between the two forms of the product. W x patches
+// writes the output's planes directly but packs W again for every chunk of
+// positions: one value moved per chunk-size multiply-adds. Patches^T x W
+// uses W packed once but transposes its product into the planes: one value
+// moved, strided, per K multiply-adds. Measured on ResNet's and
+// MobileNetV2's layers (batch 8, 2 cores), W x patches wins while K is at
+// most about 8 chunks and W's group (K x Cout/group) stays in L2 (1 MiB);
+// patches^T x W wins on the thick, small layers (ResNet's 256 and 512
+// channels, 1x1 convolutions of 960 channels at 7x7) and the wide ones
+// (1280 outputs).
+func convByRows(p convProblem) bool {
+	k := p.c / p.group * p.geo.kSize()
+	return k <= 8*convRowsChunk(p, k) && k*(p.m/p.group) <= 1<<18
+}
+
+// convRowsChunk is the number of output positions of a product W x
+// patches: about convChunkFloats of patches, at least 256, a multiple of
+// 32 (the micro-kernels' widest tile), and enough tasks for every core.
+func convRowsChunk(p convProblem, k int) int {
+	P := p.geo.outSize()
+	pc := max(convChunkFloats/max(k, 1), 256)
+	workers := runtime.GOMAXPROCS(0)
+	if tasks := p.n * p.group; tasks < 2*workers {
+		pc = min(pc, (P*tasks+2*workers-1)/(2*workers))
+	}
+	pc = min(P, max(32, (pc+31)/32*32))
+	chunks := (P + pc - 1) / pc
+	return min(P, ((P+chunks-1)/chunks+31)/32*32)
+}
+
+// convChunk is the number of output positions of a product patches^T x W:
+// about convChunkFloats of patches, a multiple of 42 (the micro-kernels'
+// 14 and 6 rows), and enough tasks for every core.
+func convChunk(p convProblem, k int) int {
+	P := p.geo.outSize()
+	pc := max(convChunkFloats/max(k, 1), 96)
+	workers := runtime.GOMAXPROCS(0)
+	if tasks := p.n * p.group; tasks < 2*workers {
+		pc = min(pc, (P*tasks+2*workers-1)/(2*workers))
+	}
+	pc = min(P, max(42, (pc+41)/42*42))
+	chunks := (P + pc - 1) / pc
+	return min(P, ((P+chunks-1)/chunks+41)/42*42)
+}
+
+// convGemmRows computes a float32 convolution as products W_g (Cout/group x
+// K) x patches (K x positions) into the output's planes.
+func convGemmRows(p convProblem, x, w, bias, y []float32) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	pointwise := p.pointwise()
+	pc := convRowsChunk(p, k)
+	chunks := (P + pc - 1) / pc
+	parallelTasks(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
+		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+		p0 := ch * pc
+		n := min(pc, P-p0)
+		xg := x[(img*p.c+g*cg)*inSize:]
+		yc := y[(img*p.m+g*mg)*P+p0:]
+		beta := float32(0)
+		if bias != nil {
+			beta = 1
+			for co := range mg {
+				row := yc[co*P : co*P+n]
+				b := bias[g*mg+co]
+				for i := range row {
+					row[i] = b
+				}
+			}
+		}
+		wg := w[g*mg*k : (g+1)*mg*k]
+		if pointwise {
+			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, xg[p0:], P, beta, yc, P)
+			return
+		}
+		buf := getFloats(n * k)
+		defer putFloats(buf)
+		col := (*buf)[:n*k]
+		im2col(col, xg, cg, geo, p0, n)
+		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
+	})
+}
+
+func pcIf(c bool, n int) int {
+	if c {
+		return n
+	}
+	return 0
+}
+
+// transposeInto writes the n x m matrix t (row-major) into the columns of
+// dst: dst[j*ld+i] = t[i*m+j] + b[j] (b nil: no bias), in blocks of rows
+// that stay in L1.
+func transposeInto(dst []float32, ld int, t []float32, n, m int, b []float32) {
+	const blk = 16
+	for i0 := 0; i0 < n; i0 += blk {
+		i1 := min(n, i0+blk)
+		for j := range m {
+			d := dst[j*ld+i0 : j*ld+i1]
+			var bj float32
+			if b != nil {
+				bj = b[j]
+			}
+			src := t[i0*m+j:]
+			for i := range d {
+				d[i] = src[i*m] + bj
+			}
+		}
+	}
+}
+
+// im2col writes the patches of output positions p0..p0+n (flat over the
+// output's spatial axes) of the cg channels at x into col, k = cg x kernel
+// rows of n values: col[(c, kd, kh, kw)][p] is the input under kernel tap
+// (kd, kh, kw) of channel c at position p0+p, 0 in the padding.
+func im2col(col, x []float32, cg int, g geometry, p0, n int) {
+	od, oh, ow := g.out[0], g.out[1], g.out[2]
+	_ = od
+	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
+	row := 0
+	for c := range cg {
+		xc := x[c*g.inSize():]
+		for kd := range g.k[0] {
+			for kh := range g.k[1] {
+				for kw := range g.k[2] {
+					dst := col[row*n : (row+1)*n]
+					row++
+					offD, offH, offW := kd*g.dil[0]-g.padLo[0], kh*g.dil[1]-g.padLo[1], kw*g.dil[2]-g.padLo[2]
+					// Walk the positions by output row (d, h): one run of w
+					// values each.
+					p := p0
+					for p < p0+n {
+						r, w0 := p/ow, p%ow
+						d, h := r/oh, r%oh
+						cnt := min(ow-w0, p0+n-p)
+						out := dst[p-p0 : p-p0+cnt]
+						p += cnt
+						id, ih := d*g.stride[0]+offD, h*g.stride[1]+offH
+						if id < 0 || id >= in0 || ih < 0 || ih >= in1 {
+							clear(out)
+							continue
+						}
+						src := xc[(id*in1+ih)*in2:][:in2]
+						s := g.stride[2]
+						iw := w0*s + offW
+						// Positions whose iw falls left of the input, inside,
+						// right of it.
+						lo := 0
+						if iw < 0 {
+							lo = min(cnt, (-iw+s-1)/s)
+						}
+						hi := cnt
+						if last := iw + (cnt-1)*s; last >= in2 {
+							hi = max(lo, cnt-((last-in2)/s+1))
+						}
+						clear(out[:lo])
+						clear(out[hi:])
+						if hi > lo {
+							if s == 1 {
+								copy(out[lo:hi], src[iw+lo:])
+							} else {
+								j := iw + lo*s
+								o := out[lo:hi]
+								for i := range o {
+									o[i] = src[j]
+									j += s
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// convDirect is a convolution by plain loops (float64, and the reference
+// for the tests' checks).
+func convDirect[T float32 | float64](p convProblem, x, w, bias, y []T) {
+	g := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	P, inSize, kSize := g.outSize(), g.inSize(), g.kSize()
+	ParallelFor(p.n*p.m, P*cg*kSize, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			img, m := t/p.m, t%p.m
+			grp := m / mg
+			out := y[t*P : (t+1)*P]
+			wm := w[m*cg*kSize:]
+			for od := range g.out[0] {
+				for oh := range g.out[1] {
+					for ow := range g.out[2] {
+						var s T
+						if bias != nil {
+							s = bias[m]
+						}
+						for c := range cg {
+							xc := x[(img*p.c+grp*cg+c)*inSize:]
+							wc := wm[c*kSize:]
+							for kd := range g.k[0] {
+								id := od*g.stride[0] - g.padLo[0] + kd*g.dil[0]
+								if id < 0 || id >= g.in[0] {
+									continue
+								}
+								for kh := range g.k[1] {
+									ih := oh*g.stride[1] - g.padLo[1] + kh*g.dil[1]
+									if ih < 0 || ih >= g.in[1] {
+										continue
+									}
+									for kw := range g.k[2] {
+										iw := ow*g.stride[2] - g.padLo[2] + kw*g.dil[2]
+										if iw < 0 || iw >= g.in[2] {
+											continue
+										}
+										s += xc[(id*g.in[1]+ih)*g.in[2]+iw] * wc[(kd*g.k[1]+kh)*g.k[2]+kw]
+									}
+								}
+							}
+						}
+						out[(od*g.out[1]+oh)*g.out[2]+ow] = s
+					}
+				}
+			}
+		}
+	})
+}

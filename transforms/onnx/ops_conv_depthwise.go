@@ -1,0 +1,179 @@
+package onnx
+
+import "unsafe"
+
+// Conv (opsets 1, 11) with one input channel per group: depthwise
+// convolution (group == channels, MobileNet's 3x3) and depthwise with a
+// multiplier (M = k x group), in float32. A matrix product would have K =
+// the kernel's 9 taps: too thin for gemm, so a direct kernel.
+//
+// Each input plane is copied once into a padded buffer whose rows are
+// split by column phase (for stride sw, a row holds its columns 0, sw,
+// 2sw, ... then 1, 1+sw, ...: even and odd columns for stride 2), so that
+// every kernel tap reads unit-stride runs: tap (kh, kw) of output row r,
+// column c is the buffer's row r*sh + kh*dh, phase (kw*dw) mod sw, column
+// c + (kw*dw)/sw. The output is then computed in stripes of 16 columns,
+// four rows at a time, each a sum of taps x shifted runs in AVX-512
+// registers, written once with the bias (dwRows; plain Go elsewhere).
+// Planes are spread over the cores.
+
+// convDepthwise computes a float32 convolution of one input channel per
+// group.
+func convDepthwise(p convProblem, x, w, bias, y []float32) {
+	g := p.geo
+	mg := p.m / p.group
+	kvol, k2 := g.kSize(), g.k[1]*g.k[2]
+	sh, sw := g.stride[1], g.stride[2]
+	oh, ow := g.out[1], g.out[2]
+	wq := ow + (g.k[2]-1)*g.dil[2]/sw
+	hp := (oh-1)*sh + (g.k[1]-1)*g.dil[1] + 1
+	rowLen := sw * wq
+	planeOut, inSize := g.outSize(), g.inSize()
+	parallelTasks(p.n*p.group, mg*planeOut*kvol, func(t int) {
+		buf := getFloats(hp * rowLen)
+		defer putFloats(buf)
+		padded := *buf
+		clear(padded) // the padding; dwPad writes the rest
+		img, grp := t/p.group, t%p.group
+		xc := x[(img*p.c+grp)*inSize:][:inSize]
+		srcs := make([]*float32, 0, k2)
+		built := -1
+		for j := range mg {
+			m := grp*mg + j
+			var b float32
+			if bias != nil {
+				b = bias[m]
+			}
+			yp := y[(img*p.m+m)*planeOut:][:planeOut]
+			for od := range g.out[0] {
+				out := yp[od*oh*ow : (od+1)*oh*ow]
+				first := true
+				for kd := range g.k[0] {
+					id := od*g.stride[0] - g.padLo[0] + kd*g.dil[0]
+					if id < 0 || id >= g.in[0] {
+						continue
+					}
+					if id != built {
+						dwPad(padded, xc[id*g.in[1]*g.in[2]:], g, hp, wq)
+						built = id
+					}
+					srcs = srcs[:0]
+					for kh := range g.k[1] {
+						for kw := range g.k[2] {
+							c := kw * g.dil[2]
+							srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
+						}
+					}
+					wk := w[m*kvol+kd*k2 : m*kvol+(kd+1)*k2]
+					if first {
+						dwRows(out, ow, oh, ow, srcs, sh*rowLen, wk, b)
+						first = false
+						continue
+					}
+					// A later depth tap of a 3-D kernel: add to what the
+					// earlier ones wrote.
+					dwRowsAdd(out, ow, oh, ow, srcs, sh*rowLen, wk)
+				}
+				if first { // every depth tap in the padding
+					for i := range out {
+						out[i] = b
+					}
+				}
+			}
+		}
+	})
+}
+
+// dwRowsAdd is dwRows adding to y instead of starting from a bias.
+func dwRowsAdd(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32) {
+	for r := range rows {
+		row := y[r*ldy : r*ldy+cols]
+		for t, p := range srcs {
+			src := unsafeFloats(p, (rows-1)*ldx+cols)[r*ldx:]
+			for c := range row {
+				row[c] += w[t] * src[c]
+			}
+		}
+	}
+}
+
+// dwRowsGo is dwRows in Go.
+func dwRowsGo(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32, bias float32) {
+	for r := range rows {
+		row := y[r*ldy : r*ldy+cols]
+		for c := range row {
+			row[c] = bias
+		}
+	}
+	dwRowsAdd(y, ldy, rows, cols, srcs, ldx, w)
+}
+
+// dwPad copies the 2-D input plane x (g.in[1] x g.in[2]) into dst, hp
+// padded rows of g.stride[2] phases of wq columns each. dst must have been
+// cleared for this geometry: only the input's positions are written, the
+// padding's stay 0.
+func dwPad(dst []float32, x []float32, g geometry, hp, wq int) {
+	sw := g.stride[2]
+	h, w := g.in[1], g.in[2]
+	pl := g.padLo[2]
+	rowLen := sw * wq
+	// Padded rows [r0, r1) hold input rows r0-padLo...
+	r0 := min(hp, g.padLo[1])
+	r1 := max(r0, min(hp, h+g.padLo[1]))
+	if r1 == r0 {
+		return
+	}
+	rows := dst[r0*rowLen:]
+	src := x[(r0-g.padLo[1])*w:]
+	n := r1 - r0
+	switch sw {
+	case 1:
+		// Columns [pl, pl+w) of the padded row are the input's, as far as
+		// the row goes.
+		lo := min(pl, wq)
+		cnt := min(w, wq-lo)
+		for i := range n {
+			copy(rows[i*rowLen+lo:i*rowLen+lo+cnt], src[i*w:])
+		}
+	case 2:
+		// Input column k is padded column k+pl: phase (k+pl)%2, index
+		// (k+pl)/2. Even input columns go to phase pl%2 from pl/2 on, odd
+		// ones to phase (pl+1)%2 from (pl+1)/2 on.
+		e0, o0 := pl%2*wq+min(pl/2, wq), (pl+1)%2*wq+min((pl+1)/2, wq)
+		ne, no := min((w+1)/2, wq-min(pl/2, wq)), min(w/2, wq-min((pl+1)/2, wq))
+		pairs := min(ne, no)
+		deint2(rows[e0:], rows[o0:], src, n, pairs, rowLen, w)
+		for i := range n {
+			for j := pairs; j < ne; j++ {
+				rows[i*rowLen+e0+j] = src[i*w+2*j]
+			}
+			for j := pairs; j < no; j++ {
+				rows[i*rowLen+o0+j] = src[i*w+2*j+1]
+			}
+		}
+	default:
+		for i := range n {
+			for rw := range sw {
+				seg := rows[i*rowLen+rw*wq : i*rowLen+(rw+1)*wq]
+				for j := range seg {
+					if c := j*sw + rw - pl; c >= 0 && c < w {
+						seg[j] = src[i*w+c]
+					}
+				}
+			}
+		}
+	}
+}
+
+// deint2Go is deint2 in Go.
+func deint2Go(even, odd, src []float32, rows, n, ldd, lds int) {
+	for r := range rows {
+		e, o, s := even[r*ldd:r*ldd+n], odd[r*ldd:r*ldd+n], src[r*lds:r*lds+2*n]
+		for i := range e {
+			e[i], o[i] = s[2*i], s[2*i+1]
+		}
+	}
+}
+
+// unsafeFloats is the n floats from p.
+func unsafeFloats(p *float32, n int) []float32 { return unsafe.Slice(p, n) }

@@ -1,0 +1,68 @@
+package onnx
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The depthwise kernel gives the direct loops' results with its vector
+// kernels and in plain Go (other CPUs), on shapes that exercise the
+// stripes' masks, the four-row blocks' remainders, strides 1, 2 and 3, 3-D
+// kernels and multipliers.
+func TestDepthwiseVectorAndGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	saved := dwVector
+	defer func() { dwVector = saved }()
+	for trial := range 60 {
+		nsp := 2 + trial%2
+		var in, k, s, d, pads []int
+		for range nsp {
+			in = append(in, 3+r.IntN(48))
+			k = append(k, 1+r.IntN(3))
+			s = append(s, 1+r.IntN(3))
+			d = append(d, 1+r.IntN(2))
+		}
+		if nsp == 3 {
+			in[0] = 1 + r.IntN(4)
+		}
+		for range 2 * nsp {
+			pads = append(pads, r.IntN(2))
+		}
+		w := window{strides: s, dilations: d, pads: pads, autoPad: "NOTSET"}
+		geo, err := w.geometry(in, k)
+		if err != nil {
+			continue
+		}
+		group, mult := 1+r.IntN(4), 1+r.IntN(2)
+		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: group, m: group * mult, group: group}
+		rnd := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = 2*r.Float32() - 1
+			}
+			return v
+		}
+		x := rnd(p.n * p.c * geo.inSize())
+		wt := rnd(p.m * geo.kSize())
+		bias := rnd(p.m)
+		want := make([]float32, p.n*p.m*geo.outSize())
+		convDirect(p, x, wt, bias, want)
+		for _, vector := range []bool{true, false} {
+			if vector && !saved {
+				continue
+			}
+			dwVector = vector
+			got := make([]float32, len(want))
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			convDepthwise(p, x, wt, bias, got)
+			for i := range want {
+				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (vector %t) in %v k %v s %v d %v pads %v: element %d", trial, vector, in, k, s, d, pads, i)
+			}
+		}
+	}
+}

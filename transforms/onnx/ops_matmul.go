@@ -1,0 +1,478 @@
+package onnx
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// MatMul (opsets 1, 9, 13) and Gemm (opsets 1, 6, 7, 9, 11, 13): matrix
+// products. MatMul has NumPy's semantics (a 1-D operand is a row or column
+// vector whose axis goes from the result; batch axes broadcast); 1 takes
+// floats, 9 integers too. Gemm is Y = alpha op(A) op(B) + beta C on 2-D
+// A and B: C must be M x N before opset 7 unless broadcast=1, broadcasts
+// unidirectionally from 7 and is optional from 11; 9 adds integers.
+//
+// Float32 products run on package gemm. A B that is a constant (weights)
+// is packed once per node (gemm.Pack) and kept. MatMul with a B of no
+// batch (or batch 1) multiplies all of A's rows at once; a batched one
+// runs each product on one core, products spread over the cores, unless
+// there are few large ones, which each use all cores. Other types are
+// plain loops.
+
+func init() {
+	RegisterOp(OpDef{Name: "MatMul", Versions: []int{1, 9, 13}, New: newMatMul})
+	RegisterOp(OpDef{Name: "Gemm", Versions: []int{1, 6, 7, 9, 11, 13}, New: newGemm})
+}
+
+// mmElem are the element types of MatMul and Gemm.
+type mmElem interface {
+	float32 | float64 | int32 | int64 | uint32 | uint64
+}
+
+// packedB keeps a constant B packed for gemm.
+type packedB struct {
+	constant atomic.Bool
+	p        atomic.Pointer[packedFrom]
+}
+
+type packedFrom struct {
+	src    *byte
+	transB bool
+	pk     *gemm.Packed
+}
+
+// get returns b (k x n as op(B); b is n x k if trans) packed: kept when b
+// is a constant, packed for this call otherwise.
+func (c *packedB) get(b nd.Array, trans bool, k, n int) *gemm.Packed {
+	src := unsafe.SliceData(b.Data)
+	if p := c.p.Load(); p != nil && p.src == src && p.transB == trans && p.pk.Rows() == k && p.pk.Cols() == n {
+		return p.pk
+	}
+	ld := n
+	if trans {
+		ld = k
+	}
+	pk := gemm.Pack(trans, k, n, nd.MustAs[float32](b), max(ld, 1))
+	if c.constant.Load() {
+		c.p.Store(&packedFrom{src: src, transB: trans, pk: pk})
+	}
+	return pk
+}
+
+// checkMMType checks an operand's type for the op version: floats, and
+// from opset 9 32- and 64-bit integers.
+func checkMMType(op string, since int, t nd.DType) error {
+	switch t {
+	case nd.Float32, nd.Float64:
+		return nil
+	case nd.Int32, nd.Int64, nd.Uint32, nd.Uint64:
+		if since >= 9 {
+			return nil
+		}
+	}
+	if since >= 9 {
+		return fmt.Errorf("%s takes float32, float64 or 32- and 64-bit integers, not %v", op, t)
+	}
+	return fmt.Errorf("%s before opset 9 takes float32 or float64, not %v", op, t)
+}
+
+type matMul struct {
+	since int
+	b     packedB
+}
+
+func newMatMul(n *Node) (Kernel, error) {
+	return &matMul{since: n.Since}, n.CheckArity(2, 2, 1, 1)
+}
+
+// mmShape is a MatMul's geometry: batch shape (broadcast), m, k, n, and
+// the output shape.
+type mmShape struct {
+	batch   []int
+	m, k, n int
+	out     []int
+	// aBatch, bBatch are A's and B's own batch shapes.
+	aBatch, bBatch []int
+}
+
+func matMulShape(a, b []int) (mmShape, error) {
+	var s mmShape
+	if len(a) == 0 || len(b) == 0 {
+		return s, fmt.Errorf("input A has shape %s, B %s: MatMul takes no scalars", nd.ShapeString(a), nd.ShapeString(b))
+	}
+	a2, b2 := a, b
+	if len(a) == 1 {
+		a2 = []int{1, a[0]}
+	}
+	if len(b) == 1 {
+		b2 = []int{b[0], 1}
+	}
+	s.m, s.k = a2[len(a2)-2], a2[len(a2)-1]
+	if kb := b2[len(b2)-2]; kb != s.k {
+		return s, fmt.Errorf("input A has shape %s, B %s: A's %d columns and B's %d rows differ", nd.ShapeString(a), nd.ShapeString(b), s.k, kb)
+	}
+	s.n = b2[len(b2)-1]
+	s.aBatch, s.bBatch = a2[:len(a2)-2], b2[:len(b2)-2]
+	batch, err := BroadcastShapes(s.aBatch, s.bBatch)
+	if err != nil {
+		return s, fmt.Errorf("input A has shape %s, B %s: batch axes %s and %s cannot be broadcast", nd.ShapeString(a), nd.ShapeString(b), nd.ShapeString(s.aBatch), nd.ShapeString(s.bBatch))
+	}
+	s.batch = batch
+	s.out = append([]int{}, batch...)
+	if len(a) > 1 {
+		s.out = append(s.out, s.m)
+	}
+	if len(b) > 1 {
+		s.out = append(s.out, s.n)
+	}
+	return s, nil
+}
+
+func (k *matMul) Infer(in []Meta) ([]Meta, error) {
+	a, b := in[0], in[1]
+	if a.Type != b.Type {
+		return nil, fmt.Errorf("input A is %v, B %v: want one type", a.Type, b.Type)
+	}
+	if err := checkMMType("MatMul", k.since, a.Type); err != nil {
+		return nil, err
+	}
+	s, err := matMulShape(a.Shape, b.Shape)
+	if err != nil {
+		return nil, err
+	}
+	if b.Value != nil {
+		k.b.constant.Store(true)
+	}
+	return []Meta{{Type: a.Type, Shape: s.out}}, nil
+}
+
+func (k *matMul) Run(in, out []nd.Array) error {
+	a, b, y := in[0], in[1], out[0]
+	s, err := matMulShape(a.Shape, b.Shape)
+	if err != nil {
+		return err
+	}
+	switch a.Type {
+	case nd.Float32:
+		k.runF32(s, a, b, y)
+	case nd.Float64:
+		matMulLoop(s, nd.MustAs[float64](a), nd.MustAs[float64](b), nd.MustAs[float64](y))
+	case nd.Int32:
+		matMulLoop(s, nd.MustAs[int32](a), nd.MustAs[int32](b), nd.MustAs[int32](y))
+	case nd.Int64:
+		matMulLoop(s, nd.MustAs[int64](a), nd.MustAs[int64](b), nd.MustAs[int64](y))
+	case nd.Uint32:
+		matMulLoop(s, nd.MustAs[uint32](a), nd.MustAs[uint32](b), nd.MustAs[uint32](y))
+	case nd.Uint64:
+		matMulLoop(s, nd.MustAs[uint64](a), nd.MustAs[uint64](b), nd.MustAs[uint64](y))
+	default:
+		return fmt.Errorf("no MatMul of %v", a.Type)
+	}
+	return nil
+}
+
+// batchOffsets returns, for each of the broadcast batch's products, the
+// offsets of its A and B matrices (in elements).
+func (s mmShape) batchOffsets() (ao, bo []int) {
+	nb := numel(s.batch)
+	ao, bo = make([]int, nb), make([]int, nb)
+	as := BroadcastStrides(s.aBatch, s.batch)
+	bs := BroadcastStrides(s.bBatch, s.batch)
+	idx := make([]int, len(s.batch))
+	for t := range nb {
+		o1, o2 := 0, 0
+		for d, i := range idx {
+			o1 += i * as[d]
+			o2 += i * bs[d]
+		}
+		ao[t], bo[t] = o1*s.m*s.k, o2*s.k*s.n
+		for d := len(idx) - 1; d >= 0; d-- {
+			if idx[d]++; idx[d] < s.batch[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return ao, bo
+}
+
+func (k *matMul) runF32(s mmShape, a, b, y nd.Array) {
+	as, bs, ys := nd.MustAs[float32](a), nd.MustAs[float32](b), nd.MustAs[float32](y)
+	if s.m == 0 || s.n == 0 {
+		return
+	}
+	if s.k == 0 {
+		clear(ys)
+		return
+	}
+	nb := numel(s.batch)
+	if numel(s.bBatch) == 1 {
+		// One B for every product (its batch axes, if any, all 1: the
+		// output's batch is A's): all of A's rows times B at once.
+		rows := nb * s.m
+		if k.b.constant.Load() {
+			pk := k.b.get(b, false, s.k, s.n)
+			gemm.SgemmPacked(0, false, rows, 1, as, s.k, pk, 0, s.n, 0, ys, s.n)
+			return
+		}
+		gemm.Sgemm(false, false, rows, s.n, s.k, 1, as, s.k, bs, s.n, 0, ys, s.n)
+		return
+	}
+	ao, bo := s.batchOffsets()
+	one := func(t, workers int) {
+		gemm.SgemmWorkers(workers, false, false, s.m, s.n, s.k, 1, as[ao[t]:], s.k, bs[bo[t]:], s.n, 0, ys[t*s.m*s.n:], s.n)
+	}
+	if flops := s.m * s.n * s.k; flops >= 1<<22 && nb < 2*runtime.GOMAXPROCS(0) {
+		for t := range nb {
+			one(t, 0)
+		}
+		return
+	}
+	parallelTasks(nb, s.m*s.n*s.k, func(t int) { one(t, 1) })
+}
+
+// matMulLoop is MatMul by plain loops (other types than float32).
+func matMulLoop[T mmElem](s mmShape, a, b, y []T) {
+	ao, bo := s.batchOffsets()
+	m, n, k := s.m, s.n, s.k
+	ParallelFor(len(ao)*m, n*k, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			t, i := r/m, r%m
+			row := y[r*n : (r+1)*n]
+			clear(row)
+			ar := a[ao[t]+i*k : ao[t]+(i+1)*k]
+			for p, av := range ar {
+				br := b[bo[t]+p*n : bo[t]+(p+1)*n]
+				for j := range row {
+					row[j] += av * br[j]
+				}
+			}
+		}
+	})
+}
+
+// gemmOp is Gemm.
+type gemmOp struct {
+	since          int
+	alpha, beta    float32
+	transA, transB bool
+	broadcast      bool // opsets 1 and 6: C broadcasts only if set
+	b              packedB
+}
+
+func newGemm(n *Node) (Kernel, error) {
+	minIn := 3
+	if n.Since >= 11 {
+		minIn = 2
+	}
+	if err := n.CheckArity(minIn, 3, 1, 1); err != nil {
+		return nil, err
+	}
+	a := n.Attrs
+	g := &gemmOp{since: n.Since, alpha: a.Float("alpha", 1), beta: a.Float("beta", 1)}
+	flag := func(name string) bool {
+		v := a.Int(name, 0)
+		if v != 0 && v != 1 {
+			a.Fail("attribute %s is %d, want 0 or 1", name, v)
+		}
+		return v == 1
+	}
+	g.transA, g.transB = flag("transA"), flag("transB")
+	if n.Since < 7 {
+		g.broadcast = flag("broadcast")
+	} else {
+		g.broadcast = true
+	}
+	return g, a.Err()
+}
+
+// shape returns m, k, n from A's and B's shapes, and checks C's.
+func (g *gemmOp) shape(a, b, c []int, hasC bool) (m, k, n int, err error) {
+	if len(a) != 2 || len(b) != 2 {
+		return 0, 0, 0, fmt.Errorf("input A has shape %s, B %s: Gemm takes 2-D A and B", nd.ShapeString(a), nd.ShapeString(b))
+	}
+	m, k = a[0], a[1]
+	if g.transA {
+		m, k = k, m
+	}
+	kb, n := b[0], b[1]
+	if g.transB {
+		kb, n = n, kb
+	}
+	if kb != k {
+		return 0, 0, 0, fmt.Errorf("input A has shape %s (transA=%t), B %s (transB=%t): the inner dimensions %d and %d differ",
+			nd.ShapeString(a), g.transA, nd.ShapeString(b), g.transB, k, kb)
+	}
+	if !hasC {
+		return m, k, n, nil
+	}
+	if !g.broadcast {
+		if !nd.SameShape(c, []int{m, n}) {
+			return 0, 0, 0, fmt.Errorf("input C has shape %s, want [%dx%d]: before opset 7, C broadcasts only with broadcast=1", nd.ShapeString(c), m, n)
+		}
+		return m, k, n, nil
+	}
+	if !unidirectional(c, []int{m, n}) {
+		return 0, 0, 0, fmt.Errorf("input C has shape %s, which does not broadcast to [%dx%d]", nd.ShapeString(c), m, n)
+	}
+	return m, k, n, nil
+}
+
+func (g *gemmOp) Infer(in []Meta) ([]Meta, error) {
+	a, b, c := in[0], in[1], metaAt(in, 2)
+	if a.Type != b.Type || (c.Type != nd.Undefined && c.Type != a.Type) {
+		return nil, sameTypeErr([]string{"A", "B", "C"}, a, b, c)
+	}
+	if err := checkMMType("Gemm", g.since, a.Type); err != nil {
+		return nil, err
+	}
+	m, _, n, err := g.shape(a.Shape, b.Shape, c.Shape, c.Type != nd.Undefined)
+	if err != nil {
+		return nil, err
+	}
+	if b.Value != nil {
+		g.b.constant.Store(true)
+	}
+	return []Meta{{Type: a.Type, Shape: []int{m, n}}}, nil
+}
+
+func (g *gemmOp) Run(in, out []nd.Array) error {
+	a, b, c, y := in[0], in[1], arrayAt(in, 2), out[0]
+	hasC := c.Type != nd.Undefined
+	m, k, n, err := g.shape(a.Shape, b.Shape, c.Shape, hasC)
+	if err != nil {
+		return err
+	}
+	switch a.Type {
+	case nd.Float32:
+		g.runF32(a, b, c, y, m, k, n)
+	case nd.Float64:
+		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[float64])
+	case nd.Int32:
+		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[int32])
+	case nd.Int64:
+		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[int64])
+	case nd.Uint32:
+		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[uint32])
+	case nd.Uint64:
+		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[uint64])
+	default:
+		return fmt.Errorf("no Gemm of %v", a.Type)
+	}
+	return nil
+}
+
+// fillC writes beta*C broadcast to m x n into y; false when there is
+// nothing to add (no C, or beta 0).
+func fillC[T mmElem](y, c []T, cShape []int, m, n int, beta float64) bool {
+	if c == nil || beta == 0 {
+		return false
+	}
+	rows, cols := 1, 1
+	switch len(cShape) {
+	case 2:
+		rows, cols = cShape[0], cShape[1]
+	case 1:
+		cols = cShape[0]
+	}
+	for i := range m {
+		row := y[i*n : (i+1)*n]
+		cr := c[min(i, rows-1)*cols:]
+		if cols == 1 {
+			for j := range row {
+				row[j] = cr[0]
+			}
+		} else {
+			copy(row, cr[:n])
+		}
+		if beta != 1 {
+			for j, v := range row {
+				row[j] = T(float64(v) * beta)
+			}
+		}
+	}
+	return true
+}
+
+func (g *gemmOp) runF32(a, b, c, y nd.Array, m, k, n int) {
+	as, ys := nd.MustAs[float32](a), nd.MustAs[float32](y)
+	beta := float32(0)
+	if fillC(ys, asOr[float32](c), c.Shape, m, n, float64(g.beta)) {
+		beta = 1
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	lda := k
+	if g.transA {
+		lda = m
+	}
+	if k == 0 {
+		if beta == 0 {
+			clear(ys)
+		}
+		return
+	}
+	if g.b.constant.Load() {
+		pk := g.b.get(b, g.transB, k, n)
+		gemm.SgemmPacked(0, g.transA, m, g.alpha, as, lda, pk, 0, n, beta, ys, n)
+		return
+	}
+	ldb := n
+	if g.transB {
+		ldb = k
+	}
+	gemm.Sgemm(g.transA, g.transB, m, n, k, g.alpha, as, lda, nd.MustAs[float32](b), ldb, beta, ys, n)
+}
+
+// gemmLoop is Gemm by plain loops (other types than float32): the product
+// summed in T, then alpha and beta applied in float64.
+func gemmLoop[T mmElem](g *gemmOp, a, b, c, y nd.Array, m, k, n int, as func(nd.Array) []T) {
+	av, bv, yv := as(a), as(b), as(y)
+	var cv []T
+	if c.Type != nd.Undefined {
+		cv = as(c)
+	}
+	hasC := fillC(yv, cv, c.Shape, m, n, float64(g.beta))
+	alpha := float64(g.alpha)
+	ParallelFor(m, n*k, func(lo, hi int) {
+		acc := make([]T, n)
+		for i := lo; i < hi; i++ {
+			clear(acc)
+			for p := range k {
+				var x T
+				if g.transA {
+					x = av[p*m+i]
+				} else {
+					x = av[i*k+p]
+				}
+				if g.transB {
+					for j := range acc {
+						acc[j] += x * bv[j*k+p]
+					}
+				} else {
+					br := bv[p*n : (p+1)*n]
+					for j := range acc {
+						acc[j] += x * br[j]
+					}
+				}
+			}
+			row := yv[i*n : (i+1)*n]
+			for j, v := range acc {
+				r := v
+				if alpha != 1 {
+					r = T(float64(v) * alpha)
+				}
+				if hasC {
+					r += row[j]
+				}
+				row[j] = r
+			}
+		}
+	})
+}
