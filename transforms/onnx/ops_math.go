@@ -341,6 +341,9 @@ func expf(x float32) float32 {
 func tanhf(x float32) float32 {
 	a := math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
 	if a < 0.3 {
+		if a == 0 {
+			return x // ±0, its sign kept
+		}
 		z := x * x
 		return x + x*z*(-1.0/3+z*(2.0/15+z*(-17.0/315+z*(62.0/2835+z*(-1382.0/155925)))))
 	}
