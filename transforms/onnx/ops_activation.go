@@ -38,11 +38,10 @@ func (k *ewUnary) activate32(x, y []float32) {
 	alpha, beta := k.alpha, k.beta
 	switch k.op {
 	case unRelu:
+		// max, not a branch: random signs mispredict; max keeps NaN and
+		// turns -0 into 0.
 		for i, v := range x {
-			if v < 0 {
-				v = 0
-			}
-			y[i] = v
+			y[i] = max(v, 0)
 		}
 	case unLeakyRelu:
 		for i, v := range x {
@@ -77,11 +76,10 @@ func (k *ewUnary) activate64(x, y []float64) {
 	}
 	switch k.op {
 	case unRelu:
+		// max, not a branch: random signs mispredict; max keeps NaN and
+		// turns -0 into 0.
 		for i, v := range x {
-			if v < 0 {
-				v = 0
-			}
-			y[i] = v
+			y[i] = max(v, 0)
 		}
 	case unLeakyRelu:
 		for i, v := range x {

@@ -394,8 +394,8 @@ func TestIntegerDivision(t *testing.T) {
 }
 
 // ewBench times op's kernel (made at opset, inputs known) against a copy
-// of its output's bytes, measured in the same benchmark; ratio_to_copy is
-// the kernel's time over the copy's.
+// of as many bytes as its largest array (input or output), measured in the
+// same benchmark; ratio_to_copy is the kernel's time over the copy's.
 func ewBench(b *testing.B, op string, opset int, attrs []*onnxpb.AttributeProto, in ...nd.Array) {
 	k := ewKernel(b, op, opset, len(in), attrs...)
 	metas := make([]Meta, len(in))
@@ -406,14 +406,18 @@ func ewBench(b *testing.B, op string, opset int, attrs []*onnxpb.AttributeProto,
 	require.NoError(b, err)
 	out := []nd.Array{nd.Zeros(om[0].Type, om[0].Shape...)}
 	require.NoError(b, k.Run(in, out))
-	b.SetBytes(int64(len(out[0].Data)))
+	size := len(out[0].Data)
+	for _, a := range in {
+		size = max(size, len(a.Data))
+	}
+	b.SetBytes(int64(size))
 	for b.Loop() {
 		if err := k.Run(in, out); err != nil {
 			b.Fatal(err)
 		}
 	}
 	perOp := b.Elapsed().Seconds() / float64(b.N)
-	src, dst := nd.Bytes(len(out[0].Data)), nd.Bytes(len(out[0].Data))
+	src, dst := nd.Bytes(size), nd.Bytes(size)
 	for i := range src {
 		src[i] = byte(i)
 	}
