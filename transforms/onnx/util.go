@@ -3,7 +3,10 @@ package onnx
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // What the operators share: axes, broadcasting, running a loop on all
@@ -57,7 +60,7 @@ func BroadcastShapes(shapes ...[]int) ([]int, error) {
 			case out[o] == 1:
 				out[o] = d
 			default:
-				return nil, fmt.Errorf("shapes %v cannot be broadcast together (dimension %d: %d and %d)", shapes, o, out[o], d)
+				return nil, fmt.Errorf("shapes %s cannot be broadcast together (dimension %d: %d and %d)", shapesString(shapes), o, out[o], d)
 			}
 		}
 	}
@@ -123,4 +126,13 @@ func ParallelFor(n, cost int, fn func(lo, hi int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// shapesString writes shapes as "[2x3] and [4]" for error messages.
+func shapesString(shapes [][]int) string {
+	parts := make([]string, len(shapes))
+	for i, s := range shapes {
+		parts[i] = nd.ShapeString(s)
+	}
+	return strings.Join(parts, " and ")
 }
