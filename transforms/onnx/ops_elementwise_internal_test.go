@@ -177,7 +177,7 @@ func TestReduceRandom(t *testing.T) {
 		for _, a := range c.axes {
 			red[(int(a)+len(red))%max(1, len(red))] = true
 		}
-		for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceMax"} {
+		for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"} {
 			for _, keep := range []int64{0, 1} {
 				attrs := []*onnxpb.AttributeProto{intAttrEW("keepdims", keep)}
 				if c.axes != nil {
@@ -195,9 +195,9 @@ func TestReduceRandom(t *testing.T) {
 					}
 				}
 				n := dimsProduct(outShape)
-				sum, mx, cnt := make([]float64, n), make([]float64, n), make([]int, n)
+				sum, mx, mn, cnt := make([]float64, n), make([]float64, n), make([]float64, n), make([]int, n)
 				for i := range mx {
-					mx[i] = math.Inf(-1)
+					mx[i], mn[i] = math.Inf(-1), math.Inf(1)
 				}
 				xs := nd.MustAs[float32](x)
 				for i, v := range xs {
@@ -210,12 +210,13 @@ func TestReduceRandom(t *testing.T) {
 					}
 					sum[o] += float64(v)
 					mx[o] = max(mx[o], float64(v))
+					mn[o] = min(mn[o], float64(v))
 					cnt[o]++
 				}
 				require.Equal(t, len(outShape), len(got.Shape), "%s %v axes %v", op, c.shape, c.axes)
 				g := nd.MustAs[float32](got)
 				for o := range g {
-					want := map[string]float64{"ReduceSum": sum[o], "ReduceMean": sum[o] / float64(cnt[o]), "ReduceMax": mx[o]}[op]
+					want := map[string]float64{"ReduceSum": sum[o], "ReduceMean": sum[o] / float64(cnt[o]), "ReduceMax": mx[o], "ReduceMin": mn[o]}[op]
 					require.InDelta(t, want, float64(g[o]), 1e-6*(1+math.Abs(want)), "%s %v axes %v output %d", op, c.shape, c.axes, o)
 				}
 			}

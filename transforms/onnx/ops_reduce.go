@@ -8,12 +8,11 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
-// ReduceSum (opsets 1, 11, 13), ReduceMean (1, 11, 13, 18) and ReduceMax
-// (1, 11, 12, 13, 18): reductions over axes, keepdims (default 1) keeping
-// them as dimensions of 1.
+// ReduceSum (opsets 1, 11, 13), ReduceMean (1, 11, 13, 18), ReduceMax and
+// ReduceMin (1, 11, 12, 13, 18): reductions over axes, keepdims (default 1)
+// keeping them as dimensions of 1.
 //
-// The axes are the attribute axes before ReduceSum-13 and ReduceMean-18
-// and ReduceMax-18, and the optional input axes from those versions
+// The axes are the attribute axes before ReduceSum-13 and the others' 18, and the optional input axes from those versions
 // (int64s known before the model runs: a constant, or computed from
 // shapes), which add noop_with_empty_axes. No axes, or an empty list,
 // reduce every axis, unless noop_with_empty_axes is set: then the output
@@ -24,13 +23,15 @@ import (
 // int64 and of unsigned ones in uint64 (wrapping), so that a float32 sum
 // does not lose precision with the length. An integer mean truncates
 // toward zero. Over an empty set of values the sum is 0, the mean NaN (0
-// for integers) and the max -Inf (the lowest value for integers), as
-// ONNX specifies; ReduceMax propagates NaN.
+// for integers), the max -Inf (the lowest value for integers) and the min
+// +Inf (the highest), as ONNX specifies; ReduceMax and ReduceMin propagate
+// NaN.
 
 func init() {
 	RegisterOp(OpDef{Name: "ReduceSum", Versions: []int{1, 11, 13}, New: newReduce(redSum, 13)})
 	RegisterOp(OpDef{Name: "ReduceMean", Versions: []int{1, 11, 13, 18}, New: newReduce(redMean, 18)})
 	RegisterOp(OpDef{Name: "ReduceMax", Versions: []int{1, 11, 12, 13, 18}, New: newReduce(redMax, 18)})
+	RegisterOp(OpDef{Name: "ReduceMin", Versions: []int{1, 11, 12, 13, 18}, New: newReduce(redMin, 18)})
 }
 
 type redOp uint8
@@ -39,6 +40,7 @@ const (
 	redSum redOp = iota
 	redMean
 	redMax
+	redMin
 )
 
 type reduceKernel struct {
@@ -174,9 +176,9 @@ func (k *reduceKernel) Run(in, out []nd.Array) error {
 }
 
 // reduceTyped reduces x over the dimensions marked in red into y; A is the
-// sum's accumulator type (ReduceMax compares in T).
+// sum's accumulator type (ReduceMax and ReduceMin compare in T).
 func reduceTyped[T ewNum, A float64 | int64 | uint64](op redOp, x nd.Array, red []bool, y nd.Array) {
-	if op == redMax {
+	if op == redMax || op == redMin {
 		reduceLoop[T, T](op, nd.MustAs[T](x), x.Shape, red, nd.MustAs[T](y))
 		return
 	}
@@ -210,8 +212,11 @@ func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys 
 		dims, flags = append(dims, d), append(flags, red[i])
 	}
 	init := A(0)
-	if op == redMax {
+	switch op {
+	case redMax:
 		init = A(lowest[T]())
+	case redMin:
+		init = A(highest[T]())
 	}
 	if len(xs) == 0 || len(dims) == 0 {
 		// No values to reduce (a reduced dimension of 0), or nothing to
@@ -325,9 +330,15 @@ func offsetsOf(dims, strides, which []int) []int {
 
 // reduceRow folds the values x into acc.
 func reduceRow[T, A ewNum](op redOp, x []T, acc A) A {
-	if op == redMax {
+	switch op {
+	case redMax:
 		for _, v := range x {
 			acc = maxNaN(acc, A(v))
+		}
+		return acc
+	case redMin:
+		for _, v := range x {
+			acc = minNaN(acc, A(v))
 		}
 		return acc
 	}
@@ -349,9 +360,15 @@ func reduceRow[T, A ewNum](op redOp, x []T, acc A) A {
 // reduceInto folds x into acc elementwise.
 func reduceInto[T, A ewNum](op redOp, acc []A, x []T) {
 	x = x[:len(acc)]
-	if op == redMax {
+	switch op {
+	case redMax:
 		for i, v := range x {
 			acc[i] = maxNaN(acc[i], A(v))
+		}
+		return
+	case redMin:
+		for i, v := range x {
+			acc[i] = minNaN(acc[i], A(v))
 		}
 		return
 	}
@@ -362,8 +379,11 @@ func reduceInto[T, A ewNum](op redOp, acc []A, x []T) {
 
 // combine folds two partial results.
 func combine[A ewNum](op redOp, a, b A) A {
-	if op == redMax {
+	switch op {
+	case redMax:
 		return maxNaN(a, b)
+	case redMin:
+		return minNaN(a, b)
 	}
 	return a + b
 }
