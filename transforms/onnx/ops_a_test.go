@@ -103,6 +103,33 @@ func TestLegacyBroadcast(t *testing.T) {
 	}
 }
 
+// Mean: the inputs' sum over their number, broadcast from opset 8.
+func TestMean(t *testing.T) {
+	x := nd.Of([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	for name, tc := range map[string]struct {
+		opset  int
+		inputs []string
+		inits  []onnxtest.Named
+		want   []float32
+	}{
+		"one input": {13, []string{"x"}, nil, []float32{1, 2, 3, 4, 5, 6}},
+		"6 same shape": {6, []string{"x", "b"}, []onnxtest.Named{onnxtest.Init("b", nd.Of([]float32{3, 2, 1, 0, -1, -2}, 2, 3))},
+			[]float32{2, 2, 2, 2, 2, 2}},
+		"13 broadcast three": {13, []string{"x", "b", "c"}, []onnxtest.Named{
+			onnxtest.Init("b", nd.Of([]float32{2, 1}, 2, 1)), onnxtest.Init("c", nd.Scalar(float32(0)))},
+			[]float32{1, 4.0 / 3, 5.0 / 3, 5.0 / 3, 2, 7.0 / 3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, err := onnxtest.Load(oneNode(tc.opset, "Mean", tc.inputs, []int{2, 3}, nil, tc.inits...))
+			require.NoError(t, err)
+			out, err := m.Run([]nd.Array{x})
+			require.NoError(t, err)
+			assert.Equal(t, []int{2, 3}, out[0].Shape)
+			assert.InDeltaSlice(t, tc.want, nd.MustAs[float32](out[0]), 1e-6)
+		})
+	}
+}
+
 // Shapes that do not fit are refused when planning, with the numbers.
 func TestElementwiseShapeErrors(t *testing.T) {
 	bc := onnxtest.Int("broadcast", 1)
@@ -126,6 +153,8 @@ func TestElementwiseShapeErrors(t *testing.T) {
 			[]onnxtest.Named{onnxtest.Init("b", nd.Zeros(nd.Int64, 3))}, "takes two of one type"},
 		"Max 6 shapes differ": {6, "Max", []string{"x", "b"}, nil,
 			[]onnxtest.Named{onnxtest.Init("b", nd.Zeros(nd.Float32, 3))}, "before opset 8"},
+		"Mean 6 shapes differ": {6, "Mean", []string{"x", "b"}, nil,
+			[]onnxtest.Named{onnxtest.Init("b", nd.Zeros(nd.Float32, 1, 3))}, "input 1 has shape [1x3], input 0 [2x3]"},
 		"Sum 13 no broadcast": {13, "Sum", []string{"x", "b"}, nil,
 			[]onnxtest.Named{onnxtest.Init("b", nd.Zeros(nd.Float32, 2, 2))}, "[2x3]"},
 		"ReduceMean 18 axis out of range": {18, "ReduceMean", []string{"x", "axes"}, nil,

@@ -8,7 +8,7 @@ import (
 )
 
 // Add, Sub, Mul, Div (opsets 1, 6, 7, 13, 14), Pow (1, 7, 12, 13, 15),
-// Max, Min (1, 6, 8, 12, 13) and Sum (1, 6, 8, 13); and the machinery of
+// Max, Min (1, 6, 8, 12, 13), Sum and Mean (1, 6, 8, 13); and the machinery of
 // every elementwise operator: the broadcasting loop (ewLoop), the binary
 // kernel that the comparisons of ops_compare.go also use, and the unary
 // kernel of ops_math.go and ops_activation.go.
@@ -18,8 +18,9 @@ import (
 // A's dimensions that starts at axis (A's last dimensions when axis is not
 // set), or B has one element. A dimension of 1 in B also stretches (ONNX
 // calls this unsupported, PyTorch's exporter emits it). From opset 7 both
-// inputs broadcast (NumPy's rules); Max, Min and Sum take inputs of one
-// shape before opset 8.
+// inputs broadcast (NumPy's rules); Max, Min, Sum and Mean take inputs of
+// one shape before opset 8. Mean takes floats: the inputs' sum divided by
+// their number.
 //
 // Integer Div truncates toward zero, as ONNX specifies (C's division); an
 // integer divided by zero gives 0 (NumPy's answer, which ONNX's reference
@@ -44,6 +45,7 @@ func init() {
 	RegisterOp(OpDef{Name: "Max", Versions: []int{1, 6, 8, 12, 13}, New: newVariadic(ewMax)})
 	RegisterOp(OpDef{Name: "Min", Versions: []int{1, 6, 8, 12, 13}, New: newVariadic(ewMin)})
 	RegisterOp(OpDef{Name: "Sum", Versions: []int{1, 6, 8, 13}, New: newVariadic(ewAdd)})
+	RegisterOp(OpDef{Name: "Mean", Versions: []int{1, 6, 8, 13}, New: newVariadic(ewAdd)})
 }
 
 // Element types, for the generic loops (one instantiation each).
@@ -505,12 +507,13 @@ func minNaN[T ewNum](x, y T) T {
 	return x
 }
 
-// ewVariadic is the kernel of Max, Min and Sum: a fold of the binary op over
-// the inputs, broadcast from opset 8.
+// ewVariadic is the kernel of Max, Min, Sum and Mean: a fold of the binary
+// op over the inputs, broadcast from opset 8 (Mean: Sum's, then divided).
 type ewVariadic struct {
 	op    ewOp
 	name  string
 	since int
+	mean  bool
 }
 
 func newVariadic(op ewOp) func(n *Node) (Kernel, error) {
@@ -526,7 +529,7 @@ func newVariadic(op ewOp) func(n *Node) (Kernel, error) {
 		if n.Since < 6 {
 			n.Attrs.Ignore("consumed_inputs")
 		}
-		return &ewVariadic{op: op, name: n.Op, since: n.Since}, nil
+		return &ewVariadic{op: op, name: n.Op, since: n.Since, mean: n.Op == "Mean"}, nil
 	}
 }
 
@@ -544,6 +547,9 @@ func (k *ewVariadic) Infer(in []Meta) ([]Meta, error) {
 	}
 	if !isNumeric(in[0].Type) {
 		return nil, fmt.Errorf("%s of %v inputs: not a number type", k.name, in[0].Type)
+	}
+	if k.mean && !in[0].Type.IsFloat() {
+		return nil, fmt.Errorf("%s of %v inputs: takes floats", k.name, in[0].Type)
 	}
 	out, err := BroadcastShapes(shapes...)
 	if err != nil {
@@ -567,7 +573,26 @@ func (k *ewVariadic) Run(in, out []nd.Array) error {
 			return err
 		}
 	}
+	if k.mean {
+		switch c.Type {
+		case nd.Float32:
+			scaleBy(nd.MustAs[float32](c), float32(len(in)))
+		case nd.Float64:
+			scaleBy(nd.MustAs[float64](c), float64(len(in)))
+		default:
+			return fmt.Errorf("mean of %v is not supported", c.Type)
+		}
+	}
 	return nil
+}
+
+// scaleBy divides every element of x by n.
+func scaleBy[T ewFloat](x []T, n T) {
+	ParallelFor(len(x), 1, func(lo, hi int) {
+		for i := range x[lo:hi] {
+			x[lo+i] /= n
+		}
+	})
 }
 
 // powRun computes c = a^b over l. A float base takes an exponent of its
