@@ -44,11 +44,9 @@ func (k *ewUnary) activate32(x, y []float32) {
 			y[i] = max(v, 0)
 		}
 	case unLeakyRelu:
+		// Branch-free, as Relu: one of the two terms is ±0.
 		for i, v := range x {
-			if v < 0 {
-				v *= alpha
-			}
-			y[i] = v
+			y[i] = max(v, 0) + alpha*min(v, 0)
 		}
 	case unHardSigmoid:
 		for i, v := range x {
@@ -82,11 +80,9 @@ func (k *ewUnary) activate64(x, y []float64) {
 			y[i] = max(v, 0)
 		}
 	case unLeakyRelu:
+		// Branch-free, as Relu: one of the two terms is ±0.
 		for i, v := range x {
-			if v < 0 {
-				v *= alpha
-			}
-			y[i] = v
+			y[i] = max(v, 0) + alpha*min(v, 0)
 		}
 	case unHardSigmoid:
 		for i, v := range x {

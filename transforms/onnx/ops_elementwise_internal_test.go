@@ -467,7 +467,7 @@ func BenchmarkSoftmax(b *testing.B) {
 func BenchmarkUnary(b *testing.B) {
 	r := rand.New(rand.NewPCG(11, 12))
 	x := ewRandF32(r, 6, 1024, 1024)
-	for _, op := range []string{"Relu", "Exp", "Tanh", "Sigmoid", "Erf"} {
+	for _, op := range []string{"Relu", "LeakyRelu", "Exp", "Tanh", "Sigmoid", "Erf"} {
 		b.Run(op, func(b *testing.B) { ewBench(b, op, 13, nil, x) })
 	}
 }
