@@ -1,6 +1,7 @@
 package onnx_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
@@ -51,6 +52,16 @@ func TestReduceForms(t *testing.T) {
 			[]*onnxpb.AttributeProto{onnxtest.Int("keepdims", 0)}, []onnxtest.Named{axes(0)}, []int{3}, []float32{1, 2, 3}},
 		"ReduceMin 13 axes attribute": {13, "ReduceMin", []string{"x"},
 			[]*onnxpb.AttributeProto{onnxtest.Ints("axes", -1)}, nil, []int{2, 1}, []float32{1, 4}},
+		"ReduceProd 18 axes input": {18, "ReduceProd", []string{"x", "axes"},
+			[]*onnxpb.AttributeProto{onnxtest.Int("keepdims", 0)}, []onnxtest.Named{axes(1)}, []int{2}, []float32{6, 120}},
+		"ReduceL1 18 no axes": {18, "ReduceL1", []string{"x"}, nil, nil, []int{1, 1}, []float32{21}},
+		"ReduceL2 13 axes attribute": {13, "ReduceL2", []string{"x"},
+			[]*onnxpb.AttributeProto{onnxtest.Ints("axes", 0), onnxtest.Int("keepdims", 0)}, nil, []int{3},
+			[]float32{float32(math.Sqrt(17)), float32(math.Sqrt(29)), float32(math.Sqrt(45))}},
+		"ReduceSumSquare 18 noop with empty axes": {18, "ReduceSumSquare", []string{"x", "axes"},
+			[]*onnxpb.AttributeProto{onnxtest.Int("noop_with_empty_axes", 1)}, []onnxtest.Named{axes()}, []int{2, 3}, []float32{1, 4, 9, 16, 25, 36}},
+		"ReduceLogSum 18 axes input": {18, "ReduceLogSum", []string{"x", "axes"},
+			[]*onnxpb.AttributeProto{onnxtest.Int("keepdims", 0)}, []onnxtest.Named{axes(0, 1)}, []int{}, []float32{float32(math.Log(21))}},
 		"ReduceSum 13 axes input": {13, "ReduceSum", []string{"x", "axes"},
 			[]*onnxpb.AttributeProto{onnxtest.Int("keepdims", 0)}, []onnxtest.Named{axes(0)}, []int{3}, []float32{5, 7, 9}},
 		"ReduceSum 13 noop with empty axes": {13, "ReduceSum", []string{"x", "axes"},

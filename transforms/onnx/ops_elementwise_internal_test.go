@@ -177,7 +177,7 @@ func TestReduceRandom(t *testing.T) {
 		for _, a := range c.axes {
 			red[(int(a)+len(red))%max(1, len(red))] = true
 		}
-		for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"} {
+		for _, op := range []string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2"} {
 			for _, keep := range []int64{0, 1} {
 				attrs := []*onnxpb.AttributeProto{intAttrEW("keepdims", keep)}
 				if c.axes != nil {
@@ -196,8 +196,9 @@ func TestReduceRandom(t *testing.T) {
 				}
 				n := dimsProduct(outShape)
 				sum, mx, mn, cnt := make([]float64, n), make([]float64, n), make([]float64, n), make([]int, n)
+				prod, sq, l1 := make([]float64, n), make([]float64, n), make([]float64, n)
 				for i := range mx {
-					mx[i], mn[i] = math.Inf(-1), math.Inf(1)
+					mx[i], mn[i], prod[i] = math.Inf(-1), math.Inf(1), 1
 				}
 				xs := nd.MustAs[float32](x)
 				for i, v := range xs {
@@ -211,12 +212,16 @@ func TestReduceRandom(t *testing.T) {
 					sum[o] += float64(v)
 					mx[o] = max(mx[o], float64(v))
 					mn[o] = min(mn[o], float64(v))
+					prod[o] *= float64(v)
+					sq[o] += float64(v) * float64(v)
+					l1[o] += math.Abs(float64(v))
 					cnt[o]++
 				}
 				require.Equal(t, len(outShape), len(got.Shape), "%s %v axes %v", op, c.shape, c.axes)
 				g := nd.MustAs[float32](got)
 				for o := range g {
-					want := map[string]float64{"ReduceSum": sum[o], "ReduceMean": sum[o] / float64(cnt[o]), "ReduceMax": mx[o], "ReduceMin": mn[o]}[op]
+					want := map[string]float64{"ReduceSum": sum[o], "ReduceMean": sum[o] / float64(cnt[o]), "ReduceMax": mx[o], "ReduceMin": mn[o],
+						"ReduceProd": prod[o], "ReduceSumSquare": sq[o], "ReduceL1": l1[o], "ReduceL2": math.Sqrt(sq[o])}[op]
 					require.InDelta(t, want, float64(g[o]), 1e-6*(1+math.Abs(want)), "%s %v axes %v output %d", op, c.shape, c.axes, o)
 				}
 			}

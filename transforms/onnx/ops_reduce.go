@@ -3,14 +3,18 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // ReduceSum (opsets 1, 11, 13), ReduceMean (1, 11, 13, 18), ReduceMax and
-// ReduceMin (1, 11, 12, 13, 18): reductions over axes, keepdims (default 1)
-// keeping them as dimensions of 1.
+// ReduceMin (1, 11, 12, 13, 18), ReduceProd, ReduceSumSquare, ReduceL1,
+// ReduceL2 and ReduceLogSum (1, 11, 13, 18): reductions over axes,
+// keepdims (default 1) keeping them as dimensions of 1. ReduceL2 and
+// ReduceLogSum are the square root and the natural log of ReduceSumSquare's
+// and ReduceSum's results (computed in float64 and converted back).
 //
 // The axes are the attribute axes before ReduceSum-13 and the others' 18, and the optional input axes from those versions
 // (int64s known before the model runs: a constant, or computed from
@@ -23,8 +27,9 @@ import (
 // int64 and of unsigned ones in uint64 (wrapping), so that a float32 sum
 // does not lose precision with the length. An integer mean truncates
 // toward zero. Over an empty set of values the sum is 0, the mean NaN (0
-// for integers), the max -Inf (the lowest value for integers) and the min
-// +Inf (the highest), as ONNX specifies; ReduceMax and ReduceMin propagate
+// for integers), the max -Inf (the lowest value for integers), the min
+// +Inf (the highest), the product 1, the L1, L2 and sum of squares 0 and
+// the log-sum -Inf, as ONNX specifies; ReduceMax and ReduceMin propagate
 // NaN.
 
 func init() {
@@ -32,6 +37,11 @@ func init() {
 	RegisterOp(OpDef{Name: "ReduceMean", Versions: []int{1, 11, 13, 18}, New: newReduce(redMean, 18)})
 	RegisterOp(OpDef{Name: "ReduceMax", Versions: []int{1, 11, 12, 13, 18}, New: newReduce(redMax, 18)})
 	RegisterOp(OpDef{Name: "ReduceMin", Versions: []int{1, 11, 12, 13, 18}, New: newReduce(redMin, 18)})
+	RegisterOp(OpDef{Name: "ReduceProd", Versions: []int{1, 11, 13, 18}, New: newReduce(redProd, 18)})
+	RegisterOp(OpDef{Name: "ReduceSumSquare", Versions: []int{1, 11, 13, 18}, New: newReduce(redSumSquare, 18)})
+	RegisterOp(OpDef{Name: "ReduceL1", Versions: []int{1, 11, 13, 18}, New: newReduce(redL1, 18)})
+	RegisterOp(OpDef{Name: "ReduceL2", Versions: []int{1, 11, 13, 18}, New: newReduce(redL2, 18)})
+	RegisterOp(OpDef{Name: "ReduceLogSum", Versions: []int{1, 11, 13, 18}, New: newReduce(redLogSum, 18)})
 }
 
 type redOp uint8
@@ -41,6 +51,11 @@ const (
 	redMean
 	redMax
 	redMin
+	redProd
+	redSumSquare
+	redL1
+	redL2
+	redLogSum
 )
 
 type reduceKernel struct {
@@ -217,6 +232,8 @@ func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys 
 		init = A(lowest[T]())
 	case redMin:
 		init = A(highest[T]())
+	case redProd:
+		init = 1
 	}
 	if len(xs) == 0 || len(dims) == 0 {
 		// No values to reduce (a reduced dimension of 0), or nothing to
@@ -227,8 +244,8 @@ func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys 
 			}
 			return
 		}
-		for i, v := range xs {
-			ys[i] = reduceResult[T](op, A(v), 1)
+		for i := range xs {
+			ys[i] = reduceResult[T](op, reduceRow(op, xs[i:i+1], init), 1)
 		}
 		return
 	}
@@ -341,6 +358,33 @@ func reduceRow[T, A ewNum](op redOp, x []T, acc A) A {
 			acc = minNaN(acc, A(v))
 		}
 		return acc
+	case redProd:
+		for _, v := range x {
+			acc *= A(v)
+		}
+		return acc
+	case redSumSquare, redL2:
+		var s0, s1 A
+		i := 0
+		for ; i+2 <= len(x); i += 2 {
+			a, b := A(x[i]), A(x[i+1])
+			s0 += a * a
+			s1 += b * b
+		}
+		for ; i < len(x); i++ {
+			a := A(x[i])
+			s0 += a * a
+		}
+		return acc + (s0 + s1)
+	case redL1:
+		for _, v := range x {
+			a := A(v)
+			if a < 0 {
+				a = -a
+			}
+			acc += a
+		}
+		return acc
 	}
 	// Four sums: the additions of one do not wait for the others'.
 	var s0, s1, s2, s3 A
@@ -371,6 +415,26 @@ func reduceInto[T, A ewNum](op redOp, acc []A, x []T) {
 			acc[i] = minNaN(acc[i], A(v))
 		}
 		return
+	case redProd:
+		for i, v := range x {
+			acc[i] *= A(v)
+		}
+		return
+	case redSumSquare, redL2:
+		for i, v := range x {
+			a := A(v)
+			acc[i] += a * a
+		}
+		return
+	case redL1:
+		for i, v := range x {
+			a := A(v)
+			if a < 0 {
+				a = -a
+			}
+			acc[i] += a
+		}
+		return
 	}
 	for i, v := range x {
 		acc[i] += A(v)
@@ -384,12 +448,20 @@ func combine[A ewNum](op redOp, a, b A) A {
 		return maxNaN(a, b)
 	case redMin:
 		return minNaN(a, b)
+	case redProd:
+		return a * b
 	}
 	return a + b
 }
 
 // reduceResult is the output of an accumulator over count values.
 func reduceResult[T, A ewNum](op redOp, acc A, count int) T {
+	switch op {
+	case redL2:
+		return T(math.Sqrt(float64(acc)))
+	case redLogSum:
+		return T(math.Log(float64(acc)))
+	}
 	if op != redMean {
 		return T(acc)
 	}
