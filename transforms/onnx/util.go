@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -60,7 +61,7 @@ func BroadcastShapes(shapes ...[]int) ([]int, error) {
 			case out[o] == 1:
 				out[o] = d
 			default:
-				return nil, fmt.Errorf("shapes %v cannot be broadcast together (dimension %d: %d and %d)", shapes, o, out[o], d)
+				return nil, fmt.Errorf("shapes %s cannot be broadcast together (dimension %d: %d and %d)", shapesString(shapes), o, out[o], d)
 			}
 		}
 	}
@@ -229,3 +230,12 @@ func getFloats(n int) *[]float32 {
 }
 
 func putFloats(b *[]float32) { floatPool.Put(b) }
+
+// shapesString writes shapes as "[2x3] and [4]" for error messages.
+func shapesString(shapes [][]int) string {
+	parts := make([]string, len(shapes))
+	for i, s := range shapes {
+		parts[i] = nd.ShapeString(s)
+	}
+	return strings.Join(parts, " and ")
+}
