@@ -43,7 +43,7 @@ train:
 
 ## test: every test, with the real Beam runner (prism); then the lint checks
 test:
-	$(GO) test ./...
+	td=$${BEAMGPU_ONNX_TESTDATA:-$$(containers/debian-fetch.sh --quiet --path usr/share/libonnx-testdata/data libonnx-testdata)} && BEAMGPU_ONNX_TESTDATA=$$td $(GO) test ./...
 	$(MAKE) lint
 
 ## test-large: the full-size Landsat tests and the full-scene benchmark (about 2 minutes on 2 cores)
@@ -204,6 +204,22 @@ bench:
 		| grep -E '^(Benchmark|ok|FAIL)' | tee out/bench.txt | awk ' \
 		/^Benchmark/ { line = $$1; for (i = 2; i <= NF; i++) if ($$i ~ /^ratio/ || $$i == "GFLOP/s") line = line "  " $$i "=" $$(i-1); print line }'
 	GO=$(GO) OUT=out/bench containers/bench/peers.sh
+
+.PHONY: onnx-testdata onnx-proto onnx-proto-check
+
+## onnx-testdata: fetch ONNX's conformance data (Debian's libonnx-testdata) and print its directory
+# Without root, into ~/.cache/beamgpu/debian (containers/debian-fetch.sh); `make test` does this.
+onnx-testdata:
+	@containers/debian-fetch.sh --path usr/share/libonnx-testdata/data libonnx-testdata
+
+## onnx-proto: regenerate transforms/onnx/onnxpb/onnx.pb.go from onnx.proto
+# With Debian's protoc 3.21 (fetched without root) and protoc-gen-go of go.mod's google.golang.org/protobuf.
+onnx-proto:
+	@GO=$(GO) containers/onnx/onnx-proto.sh
+
+## onnx-proto-check: fail if the committed onnx.pb.go is not what onnx.proto generates (run by CI)
+onnx-proto-check:
+	@GO=$(GO) containers/onnx/onnx-proto.sh --check
 
 ## fuzz: a short run of every fuzz test (FUZZTIME each), failing at the first finding
 # New inputs minimized for at most FUZZMINTIME;

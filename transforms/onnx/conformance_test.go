@@ -19,8 +19,9 @@ import (
 // ONNX's backend conformance suite: the node tests (one operator, a few
 // inputs, outputs computed by ONNX's reference implementation) and the
 // models converted from PyTorch's own tests, as Debian's libonnx-testdata
-// ships them (apt-get install libonnx-testdata; `make test` installs it
-// when run as root). Every test whose operators are all in the runtime's
+// ships them (apt-get install libonnx-testdata; `make test` fetches the
+// package's files without root, containers/debian-fetch.sh, and sets
+// BEAMGPU_ONNX_TESTDATA). Every test whose operators are all in the runtime's
 // op set must pass, but for the skips below, each with its reason.
 
 // testdataDir is where libonnx-testdata puts the suite
