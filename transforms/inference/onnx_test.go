@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -137,3 +138,61 @@ func TestONNXCoders(t *testing.T) {
 	_, err = inference.DecodeResult(inference.EncodeResult(r)[:5])
 	assert.Error(t, err)
 }
+
+type gpuPresent struct{}
+
+func (gpuPresent) Available() (bool, string) { return true, "" }
+
+// The explain report has a line per model; under auto a model with
+// operators that have no GPU kernel runs on the CPU, the report naming
+// them, and under gpu it is an error before the pipeline is built.
+func TestONNXBackend(t *testing.T) {
+	h, err := inference.ONNX(t.Context(), writeDense(t, t.TempDir(), 4))
+	require.NoError(t, err)
+	use := h.Use()
+	assert.Equal(t, "onnx["+h.Model().Name+"]", use.Label())
+	if len(h.Model().OpsWithoutGPU()) == 0 {
+		t.Skip("every operator of the model has a GPU kernel in this build")
+	}
+	assert.Contains(t, use.NoGPU, "Gemm")
+	auto := backend.MustNew(backend.Config{Steps: []backend.Step{use}, Executor: gpuPresent{}})
+	_, s := beam.NewPipelineWithRoot()
+	col := beam.Create(s, row("a", 0, nd.Of([]float32{1, 2, 3}, 3)))
+	inference.RunONNX(s, col, h, batch.Params{}, step.Using(auto))
+	var text strings.Builder
+	require.NoError(t, auto.Report().WriteText(&text))
+	assert.Regexp(t, `onnx\[dense4.onnx\]\s+cpu\s+onnx.run.*auto: operators Gemm of dense4.onnx have no GPU kernel`, text.String())
+
+	_, err = backend.New(backend.Config{Default: backend.GPU, Steps: []backend.Step{use}, Executor: gpuPresent{}})
+	assert.ErrorContains(t, err, `backend gpu requested for step "onnx[dense4.onnx]" but operators Gemm of dense4.onnx have no GPU kernel`)
+	gpu := backend.MustNew(backend.Config{Default: backend.GPU, Executor: gpuPresent{}})
+	assert.PanicsWithValue(t, `backend gpu requested for step "onnx[dense4.onnx]" but operators Gemm of dense4.onnx have no GPU kernel (use --backend=auto to run it on the CPU, or --backend_override=onnx=cpu)`, func() {
+		inference.RunONNX(s, col, h, batch.Params{}, step.Using(gpu))
+	})
+}
+
+// Classify after RunONNX: the top class of each result, labelled.
+func TestClassify(t *testing.T) {
+	dir := t.TempDir()
+	h, err := inference.ONNX(t.Context(), writeDense(t, dir, 1))
+	require.NoError(t, err)
+	labels := filepath.Join(dir, "labels.txt")
+	require.NoError(t, os.WriteFile(labels, []byte("first\nsecond\n"), 0o644))
+	p, s := beam.NewPipelineWithRoot()
+	col := beam.CreateList(s, []inference.Example{row("a", 0, nd.Of([]float32{20, 2, 3}, 3)), row("b", 1, nd.Of([]float32{1, 2, 3}, 3))})
+	res, _ := inference.RunONNX(s, col, h, batch.Params{})
+	classes, failed, err := inference.Classify(t.Context(), s, res, "y", 1, labels)
+	require.NoError(t, err)
+	passert.Equals(s, beam.ParDo(s, describeClass, classes), "a first 20", "b second 15")
+	passert.Empty(s, failed)
+	bad, failed2, _ := inference.Classify(t.Context(), s.Scope("bad"), res, "nope", 1, "")
+	passert.Empty(s, bad)
+	passert.Count(s, failed2, "failures", 2)
+	ptest.RunAndValidate(t, p)
+}
+
+func describeClass(c inference.Classification) string {
+	return fmt.Sprintf("%s %s %g", c.Key, c.Top[0].Label, c.Top[0].Score)
+}
+
+func init() { register.Function1x1(describeClass) }
