@@ -1,4 +1,4 @@
-// Package inference runs models (users' ONNX files, the MLP, the kNN) in Beam pipelines.
+// Package inference runs models (users' ONNX files, the MLP) over rows in Beam pipelines.
 //
 // It works in the manner of Beam Python's RunInference. RunONNX runs an
 // ONNX model (the handler from ONNX, which loads and checks the file before
