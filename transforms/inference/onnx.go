@@ -58,6 +58,10 @@ type Result struct {
 	Outputs []Tensor
 }
 
+// ID names the result as its example is named: its key, or "#" and its
+// index.
+func (r Result) ID() string { return Example{Key: r.Key, Index: r.Index}.ID() }
+
 // Output returns the output called name, ok false if there is none.
 func (r Result) Output(name string) (nd.Array, bool) {
 	for _, t := range r.Outputs {

@@ -196,3 +196,56 @@ func describeClass(c inference.Classification) string {
 }
 
 func init() { register.Function1x1(describeClass) }
+
+func describeTypes(r inference.Result) string {
+	s := r.ID()
+	for _, o := range r.Outputs {
+		s += fmt.Sprintf(" %s=%v", o.Name, o.Array)
+	}
+	return s
+}
+
+func init() { register.Function1x1(describeTypes) }
+
+// Inputs of several types, in any order, through a batched model with two
+// inputs and a model without a batch axis (each example alone).
+func TestRunONNXTypes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, m *onnxpb.ModelProto) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, onnxtest.Bytes(m), 0o644))
+		return path
+	}
+	two := write("two.onnx", onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Identity", []string{"i"}, []string{"io"}), onnxtest.Node("Identity", []string{"m"}, []string{"mo"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("i", nd.Int64, -1, 2), onnxtest.Value("m", nd.Bool, -1, 2)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("io", nd.Int64, -1, 2), onnxtest.Value("mo", nd.Bool, -1, 2)}))
+	fixed := write("fixed.onnx", onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Identity", []string{"u"}, []string{"uo"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("u", nd.Uint8, 3)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("uo", nd.Uint8, 3)}))
+	h2, err := inference.ONNX(t.Context(), two)
+	require.NoError(t, err)
+	hf, err := inference.ONNX(t.Context(), fixed)
+	require.NoError(t, err)
+	assert.True(t, h2.Model().Batched())
+	assert.False(t, hf.Model().Batched())
+
+	p, s := beam.NewPipelineWithRoot()
+	ex := func(key string, i []int64, m []bool) inference.Example {
+		return inference.Example{Key: key, Inputs: []inference.Tensor{{Name: "m", Array: nd.Of(m, 2)}, {Name: "i", Array: nd.Of(i, 2)}}}
+	}
+	col := beam.CreateList(s, []inference.Example{ex("a", []int64{1, 2}, []bool{true, false}), ex("b", []int64{3, 4}, []bool{false, true})})
+	res, failed := inference.RunONNX(s, col, h2, batch.Params{MinBatchSize: 2, MaxBatchSize: 2})
+	passert.Equals(s, beam.ParDo(s, describeTypes, res), "a io=int64[2] mo=bool[2]", "b io=int64[2] mo=bool[2]")
+	passert.Empty(s, failed)
+	ucol := beam.CreateList(s, []inference.Example{
+		{Index: 0, Inputs: []inference.Tensor{{Name: "u", Array: nd.Of([]uint8{1, 2, 3}, 3)}}},
+		{Index: 1, Inputs: []inference.Tensor{{Name: "u", Array: nd.Of([]uint8{4, 5, 6}, 3)}}},
+		{Index: 2, Inputs: []inference.Tensor{{Name: "v", Array: nd.Of([]uint8{4, 5, 6}, 3)}}},
+	})
+	ures, ufailed := inference.RunONNX(s.Scope("fixed"), ucol, hf, batch.Params{})
+	passert.Equals(s, beam.ParDo(s, describeTypes, ures), "#0 uo=uint8[3]", "#1 uo=uint8[3]")
+	passert.Equals(s, beam.ParDo(s, failureKey, ufailed), "#2")
+	ptest.RunAndValidate(t, p)
+}
