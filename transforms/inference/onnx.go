@@ -120,7 +120,10 @@ func (h *ONNXHandler) Model() *onnx.Model { return h.model }
 
 // Use is the backend's view of this model's use of the onnx step: its
 // explain line ("onnx[name]"), and why it cannot run on the GPU where some
-// of its operators have no GPU kernel.
+// of its operators have no GPU kernel. A pipeline lists it in its
+// backend.Config.Steps, so that the flags know the onnx step and
+// --backend=gpu with such a model fails at backend.New, before the
+// pipeline is built.
 func (h *ONNXHandler) Use() backend.Step {
 	u := onnx.StepRun.Backend()
 	u.Use = h.model.Name
