@@ -27,6 +27,12 @@
 // pipeline's steps. (Without Config.Steps, as in small tests, any step
 // resolves.)
 //
+// A step that a pipeline applies to several things of its own (the ONNX
+// step, to each model) describes each use (Step.Use): each gets its decision
+// and explain line, and a use that cannot run on the GPU says why
+// (Step.NoGPU: a model with operators that have no GPU kernel), which auto
+// gives as its reason for the CPU and gpu refuses.
+//
 // Package backend depends on no step: steps describe themselves with a Step
 // value and ask a Selector to resolve it.
 package backend
