@@ -90,6 +90,7 @@ var flagNames = []string{"progress", "backend", "backend_override", "explain_jso
 // options its steps are applied with, the steps that run their stand-ins,
 // and a place for cleanups.
 type Run struct {
+	ctx   context.Context
 	sel   *backend.Selector
 	steps []step.Any
 	flags *Flags
@@ -97,6 +98,10 @@ type Run struct {
 	mu       sync.Mutex
 	cleanups []func()
 }
+
+// Interrupted reports whether the run was stopped (SIGINT or SIGTERM: its
+// context was cancelled); a cleanup says so and what was finished.
+func (r *Run) Interrupted() bool { return r.ctx != nil && r.ctx.Err() != nil }
 
 // Selector returns the backend selector of the run.
 func (r *Run) Selector() *backend.Selector { return r.sel }
