@@ -7,8 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 	"github.com/stretchr/testify/assert"
@@ -114,4 +119,48 @@ func TestFIFOInputFailsWithoutBlocking(t *testing.T) {
 	failures := readFailures(t, out)
 	require.Len(t, failures, 1)
 	assert.Contains(t, failures[0].Reason, fifo+": not a regular file: a named pipe (FIFO)")
+}
+
+// An executor that stops answering (it stops itself, SIGSTOP, in every
+// batch) no longer hangs the run: each stall is seen within
+// BEAMGPU_EXECUTOR_STALL_AFTER, the executor killed and replaced and the
+// batch sent again once; then under --backend=auto the batch runs on the
+// CPU (the outputs are the CPU's), and under --backend=gpu it fails with
+// "GPU executor stalled for N s" and the counts reconcile.
+func TestStalledExecutorFallsBackOrFails(t *testing.T) {
+	src := slice(t, t.TempDir(), "t10k", 100)
+	cfg := Config{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel}
+	_, want := runOutputs(t, cfg, selector(t, backend.CPU))
+
+	t.Setenv(client.EnvStallAfter, "200ms")
+	require.NoError(t, client.CloseShared())
+	executortest.StallAlways(true)
+	defer func() {
+		executortest.StallAlways(false)
+		client.CloseShared()
+	}()
+	auto, err := backend.New(backend.Config{Default: backend.Auto, Steps: step.Backends(tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP, tensor.StepKNN), Executor: steptest.UseExecutor()})
+	require.NoError(t, err)
+	t0 := time.Now()
+	sum, got := runOutputs(t, cfg, auto)
+	t.Logf("auto: %s", time.Since(t0))
+	require.Empty(t, string(got["failed.jsonl"]), "under auto no batch fails")
+	for name := range want {
+		assert.Equal(t, string(want[name]), string(got[name]), name)
+	}
+	var fallbacks int64
+	for _, st := range sum.Steps {
+		fallbacks += st.Fallbacks
+	}
+	assert.Positive(t, fallbacks)
+
+	cfg.Output = t.TempDir()
+	var buf bytes.Buffer
+	sum, err = execute(context.Background(), cfg, gpuSelector(t), &buf)
+	require.NoError(t, err, buf.String())
+	assert.Equal(t, 0, sum.Predicted)
+	assert.Equal(t, 100, sum.Failed)
+	for _, f := range readFailures(t, cfg.Output) {
+		assert.Regexp(t, `GPU unavailable: GPU executor stalled for \d+ s \(op "[a-z_.]+", executor pid \d+: the process was stopped`, f.Reason)
+	}
 }

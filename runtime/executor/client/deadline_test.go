@@ -1,0 +1,96 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/testops"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// callWithin runs a call in a goroutine and fails the test if it does not
+// return within limit: the defect is a call that never returns.
+func callWithin(t *testing.T, limit time.Duration, call func() ([][]byte, error)) ([][]byte, error) {
+	t.Helper()
+	type result struct {
+		out [][]byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := call()
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(limit):
+		t.Fatalf("the call did not return within %v", limit)
+		return nil, nil
+	}
+}
+
+// An executor stopped (SIGSTOP) in the middle of a batch is seen stopped by
+// the liveness check, killed and replaced, and the batch is sent again
+// once: the call returns its outputs, once, within seconds.
+func TestStoppedExecutorIsKilledAndReplaced(t *testing.T) {
+	c := client.New(client.Config{Path: executorBin, StartTimeout: 20 * time.Second, StallAfter: 300 * time.Millisecond, CallFloor: 20 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	info, err := c.Info(ctx)
+	require.NoError(t, err)
+	in := pattern(1<<20, 5)
+	t0 := time.Now()
+	out, err := callWithin(t, 30*time.Second, func() ([][]byte, error) {
+		go func() {
+			time.Sleep(100 * time.Millisecond) // mid-batch
+			syscall.Kill(info.PID, syscall.SIGSTOP)
+		}()
+		return c.Call(ctx, testops.Sleep, []byte("500"), [][]byte{in})
+	})
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(in, out[0]))
+	assert.Less(t, time.Since(t0), 15*time.Second, "well before the call's floor of 20 s")
+	st := c.Stats()
+	assert.Equal(t, 1, st.Retries)
+	assert.Equal(t, 1, st.Restarts)
+	require.Eventually(t, func() bool { return syscall.Kill(info.PID, 0) != nil }, 10*time.Second, 20*time.Millisecond, "the stopped executor was killed")
+}
+
+// An executor that takes far longer than the op's measured rate allows (a
+// hang that is not a stop) misses the call's deadline, is killed and
+// replaced; a batch that stalls the new one too fails with "GPU executor
+// stalled for N s", a death (retryable, so the step may use the CPU).
+func TestHungCallMissesItsDeadline(t *testing.T) {
+	c := client.New(client.Config{Path: executorBin, StartTimeout: 20 * time.Second, CallFloor: 300 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	_, err := c.Call(ctx, testops.Sleep, []byte("1"), [][]byte{[]byte("x")}) // measured: fast
+	require.NoError(t, err)
+	info, err := c.Info(ctx)
+	require.NoError(t, err)
+	t0 := time.Now()
+	_, err = callWithin(t, 30*time.Second, func() ([][]byte, error) {
+		return c.Call(ctx, testops.Sleep, []byte("60000"), [][]byte{[]byte("x")})
+	})
+	require.Error(t, err)
+	var stall *client.StallError
+	require.True(t, errors.As(err, &stall), "%v", err)
+	assert.ErrorIs(t, err, client.ErrExecutorDied)
+	assert.True(t, client.IsRetryable(err))
+	assert.Regexp(t, `^GPU executor stalled for \d+ s \(op "sleep", executor pid \d+: no answer within its deadline of 300ms\) \(retried once`, err.Error())
+	assert.Less(t, time.Since(t0), 20*time.Second)
+	assert.Equal(t, 1, c.Stats().Restarts, "the first stalled executor replaced for the retry")
+	require.Eventually(t, func() bool { return syscall.Kill(info.PID, 0) != nil }, 10*time.Second, 20*time.Millisecond, "the hung executor was killed")
+
+	out, err := c.Call(ctx, testops.Echo, nil, [][]byte{[]byte("after")})
+	require.NoError(t, err)
+	assert.Equal(t, "after", string(out[0]))
+	assert.Equal(t, 2, c.Stats().Restarts, "the second replaced by the next call")
+}
