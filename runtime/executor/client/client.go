@@ -193,7 +193,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 		for len(c.idle) > 0 {
 			s := c.idle[len(c.idle)-1]
 			c.idle = c.idle[:len(c.idle)-1]
-			if s.p == c.cur {
+			if s.p == c.cur && time.Since(s.idleSince) < MaxIdleTime {
 				return s, nil
 			}
 			s.close()
@@ -216,8 +216,14 @@ func (c *Client) put(s *session) {
 		s.close()
 		return
 	}
+	s.idleSince = time.Now()
 	c.idle = append(c.idle, s)
 }
+
+// MaxIdleTime is how long a pooled connection may stay unused: older ones
+// are closed instead of reused, well before the executor closes them
+// (server.DefaultIdleTimeout).
+const MaxIdleTime = time.Minute
 
 // retireLocked forgets p (the next get starts a new executor) and stops
 // it; why is logged.

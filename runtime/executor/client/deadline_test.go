@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +46,10 @@ func callWithin(t *testing.T, limit time.Duration, call func() ([][]byte, error)
 // the liveness check, killed and replaced, and the batch is sent again
 // once: the call returns its outputs, once, within seconds.
 func TestStoppedExecutorIsKilledAndReplaced(t *testing.T) {
+	var logged syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
 	c := client.New(client.Config{Path: executorBin, StartTimeout: 20 * time.Second, StallAfter: 300 * time.Millisecond, CallFloor: 20 * time.Second})
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
@@ -61,6 +71,25 @@ func TestStoppedExecutorIsKilledAndReplaced(t *testing.T) {
 	assert.Equal(t, 1, st.Retries)
 	assert.Equal(t, 1, st.Restarts)
 	require.Eventually(t, func() bool { return syscall.Kill(info.PID, 0) != nil }, 10*time.Second, 20*time.Millisecond, "the stopped executor was killed")
+	assert.Regexp(t, `level=WARN msg="GPU executor retired; the next call starts a new one" pid=`+strconv.Itoa(info.PID)+` reason=".*GPU executor stalled for \d+ s .*the process was stopped`, logged.String(), "the restart is logged with its reason")
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // An executor that takes far longer than the op's measured rate allows (a
@@ -93,4 +122,36 @@ func TestHungCallMissesItsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "after", string(out[0]))
 	assert.Equal(t, 2, c.Stats().Restarts, "the second replaced by the next call")
+}
+
+// serveAt runs the executor on socket until SIGTERM and waits for its exit.
+func serveAt(t *testing.T, socket string) {
+	t.Helper()
+	cmd := exec.Command(executorBin, "serve", "--socket="+socket)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill() })
+	require.Eventually(t, func() bool { _, err := os.Stat(socket); return err == nil }, 20*time.Second, 10*time.Millisecond, "the socket")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the executor did not exit on SIGTERM")
+	}
+}
+
+// The executor removes its socket's directory on exit only if the
+// directory is its own (made by it, or by a client for it): the user's
+// directory of serve --socket=DIR/x.sock stays, even empty.
+func TestExecutorRemovesOnlyItsOwnSocketDirectory(t *testing.T) {
+	mine := filepath.Join(t.TempDir(), "mine")
+	require.NoError(t, os.Mkdir(mine, 0o700))
+	serveAt(t, filepath.Join(mine, "x.sock"))
+	assert.DirExists(t, mine, "the user's directory")
+	assert.NoFileExists(t, filepath.Join(mine, "x.sock"))
+
+	made := filepath.Join(t.TempDir(), "made", "x.sock")
+	serveAt(t, made)
+	assert.NoDirExists(t, filepath.Dir(made), "the directory the executor made")
 }

@@ -22,6 +22,8 @@ type session struct {
 	arenaID uint32
 	nextID  uint64
 	broken  bool // unusable: closed on put
+
+	idleSince time.Time // when it was put back in the pool
 }
 
 // dial opens a session to p.
