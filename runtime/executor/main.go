@@ -180,7 +180,11 @@ func serve(args []string, stderr io.Writer) int {
 	go func() {
 		why := <-stop
 		fmt.Fprintf(stderr, "beamgpu-executor: %s: shutting down\n", why)
-		ctx, cancel := context.WithTimeout(context.Background(), *grace)
+		g := *grace
+		if strings.HasPrefix(why, "parent process") {
+			g = 0 // nobody is left to read the running batches' outputs
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), g)
 		defer cancel()
 		srv.Shutdown(ctx)
 	}()
@@ -205,8 +209,19 @@ func serve(args []string, stderr io.Writer) int {
 // watchParent reports when the process that started the executor is gone
 // (the executor has been re-parented), so an executor never outlives its
 // worker.
+//
+// The client names itself in protocol.EnvParent: an executor whose parent
+// died while it was starting (its parent is then already another process)
+// stops at once instead of watching its new parent forever.
 func watchParent(stop chan<- string) {
 	parent := os.Getppid()
+	if v, err := strconv.Atoi(os.Getenv(protocol.EnvParent)); err == nil && v > 0 {
+		parent = v
+	}
+	if os.Getppid() != parent {
+		stop <- fmt.Sprintf("parent process %d exited", parent)
+		return
+	}
 	for range time.Tick(500 * time.Millisecond) {
 		if os.Getppid() != parent {
 			stop <- fmt.Sprintf("parent process %d exited", parent)

@@ -61,6 +61,7 @@ func Main(p Pipeline) {
 		case <-time.After(30 * time.Second):
 		}
 		fmt.Fprintf(os.Stderr, "%s: stopped before its cleanups were done\n", p.Name)
+		client.CloseShared()
 		os.Exit(128 + int(sig.(syscall.Signal)))
 	}()
 	start := time.Now()
@@ -74,6 +75,9 @@ func Main(p Pipeline) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
 	}
+	// The executors this process started stop with it (one that was
+	// stopped, SIGSTOP, would not notice its parent's exit).
+	client.CloseShared()
 	os.Exit(code)
 }
 

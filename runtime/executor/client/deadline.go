@@ -129,11 +129,19 @@ func procState(pid int) byte {
 // until stop is closed: a process stopped or a zombie for StallAfter is a
 // stall; watch then wakes the blocked read and reports why on stalled.
 func (s *session) watch(stop <-chan struct{}, stalled chan<- string) {
-	pid := int(s.welcome.PID)
+	watchPID(int(s.welcome.PID), s.c.cfg.StallAfter, stop, func(why string) {
+		stalled <- why
+		s.pc.SetDeadline(longAgo)
+	})
+}
+
+// watchPID calls onStall once, and returns, when process pid has been
+// stopped or a zombie for stallAfter; it returns when stop is closed.
+func watchPID(pid int, stallAfter time.Duration, stop <-chan struct{}, onStall func(why string)) {
 	if pid <= 0 {
 		return
 	}
-	tick := time.NewTicker(max(s.c.cfg.StallAfter/10, 20*time.Millisecond))
+	tick := time.NewTicker(max(stallAfter/10, 20*time.Millisecond))
 	defer tick.Stop()
 	var since time.Time
 	for {
@@ -151,13 +159,12 @@ func (s *session) watch(stop <-chan struct{}, stalled chan<- string) {
 			since = time.Now()
 			continue
 		}
-		if time.Since(since) >= s.c.cfg.StallAfter {
+		if time.Since(since) >= stallAfter {
 			what := "stopped (SIGSTOP or a debugger)"
 			if st == 'Z' {
 				what = "exited, not reaped"
 			}
-			stalled <- fmt.Sprintf("the process was %s for %v", what, time.Since(since).Round(time.Millisecond))
-			s.pc.SetDeadline(longAgo)
+			onStall(fmt.Sprintf("the process was %s for %v", what, time.Since(since).Round(time.Millisecond)))
 			return
 		}
 	}

@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/testops"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,4 +156,71 @@ func TestExecutorRemovesOnlyItsOwnSocketDirectory(t *testing.T) {
 	made := filepath.Join(t.TempDir(), "made", "x.sock")
 	serveAt(t, made)
 	assert.NoDirExists(t, filepath.Dir(made), "the directory the executor made")
+}
+
+// An executor whose parent died while it was starting (its parent is then
+// another process: the one its client names in protocol.EnvParent is gone)
+// exits at once, instead of serving forever.
+func TestExecutorOrphanedAtStartExits(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "d", "x.sock")
+	cmd := exec.Command(executorBin, "serve", "--socket="+sock)
+	cmd.Env = append(os.Environ(), protocol.EnvParent+"=1")
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("an executor whose parent is gone did not exit")
+	}
+	assert.NoDirExists(t, filepath.Dir(sock))
+}
+
+// An executor stopped while it starts (before its welcome) costs
+// StallAfter, not StartTimeout: the start fails as unavailable, at once.
+func TestExecutorStoppedWhileStartingIsGivenUp(t *testing.T) {
+	c := client.New(client.Config{Path: executorBin, StartTimeout: 60 * time.Second, StallAfter: 300 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	// Stop every executor of this test's binary that serves and has not
+	// yet welcomed this client: the one Info starts.
+	stopped := make(chan int, 1)
+	go func() {
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			for _, pid := range servingChildren() {
+				syscall.Kill(pid, syscall.SIGSTOP)
+				stopped <- pid
+				return
+			}
+		}
+	}()
+	t0 := time.Now()
+	_, err := c.Info(context.Background())
+	pid := <-stopped
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err == nil {
+		t.Skip("the executor welcomed before it was stopped")
+	}
+	assert.Less(t, time.Since(t0), 20*time.Second)
+	assert.Contains(t, err.Error(), "the process was stopped")
+}
+
+// servingChildren are this process's children that run "serve".
+func servingChildren() []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if len(f) > 1 && f[1] == me && strings.Contains(string(cmdline), "\x00serve\x00") {
+			pid, _ := strconv.Atoi(e.Name())
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

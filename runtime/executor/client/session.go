@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
@@ -49,8 +50,24 @@ func (c *Client) handshake(ctx context.Context, p *proc, pc *protocol.Conn) (*se
 	} else {
 		pc.SetDeadline(time.Now().Add(c.cfg.StartTimeout))
 	}
+	// A stopped executor accepts connections (the kernel does) but never
+	// welcomes them: watched, it costs StallAfter, not StartTimeout.
+	stop := make(chan struct{})
+	var stalled atomic.Value
+	pid := int(p.welcome.PID)
+	if p.cmd != nil && p.cmd.Process != nil {
+		pid = p.cmd.Process.Pid // known before the first welcome
+	}
+	go watchPID(pid, c.cfg.StallAfter, stop, func(why string) {
+		stalled.Store(why)
+		pc.SetDeadline(longAgo)
+	})
 	w, err := protocol.ClientHandshake(pc)
+	close(stop)
 	pc.SetDeadline(time.Time{})
+	if why, ok := stalled.Load().(string); ok && err != nil {
+		err = fmt.Errorf("%w: %s", err, why)
+	}
 	if err != nil {
 		pc.Close()
 		return nil, err

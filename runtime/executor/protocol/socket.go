@@ -13,6 +13,11 @@ const SocketName = "executor.sock"
 // 108 bytes on Linux, 104 on the BSDs, including the NUL).
 const maxSocketPath = 103
 
+// EnvParent is the environment variable in which a client names itself
+// (its process id) to the executor it starts: the executor exits when that
+// process is no longer its parent.
+const EnvParent = "BEAMGPU_EXECUTOR_PARENT"
+
 // SocketDirPrefix starts the name of the directories NewSocketDir makes,
 // each for one executor alone: an executor removes its socket's directory
 // on exit only if it made it or the name says it was made for it.
