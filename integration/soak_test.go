@@ -396,7 +396,7 @@ func soakRun(t *testing.T, r *rand.Rand, in *soakInputs, root string, n int, pf,
 	}
 	filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
 		if err == nil && (runTemp.MatchString(d.Name()) || strings.HasPrefix(d.Name(), ".beamgpu-run.")) {
-			bad("temporary file left: %s", path)
+			bad("temporary file left: %s (exit status %d):\n%s", path, code, tail(log.String(), 8))
 		}
 		return nil
 	})

@@ -31,6 +31,7 @@ package main
 import (
 	"context"
 	"embed"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -201,8 +203,33 @@ func claimOutput(r *job.Run, cfg Config) error {
 	if strings.Contains(cfg.Output, "://") {
 		return nil
 	}
-	release, err := jobfiles.LockRun(cfg.Output, cfg.RunID)
-	if err != nil {
+	// The cleanup is registered before the lock is taken, and the two
+	// exclude each other: an interruption at any moment leaves no lock.
+	var mu sync.Mutex
+	var release func()
+	cleaned := false
+	r.Cleanup(func() {
+		gateOf(cfg.RunID).stop(10 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		cleaned = true
+		removed, _ := jobfiles.RemoveRun(cfg.Output, cfg.RunID)
+		if release != nil {
+			release()
+		}
+		if r.Interrupted() {
+			done := published(cfg.RunID)
+			fmt.Fprintf(os.Stderr, "landsat: interrupted: %d of %d scenes were finished and published (%s); %d temporary files removed\n",
+				len(done), len(cfg.Scenes), strings.Join(done, ", "), len(removed))
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if cleaned {
+		return errors.New("interrupted")
+	}
+	var err error
+	if release, err = jobfiles.LockRun(cfg.Output, cfg.RunID); err != nil {
 		return fmt.Errorf("--output: %w", err)
 	}
 	stale, err := jobfiles.RemoveStale(cfg.Output)
@@ -210,19 +237,8 @@ func claimOutput(r *job.Run, cfg Config) error {
 		fmt.Fprintf(os.Stderr, "landsat: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
 	}
 	if err != nil {
-		release()
 		return fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
 	}
-	r.Cleanup(func() {
-		gateOf(cfg.RunID).stop(10 * time.Second)
-		removed, _ := jobfiles.RemoveRun(cfg.Output, cfg.RunID)
-		release()
-		if r.Interrupted() {
-			done := published(cfg.RunID)
-			fmt.Fprintf(os.Stderr, "landsat: interrupted: %d of %d scenes were finished and published (%s); %d temporary files removed\n",
-				len(done), len(cfg.Scenes), strings.Join(done, ", "), len(removed))
-		}
-	})
 	return nil
 }
 

@@ -24,3 +24,33 @@ func TestRepeatedOwnFlagsAreRefused(t *testing.T) {
 	assert.NoError(t, repeatedFlags([]string{"--input=a", "--", "--input=b"}, fs, own), "after --: arguments")
 	assert.Error(t, repeatedFlags([]string{"--strict", "--strict=false"}, fs, own))
 }
+
+// A run interrupted while it is built runs the cleanups registered after
+// the interruption at once: a lock taken then is not left behind.
+func TestCleanupAfterInterruptionRunsAtOnce(t *testing.T) {
+	r := &Run{}
+	r.setActive(true)
+	defer r.setActive(false)
+	var order []string
+	r.Cleanup(func() { order = append(order, "first") })
+	interruptRuns()
+	assert.True(t, r.Interrupted())
+	r.Cleanup(func() { order = append(order, "late") })
+	assert.Equal(t, []string{"first", "late"}, order)
+	r.cleanup() // Execute's own, at the end: nothing runs twice
+	assert.Equal(t, []string{"first", "late"}, order)
+}
+
+// A run that starts after the interruption (Main was still choosing the
+// backends) is interrupted from the start.
+func TestRunStartedAfterInterruptionIsInterrupted(t *testing.T) {
+	interruptRuns()
+	defer func() { active.Lock(); active.stopping = false; active.Unlock() }()
+	r := &Run{}
+	r.setActive(true)
+	defer r.setActive(false)
+	assert.True(t, r.Interrupted())
+	ran := false
+	r.Cleanup(func() { ran = true })
+	assert.True(t, ran)
+}

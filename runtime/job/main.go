@@ -42,42 +42,46 @@ func Main(p Pipeline) {
 		os.Exit(2)
 	}
 	beam.Init()
-	// The run's context is cancelled by SIGINT or SIGTERM: the runner stops
-	// waiting, the run's cleanups remove its temporary files, the executors
-	// this process started are stopped, and the exit status is 128 + the
-	// signal's number.
-	ctx, cancel := context.WithCancel(context.Background())
+	// SIGINT or SIGTERM stops the run here: its cleanups run (they remove
+	// its temporary files), the executors this process started are stopped,
+	// and the process exits with 128 + the signal's number. The runner is
+	// not cancelled but left behind: prism, cancelled while it starts its
+	// workers, panics.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	var got atomic.Value
+	var stopping atomic.Bool
+	start := time.Now()
 	go func() {
 		sig := <-sigs
-		got.Store(sig)
+		stopping.Store(true)
+		status := 128 + int(sig.(syscall.Signal))
 		fmt.Fprintf(os.Stderr, "%s: %s: stopping the run\n", p.Name, signalName(sig))
-		cancel()
 		// A second signal, or cleanups that do not end, end the process.
-		select {
-		case <-sigs:
-		case <-time.After(30 * time.Second):
-		}
-		fmt.Fprintf(os.Stderr, "%s: stopped before its cleanups were done\n", p.Name)
-		client.CloseShared()
-		os.Exit(128 + int(sig.(syscall.Signal)))
-	}()
-	start := time.Now()
-	code, err := RunMain(ctx, p, os.Stdout)
-	if sig, ok := got.Load().(os.Signal); ok {
-		client.CloseShared()
+		go func() {
+			select {
+			case <-sigs:
+			case <-time.After(30 * time.Second):
+			}
+			fmt.Fprintf(os.Stderr, "%s: stopped before its cleanups were done\n", p.Name)
+			client.ShutdownShared()
+			os.Exit(status)
+		}()
+		interruptRuns()
+		client.ShutdownShared()
 		fmt.Fprintf(os.Stderr, "%s: interrupted by %s after %s: the run did not finish; its temporary files were removed and its executors stopped\n",
 			p.Name, signalName(sig), time.Since(start).Round(time.Millisecond))
-		os.Exit(128 + int(sig.(syscall.Signal)))
+		os.Exit(status)
+	}()
+	code, err := RunMain(context.Background(), p, os.Stdout)
+	if stopping.Load() {
+		select {} // the signal's goroutine ends the process
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", p.Name, err)
 	}
 	// The executors this process started stop with it (one that was
 	// stopped, SIGSTOP, would not notice its parent's exit).
-	client.CloseShared()
+	client.ShutdownShared()
 	os.Exit(code)
 }
 
