@@ -359,10 +359,10 @@ func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []
 			s.close()
 			var stall *StallError
 			if errors.As(err, &stall) {
-				c.stalled(s.p, err)
-			} else {
-				c.lost(s.p, err)
+				c.stalled(s.p, err) // killed here: its status says no more
+				return nil, err
 			}
+			c.lost(s.p, err)
 			if st := s.p.status(); st != "" {
 				err = fmt.Errorf("%w (executor pid %d %s)", err, s.welcome.PID, st)
 			}
