@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 FUZZMINTIME ?= 5s
 BENCHTIME ?= 2s
 
-.PHONY: help test-cuda run run-fashion train test test-large lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push ptx ptx-check
+.PHONY: help test-cuda run run-fashion train test test-large soak lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push ptx ptx-check
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
@@ -54,6 +54,17 @@ test-large:
 	@mkdir -p out
 	@$(GO) test -tags large -timeout 60m -run 'FullSize' -bench 'FullScene' -benchtime 1x -v ./pipelines/landsat/ > out/test-large.txt 2>&1; \
 		status=$$?; grep -v 'level=' out/test-large.txt | grep -E '^(=== RUN|--- |    |Benchmark|ok|FAIL|PASS)'; exit $$status
+
+## soak: the fault soak: both pipelines under SOAK_FAULTS (200) injected faults, the invariants checked after each run (minutes)
+# Seeded (SOAK_SEED): executor SIGKILL and SIGSTOP, pipeline SIGTERM, a full output disk and a 64 MiB /dev/shm
+# (as root: tmpfs mounts), a FIFO and a truncated file among the inputs; prints the figures; fails on a violation.
+# make test runs a short version (10 faults).
+SOAK_FAULTS ?= 200
+SOAK_SEED ?= 20
+soak:
+	@mkdir -p out
+	@$(GO) test -count=1 -timeout 60m -run '^TestFaultSoak$$' -v ./integration/ -soak.faults=$(SOAK_FAULTS) -soak.seed=$(SOAK_SEED) > out/soak.txt 2>&1; \
+		status=$$?; sed -n '/^fault soak/,/^violations/p' out/soak.txt | head -20; grep -E '^(--- |FAIL|ok)' out/soak.txt; exit $$status
 
 ## lint: gofmt, go vet and staticcheck, of this module and of the example module
 lint: fmt-check vet staticcheck

@@ -25,6 +25,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -93,16 +94,17 @@ func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
 }
 
 var (
-	input     = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
-	output    = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
-	model     = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
-	modelPath = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
-	dataDir   = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
-	k         = flag.Int("k", 5, "neighbours of --model=knn")
-	weights   = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
-	batchRows = flag.Int("batch_rows", 256, "rows per batch out of the decoder")
-	maxBatch  = flag.Int("max_batch_rows", 4096, "most rows per model call (RunInference groups batches adaptively up to this)")
-	strict    = flag.Bool("strict", false, "exit with status 1 if any record failed (failures are always listed in failed.jsonl)")
+	input      = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
+	output     = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
+	model      = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
+	modelPath  = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
+	dataDir    = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
+	k          = flag.Int("k", 5, "neighbours of --model=knn")
+	weights    = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
+	batchRows  = flag.Int("batch_rows", 256, "rows per batch out of the decoder")
+	maxBatch   = flag.Int("max_batch_rows", 4096, "most rows per model call (RunInference groups batches adaptively up to this)")
+	allowEmpty = flag.Bool("allow_empty", false, "accept an input without records (an empty test set) as a success; without it such a run exits with status 1")
+	strict     = flag.Bool("strict", false, "exit with status 1 if any record failed (failures are always listed in failed.jsonl)")
 
 	// flags are package job's: backend selection, the launcher's, --progress.
 	flags job.Flags
@@ -139,7 +141,7 @@ func pipeline(configure func() (Config, error), sum *summary) job.Pipeline {
 		Name:  "fashion",
 		Usage: usage,
 		OwnFlags: []string{"input", "output", "model", "model_path", "data_dir", "k", "knn_weights", "batch_rows", "max_batch_rows",
-			"strict"},
+			"strict", "allow_empty"},
 		Flags:       &flags,
 		Steps:       func() []step.Any { return pipelineSteps(*model) },
 		WorkerPaths: workerPaths,
@@ -227,6 +229,25 @@ func configFromFlags() (Config, error) {
 	if err := jobfiles.CheckWritable("output", cfg.Output); err != nil {
 		return cfg, err
 	}
+	cfg.RunID, cfg.Started, cfg.Args, cfg.AllowEmpty = jobfiles.NewRunID(), time.Now(), os.Args[1:], *allowEmpty
+	if flags.Launch.PlanOut == "" {
+		// Temporaries of outputs a killed run was writing (each output is
+		// written under a temporary name and renamed whole) go first.
+		if !strings.Contains(cfg.Output, "://") {
+			if stale, err := jobfiles.RemoveStale(cfg.Output); err != nil {
+				return cfg, fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
+			} else if len(stale) > 0 {
+				fmt.Fprintf(os.Stderr, "fashion: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
+			}
+		}
+		// The previous run's outputs go before anything runs: a run that
+		// fails leaves none that would look like its own.
+		for _, n := range outputFiles {
+			if err := jobfiles.Remove(context.Background(), jobfiles.Join(cfg.Output, n)); err != nil {
+				return cfg, fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
+			}
+		}
+	}
 	in := *input
 	if in == "" {
 		in = embeddedImages
@@ -284,6 +305,9 @@ func report(w io.Writer, res *job.Result, cfg Config) (summary, error) {
 	}
 	fmt.Fprintf(w, "records: %d in, %d predicted, %d failed; %d failures in %s; accuracy %s; %s in %s; outputs in %s\n",
 		sum.In, sum.Predicted, sum.Failed, sum.Failures, jobfiles.FailedFile, acc, cfg.Model, sum.Elapsed.Round(time.Millisecond), cfg.Output)
+	if sum.In == 0 && sum.Failures == 0 && !cfg.AllowEmpty {
+		return sum, fmt.Errorf("no records: the input holds no images (an empty test set), so nothing was classified (--allow_empty accepts that)")
+	}
 	if sum.In != sum.Predicted+sum.Failed {
 		return sum, fmt.Errorf("counts do not reconcile: %d records in, %d predicted + %d failed", sum.In, sum.Predicted, sum.Failed)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -56,6 +57,29 @@ type Config struct {
 	Batching batch.Params
 	// Steps are passed to every step (the backend selector).
 	Steps []step.Option
+	// RunID, Started and Args name the run in metrics.json; AllowEmpty
+	// makes an input without records a success (else it is an error).
+	RunID      string
+	Started    time.Time
+	Args       []string
+	AllowEmpty bool
+}
+
+// inputs are the files the run reads.
+func (c Config) inputs() []string {
+	var out []string
+	for _, s := range c.Sources {
+		out = append(out, s.Images)
+		if s.Labels != "" {
+			out = append(out, s.Labels)
+		}
+	}
+	if c.Model == ModelKNN {
+		out = append(out, c.Reference.Images, c.Reference.Labels)
+	} else if c.MLP != "" {
+		out = append(out, c.MLP)
+	}
+	return out
 }
 
 // imageDims is the shape of Fashion-MNIST: 28x28 images, 10 classes.
@@ -86,8 +110,15 @@ func Build(s beam.Scope, cfg Config) {
 
 	failed := beam.Flatten(s, decodeFailed, stdFailed, modelFailed)
 	rep := s.Scope("report")
-	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg)},
-		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed)))
+	// The report runs once even when nothing came in (an empty input), so
+	// that every run writes its own report: a third input of one element
+	// makes sure the group exists.
+	run := runInfo{ID: cfg.RunID, Inputs: cfg.inputs(), Args: cfg.Args}
+	if !cfg.Started.IsZero() {
+		run.Started = cfg.Started.UTC().Format(time.RFC3339)
+	}
+	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg), Run: run},
+		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed), beam.AddFixedKey(rep, beam.Create(rep, 1))))
 }
 
 // stubSteps returns the steps of the pipeline of cfg that run their
@@ -121,7 +152,8 @@ func (f *countRowsFn) ProcessElement(ctx context.Context, b tensor.Batch) {
 func init() {
 	register.DoFn2x0[context.Context, tensor.Batch](&countRowsFn{})
 	register.Function1x1(failOnReferenceError)
-	register.DoFn4x1[context.Context, int, func(*tensor.Predictions) bool, func(*step.Failure) bool, error](&reportFn{})
+	register.DoFn5x1[context.Context, int, func(*tensor.Predictions) bool, func(*step.Failure) bool, func(*int) bool, error](&reportFn{})
+	register.Iter1[int]()
 	register.Iter1[tensor.Predictions]()
 	register.Iter1[step.Failure]()
 }
@@ -135,7 +167,7 @@ func init() {
 // credentials: it takes --input as one images file.
 func discoverSources(input string, batchRows int) ([]tensor.Source, error) {
 	src := func(images, labels string) tensor.Source {
-		return tensor.Source{Images: images, Labels: labels, BatchRows: batchRows, Height: 28, Width: 28}
+		return tensor.Source{Images: images, Labels: labels, BatchRows: batchRows, Height: 28, Width: 28, Classes: len(ClassNames)}
 	}
 	if strings.HasPrefix(input, embeddedScheme) {
 		lbl := labelsFor(input)

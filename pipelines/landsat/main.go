@@ -31,6 +31,7 @@ package main
 import (
 	"context"
 	"embed"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,6 +39,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
@@ -180,6 +183,65 @@ func flagGiven(name string) bool {
 	return given
 }
 
+// claimOutput makes the output directory this run's: it locks the run ID
+// there (a local output), removes the temporary files of earlier runs that
+// were killed (kill -9, power loss: their lock is gone) and the previous
+// run's summary.json and failed.jsonl, so that a run that fails leaves no
+// report of another; its cleanup, when the run is over or interrupted,
+// stops the run's writes, removes its temporaries and says what was
+// finished.
+func claimOutput(r *job.Run, cfg Config) error {
+	if flags.Launch.PlanOut != "" {
+		return nil
+	}
+	ctx := context.Background()
+	for _, n := range reservedNames {
+		if err := jobfiles.Remove(ctx, join(cfg.Output, n)); err != nil {
+			return fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
+		}
+	}
+	if strings.Contains(cfg.Output, "://") {
+		return nil
+	}
+	// The cleanup is registered before the lock is taken, and the two
+	// exclude each other: an interruption at any moment leaves no lock.
+	var mu sync.Mutex
+	var release func()
+	cleaned := false
+	r.Cleanup(func() {
+		gateOf(cfg.RunID).stop(10 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		cleaned = true
+		removed, _ := jobfiles.RemoveRun(cfg.Output, cfg.RunID)
+		if release != nil {
+			release()
+		}
+		if r.Interrupted() {
+			done := published(cfg.RunID)
+			fmt.Fprintf(os.Stderr, "landsat: interrupted: %d of %d scenes were finished and published (%s); %d temporary files removed\n",
+				len(done), len(cfg.Scenes), strings.Join(done, ", "), len(removed))
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if cleaned {
+		return errors.New("interrupted")
+	}
+	var err error
+	if release, err = jobfiles.LockRun(cfg.Output, cfg.RunID); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	stale, err := jobfiles.RemoveStale(cfg.Output)
+	if len(stale) > 0 {
+		fmt.Fprintf(os.Stderr, "landsat: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
+	}
+	if err != nil {
+		return fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
+	}
+	return nil
+}
+
 // configFromFlags resolves the input scenes (extracting the embedded one if
 // --input is empty, removed when the run is over) and checks that the
 // output directory is writable.
@@ -195,6 +257,7 @@ func configFromFlags(r *job.Run) (Config, error) {
 	if err := jobfiles.CheckWritable("output", cfg.Output); err != nil {
 		return cfg, err
 	}
+	cfg.RunID, cfg.Started, cfg.Args = newRunID(), time.Now(), os.Args[1:]
 	dir := *input
 	if dir == "" {
 		tmp, err := jobfiles.Extract(embedded, "testdata")
@@ -210,5 +273,5 @@ func configFromFlags(r *job.Run) (Config, error) {
 		return cfg, err
 	}
 	cfg.Scenes = scenes
-	return cfg, nil
+	return cfg, claimOutput(r, cfg)
 }

@@ -34,7 +34,15 @@ import (
 // pipeline in a process of its own, to measure its peak memory.
 const runMainEnv = "BEAMGPU_LANDSAT_TEST_MAIN"
 
+// jobMainEnv makes the test binary run the pipeline's main() itself (job.Main:
+// signals, exit statuses) with the arguments it holds, one a line.
+const jobMainEnv = "BEAMGPU_LANDSAT_TEST_JOBMAIN"
+
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(jobMainEnv); ok {
+		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
+		main()
+	}
 	if args, ok := os.LookupEnv(runMainEnv); ok {
 		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
 		flag.Parse()

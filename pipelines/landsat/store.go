@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
@@ -245,12 +246,16 @@ func (st store) publish(ctx context.Context, scene string, names []string) error
 }
 
 // cleanup removes every temporary and part of this run in the scene's
-// directory, and the directory if it is then empty (locally).
+// directory, its files (sceneOutputs) of an earlier run, and the directory
+// if it is then empty (locally).
 func (st store) cleanup(ctx context.Context, scene string) error {
 	dir := jobfiles.Join(st.Output, scene)
 	names, err := jobfiles.ListMatching(ctx, dir, ".*."+st.RunID+".*")
 	if err != nil {
 		return err
+	}
+	for _, n := range sceneOutputs {
+		names = append(names, st.final(scene, n))
 	}
 	var errs []error
 	for _, n := range names {
@@ -260,4 +265,97 @@ func (st store) cleanup(ctx context.Context, scene string) error {
 		os.Remove(dir) // only if empty
 	}
 	return errors.Join(errs...)
+}
+
+// A run's gate: the DoFns that write a run's files pass through it, so
+// that an interrupted run (SIGTERM, SIGINT) can stop them writing before
+// its temporaries are removed; a file created after the removal would be
+// left behind. The DoFns run in this process on prism; on a remote runner
+// no gate is ever stopped here.
+type runGate struct {
+	mu      sync.Mutex
+	stopped bool
+	active  int
+	idle    chan struct{} // closed when active drops to 0 after stop
+}
+
+var gates sync.Map // run ID -> *runGate
+
+func gateOf(run string) *runGate {
+	g, _ := gates.LoadOrStore(run, &runGate{})
+	return g.(*runGate)
+}
+
+// errInterrupted fails the writes of a run that was interrupted.
+var errInterrupted = errors.New("the run was interrupted")
+
+// enter admits a writer, or returns errInterrupted.
+func (g *runGate) enter() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return errInterrupted
+	}
+	g.active++
+	return nil
+}
+
+func (g *runGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active--
+	if g.stopped && g.active == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// stop admits no more writers and waits up to wait for those inside to
+// leave; it reports whether they did.
+func (g *runGate) stop(wait time.Duration) bool {
+	g.mu.Lock()
+	g.stopped = true
+	if g.active == 0 {
+		g.mu.Unlock()
+		return true
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// publishedScenes are the scenes each run published, by run ID (in this
+// process: what an interrupted run reports as finished).
+var publishedScenes sync.Map // run ID -> *sceneList
+
+type sceneList struct {
+	mu     sync.Mutex
+	scenes []string
+}
+
+func addPublished(run, scene string) {
+	l, _ := publishedScenes.LoadOrStore(run, &sceneList{})
+	sl := l.(*sceneList)
+	sl.mu.Lock()
+	sl.scenes = append(sl.scenes, scene)
+	sl.mu.Unlock()
+}
+
+func published(run string) []string {
+	l, ok := publishedScenes.Load(run)
+	if !ok {
+		return nil
+	}
+	sl := l.(*sceneList)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return append([]string(nil), sl.scenes...)
 }

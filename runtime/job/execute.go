@@ -42,7 +42,9 @@ func (e *buildError) Unwrap() error { return e.err }
 // Build registered before it returns.
 func Execute(ctx context.Context, p Pipeline, sel *backend.Selector, w io.Writer) (*Result, error) {
 	f := p.flags()
-	r := &Run{sel: sel, steps: p.steps(), flags: f}
+	r := &Run{ctx: ctx, sel: sel, steps: p.steps(), flags: f}
+	r.setActive(true)
+	defer r.setActive(false)
 	defer r.cleanup()
 	pl, s := beam.NewPipelineWithRoot()
 	if p.Build == nil {

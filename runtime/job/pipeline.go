@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -90,12 +91,65 @@ var flagNames = []string{"progress", "backend", "backend_override", "explain_jso
 // options its steps are applied with, the steps that run their stand-ins,
 // and a place for cleanups.
 type Run struct {
+	ctx   context.Context
 	sel   *backend.Selector
 	steps []step.Any
 	flags *Flags
 
-	mu       sync.Mutex
-	cleanups []func()
+	mu          sync.Mutex
+	cleanups    []func()
+	interrupted atomic.Bool
+	cleanOnce   sync.Once
+	cleanedUp   bool // under mu: the cleanups have been taken to run
+}
+
+// Interrupted reports whether the run was stopped (SIGINT or SIGTERM in
+// Main, or its context cancelled); a cleanup says so and what was finished.
+func (r *Run) Interrupted() bool {
+	return r.interrupted.Load() || r.ctx != nil && r.ctx.Err() != nil
+}
+
+// The runs Execute is running, for Main to interrupt.
+var active struct {
+	sync.Mutex
+	runs map[*Run]bool
+	// stopping: interruptRuns was called; a run that starts after it is
+	// interrupted from the start (its cleanups run as they are registered).
+	stopping bool
+}
+
+func (r *Run) setActive(on bool) {
+	active.Lock()
+	defer active.Unlock()
+	if active.runs == nil {
+		active.runs = map[*Run]bool{}
+	}
+	if on {
+		active.runs[r] = true
+		if active.stopping {
+			r.interrupted.Store(true)
+			r.mu.Lock()
+			r.cleanedUp = true
+			r.mu.Unlock()
+		}
+	} else {
+		delete(active.runs, r)
+	}
+}
+
+// interruptRuns marks every running run interrupted and runs its cleanups.
+func interruptRuns() {
+	active.Lock()
+	active.stopping = true
+	var runs []*Run
+	for r := range active.runs {
+		runs = append(runs, r)
+	}
+	active.Unlock()
+	for _, r := range runs {
+		r.interrupted.Store(true)
+		r.cleanup()
+	}
 }
 
 // Selector returns the backend selector of the run.
@@ -126,18 +180,30 @@ func (r *Run) StubSteps() []string {
 
 // Cleanup registers f to run once the run is over, whether it succeeded,
 // failed or was interrupted (latest first), as testing.T's Cleanup does.
+//
+// A cleanup registered once the cleanups have run (the run was interrupted
+// while it was being built) runs at once.
 func (r *Run) Cleanup(f func()) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if r.cleanedUp {
+		r.mu.Unlock()
+		f()
+		return
+	}
 	r.cleanups = append(r.cleanups, f)
+	r.mu.Unlock()
 }
 
+// cleanup runs the cleanups once; a concurrent caller (Main, on a signal,
+// while the run ends) waits until they are done.
 func (r *Run) cleanup() {
-	r.mu.Lock()
-	fs := r.cleanups
-	r.cleanups = nil
-	r.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
+	r.cleanOnce.Do(func() {
+		r.mu.Lock()
+		fs := r.cleanups
+		r.cleanups, r.cleanedUp = nil, true
+		r.mu.Unlock()
+		for i := len(fs) - 1; i >= 0; i-- {
+			fs[i]()
+		}
+	})
 }

@@ -33,8 +33,15 @@ func Join(dir string, names ...string) string {
 	return strings.TrimSuffix(dir, "/") + "/" + strings.Join(names, "/")
 }
 
-// WriteFile writes path through Beam's filesystems (local, gs://, ...).
+// WriteFile writes path through Beam's filesystems (local, gs://, ...). A
+// local file is written whole or not at all: under a temporary name in its
+// directory (.<name>.<random>.tmp, which RemoveStale recognises if the
+// process dies), renamed into place once written. An object store's
+// object appears only once its upload is complete.
 func WriteFile(ctx context.Context, path string, write func(io.Writer) error) error {
+	if !strings.Contains(path, "://") {
+		return writeLocal(path, write)
+	}
 	fsys, err := filesystem.New(ctx, path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -49,6 +56,34 @@ func WriteFile(ctx context.Context, path string, write func(io.Writer) error) er
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := w.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeLocal is WriteFile of a local path.
+func writeLocal(path string, write func(io.Writer) error) error {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: cannot create: %w", path, err)
+	}
+	tmp := filepath.Join(dir, "."+name+"."+NewRunID()+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: cannot create: %w", path, err)
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -36,6 +37,15 @@ type Config struct {
 	MaxIdle int
 	// Stderr receives the executor's output; nil means os.Stderr.
 	Stderr io.Writer
+	// CallFloor is the least deadline of a call (see deadline.go); 0 means
+	// DefaultCallFloor.
+	CallFloor time.Duration
+	// DeadlineFactor multiplies a call's expected time (its bytes at the
+	// op's measured rate) into its deadline; 0 means DefaultDeadlineFactor.
+	DeadlineFactor int
+	// StallAfter is how long the executor's process may be seen stopped
+	// during a call before the call is a stall; 0 means DefaultStallAfter.
+	StallAfter time.Duration
 }
 
 // Client runs ops on one executor process, starting it on first use and
@@ -50,6 +60,7 @@ type Client struct {
 	starts int
 
 	retries atomic.Int64
+	rates   rates
 }
 
 // New returns a client for the executor cfg describes; nothing is started
@@ -63,6 +74,15 @@ func New(cfg Config) *Client {
 	}
 	if cfg.MaxIdle <= 0 {
 		cfg.MaxIdle = 16
+	}
+	if cfg.CallFloor <= 0 {
+		cfg.CallFloor = DefaultCallFloor
+	}
+	if cfg.DeadlineFactor <= 0 {
+		cfg.DeadlineFactor = DefaultDeadlineFactor
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = DefaultStallAfter
 	}
 	return &Client{cfg: cfg}
 }
@@ -159,7 +179,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 			return nil, ErrClosed
 		}
 		if c.cur != nil && c.cur.exited() {
-			c.retireLocked(c.cur)
+			c.retireLocked(c.cur, "it exited: "+c.cur.status())
 		}
 		if c.cur == nil {
 			p, s, err := c.start(ctx)
@@ -173,7 +193,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 		for len(c.idle) > 0 {
 			s := c.idle[len(c.idle)-1]
 			c.idle = c.idle[:len(c.idle)-1]
-			if s.p == c.cur {
+			if s.p == c.cur && time.Since(s.idleSince) < MaxIdleTime {
 				return s, nil
 			}
 			s.close()
@@ -184,7 +204,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 		}
 		// The current executor does not take connections: it is dead or
 		// dying. Retire it; the next turn starts another.
-		c.retireLocked(c.cur)
+		c.retireLocked(c.cur, err.Error())
 	}
 }
 
@@ -196,13 +216,21 @@ func (c *Client) put(s *session) {
 		s.close()
 		return
 	}
+	s.idleSince = time.Now()
 	c.idle = append(c.idle, s)
 }
 
-// retireLocked forgets p (the next get starts a new executor) and stops it.
-func (c *Client) retireLocked(p *proc) {
+// MaxIdleTime is how long a pooled connection may stay unused: older ones
+// are closed instead of reused, well before the executor closes them
+// (server.DefaultIdleTimeout).
+const MaxIdleTime = time.Minute
+
+// retireLocked forgets p (the next get starts a new executor) and stops
+// it; why is logged.
+func (c *Client) retireLocked(p *proc, why string) {
 	if c.cur == p {
 		c.cur = nil
+		logRetired(p, why)
 	}
 	kept := c.idle[:0]
 	for _, s := range c.idle {
@@ -219,7 +247,7 @@ func (c *Client) retireLocked(p *proc) {
 // lost handles a session whose executor died or broke its connection: it
 // waits a little for the process to exit, then retires it, so the retry
 // starts a new one.
-func (c *Client) lost(p *proc) {
+func (c *Client) lost(p *proc, err error) {
 	if p.cmd != nil {
 		select {
 		case <-p.done:
@@ -227,7 +255,7 @@ func (c *Client) lost(p *proc) {
 		}
 	}
 	c.mu.Lock()
-	c.retireLocked(p)
+	c.retireLocked(p, err.Error())
 	c.mu.Unlock()
 }
 
@@ -329,7 +357,12 @@ func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []
 	if err != nil {
 		if IsRetryable(err) {
 			s.close()
-			c.lost(s.p)
+			var stall *StallError
+			if errors.As(err, &stall) {
+				c.stalled(s.p, err) // killed here: its status says no more
+				return nil, err
+			}
+			c.lost(s.p, err)
 			if st := s.p.status(); st != "" {
 				err = fmt.Errorf("%w (executor pid %d %s)", err, s.welcome.PID, st)
 			}

@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
@@ -20,6 +23,8 @@ type session struct {
 	arenaID uint32
 	nextID  uint64
 	broken  bool // unusable: closed on put
+
+	idleSince time.Time // when it was put back in the pool
 }
 
 // dial opens a session to p.
@@ -45,8 +50,24 @@ func (c *Client) handshake(ctx context.Context, p *proc, pc *protocol.Conn) (*se
 	} else {
 		pc.SetDeadline(time.Now().Add(c.cfg.StartTimeout))
 	}
+	// A stopped executor accepts connections (the kernel does) but never
+	// welcomes them: watched, it costs StallAfter, not StartTimeout.
+	stop := make(chan struct{})
+	var stalled atomic.Value
+	pid := int(p.welcome.PID)
+	if p.cmd != nil && p.cmd.Process != nil {
+		pid = p.cmd.Process.Pid // known before the first welcome
+	}
+	go watchPID(pid, c.cfg.StallAfter, stop, func(why string) {
+		stalled.Store(why)
+		pc.SetDeadline(longAgo)
+	})
 	w, err := protocol.ClientHandshake(pc)
+	close(stop)
 	pc.SetDeadline(time.Time{})
+	if why, ok := stalled.Load().(string); ok && err != nil {
+		err = fmt.Errorf("%w: %s", err, why)
+	}
 	if err != nil {
 		pc.Close()
 		return nil, err
@@ -66,8 +87,10 @@ func (s *session) close() {
 // longAgo is a deadline in the past: it wakes blocked socket I/O.
 var longAgo = time.Unix(1, 0)
 
-// roundTrip sends m (with fds) and reads one answer, honouring ctx.
-func (s *session) roundTrip(ctx context.Context, m protocol.Message, fds ...int) (protocol.Message, error) {
+// roundTrip sends m (with fds) and reads one answer, honouring ctx. The
+// answer must come within limit, and while it is awaited the executor's
+// process is watched (session.watch): a stall is a *StallError naming op.
+func (s *session) roundTrip(ctx context.Context, m protocol.Message, op string, limit time.Duration, fds ...int) (protocol.Message, error) {
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, func() { s.pc.SetDeadline(longAgo) })
 		defer func() {
@@ -76,18 +99,33 @@ func (s *session) roundTrip(ctx context.Context, m protocol.Message, fds ...int)
 			}
 		}()
 	}
+	start := time.Now()
+	s.pc.SetDeadline(start.Add(limit))
+	stopWatch, stalled := make(chan struct{}), make(chan string, 1)
+	go s.watch(stopWatch, stalled)
 	err := s.pc.Send(m, fds...)
 	var ans protocol.Message
 	if err == nil {
 		ans, err = s.pc.Recv()
 	}
+	close(stopWatch)
 	if err != nil {
 		s.broken = true
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
+		select {
+		case why := <-stalled:
+			return nil, &StallError{Op: op, After: time.Since(start), PID: int(s.welcome.PID), Why: why}
+		default:
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &StallError{Op: op, After: time.Since(start), PID: int(s.welcome.PID),
+				Why: fmt.Sprintf("no answer within its deadline of %v", limit.Round(time.Millisecond))}
+		}
 		return nil, fmt.Errorf("%w: connection lost: %v", ErrExecutorDied, err)
 	}
+	s.pc.SetDeadline(time.Time{})
 	return ans, nil
 }
 
@@ -118,7 +156,7 @@ func (s *session) ensure(ctx context.Context, size int64) error {
 		return fmt.Errorf("%w: %w", ErrNoArena, err)
 	}
 	s.arenaID++
-	ans, err := s.roundTrip(ctx, protocol.Arena{ID: s.arenaID, Size: uint64(s.arena.Size())}, s.arena.FD())
+	ans, err := s.roundTrip(ctx, protocol.Arena{ID: s.arenaID, Size: uint64(s.arena.Size())}, "arena", s.c.cfg.CallFloor, s.arena.FD())
 	if err != nil {
 		return err
 	}
@@ -173,8 +211,13 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 			ID: s.nextID, Arena: s.arenaID, Op: op, Params: params, Inputs: refs,
 			Out: protocol.Ref{Off: uint64(inEnd), Len: uint64(s.arena.Size() - inEnd)},
 		}
-		ans, err := s.roundTrip(ctx, req)
+		sent := time.Now()
+		ans, err := s.roundTrip(ctx, req, op, s.c.deadline(op, inBytes+out))
 		if err != nil {
+			var stall *StallError
+			if errors.As(err, &stall) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("GPU executor: op %q: %w", op, err)
 		}
 		resp, ok := ans.(protocol.Response)
@@ -185,6 +228,11 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 		switch resp.Status {
 		case protocol.StatusOK:
 			outs := make([][]byte, len(resp.Outputs))
+			moved := inBytes
+			for _, r := range resp.Outputs {
+				moved += int64(r.Len)
+			}
+			s.c.rates.observe(op, moved, time.Since(sent))
 			for i, r := range resp.Outputs {
 				if r.Off < req.Out.Off || r.End() > req.Out.End() {
 					s.broken = true

@@ -10,8 +10,9 @@ import (
 // of the process.
 
 var shared struct {
-	mu sync.Mutex
-	m  map[string]*Client
+	mu       sync.Mutex
+	m        map[string]*Client
+	shutdown bool // ShutdownShared: no new executors
 }
 
 // Shared returns the process-wide client of the executor Find(explicit)
@@ -38,9 +39,24 @@ func SharedAt(path string) *Client {
 	c := shared.m[path]
 	if c == nil {
 		c = New(sharedConfig(path))
-		shared.m[path] = c
+		if shared.shutdown {
+			c.Close() // its calls fail with ErrClosed; it starts nothing
+		} else {
+			shared.m[path] = c
+		}
 	}
 	return c
+}
+
+// ShutdownShared closes every shared client, as CloseShared, and makes the
+// clients Shared and SharedAt return from then on closed ones (their calls
+// fail with ErrClosed), so that no executor is started by a process that is
+// exiting (its socket directory would be left behind).
+func ShutdownShared() error {
+	shared.mu.Lock()
+	shared.shutdown = true
+	shared.mu.Unlock()
+	return CloseShared()
 }
 
 // CloseShared closes every shared client (stopping their executors); a

@@ -128,7 +128,7 @@ func SetSharingSource(get func() string) {
 const EnvMaxArena = "BEAMGPU_MAX_ARENA"
 
 func sharedConfig(path string) Config {
-	cfg := Config{Path: path}
+	cfg := Config{Path: path, CallFloor: envDuration(EnvCallFloor), StallAfter: envDuration(EnvStallAfter)}
 	if v := os.Getenv(EnvMaxArena); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 			cfg.MaxArena = n

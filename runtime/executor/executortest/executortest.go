@@ -27,6 +27,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
@@ -103,6 +104,17 @@ func CrashAlways(on bool) {
 	}
 }
 
+// StallAlways makes the executors this process starts next stop
+// themselves (SIGSTOP) in every op given to MaybeServe (on), as an
+// executor hung in its driver would look to its client: alive, silent.
+func StallAlways(on bool) {
+	if on {
+		os.Setenv(crashEnv, "-2")
+	} else {
+		os.Unsetenv(crashEnv)
+	}
+}
+
 // CrashOnce makes the next executor this process starts die (exit status
 // 86, as if killed) in the middle of its n-th call of an op given to MaybeServe, before writing any
 // output; the executor started after it does not crash. mark is a file path
@@ -120,6 +132,13 @@ type crashingOp struct {
 }
 
 func (o crashingOp) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
+	if o.at == -2 {
+		// The stop takes effect a moment after kill returns: wait for it
+		// (and, continued, stay silent).
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	if o.at < 0 {
 		os.Exit(86)
 	}

@@ -155,6 +155,9 @@ func (c *Conn) DropFDs() {
 	c.fdMu.Unlock()
 }
 
+// SetReadDeadline sets the read deadline of the socket.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.uc.SetReadDeadline(t) }
+
 // SetDeadline sets the read and write deadline of the socket.
 func (c *Conn) SetDeadline(t time.Time) error { return c.uc.SetDeadline(t) }
 

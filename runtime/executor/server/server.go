@@ -19,6 +19,10 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 )
 
+// DefaultIdleTimeout is how long an idle connection is kept by default.
+// The client drops the connections it pools well before (client.MaxIdleTime).
+const DefaultIdleTimeout = 5 * time.Minute
+
 // DefaultMaxConcurrent is the default bound on concurrent batches.
 const DefaultMaxConcurrent = 2
 
@@ -41,6 +45,10 @@ type Config struct {
 	MemoryBudget int64
 	// HandshakeTimeout bounds the handshake of a new connection; 0 means 10s.
 	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection (its arena unmapped) that sends
+	// nothing for this long after its handshake while no batch of it runs;
+	// 0 means DefaultIdleTimeout, negative never.
+	IdleTimeout time.Duration
 	// Logf logs; nil logs to stderr.
 	Logf func(format string, args ...any)
 	// Poison fills every output buffer with 0xFF bytes (NaN as float32)
@@ -84,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = log.New(os.Stderr, "beamgpu-executor: ", log.LstdFlags).Printf
@@ -304,6 +315,13 @@ func (c *conn) closeIfIdle() {
 	c.mu.Unlock()
 }
 
+// isBusy reports whether a batch of the connection is running.
+func (c *conn) isBusy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.busy
+}
+
 // begin marks the connection busy with a batch, unless it is closing.
 func (c *conn) begin() bool {
 	c.mu.Lock()
@@ -378,7 +396,17 @@ func (c *conn) read(msgs chan<- incoming) {
 	defer close(msgs)
 	defer c.cancel()
 	for {
+		if c.s.cfg.IdleTimeout > 0 {
+			c.pc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		}
 		m, err := c.pc.Recv()
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.ctx.Err() == nil {
+			if c.isBusy() {
+				continue // the client waits for its batch's answer
+			}
+			c.s.cfg.Logf("client pid %d: idle for %v: closing the connection", c.pid, c.s.cfg.IdleTimeout)
+			return
+		}
 		if err != nil {
 			if c.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				c.s.cfg.Logf("client pid %d: %v", c.pid, err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -40,9 +41,20 @@ func Create(size int64) (*Arena, error) {
 	}
 	size = pageRound(size)
 	if useMemfd {
-		fd, err := unix.MemfdCreate("beamgpu-arena", unix.MFD_CLOEXEC)
+		fd, err := unix.MemfdCreate("beamgpu-arena", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 		if err == nil {
-			return newArena(fd, size)
+			a, err := newArena(fd, size)
+			if err != nil {
+				return nil, err
+			}
+			// Sealed against shrinking: the other process maps it, and a
+			// file shrunk under a mapping is a SIGBUS in whoever touches
+			// the pages past its new end. Growing stays possible.
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK); err != nil {
+				a.Close()
+				return nil, fmt.Errorf("shm: sealing the arena against shrinking: %w", err)
+			}
+			return a, nil
 		}
 		if !errors.Is(err, syscall.ENOSYS) {
 			return nil, fmt.Errorf("shm: memfd_create: %w", err)
@@ -92,11 +104,45 @@ func Map(fd int, size int64) (*Arena, error) {
 	if size <= 0 || st.Size < size {
 		return nil, fmt.Errorf("shm: %d bytes announced, file has %d", size, st.Size)
 	}
+	if err := checkSealed(fd); err != nil {
+		return nil, err
+	}
 	data, err := syscall.Mmap(fd, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("shm: mmap %d bytes: %w", size, err)
 	}
 	return &Arena{fd: fd, data: data}, nil
+}
+
+// ErrNotSealed: an arena received that its sender could shrink.
+var ErrNotSealed = errors.New("shm: the arena is not sealed against shrinking (F_SEAL_SHRINK): refused, since its sender could shrink it under this process's mapping (SIGBUS)")
+
+// memfdSealing reports whether this kernel makes sealable memfds (Linux
+// 3.17 on); without them, Create's arenas are files, which cannot be
+// sealed, and Map accepts an unsealed arena.
+var memfdSealing = sync.OnceValue(func() bool {
+	fd, err := unix.MemfdCreate("beamgpu-probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return false
+	}
+	syscall.Close(fd)
+	return true
+})
+
+// checkSealed checks that fd is sealed against shrinking (F_SEAL_SHRINK),
+// where the kernel has sealable memfds.
+func checkSealed(fd int) error {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		if errors.Is(err, syscall.EINVAL) && (!useMemfd || !memfdSealing()) {
+			return nil // a file arena of a kernel without memfds
+		}
+		return fmt.Errorf("%w (F_GET_SEALS: %v)", ErrNotSealed, err)
+	}
+	if seals&unix.F_SEAL_SHRINK == 0 {
+		return ErrNotSealed
+	}
+	return nil
 }
 
 // Grow makes the arena at least size bytes (rounded up to pages), keeping
