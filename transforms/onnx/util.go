@@ -239,3 +239,29 @@ func shapesString(shapes [][]int) string {
 	}
 	return strings.Join(parts, " and ")
 }
+
+// KnownInts returns the contents of input i, an integer tensor read as
+// shapes, axes or pads are (what names it in errors): NeedValue(i) when
+// they are not known before the run.
+func KnownInts(in []Meta, i int, what string) ([]int64, error) {
+	if i >= len(in) || in[i].Value == nil {
+		return nil, NeedValue(i)
+	}
+	if t := in[i].Type; !t.IsInt() {
+		return nil, fmt.Errorf("%s is %v, want integers", what, t)
+	}
+	return nd.Int64s(*in[i].Value)
+}
+
+// ValueMetas wraps a run's input arrays as Metas with their values, so
+// that Run can read its arguments as Infer did (a left-out input stays the
+// zero Meta).
+func ValueMetas(in []nd.Array) []Meta {
+	out := make([]Meta, len(in))
+	for i := range in {
+		if in[i].Type != nd.Undefined {
+			out[i] = Meta{Type: in[i].Type, Shape: in[i].Shape, Value: &in[i]}
+		}
+	}
+	return out
+}
