@@ -81,19 +81,12 @@ func newConstantOfShape(n *Node) (Kernel, error) {
 }
 
 func (k *constantOfShape) Infer(in []Meta) ([]Meta, error) {
-	dims, err := KnownInts(in, 0, "shape")
+	shape, err := knownShape(in, 0)
 	if err != nil {
 		return nil, err
 	}
-	shape := make([]int, len(dims))
-	for i, d := range dims {
-		if d < 0 || d > nd.MaxElements {
-			return nil, fmt.Errorf("shape %v: dimension %d is %d", dims, i, d)
-		}
-		shape[i] = int(d)
-	}
 	if _, err := nd.Numel(shape); err != nil {
-		return nil, fmt.Errorf("shape %v: %w", dims, err)
+		return nil, fmt.Errorf("shape %s: %w", nd.ShapeString(shape), err)
 	}
 	return []Meta{{Type: k.value.Type, Shape: shape}}, nil
 }

@@ -152,16 +152,9 @@ type expand struct{}
 func newExpand(n *Node) (Kernel, error) { return expand{}, n.CheckArity(2, 2, 1, 1) }
 
 func (expand) Infer(in []Meta) ([]Meta, error) {
-	dims, err := KnownInts(in, 1, "shape")
+	shape, err := knownShape(in, 1)
 	if err != nil {
 		return nil, err
-	}
-	shape := make([]int, len(dims))
-	for i, d := range dims {
-		if d < 0 || d > nd.MaxElements {
-			return nil, fmt.Errorf("shape %v: dimension %d is %d", dims, i, d)
-		}
-		shape[i] = int(d)
 	}
 	out, err := BroadcastShapes(in[0].Shape, shape)
 	if err != nil {

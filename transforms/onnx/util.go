@@ -265,3 +265,20 @@ func ValueMetas(in []nd.Array) []Meta {
 	}
 	return out
 }
+
+// knownShape reads input i, a shape (ConstantOfShape's, Expand's), known
+// before the run, as dimensions.
+func knownShape(in []Meta, i int) ([]int, error) {
+	dims, err := KnownInts(in, i, "shape")
+	if err != nil {
+		return nil, err
+	}
+	shape := make([]int, len(dims))
+	for j, d := range dims {
+		if d < 0 || d > nd.MaxElements {
+			return nil, fmt.Errorf("shape %v: dimension %d is %d", dims, j, d)
+		}
+		shape[j] = int(d)
+	}
+	return shape, nil
+}
