@@ -178,25 +178,19 @@ func (k *split) Infer(in []Meta) ([]Meta, error) {
 
 func (k *split) Run(in, out []nd.Array) error {
 	axis, _ := NormAxis(int(k.axis), len(in[0].Shape))
+	metas, err := k.Infer(ValueMetas(in)) // the parts' shapes, left-out outputs' too
+	if err != nil {
+		return err
+	}
 	parts := make([][]byte, len(out))
 	shapes := make([]nd.Array, len(out))
 	for i := range out {
-		parts[i] = out[i].Data
-		shapes[i] = out[i]
-		if out[i].Type == nd.Undefined { // a left-out output: its size still counts
-			shapes[i] = nd.Array{Shape: k.partShape(in[0].Shape, axis, i, len(out))}
-			parts[i] = make([]byte, numel(shapes[i].Shape)*in[0].Type.Size())
+		parts[i], shapes[i] = out[i].Data, out[i]
+		if out[i].Type == nd.Undefined { // a left-out output: its part is skipped into scratch
+			shapes[i] = nd.Array{Shape: metas[i].Shape}
+			parts[i] = make([]byte, numel(metas[i].Shape)*in[0].Type.Size())
 		}
 	}
 	moveAlong(in[0], parts, shapes, axis, false)
 	return nil
-}
-
-// partShape is output i's shape when the runtime left it out.
-func (k *split) partShape(sh []int, axis, i, n int) []int {
-	metas, _ := k.Infer([]Meta{{Type: nd.Float32, Shape: sh}, {}})
-	if i < len(metas) {
-		return metas[i].Shape
-	}
-	return sh
 }

@@ -130,3 +130,18 @@ func TestSplitOutputs(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "attribute num_outputs is 3, the node has 2 outputs")
 }
+
+// A Split output left out (an empty name) still takes its part: the next
+// output starts after it.
+func TestSplitLeftOutOutput(t *testing.T) {
+	m, err := onnxtest.Load(onnxtest.Model(13,
+		nodes{onnxtest.Node("Split", []string{"x", "split"}, []string{"", "b"}, onnxtest.Int("axis", 1))},
+		values{onnxtest.Value("x", nd.Float32, 2, 5)},
+		values{onnxtest.ValueNoShape("b", nd.Float32)},
+		onnxtest.Init("split", nd.Of([]int64{3, 2}, 2))))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 2, 5)})
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 2}, out[0].Shape)
+	assert.Equal(t, []float32{4, 5, 9, 10}, nd.MustAs[float32](out[0]))
+}
