@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 FUZZMINTIME ?= 5s
 BENCHTIME ?= 2s
 
-.PHONY: help test-cuda run run-fashion train test test-large soak lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push ptx ptx-check
+.PHONY: help test-cuda run run-fashion train test test-large soak lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan rehearse dataflow k8s worker image image-push ptx ptx-check
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
@@ -163,6 +163,26 @@ plan:
 			--plan_out=$(PLAN_DIR)/$$p --progress=0 $$ARGS || exit 1; \
 	done; \
 	echo "note: GPU workers need shared memory for the executors' batches (see 'Worker container' in each plan.txt): check df -h /dev/shm on a first worker"
+
+## rehearse: PIPELINE on prism as on Dataflow's workers: a worker process per environment, started by Beam's boot loader
+# The worker image's layout under REHEARSE_DIR (containers/build-rehearsal.sh: Beam's boot
+# loader built from go.mod's Beam module, the image's entrypoint cmd/beamgpu-boot, the
+# reference executor of EXECUTOR, containers/worker.env), then the pipeline with
+# --rehearse=REHEARSE_DIR: right fitting on, each environment a PROCESS worker that retrieves
+# the pipeline binary through prism's artifact service. No GPU or Docker needed. With
+# REHEARSE_IMAGE=IMAGE (a worker image, e.g. from make image) prism runs that image
+# instead (DOCKER environments; needs a Docker engine; not tested here).
+REHEARSE_DIR ?= out/rehearse
+REHEARSE_BACKEND ?= gpu
+REHEARSE_IMAGE ?=
+rehearse:
+	CGO_ENABLED=0 $(GO) build -o out/bin/$(PIPELINE)-worker ./pipelines/$(PIPELINE)
+	@set -f; if [ -n "$(REHEARSE_IMAGE)" ]; then \
+		out/bin/$(PIPELINE)-worker --rehearse=image:$(REHEARSE_IMAGE) --backend=$(REHEARSE_BACKEND) $$ARGS; \
+	else \
+		containers/build-rehearsal.sh --out $(REHEARSE_DIR) $(if $(EXECUTOR),--executor $(EXECUTOR)) && \
+		out/bin/$(PIPELINE)-worker --rehearse=$(REHEARSE_DIR) --backend=$(REHEARSE_BACKEND) $$ARGS; \
+	fi
 
 ## dataflow: submit PIPELINE to Dataflow with the worker image IMAGE (needs PROJECT and STAGING=gs://...)
 # Needs PROJECT, STAGING=gs://...,
