@@ -93,11 +93,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	args = fixID(args)
 	if root := os.Getenv(envRoot); root != "" && !hasFlag(args, "semi_persist_dir") {
-		dir, err := semiPersistDir(root, workerID(args))
-		if err != nil {
-			return fail(err)
-		}
-		args = append(args, "--semi_persist_dir="+dir)
+		args = append(args, "--semi_persist_dir="+semiPersistDir(root, workerID(args)))
 	}
 	boot := os.Getenv(envBoot)
 	if boot == "" {
@@ -257,12 +253,9 @@ func hasFlag(args []string, name string) bool {
 	return false
 }
 
-// semiPersistDir makes a new directory for one worker under root/tmp.
-func semiPersistDir(root, id string) (string, error) {
-	base := filepath.Join(root, "tmp")
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", fmt.Errorf("the worker's semi-persistent directory: %w", err)
-	}
+// semiPersistDir names a new directory for one worker under root/tmp; the
+// boot loader makes it (retrieving the staged files into it).
+func semiPersistDir(root, id string) string {
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
 			return r
@@ -272,11 +265,7 @@ func semiPersistDir(root, id string) (string, error) {
 	if name == "" {
 		name = "worker"
 	}
-	dir, err := os.MkdirTemp(base, name+"-")
-	if err != nil {
-		return "", fmt.Errorf("the worker's semi-persistent directory: %w", err)
-	}
-	return dir, nil
+	return filepath.Join(root, "tmp", fmt.Sprintf("%s-%d-%d", name, os.Getpid(), time.Now().UnixNano()))
 }
 
 // tailBuffer keeps the last 4 KiB written to it.

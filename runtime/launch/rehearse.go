@@ -325,7 +325,7 @@ type errorHandler struct {
 func (h *errorHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError && strings.HasPrefix(r.Message, "[SDK] ") {
 		h.w.mu.Lock()
-		h.w.last = append(h.w.last, strings.TrimPrefix(r.Message, "[SDK] "))
+		h.w.last = append(h.w.last, firstLines(strings.TrimPrefix(r.Message, "[SDK] "), 4))
 		if len(h.w.last) > 6 {
 			h.w.last = h.w.last[len(h.w.last)-6:]
 		}
@@ -342,10 +342,26 @@ func (h *errorHandler) WithGroup(name string) slog.Handler {
 	return &errorHandler{Handler: h.Handler.WithGroup(name), w: h.w}
 }
 
+// firstLines is the first n lines of s, each cut at 300 bytes.
+func firstLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = append(l[:n], "...")
+	}
+	return lastLines(strings.Join(l, "\n"), n+1)
+}
+
+// lastLines is the last n lines of s, each cut at 300 bytes (the boot
+// loader prints its provision info, pipeline options and all, on one line).
 func lastLines(s string, n int) string {
 	l := strings.Split(s, "\n")
 	if len(l) > n {
 		l = l[len(l)-n:]
+	}
+	for i, line := range l {
+		if len(line) > 300 {
+			l[i] = line[:300] + " ..."
+		}
 	}
 	return strings.Join(l, "\n")
 }
