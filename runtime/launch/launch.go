@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
@@ -185,8 +186,9 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 		// as Dataflow's do: --worker_binary, else this binary where it can be
 		// one, else Beam cross-compiles the pipeline from its source.
 		opt.Worker = workerBinary()
+		start := time.Now()
 		res, err = rh.execute(ctx, model, endpoint, opt, reports)
-		rh.cleanUp(opt.Name)
+		rh.cleanUp(opt.Name, opt.Worker, start)
 	} else {
 		res, err = runnerlib.Execute(ctx, model, endpoint, opt, *jobopts.Async)
 	}

@@ -144,10 +144,15 @@ func nameEnvironments(model *pipepb.Pipeline) error {
 	return nil
 }
 
-// cleanUp removes the job's workers' semi-persistent directories under
-// ROOT/tmp (cmd/beamgpu-boot makes one per worker, named after its id, which
-// holds the job's name): each holds a copy of the worker binary.
-func (r *rehearsal) cleanUp(job string) {
+// cleanUp removes what the job's workers left on this machine: their
+// semi-persistent directories under ROOT/tmp (cmd/beamgpu-boot makes one per
+// worker, named after its id, which holds the job's name), and the copies of
+// the worker binary that Beam's boot loader makes to run it, in a directory
+// /tmp/binNNN of its own each (boot.go: "the persist dir may be on a noexec
+// volume"): in a container /tmp goes with the container, here it stays. A
+// copy is known by its name, its size (the staged binary's) and its time
+// (after start).
+func (r *rehearsal) cleanUp(job, worker string, start time.Time) {
 	if r.root == "" || job == "" {
 		return
 	}
@@ -155,6 +160,20 @@ func (r *rehearsal) cleanUp(job string) {
 	for _, d := range dirs {
 		if strings.Contains(filepath.Base(d), "_"+job+"_") {
 			os.RemoveAll(d)
+		}
+	}
+	staged, err := os.Stat(worker)
+	if worker == "" || err != nil {
+		return
+	}
+	copies, _ := filepath.Glob("/tmp/bin*/worker")
+	for _, c := range copies {
+		fi, err := os.Stat(c)
+		if err != nil || fi.Size() != staged.Size() || fi.ModTime().Before(start) {
+			continue
+		}
+		if entries, err := os.ReadDir(filepath.Dir(c)); err == nil && len(entries) == 1 {
+			os.RemoveAll(filepath.Dir(c))
 		}
 	}
 }
