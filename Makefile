@@ -25,6 +25,14 @@ export ARGS
 # The example module (examples/clipstep), a module of its own: lint checks it too.
 EXAMPLE ?= examples/clipstep
 
+# The executor of the worker image (make image, make worker) and of the rehearsal (make
+# rehearse): its main package directory; empty is the project's ./pipelines/beamgpu-executor.
+# A module's own executor, e.g. EXECUTOR=./examples/clipstep/cmd/clip-executor, serves its ops.
+EXECUTOR ?=
+# The ops the image's executor serves, as make image wrote them: plans and submissions
+# check the GPU steps against them (--executor_ops).
+EXECUTOR_OPS ?= $(wildcard out/image/executor-ops.txt)
+
 ## help: list the targets with what each does
 help:
 	@awk -F': ' '/^## [a-z0-9-]+: / { sub(/^## /, ""); name = $$1; sub(/^[^:]*: /, ""); printf "  %-15s %s\n", name, $$0 }' $(MAKEFILE_LIST)
@@ -160,7 +168,7 @@ plan:
 	@set -f; for p in $(PIPELINES); do \
 		echo "== $$p: $(PLAN_DIR)/$$p"; \
 		$(GO) run ./pipelines/$$p --runner=dataflow --region=$(REGION) --sdk_container_image=$(PLAN_IMAGE) \
-			--plan_out=$(PLAN_DIR)/$$p --progress=0 $$ARGS || exit 1; \
+			$(if $(EXECUTOR_OPS),--executor_ops=$(EXECUTOR_OPS)) --plan_out=$(PLAN_DIR)/$$p --progress=0 $$ARGS || exit 1; \
 	done; \
 	echo "note: GPU workers need shared memory for the executors' batches (see 'Worker container' in each plan.txt): check df -h /dev/shm on a first worker"
 
@@ -195,7 +203,8 @@ dataflow:
 	@case "$(IMAGE)" in */*) ;; *) echo "make dataflow: IMAGE=$(IMAGE) names no registry: set IMAGE=REGION-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG (make image-push)" >&2; exit 2;; esac
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o out/bin/$(PIPELINE)-worker ./pipelines/$(PIPELINE)
 	@set -f; $(GO) run ./pipelines/$(PIPELINE) --runner=dataflow --project=$(PROJECT) --region=$(REGION) \
-		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) --worker_binary=out/bin/$(PIPELINE)-worker $$ARGS
+		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) --worker_binary=out/bin/$(PIPELINE)-worker \
+		$(if $(EXECUTOR_OPS),--executor_ops=$(EXECUTOR_OPS)) $$ARGS
 
 ## k8s: regenerate the GKE flex-start example manifests in containers/k8s (checked by TestGKEExamplesUpToDate)
 k8s:
@@ -205,15 +214,21 @@ k8s:
 # What the Dockerfile's builder stage runs:
 # the CUDA executor and the pure-Go pipeline and trainer binaries, into out/worker
 worker:
-	containers/build-worker.sh --out out/worker
+	containers/build-worker.sh --out out/worker $(if $(EXECUTOR),--executor $(EXECUTOR))
 
 ## image: build the worker image IMAGE (default beamgpu-worker:dev) from the root Dockerfile
 # Needs a
-# Docker engine with BuildKit (without one, `make worker` runs the same build steps)
+# Docker engine with BuildKit (without one, `make worker` runs the same build steps).
+# EXECUTOR=./path/to/main builds the image with that executor (a module's own). The ops it
+# serves go into the label org.beamgpu.executor.ops and out/image/executor-ops.txt, which
+# make plan and make dataflow pass as --executor_ops.
 image:
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: '$(DOCKER)' not found: install the Docker client (or set DOCKER=podman)" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable ('$(DOCKER) info' failed: start the daemon or set DOCKER_HOST); without one, make worker runs the image's build steps" >&2; exit 1; }
-	DOCKER_BUILDKIT=1 $(DOCKER) build -t $(IMAGE) .
+	@mkdir -p out/image
+	containers/executor-ops.sh $(EXECUTOR) > out/image/executor-ops.txt
+	DOCKER_BUILDKIT=1 $(DOCKER) build $(if $(EXECUTOR),--build-arg EXECUTOR=$(EXECUTOR)) \
+		--build-arg EXECUTOR_OPS=$$(paste -sd, out/image/executor-ops.txt) -t $(IMAGE) .
 
 ## image-push: push IMAGE, built by `make image` with the same IMAGE=REGISTRY/PATH:TAG
 # (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG), with registry credentials configured

@@ -15,9 +15,10 @@
 #                                         environment (the same file, copied)
 #
 # Usage: containers/build-rehearsal.sh --out DIR [--executor PKG]
-#   --executor PKG  the executor's main package (default: this repository's
-#                   ./pipelines/beamgpu-executor); a path such as ./cmd/my-executor
-#                   is built in the module of the current directory.
+#   --executor PKG  the executor's main package directory, relative to the current
+#                   directory (default: this repository's ./pipelines/beamgpu-executor);
+#                   one in a module of its own (./cmd/my-executor in yours) is built
+#                   in that module (containers/executor-pkg.sh).
 # Everything builds offline from the module cache; nothing needs root or Docker.
 set -euo pipefail
 
@@ -56,7 +57,9 @@ done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
-caller=$PWD
+# shellcheck source=executor-pkg.sh
+source "$here/executor-pkg.sh"
+executor_pkg "${executor:-$root/pipelines/beamgpu-executor}"
 mkdir -p "$out/opt/apache/beam" "$out/opt/beamgpu/bin"
 out=$(cd "$out" && pwd)
 export CGO_ENABLED=0
@@ -68,12 +71,10 @@ echo "build-rehearsal: go build -o $out/opt/beamgpu/bin/beamgpu-boot ./cmd/beamg
 go build -o "$out/opt/beamgpu/bin/beamgpu-boot" ./cmd/beamgpu-boot
 cp containers/worker.env "$out/opt/beamgpu/worker.env"
 
-if [[ -z $executor ]]; then
-	executor=./pipelines/beamgpu-executor
-else
-	cd "$caller"
-fi
-echo "build-rehearsal: go build -o $out/opt/beamgpu/bin/beamgpu-executor $executor (the CPU reference executor)" >&2
-go build -o "$out/opt/beamgpu/bin/beamgpu-executor" "$executor"
+cd "$executor_mod"
+echo "build-rehearsal: in $executor_mod: go build -o $out/opt/beamgpu/bin/beamgpu-executor $executor_rel (the CPU reference executor)" >&2
+GOWORK=off go build -o "$out/opt/beamgpu/bin/beamgpu-executor" "$executor_rel"
+# The ops it serves, as the image lists its CUDA executor's (containers/executor-ops.sh):
+# the reference executor serves every GPU op of the steps it links.
 "$out/opt/beamgpu/bin/beamgpu-executor" ops >"$out/opt/beamgpu/executor-ops.txt"
 echo "build-rehearsal: ok: $out (run a pipeline with --rehearse=$out)" >&2

@@ -52,6 +52,12 @@ type Flags struct {
 	// (containers/worker.env); or --rehearse=image:IMAGE, the worker image
 	// itself in prism's DOCKER environments.
 	Rehearse string
+	// ExecutorOps is --executor_ops=FILE: the GPU ops the workers' image's
+	// executor serves (the list its build wrote, make image:
+	// out/image/executor-ops.txt, or its label org.beamgpu.executor.ops).
+	// Steps planned on the GPU whose op it lacks are refused under
+	// --backend=gpu and run on the CPU under auto.
+	ExecutorOps string
 }
 
 // Switch is a flag that is on, off, or left to the launcher (auto, the zero
@@ -111,6 +117,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		"write a CPU profile of the run to this file, for go tool pprof (on prism the steps run in this process, so it shows where a run's time goes)")
 	fs.StringVar(&f.Rehearse, "rehearse", "",
 		"rehearse the Dataflow workers on prism: ROOT, a directory laid out as the worker image (containers/build-rehearsal.sh --out ROOT; make rehearse), runs each environment (right fitting on) as a worker process started by Beam's boot loader with the image's environment (containers/worker.env), which retrieves the worker binary through prism's artifact service; image:IMAGE runs the worker image instead (prism's DOCKER environments; needs docker)")
+	fs.StringVar(&f.ExecutorOps, "executor_ops", "",
+		"a file listing the GPU ops the worker image's executor serves (make image writes out/image/executor-ops.txt; the image's label org.beamgpu.executor.ops holds the same list): a step planned on the GPU whose op it lacks is refused under --backend=gpu and runs on the CPU under auto. For Dataflow, portable runners and --rehearse=image:IMAGE")
 	fs.StringVar(&f.SkipRules, "skip_gpu_rules", "",
 		"comma-separated Dataflow GPU rules not to check, for a region or machine type newer than the rule tables (see runtime/dataflow)")
 }
@@ -168,7 +176,7 @@ func (f *Flags) Executor(local backend.Executor) (backend.Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return r.executor(local), nil
+		return r.executor(f, local)
 	}
 	if !remote(t) {
 		return local, nil
@@ -176,7 +184,7 @@ func (f *Flags) Executor(local backend.Executor) (backend.Executor, error) {
 	if t == Dataflow && !f.wholePipelineGPU() && flagValue("sdk_container_image") == "" {
 		return backend.NoExecutor{Why: "Dataflow's default container has no GPU executor: pass --sdk_container_image with the beamgpu worker image (make image)"}, nil
 	}
-	return remoteExecutor{}, nil
+	return f.imageExecutor()
 }
 
 type remoteExecutor struct{}
@@ -263,6 +271,14 @@ func (f *Flags) Validate() error {
 			return fmt.Errorf("--rehearse sets the environments itself (PROCESS, or DOCKER for image:IMAGE): drop --environment_type=%s", *jobopts.EnvironmentType)
 		}
 		if _, err := f.rehearsal(); err != nil {
+			return err
+		}
+	}
+	if f.ExecutorOps != "" {
+		if !remote(t) && !strings.HasPrefix(f.Rehearse, rehearsalImagePrefix) {
+			return fmt.Errorf("--executor_ops checks the executor of workers started from an image (--runner=dataflow, a portable runner, --rehearse=image:IMAGE); here the executor is probed itself")
+		}
+		if _, err := ReadExecutorOps(f.ExecutorOps); err != nil {
 			return err
 		}
 	}

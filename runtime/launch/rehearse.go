@@ -93,14 +93,14 @@ func (f Flags) rehearsal() (*rehearsal, error) {
 // executor is what the launching process probes for the steps' placement:
 // the executor the rehearsal's workers start (the image's path under ROOT),
 // unless --gpu_executor names one (the workers then get that flag too).
-func (r *rehearsal) executor(local backend.Executor) backend.Executor {
+func (r *rehearsal) executor(f *Flags, local backend.Executor) (backend.Executor, error) {
 	if r.image != "" {
-		return remoteExecutor{}
+		return f.imageExecutor()
 	}
 	if flagValue(client.FlagName) != "" {
-		return local
+		return local, nil
 	}
-	return client.Probe(filepath.Join(r.root, RehearsalExecutor))
+	return client.Probe(filepath.Join(r.root, RehearsalExecutor)), nil
 }
 
 // environment is the pipeline's default environment: a PROCESS environment

@@ -41,10 +41,10 @@ var beamShortIDs *shortIDCacheLayout
 // shortIDCacheLayout is the layout of the harness's shortIDCache in Beam
 // v2.77.0 (go.mod pins it; TestRehearsal fails on lost metrics if it moves).
 type shortIDCacheLayout struct {
-	mu              sync.Mutex
-	labels2ShortIds unsafe.Pointer // map[shortKey]string
-	shortIds2Infos  unsafe.Pointer // map[string]*pipepb.MonitoringInfo
-	lastShortID     int64
+	_           sync.Mutex     // mu
+	_           unsafe.Pointer // labels2ShortIds map[shortKey]string
+	_           unsafe.Pointer // shortIds2Infos map[string]*pipepb.MonitoringInfo
+	lastShortID int64
 }
 
 // shortIDOffset is where a worker of environment env numbers its metrics
