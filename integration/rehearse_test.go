@@ -187,7 +187,11 @@ func TestRehearsal(t *testing.T) {
 
 	noProcessesLeft(t, root)
 	left, _ := filepath.Glob(filepath.Join(root, "tmp", "*"))
-	assert.Empty(t, left, "the workers' semi-persistent directories are removed")
+	work, _ := filepath.Glob(filepath.Join(root, "work", "*"))
+	assert.Empty(t, append(left, work...), "the workers' semi-persistent and working directories are removed")
+	// The boot loader writes the job's options into its working directory:
+	// the worker's own, not the launcher's.
+	assert.NoFileExists(t, "pipeline_options.json")
 }
 
 // A job whose workers cannot start fails, within a bounded time, with the
@@ -227,4 +231,46 @@ func TestRehearsalWorkerCannotStart(t *testing.T) {
 		assert.Equal(t, 2, code, stderr)
 		assert.Contains(t, stderr, "--rehearse="+dir+": the directory does not hold the worker image's layout (opt/beamgpu/bin/beamgpu-boot, opt/apache/beam/boot, opt/beamgpu/worker.env missing): make it with containers/build-rehearsal.sh --out "+dir)
 	})
+}
+
+// A Dataflow launch checks the GPU steps against the ops the worker image's
+// executor serves (--executor_ops: the list the image's build wrote): under
+// gpu a step the image does not serve is refused before anything is built;
+// under auto it is planned on the CPU, the plan warns, and the steps the
+// image serves keep the GPU.
+func TestPlanChecksTheImageOps(t *testing.T) {
+	ops := filepath.Join(t.TempDir(), "executor-ops.txt")
+	// An image whose executor lacks toa_ndvi (an older or another module's).
+	require.NoError(t, os.WriteFile(ops, []byte("discard\necho\nraster.composite\nraster.toa\n"), 0o644))
+	code, _, stderr := runBin(t, "landsat", "--runner=dataflow", "--region=us-central1", "--sdk_container_image="+image,
+		"--backend=gpu", "--executor_ops="+ops, "--plan_out="+filepath.Join(t.TempDir(), "p"), "--output=gs://b/o")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, `backend gpu requested for step "toa_ndvi" but the worker image's executor does not serve raster.toa_ndvi (--executor_ops=`+ops+` lists discard, echo, raster.composite, raster.toa)`)
+
+	p := plan(t, "landsat", "--sdk_container_image="+image, "--backend=auto", "--executor_ops="+ops)
+	assert.Contains(t, p.plan.Warnings, "executor-ops: the worker image's executor does not serve raster.toa_ndvi (--executor_ops="+ops+"): its steps run on the CPU of their workers; build an image whose executor serves it (make image EXECUTOR=..., docs/writing-a-step.md)")
+	var gpuSteps []string
+	for _, e := range p.plan.Environments {
+		if e.Hints["accelerator"] != "" {
+			gpuSteps = append(gpuSteps, e.Steps...)
+		}
+	}
+	assert.Equal(t, []string{"composite"}, gpuSteps, "only the step the image serves is planned on the GPU")
+
+	// The image's full list: both GPU steps on the GPU, no warning.
+	full := filepath.Join(t.TempDir(), "full.txt")
+	out, err := exec.Command(filepath.Join("..", "containers", "executor-ops.sh")).Output()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(full, out, 0o644))
+	p = plan(t, "landsat", "--sdk_container_image="+image, "--backend=gpu", "--executor_ops="+full)
+	for _, w := range p.plan.Warnings {
+		assert.NotContains(t, w, "executor-ops")
+	}
+	gpuSteps = nil
+	for _, e := range p.plan.Environments {
+		if e.Hints["accelerator"] != "" {
+			gpuSteps = append(gpuSteps, e.Steps...)
+		}
+	}
+	assert.ElementsMatch(t, []string{"composite", "toa_ndvi"}, gpuSteps)
 }

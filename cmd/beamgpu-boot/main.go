@@ -92,8 +92,25 @@ func run(args []string, stderr io.Writer) int {
 		os.Setenv(kv[0], kv[1])
 	}
 	args = fixID(args)
-	if root := os.Getenv(envRoot); root != "" && !hasFlag(args, "semi_persist_dir") {
-		args = append(args, "--semi_persist_dir="+semiPersistDir(root, workerID(args)))
+	if root := os.Getenv(envRoot); root != "" {
+		// A rehearsal: the worker gets directories of its own under ROOT, as
+		// a container has its own filesystem: ROOT/tmp/NAME, its
+		// semi-persistent directory (the boot loader retrieves the staged
+		// files into it), and ROOT/work/NAME, its working directory, since
+		// the boot loader writes pipeline_options.json into its working
+		// directory (Beam's sdks/go/container/tools/pipeline_options.go),
+		// which would otherwise be the launcher's.
+		name := workerDirName(workerID(args))
+		if !hasFlag(args, "semi_persist_dir") {
+			args = append(args, "--semi_persist_dir="+filepath.Join(root, "tmp", name))
+		}
+		work := filepath.Join(root, "work", name)
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return fail(fmt.Errorf("the worker's working directory: %w", err))
+		}
+		if err := os.Chdir(work); err != nil {
+			return fail(fmt.Errorf("the worker's working directory: %w", err))
+		}
 	}
 	boot := os.Getenv(envBoot)
 	if boot == "" {
@@ -253,9 +270,10 @@ func hasFlag(args []string, name string) bool {
 	return false
 }
 
-// semiPersistDir names a new directory for one worker under root/tmp; the
-// boot loader makes it (retrieving the staged files into it).
-func semiPersistDir(root, id string) string {
+// workerDirName names one worker's directories under ROOT/tmp and ROOT/work
+// (a rehearsal's): the worker's id made safe as a file name, this process's
+// id and the time, so that no two workers share one.
+func workerDirName(id string) string {
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
 			return r
@@ -265,7 +283,7 @@ func semiPersistDir(root, id string) string {
 	if name == "" {
 		name = "worker"
 	}
-	return filepath.Join(root, "tmp", fmt.Sprintf("%s-%d-%d", name, os.Getpid(), time.Now().UnixNano()))
+	return fmt.Sprintf("%s-%d-%d", name, os.Getpid(), time.Now().UnixNano())
 }
 
 // tailBuffer keeps the last 4 KiB written to it.

@@ -89,6 +89,7 @@ func fakeLayout(t *testing.T, status int) (root, record string) {
 		"printf '%s\\n' \"$@\" > " + record + "\n" +
 		"echo \"EXECUTOR=$BEAMGPU_EXECUTOR\" >> " + record + "\n" +
 		"echo \"PATH=$PATH\" >> " + record + "\n" +
+		"echo \"PWD=$(pwd)\" >> " + record + "\n" +
 		"echo boot says goodbye >&2\n" +
 		"exit " + string(rune('0'+status)) + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(root, "opt/apache/beam/boot"), []byte(script), 0o755))
@@ -107,7 +108,8 @@ func boot(t *testing.T, root string, env []string, args ...string) (*exec.Cmd, s
 
 // As the image's entrypoint (no report directory) it becomes the boot loader
 // with prism's arguments repaired, a semi-persistent directory of its own
-// under ROOT/tmp, and worker.env's variables.
+// under ROOT/tmp, a working directory under ROOT/work, and worker.env's
+// variables.
 func TestBootExecsTheBootLoader(t *testing.T) {
 	root, record := fakeLayout(t, 0)
 	_, out, err := boot(t, root, nil, "--id='job-001[j]_go-gpu'", "--provision_endpoint=localhost:9")
@@ -115,12 +117,15 @@ func TestBootExecsTheBootLoader(t *testing.T) {
 	got, err := os.ReadFile(record)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
-	require.Len(t, lines, 5, "%s", got)
+	require.Len(t, lines, 6, "%s", got)
 	assert.Equal(t, "--id=job-001[j]_go-gpu", lines[0])
 	assert.Equal(t, "--provision_endpoint=localhost:9", lines[1])
 	assert.Regexp(t, `^--semi_persist_dir=`+root+`/tmp/job-001_j__go-gpu-\d+-\d+$`, lines[2])
 	assert.Equal(t, "EXECUTOR="+root+"/opt/beamgpu/bin/beamgpu-executor", lines[3])
 	assert.Equal(t, "PATH="+root+"/opt/beamgpu/bin:/usr/bin:/bin", lines[4])
+	// It runs in a working directory of its own (the boot loader writes
+	// pipeline_options.json there), named as its semi-persistent one.
+	assert.Equal(t, "PWD="+root+"/work/"+filepath.Base(strings.TrimPrefix(lines[2], "--semi_persist_dir=")), lines[5])
 	// A --semi_persist_dir given (as Dataflow gives it) is kept.
 	_, out, err = boot(t, root, nil, "--id=x", "--semi_persist_dir=/var/opt/x")
 	require.NoError(t, err, out)

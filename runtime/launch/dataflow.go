@@ -101,6 +101,7 @@ func runDataflow(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error
 	for _, w := range cfg.Warnings() {
 		plan.Warnings = append(plan.Warnings, w.Error())
 	}
+	plan.Warnings = append(plan.Warnings, f.imageOpsWarnings()...)
 	if plan.usesGPU() && cfg.ContainerImage == "" {
 		return Outcome{}, fmt.Errorf("the job has GPU steps (%s) but no --sdk_container_image: Dataflow's default container has no GPU executor; build and push the beamgpu worker image (make image) and pass it", strings.Join(plan.Hinted, ", "))
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 )
@@ -54,8 +55,32 @@ func ReadExecutorOps(path string) (map[string]bool, error) {
 // of ops (--executor_ops): a step whose op it does not serve runs on the CPU
 // under auto and is refused under gpu (backend.OpServer).
 type imageExecutor struct {
-	ops  map[string]bool
-	from string // the --executor_ops file
+	ops     map[string]bool
+	from    string    // the --executor_ops file
+	refused *refusals // the ops asked for and not served
+}
+
+// refusals are the ops an image's executor was asked for and does not
+// serve: under auto their steps run on the CPU, and the launch warns.
+type refusals struct {
+	mu  sync.Mutex
+	ops map[string]bool
+}
+
+// imageOpsWarnings are the plan's warnings of the ops the workers' image
+// does not serve (steps the selector put on the CPU under auto).
+func (f Flags) imageOpsWarnings() []string {
+	if f.imageOps == nil {
+		return nil
+	}
+	f.imageOps.mu.Lock()
+	defer f.imageOps.mu.Unlock()
+	var out []string
+	for op := range f.imageOps.ops {
+		out = append(out, fmt.Sprintf("executor-ops: the worker image's executor does not serve %s (--executor_ops=%s): its steps run on the CPU of their workers; build an image whose executor serves it (make image EXECUTOR=..., docs/writing-a-step.md)", op, f.ExecutorOps))
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (imageExecutor) Available() (bool, string) {
@@ -66,6 +91,11 @@ func (imageExecutor) Available() (bool, string) {
 func (e imageExecutor) Serves(op string) (bool, string) {
 	if e.ops[op] {
 		return true, ""
+	}
+	if e.refused != nil {
+		e.refused.mu.Lock()
+		e.refused.ops[op] = true
+		e.refused.mu.Unlock()
 	}
 	names := make([]string, 0, len(e.ops))
 	for n := range e.ops {
@@ -87,5 +117,6 @@ func (f *Flags) imageExecutor() (backend.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return imageExecutor{ops: ops, from: f.ExecutorOps}, nil
+	f.imageOps = &refusals{ops: map[string]bool{}}
+	return imageExecutor{ops: ops, from: f.ExecutorOps, refused: f.imageOps}, nil
 }

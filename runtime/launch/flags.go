@@ -58,6 +58,8 @@ type Flags struct {
 	// Steps planned on the GPU whose op it lacks are refused under
 	// --backend=gpu and run on the CPU under auto.
 	ExecutorOps string
+
+	imageOps *refusals // the ops the image does not serve that steps asked for
 }
 
 // Switch is a flag that is on, off, or left to the launcher (auto, the zero

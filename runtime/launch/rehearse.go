@@ -145,8 +145,9 @@ func nameEnvironments(model *pipepb.Pipeline) error {
 }
 
 // cleanUp removes what the job's workers left on this machine: their
-// semi-persistent directories under ROOT/tmp (cmd/beamgpu-boot makes one per
-// worker, named after its id, which holds the job's name), and the copies of
+// semi-persistent and working directories under ROOT/tmp and ROOT/work
+// (cmd/beamgpu-boot names one of each per worker after its id, which holds
+// the job's name), and the copies of
 // the worker binary that Beam's boot loader makes to run it, in a directory
 // /tmp/binNNN of its own each (boot.go: "the persist dir may be on a noexec
 // volume"): in a container /tmp goes with the container, here it stays. A
@@ -157,7 +158,8 @@ func (r *rehearsal) cleanUp(job, worker string, start time.Time) {
 		return
 	}
 	dirs, _ := filepath.Glob(filepath.Join(r.root, "tmp", "*"))
-	for _, d := range dirs {
+	work, _ := filepath.Glob(filepath.Join(r.root, "work", "*"))
+	for _, d := range append(dirs, work...) {
 		if strings.Contains(filepath.Base(d), "_"+job+"_") {
 			os.RemoveAll(d)
 		}

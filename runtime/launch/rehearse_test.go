@@ -69,6 +69,9 @@ func TestExecutorOpsCheck(t *testing.T) {
 	d, err = s.Resolve(steps[0])
 	require.NoError(t, err)
 	assert.Equal(t, backend.GPU, d.Impl)
+	// The launch warns of it (the plan's warnings; a submission prints them).
+	assert.Equal(t, []string{"executor-ops: the worker image's executor does not serve clipstep.clip (--executor_ops=" + ops + "): its steps run on the CPU of their workers; build an image whose executor serves it (make image EXECUTOR=..., docs/writing-a-step.md)"},
+		f.imageOpsWarnings())
 
 	// Without a list there is nothing to check against: every op is taken
 	// to be served (as before).
