@@ -231,21 +231,8 @@ func configFromFlags() (Config, error) {
 	}
 	cfg.RunID, cfg.Started, cfg.Args, cfg.AllowEmpty = jobfiles.NewRunID(), time.Now(), os.Args[1:], *allowEmpty
 	if flags.Launch.PlanOut == "" {
-		// Temporaries of outputs a killed run was writing (each output is
-		// written under a temporary name and renamed whole) go first.
-		if !strings.Contains(cfg.Output, "://") {
-			if stale, err := jobfiles.RemoveStale(cfg.Output); err != nil {
-				return cfg, fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
-			} else if len(stale) > 0 {
-				fmt.Fprintf(os.Stderr, "fashion: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
-			}
-		}
-		// The previous run's outputs go before anything runs: a run that
-		// fails leaves none that would look like its own.
-		for _, n := range outputFiles {
-			if err := jobfiles.Remove(context.Background(), jobfiles.Join(cfg.Output, n)); err != nil {
-				return cfg, fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
-			}
+		if err := jobfiles.PrepareOutput(context.Background(), "fashion", cfg.Output, outputFiles); err != nil {
+			return cfg, err
 		}
 	}
 	in := *input
