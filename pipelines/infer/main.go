@@ -59,7 +59,8 @@ var (
 	layout    = flag.String("layout", LayoutNCHW, "images: the model input's layout, NCHW or NHWC")
 	channels  = flag.Int("channels", 0, "images: 1 (gray) or 3 (RGB); 0: the model input's channel dimension, else 3")
 	shardRows = flag.Int("shard_rows", 1024, "rows per read shard (the unit of parallelism; a worker holds one shard's outputs at most)")
-	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt up to this)")
+	minBatch  = flag.Int("min_batch_size", 1, "fewest rows per model call (but a bundle's last); equal to --max_batch_size: batches of that fixed size")
+	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt between --min_batch_size and this)")
 	strict    = flag.Bool("strict", false, "exit with status 1 if any row failed (failures are always listed in failed.jsonl)")
 
 	// flags are package job's: backend selection, the launcher's, --progress.
@@ -91,7 +92,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Name:  "infer",
 		Usage: usage,
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
-			"shard_rows", "max_batch_size", "strict"},
+			"shard_rows", "min_batch_size", "max_batch_size", "strict"},
 		Flags: &flags,
 		Steps: job.Steps(onnx.StepRun),
 		WorkerPaths: func() []job.Path {
@@ -174,13 +175,13 @@ model's step is "onnx" (--backend_override=onnx=cpu). See docs/infer.md.
 // or lists the images, and checks them against the model.
 func configFromFlags(ctx context.Context) (Config, error) {
 	cfg := Config{Model: *model, Output: *output, ShardRows: *shardRows, Labels: *labels, TopK: *topK,
-		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: *maxBatch},
+		Batching: batch.Params{MinBatchSize: *minBatch, MaxBatchSize: *maxBatch},
 		RunID:    jobfiles.NewRunID(), Started: time.Now().UTC().Format(time.RFC3339), Args: os.Args[1:]}
 	if cfg.Model == "" || *input == "" {
 		return cfg, errors.New("--model and --input are required (infer --help shows examples)")
 	}
-	if cfg.ShardRows <= 0 || *maxBatch <= 0 {
-		return cfg, fmt.Errorf("--shard_rows=%d --max_batch_size=%d: want positive numbers", *shardRows, *maxBatch)
+	if cfg.ShardRows <= 0 || *minBatch <= 0 || *maxBatch < *minBatch {
+		return cfg, fmt.Errorf("--shard_rows=%d --min_batch_size=%d --max_batch_size=%d: want positive numbers, min <= max", *shardRows, *minBatch, *maxBatch)
 	}
 	if cfg.TopK < 0 {
 		return cfg, fmt.Errorf("--top_k=%d: want 0 or more", cfg.TopK)

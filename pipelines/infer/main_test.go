@@ -1,0 +1,460 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/steptest"
+	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/sbinet/npyio/npy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// asMain makes this test binary the infer command (the RSS test runs it
+// as a child process, so that no second binary is linked).
+const asMain = "BEAMGPU_INFER_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		main()
+		return
+	}
+	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
+	flags.Progress = 0
+	ptest.Main(m)
+}
+
+const (
+	cnnModel   = "../fashion/data/cnn-fashion.onnx"
+	testImages = "../fashion/data/t10k-images-idx3-ubyte.gz"
+)
+
+// ownFlags are reset to their defaults before each run.
+var ownFlags = []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
+	"shard_rows", "min_batch_size", "max_batch_size", "strict", "backend", "backend_override"}
+
+// runInfer runs the command with args (its own flags and the backend's),
+// the others at their defaults, and returns its exit status and output.
+func runInfer(t *testing.T, args ...string) (int, string, error) {
+	t.Helper()
+	for _, name := range ownFlags {
+		f := flag.Lookup(name)
+		require.NotNil(t, f, name)
+		require.NoError(t, f.Value.Set(f.DefValue))
+	}
+	require.NoError(t, flag.CommandLine.Parse(args))
+	var buf bytes.Buffer
+	code, err := run(context.Background(), &buf)
+	t.Log("\n" + buf.String())
+	return code, buf.String(), err
+}
+
+// writeNPY writes a C-order .npy file of t and shape holding data.
+func writeNPY(t *testing.T, path string, typ nd.DType, shape []int, data []byte) {
+	t.Helper()
+	hdr, err := npyHeader(typ, shape)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(hdr, data...), 0o644))
+}
+
+// fashionRows returns the first n test images as float32 rows [n,1,28,28] (x/255).
+func fashionRows(t *testing.T, n int) nd.Array {
+	t.Helper()
+	x, err := tensor.ReadIDX(testImages)
+	require.NoError(t, err)
+	out := make([]float32, n*784)
+	for i := range out {
+		out[i] = float32(x.Data[i]) / 255
+	}
+	return nd.Of(out, n, 1, 28, 28)
+}
+
+// readPredictions reads predictions.npy with github.com/sbinet/npyio (not
+// this package's reader).
+func readPredictions(t *testing.T, dir string) ([]float32, []int) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, predictionsFile))
+	require.NoError(t, err)
+	defer f.Close()
+	r, err := npy.NewReader(f)
+	require.NoError(t, err)
+	var v []float32
+	require.NoError(t, r.Read(&v))
+	return v, r.Header.Descr.Shape
+}
+
+func readSummary(t *testing.T, dir string) summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, summaryFile))
+	require.NoError(t, err)
+	var s summary
+	require.NoError(t, json.Unmarshal(b, &s))
+	return s
+}
+
+func readLines[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var v T
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &v), sc.Text())
+		out = append(out, v)
+	}
+	return out
+}
+
+// modelRun is onnx.Model.Run of path on x, in one call.
+func modelRun(t *testing.T, path string, x nd.Array) []float32 {
+	t.Helper()
+	m, err := onnx.Load(context.Background(), path)
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{x})
+	require.NoError(t, err)
+	return nd.MustAs[float32](out[0])
+}
+
+// A .npy input through the Fashion CNN: predictions.npy holds the first
+// output of every row, in the input's order (shards of 64 rows processed in
+// whatever order Beam chose), equal to onnx.Model.Run on the same rows;
+// summary.json's counts reconcile and name the backend.
+func TestNPYMatchesModelRun(t *testing.T) {
+	const n = 300
+	dir, out := t.TempDir(), t.TempDir()
+	x := fashionRows(t, n)
+	in := filepath.Join(dir, "x.npy")
+	writeNPY(t, in, nd.Float32, x.Shape, x.Data)
+	code, text, err := runInfer(t, "--model="+cnnModel, "--input="+in, "--output="+out, "--backend=cpu", "--shard_rows=64")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 300 in, 300 predicted, 0 failed")
+
+	got, shape := readPredictions(t, out)
+	assert.Equal(t, []int{n, 10}, shape)
+	want := modelRun(t, cnnModel, x)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.InDelta(t, want[i], got[i], 1e-4, "row %d", i/10)
+	}
+	s := readSummary(t, out)
+	assert.Equal(t, n, s.RowsIn)
+	assert.Equal(t, n, s.RowsPredicted)
+	assert.Equal(t, 0, s.RowsFailed)
+	require.Len(t, s.Backend, 1)
+	assert.Equal(t, "onnx", s.Backend[0].Step)
+	assert.Equal(t, "cpu", s.Backend[0].Impl)
+	assert.EqualValues(t, n, s.Backend[0].Rows)
+	assert.False(t, s.Stub)
+	fails, err := os.ReadFile(filepath.Join(out, "failed.jsonl"))
+	require.NoError(t, err)
+	assert.Empty(t, fails)
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"predictions.npy", "summary.json", "failed.jsonl"}, names, "no part file or lock is left")
+}
+
+// gray writes row i of the test set as an image file (PNG, or JPEG when
+// the name says so), scaled to size x size.
+func gray(t *testing.T, path string, x nd.Array, i, size int) {
+	t.Helper()
+	px := nd.MustAs[float32](x)[i*784 : (i+1)*784]
+	img := image.NewGray(image.Rect(0, 0, size, size))
+	for y := 0; y < size; y++ {
+		for xx := 0; xx < size; xx++ {
+			img.SetGray(xx, y, color.Gray{uint8(math.Round(float64(px[(y*28/size)*28+xx*28/size]) * 255))})
+		}
+	}
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	if strings.HasSuffix(path, ".jpg") {
+		require.NoError(t, jpeg.Encode(f, img, &jpeg.Options{Quality: 95}))
+	} else {
+		require.NoError(t, png.Encode(f, img))
+	}
+}
+
+var fashionLabels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+// Images (PNG, a JPEG, one twice the model's size, a file that is not an
+// image, names with spaces and quotes) with labels and top-k: rows follow
+// the sorted paths; a PNG's row equals the model on the raw pixels /255;
+// the corrupt file is its row's failure (named, NaN row, absent from
+// classes.jsonl) while the rest complete; counts reconcile.
+func TestImagesWithLabels(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	x := fashionRows(t, 4)
+	gray(t, filepath.Join(dir, "a 0.png"), x, 0, 28)
+	gray(t, filepath.Join(dir, `b"1'.png`), x, 1, 28)
+	gray(t, filepath.Join(dir, "c2.jpg"), x, 2, 28)
+	gray(t, filepath.Join(dir, "d3.png"), x, 3, 56)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "e-corrupt.png"), []byte("\x89PNG\r\n\x1a\nnot really"), 0o644))
+	labels := filepath.Join(t.TempDir(), "labels.txt")
+	require.NoError(t, os.WriteFile(labels, []byte(strings.Join(fashionLabels, "\n")+"\n"), 0o644))
+
+	code, text, err := runInfer(t, "--model="+cnnModel, "--input="+filepath.Join(dir, "*"), "--output="+out,
+		"--labels_file="+labels, "--top_k=3", "--backend=cpu", "--shard_rows=2")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 5 in, 4 predicted, 1 failed, 4 classified; 1 failures")
+
+	got, shape := readPredictions(t, out)
+	require.Equal(t, []int{5, 10}, shape)
+	want := modelRun(t, cnnModel, x)
+	for _, r := range []int{0, 1} { // PNG at the model's size: exactly the rows
+		assert.InDeltaSlice(t, want[r*10:(r+1)*10], got[r*10:(r+1)*10], 1e-4, "row %d", r)
+	}
+	for _, v := range got[40:50] {
+		assert.True(t, math.IsNaN(float64(v)), "the corrupt image's row is NaN")
+	}
+	argmax := func(v []float32) int {
+		best := 0
+		for i := range v {
+			if v[i] > v[best] {
+				best = i
+			}
+		}
+		return best
+	}
+	for r := 2; r < 4; r++ { // JPEG and resized: the same class as the original
+		assert.Equal(t, argmax(want[r*10:(r+1)*10]), argmax(got[r*10:(r+1)*10]), "row %d", r)
+	}
+
+	rows := readLines[rowLine](t, filepath.Join(out, rowsFile))
+	require.Len(t, rows, 5)
+	for i, name := range []string{"a 0.png", `b"1'.png`, "c2.jpg", "d3.png", "e-corrupt.png"} {
+		assert.Equal(t, rowLine{Row: i, Key: filepath.Join(dir, name), Predicted: i < 4}, rows[i])
+	}
+	classes := readLines[classLine](t, filepath.Join(out, classesFile))
+	require.Len(t, classes, 4)
+	for i, c := range classes {
+		assert.EqualValues(t, i, c.Row)
+		assert.Equal(t, rows[i].Key, c.Key)
+		require.Len(t, c.Top, 3)
+		assert.Equal(t, argmax(got[i*10:(i+1)*10]), c.Top[0].Index)
+		assert.Equal(t, fashionLabels[c.Top[0].Index], c.Top[0].Label)
+		assert.GreaterOrEqual(t, c.Top[0].Score, c.Top[1].Score)
+	}
+	fails := readLines[step.Failure](t, filepath.Join(out, "failed.jsonl"))
+	require.Len(t, fails, 1)
+	assert.Equal(t, filepath.Join(dir, "e-corrupt.png"), fails[0].Input)
+	assert.Equal(t, "decode", fails[0].Step)
+	assert.Contains(t, fails[0].Reason, "does not decode as PNG or JPEG")
+	s := readSummary(t, out)
+	assert.Equal(t, 5, s.RowsIn)
+	assert.Equal(t, s.RowsIn, s.RowsPredicted+s.RowsFailed)
+	require.NotNil(t, s.RowsClassified)
+	assert.Equal(t, 4, *s.RowsClassified)
+}
+
+// A .npy whose dtype or shape is not the model input's is an error before
+// anything runs (exit status 2) that names the file, its dtype or shape and
+// the model's; a truncated .npy fails the rows it lacks, each in
+// failed.jsonl, the rest complete, the counts reconcile, and --strict makes
+// that exit status 1.
+func TestNPYErrors(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	ints := filepath.Join(dir, "ints.npy")
+	writeNPY(t, ints, nd.Int64, []int{2, 1, 28, 28}, make([]byte, 2*784*8))
+	code, _, err := runInfer(t, "--model="+cnnModel, "--input="+ints, "--output="+out)
+	assert.Equal(t, 2, code)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ints)
+	assert.Contains(t, err.Error(), "dtype int64")
+	assert.Contains(t, err.Error(), "float32")
+
+	small := filepath.Join(dir, "small.npy")
+	writeNPY(t, small, nd.Float32, []int{2, 1, 14, 14}, make([]byte, 2*196*4))
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+small, "--output="+out)
+	assert.Equal(t, 2, code)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shape [2x1x14x14]")
+	assert.Contains(t, err.Error(), cnnModel)
+
+	notNPY := filepath.Join(dir, "text.npy")
+	require.NoError(t, os.WriteFile(notNPY, []byte("hello"), 0o644))
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+notNPY, "--output="+out)
+	assert.Equal(t, 2, code)
+	assert.ErrorContains(t, err, "not a .npy file")
+
+	// The header promises 20 rows, the file holds 17 and a half.
+	x := fashionRows(t, 20)
+	cut := filepath.Join(dir, "cut.npy")
+	writeNPY(t, cut, nd.Float32, x.Shape, x.Data[:len(x.Data)*7/8])
+	code, text, err := runInfer(t, "--model="+cnnModel, "--input="+cut, "--output="+out, "--backend=cpu", "--shard_rows=8")
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 20 in, 17 predicted, 3 failed")
+	got, shape := readPredictions(t, out)
+	assert.Equal(t, []int{20, 10}, shape)
+	assert.False(t, math.IsNaN(float64(got[16*10])))
+	for _, v := range got[170:] {
+		assert.True(t, math.IsNaN(float64(v)))
+	}
+	fails := readLines[step.Failure](t, filepath.Join(out, "failed.jsonl"))
+	require.Len(t, fails, 3)
+	for i, f := range fails {
+		assert.Equal(t, fmt.Sprintf("#%d", 17+i), f.Input)
+		assert.Contains(t, f.Reason, "ends before row 17")
+	}
+	s := readSummary(t, out)
+	assert.Equal(t, 20, s.RowsIn)
+	assert.Equal(t, 17, s.RowsPredicted)
+	assert.Equal(t, 3, s.RowsFailed)
+
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+cut, "--output="+out, "--backend=cpu", "--strict")
+	assert.Equal(t, 1, code)
+	assert.ErrorContains(t, err, "--strict: 3 failures")
+}
+
+// --backend=stub: predictions of the model's shapes, zeros, and a summary
+// that says so.
+func TestStubBackend(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	x := fashionRows(t, 5)
+	in := filepath.Join(dir, "x.npy")
+	writeNPY(t, in, nd.Float32, x.Shape, x.Data)
+	code, text, err := runInfer(t, "--model="+cnnModel, "--input="+in, "--output="+out, "--backend=stub")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "STUB RUN")
+	got, shape := readPredictions(t, out)
+	assert.Equal(t, []int{5, 10}, shape)
+	assert.Equal(t, make([]float32, 50), got)
+	s := readSummary(t, out)
+	assert.True(t, s.Stub)
+	assert.Equal(t, "stub", s.Backend[0].Impl)
+}
+
+// --help explains the command with examples; flag errors are exit status 2.
+func TestHelpAndFlagErrors(t *testing.T) {
+	var buf bytes.Buffer
+	usage(&buf)
+	for _, s := range []string{"--model=", "--input=x.npy", "predictions.npy", "--resize=224x224", "--labels_file=", "Examples:"} {
+		assert.Contains(t, buf.String(), s)
+	}
+	code, _, err := runInfer(t, "--input=x.npy")
+	assert.Equal(t, 2, code)
+	assert.ErrorContains(t, err, "--model and --input are required")
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+filepath.Join(t.TempDir(), "*.png"), "--output="+t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.ErrorContains(t, err, "no files match")
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+filepath.Join(t.TempDir(), "*.png"), "--resize=2x", "--output="+t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Error(t, err)
+}
+
+// mlp writes a small MLP-like model: x [N,784] -> MatMul 784x64 -> Relu ->
+// MatMul 64x10 -> y [N,10].
+func mlp(t *testing.T, path string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	w := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * 0.05)
+		}
+		return v
+	}
+	m := onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("MatMul", []string{"x", "w1"}, []string{"h"}), onnxtest.Node("Relu", []string{"h"}, []string{"r"}),
+			onnxtest.Node("MatMul", []string{"r", "w2"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, -1, 784)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 10)},
+		onnxtest.Init("w1", nd.Of(w(784*64), 784, 64)), onnxtest.Init("w2", nd.Of(w(64*10), 64, 10)))
+	require.NoError(t, os.WriteFile(path, onnxtest.Bytes(m), 0o644))
+}
+
+// peakRSS runs this binary as the infer command with args and returns the
+// child's peak resident set (getrusage's ru_maxrss) in bytes.
+func peakRSS(t *testing.T, args ...string) int64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMain+"=1")
+	outb, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", outb)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return ru.Maxrss * 1024
+}
+
+// docs/infer.md's memory promise: the peak RSS over 100,000 rows exceeds
+// the peak over 1,000 rows of the same model by at most twice the model's
+// size, plus one batch's input and output tensors, plus the predictions
+// array. Both runs are the same command (this test binary as the child,
+// 64-row batches, 500-row shards); only the rows differ.
+func TestPeakRSS100kRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 314 MB .npy and runs 100,000 rows (about a minute)")
+	}
+	const big, small, batchRows, rowIn, rowOut = 100_000, 1_000, 64, 784 * 4, 10 * 4
+	dir := t.TempDir()
+	model := filepath.Join(dir, "mlp.onnx")
+	mlp(t, model)
+	st, err := os.Stat(model)
+	require.NoError(t, err)
+	x := fashionRows(t, 10_000)
+	write := func(name string, n int) string {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		hdr, err := npyHeader(nd.Float32, []int{n, 784})
+		require.NoError(t, err)
+		bw := bufio.NewWriterSize(f, 1<<20)
+		bw.Write(hdr)
+		for i := 0; i < n; i += 10_000 {
+			bw.Write(x.Data[:min(10_000, n-i)*rowIn])
+		}
+		require.NoError(t, bw.Flush())
+		require.NoError(t, f.Close())
+		return path
+	}
+	args := func(in, out string) []string {
+		return []string{"--model=" + model, "--input=" + in, "--output=" + out, "--backend=cpu", "--progress=0",
+			fmt.Sprintf("--min_batch_size=%d", batchRows), fmt.Sprintf("--max_batch_size=%d", batchRows), "--shard_rows=500"}
+	}
+	smallIn, bigIn := write("small.npy", small), write("big.npy", big)
+	smallOut, bigOut := filepath.Join(dir, "small"), filepath.Join(dir, "big")
+	base := peakRSS(t, args(smallIn, smallOut)...)
+	peak := peakRSS(t, args(bigIn, bigOut)...)
+	os.Remove(bigIn)
+	bound := 2*st.Size() + batchRows*(rowIn+rowOut) + big*rowOut
+	t.Logf("peak RSS: %.1f MB over %d rows, %.1f MB over %d rows: growth %.1f MB; bound %.1f MB (2 x model %d B + batch %d B + predictions %d B)",
+		float64(base)/1e6, small, float64(peak)/1e6, big, float64(peak-base)/1e6, float64(bound)/1e6,
+		st.Size(), batchRows*(rowIn+rowOut), big*rowOut)
+	got, shape := readPredictions(t, bigOut)
+	require.Equal(t, []int{big, 10}, shape)
+	first, _ := readPredictions(t, smallOut)
+	assert.Equal(t, first, got[:small*10], "the first rows are the same in both runs")
+	assert.Equal(t, got[:small*10], got[10_000*10:(10_000+small)*10], "row i+10000 repeats row i")
+	assert.LessOrEqual(t, peak-base, bound)
+}
