@@ -108,9 +108,11 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 				return err
 			}
 			c.Steps = append(c.Steps, r.Options()...)
-			if _, err := step.ResolveUse(onnx.StepRun, c.Handler.Use(), c.Steps...); err != nil {
+			d, err := step.ResolveUse(onnx.StepRun, c.Handler.Use(), c.Steps...)
+			if err != nil {
 				return err
 			}
+			c.Impl = d.Impl
 			if r.Flags().Launch.PlanOut == "" {
 				if err := jobfiles.CheckWritable("output", c.Output); err != nil {
 					return err

@@ -11,6 +11,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
@@ -60,16 +62,22 @@ var ownFlags = []string{"model", "input", "output", "labels_file", "top_k", "res
 // the others at their defaults, and returns its exit status and output.
 func runInfer(t *testing.T, args ...string) (int, string, error) {
 	t.Helper()
+	setFlags(t, args...)
+	var buf bytes.Buffer
+	code, err := run(context.Background(), &buf)
+	t.Log("\n" + buf.String())
+	return code, buf.String(), err
+}
+
+// setFlags sets the command's flags to args, the others to their defaults.
+func setFlags(t *testing.T, args ...string) {
+	t.Helper()
 	for _, name := range ownFlags {
 		f := flag.Lookup(name)
 		require.NotNil(t, f, name)
 		require.NoError(t, f.Value.Set(f.DefValue))
 	}
 	require.NoError(t, flag.CommandLine.Parse(args))
-	var buf bytes.Buffer
-	code, err := run(context.Background(), &buf)
-	t.Log("\n" + buf.String())
-	return code, buf.String(), err
 }
 
 // writeNPY writes a C-order .npy file of t and shape holding data.
@@ -457,4 +465,53 @@ func TestPeakRSS100kRows(t *testing.T) {
 	assert.Equal(t, first, got[:small*10], "the first rows are the same in both runs")
 	assert.Equal(t, got[:small*10], got[10_000*10:(10_000+small)*10], "row i+10000 repeats row i")
 	assert.LessOrEqual(t, peak-base, bound)
+}
+
+// --backend=auto with a GPU executor (this test binary as the reference
+// executor) gives the CPU's predictions; --backend=gpu runs the model there
+// when every operator has a GPU kernel, and is otherwise an error before
+// anything runs (exit status 2) that names the operators without one.
+func TestGPUAndAutoBackends(t *testing.T) {
+	dir := t.TempDir()
+	x := fashionRows(t, 200)
+	in := filepath.Join(dir, "x.npy")
+	writeNPY(t, in, nd.Float32, x.Shape, x.Data)
+	setFlags(t, "--model="+cnnModel, "--input="+in, "--shard_rows=50")
+	cfg, err := configFromFlags(context.Background())
+	require.NoError(t, err)
+	noGPU := cfg.Handler.Model().OpsWithoutGPU()
+	outputs := map[backend.Kind][]float32{}
+	kinds := []backend.Kind{backend.CPU, backend.Auto}
+	if len(noGPU) == 0 {
+		kinds = append(kinds, backend.GPU)
+	}
+	for _, kind := range kinds {
+		sel, err := backend.New(backend.Config{Default: kind, Steps: []backend.Step{cfg.Handler.Use()}, Executor: steptest.UseExecutor()})
+		require.NoError(t, err)
+		cfg.Output = t.TempDir()
+		var buf bytes.Buffer
+		sum, err := execute(context.Background(), cfg, sel, &buf)
+		require.NoError(t, err, buf.String())
+		assert.Equal(t, 200, sum.RowsPredicted)
+		require.Len(t, sum.Backend, 1)
+		if kind == backend.Auto && len(noGPU) > 0 {
+			assert.Equal(t, "cpu", sum.Backend[0].Impl)
+			assert.Contains(t, buf.String(), "have no GPU kernel")
+		}
+		outputs[kind], _ = readPredictions(t, cfg.Output)
+		assert.InDeltaSlice(t, outputs[backend.CPU], outputs[kind], 1e-4, kind)
+	}
+	if len(noGPU) > 0 {
+		// A selector that does not know the model (the onnx step alone):
+		// the pipeline refuses to build it on the GPU, naming the operators.
+		sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(onnx.StepRun), Executor: steptest.UseExecutor()})
+		require.NoError(t, err)
+		cfg.Output = t.TempDir()
+		_, err = execute(context.Background(), cfg, sel, io.Discard)
+		assert.ErrorContains(t, err, "have no GPU kernel")
+		assert.ErrorContains(t, err, noGPU[0])
+		code, _, err := runInfer(t, "--model="+cnnModel, "--input="+in, "--output="+t.TempDir(), "--backend=gpu")
+		assert.Equal(t, 2, code)
+		assert.Error(t, err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -63,8 +64,10 @@ type Config struct {
 	// Labels and TopK: classes.jsonl, when TopK > 0.
 	Labels string
 	TopK   int
-	// Steps are passed to every step (the backend selector).
+	// Steps are passed to every step (the backend selector); Impl is the
+	// implementation they chose for the model.
 	Steps []step.Option
+	Impl  backend.Kind
 	// RunID, Started and Args name the run in summary.json.
 	RunID   string
 	Started string

@@ -341,13 +341,17 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 	}
 	sum.ElapsedSeconds = res.Elapsed.Seconds()
 	// The model's use of the onnx step and the onnx step the pipeline
-	// declares are two decisions of one step, with the same counts: the
-	// use (the first) is the one that ran.
+	// declares are two decisions of one step, with the same counts, and
+	// the metrics name the implementation of the last: the use's, which
+	// ran, is the one Build resolved.
 	var steps []job.StepCounts
 	seen := map[string]bool{}
 	for _, st := range m.Steps {
 		if !seen[st.Step] {
 			seen[st.Step] = true
+			if cfg.Impl != "" {
+				st.Impl = cfg.Impl
+			}
 			steps = append(steps, st)
 		}
 	}
