@@ -319,7 +319,7 @@ func checkConfig(ctx context.Context, cfg Config) error {
 			want = nd.Float32 // as RunONNX takes them
 		}
 		if n.Type != want && n.Type != v.Type {
-			return fmt.Errorf("--input %s: dtype %v, but the model %s's input %s is %v: convert it (x.astype(np.%v))", cfg.NPYPath, n.Type, cfg.Model, v, v.Type, want)
+			return fmt.Errorf("--input %s: dtype %v, but the model %s's input %q is %v (%s): convert it (x.astype(np.%v))", cfg.NPYPath, n.Type, cfg.Model, v.Name, v.Type, v, want)
 		}
 		if v.Shape != nil {
 			dims := v.Shape[1:]
