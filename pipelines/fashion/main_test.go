@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -459,4 +461,64 @@ func TestExecutorGoneAtRunTime(t *testing.T) {
 	for _, f := range readFailures(t, cfg.Output) {
 		assert.Contains(t, f.Reason, "GPU unavailable")
 	}
+}
+
+// --model=onnx: the shipped CNN (embedded) classifies the 10,000 test images
+// through RunONNX and Classify with accuracy 0.91 or better on the CPU and
+// under --backend=auto with the reference executor; under --backend=gpu it
+// runs on the executor where every operator has a GPU kernel, and is
+// otherwise an error before anything runs, naming the operators.
+// --model_path names another ONNX model.
+func TestONNXModelAccuracy(t *testing.T) {
+	ctx := context.Background()
+	srcs, err := discoverSources(embeddedImages, 256)
+	require.NoError(t, err)
+	h, err := inference.ONNX(ctx, embeddedONNX)
+	require.NoError(t, err)
+	cfg := Config{Sources: srcs, Model: ModelONNX, MLP: embeddedONNX, ONNX: h}
+	noGPU := h.Model().OpsWithoutGPU()
+	kinds := []backend.Kind{backend.CPU, backend.Auto}
+	if len(noGPU) == 0 {
+		kinds = append(kinds, backend.GPU)
+	}
+	for _, kind := range kinds {
+		sel, err := backend.New(backend.Config{Default: kind, Steps: append(step.Backends(tensor.StepDecode, tensor.StepStandardize), h.Use()),
+			Executor: steptest.UseExecutor()})
+		require.NoError(t, err)
+		sum, _ := runOutputs(t, cfg, sel)
+		assert.Equal(t, 10000, sum.In, kind)
+		assert.Equal(t, 10000, sum.Predicted, kind)
+		require.NotNil(t, sum.Accuracy)
+		assert.GreaterOrEqual(t, *sum.Accuracy, 0.91, kind)
+		t.Logf("%s: accuracy %.4f", kind, *sum.Accuracy)
+		for _, st := range sum.Steps {
+			if st.Step == onnx.StepRun.Name() && kind != backend.CPU {
+				want := backend.GPU
+				if len(noGPU) > 0 {
+					want = backend.CPU
+				}
+				assert.Equal(t, want, st.Impl, kind)
+			}
+		}
+	}
+	if len(noGPU) > 0 {
+		sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(tensor.StepDecode, tensor.StepStandardize, onnx.StepRun),
+			Executor: steptest.UseExecutor()})
+		require.NoError(t, err)
+		cfg.Output = t.TempDir()
+		_, err = execute(ctx, cfg, sel, io.Discard)
+		assert.ErrorContains(t, err, "have no GPU kernel")
+		assert.ErrorContains(t, err, noGPU[0])
+	}
+
+	*model, *modelPath, *output = ModelONNX, "data/cnn-fashion.onnx", t.TempDir()
+	defer func() { *model, *modelPath, *output = ModelMLP, "", "out/fashion" }()
+	c, err := configFromFlags()
+	require.NoError(t, err)
+	assert.Equal(t, "data/cnn-fashion.onnx", c.MLP)
+	require.NotNil(t, c.ONNX)
+	assert.Equal(t, h.Model().ID, c.ONNX.Model().ID, "the embedded model is the file's")
+	*modelPath = "data/" + shippedModel
+	_, err = configFromFlags()
+	assert.ErrorContains(t, err, "--model_path")
 }
