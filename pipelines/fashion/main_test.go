@@ -296,7 +296,7 @@ func TestFlagErrors(t *testing.T) {
 	*output = t.TempDir()
 	*model = "svm"
 	_, err := configFromFlags()
-	assert.EqualError(t, err, "--model=svm: want mlp or knn")
+	assert.EqualError(t, err, "--model=svm: want mlp, knn or onnx")
 	*model, *k = ModelKNN, 0
 	_, err = configFromFlags()
 	assert.EqualError(t, err, "--k=0: want a positive number of neighbours")

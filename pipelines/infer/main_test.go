@@ -24,12 +24,14 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
@@ -561,5 +563,63 @@ func TestGPUAndAutoBackends(t *testing.T) {
 		code, _, err := runInfer(t, "--model="+cnnModel, "--input="+in, "--output="+t.TempDir(), "--backend=gpu")
 		assert.Equal(t, 2, code)
 		assert.Error(t, err)
+	}
+}
+
+func readMemfs(t *testing.T, url string) []byte {
+	t.Helper()
+	r, err := files.OpenRead(context.Background(), url)
+	require.NoError(t, err)
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return data
+}
+
+// The model, a .npy (read by range without seeking: the object store
+// streams), images listed by a glob, and every output go through Beam's
+// filesystems (memfs here, gs:// on Dataflow), with the same predictions
+// as a local run; nothing but the outputs is left in the output prefix.
+func TestObjectStorePaths(t *testing.T) {
+	model, err := os.ReadFile(cnnModel)
+	require.NoError(t, err)
+	memfs.Write("memfs://bucket/in/cnn.onnx", model)
+	x := fashionRows(t, 40)
+	hdr, err := npyHeader(nd.Float32, x.Shape)
+	require.NoError(t, err)
+	memfs.Write("memfs://bucket/in/x.npy", append(hdr, x.Data...))
+	code, text, err := runInfer(t, "--model=memfs://bucket/in/cnn.onnx", "--input=memfs://bucket/in/x.npy",
+		"--output=memfs://bucket/out", "--backend=cpu", "--shard_rows=16")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 40 in, 40 predicted, 0 failed")
+	b := readMemfs(t, "memfs://bucket/out/predictions.npy")
+	r, err := npy.NewReader(bytes.NewReader(b))
+	require.NoError(t, err)
+	var got []float32
+	require.NoError(t, r.Read(&got))
+	assert.Equal(t, []int{40, 10}, r.Header.Descr.Shape)
+	assert.InDeltaSlice(t, modelRun(t, cnnModel, x), got, 1e-4)
+
+	dir := t.TempDir()
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("%d.png", i))
+		gray(t, p, x, i, 28)
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		memfs.Write(fmt.Sprintf("memfs://bucket/img/%d.png", i), data)
+	}
+	code, text, err = runInfer(t, "--model=memfs://bucket/in/cnn.onnx", "--input=memfs://bucket/img/*.png",
+		"--output=memfs://bucket/out2", "--backend=cpu", "--top_k=2")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 3 in, 3 predicted, 0 failed, 3 classified")
+	rows := strings.Split(strings.TrimSpace(string(readMemfs(t, "memfs://bucket/out2/predictions.jsonl"))), "\n")
+	require.Len(t, rows, 3)
+	assert.Contains(t, rows[2], `"key":"memfs://bucket/img/2.png"`)
+	listed, err := files.List(context.Background(), "memfs://bucket/out2/*")
+	require.NoError(t, err)
+	for _, l := range listed {
+		assert.NotContains(t, l, ".part", "part files are removed")
 	}
 }
