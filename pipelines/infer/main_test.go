@@ -292,6 +292,9 @@ func TestImagesWithLabels(t *testing.T) {
 		assert.Equal(t, fashionLabels[c.Top[0].Index], c.Top[0].Label)
 		assert.GreaterOrEqual(t, c.Top[0].Score, c.Top[1].Score)
 	}
+	inputs, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, inputs, 5, "nothing is written beside the inputs")
 	fails := readLines[step.Failure](t, filepath.Join(out, "failed.jsonl"))
 	require.Len(t, fails, 1)
 	assert.Equal(t, filepath.Join(dir, "e-corrupt.png"), fails[0].Input)
@@ -362,6 +365,17 @@ func TestNPYErrors(t *testing.T) {
 	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+cut, "--output="+out, "--backend=cpu", "--strict")
 	assert.Equal(t, 1, code)
 	assert.ErrorContains(t, err, "--strict: 3 failures")
+
+	// No rows: an empty predictions.npy of the output's row shape.
+	empty := filepath.Join(dir, "empty.npy")
+	writeNPY(t, empty, nd.Float32, []int{0, 1, 28, 28}, nil)
+	code, text, err = runInfer(t, "--model="+cnnModel, "--input="+empty, "--output="+out, "--backend=cpu")
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 0 in, 0 predicted, 0 failed")
+	got, shape = readPredictions(t, out)
+	assert.Equal(t, []int{0, 10}, shape)
+	assert.Empty(t, got)
 }
 
 // --backend=stub: predictions of the model's shapes, zeros, and a summary
