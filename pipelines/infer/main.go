@@ -336,6 +336,9 @@ func checkConfig(ctx context.Context, cfg Config) error {
 			}
 		}
 	}
+	if o := m.Outputs[0]; cfg.TopK > 0 && !o.Type.IsFloat() {
+		return fmt.Errorf("--top_k: the model's first output %s is not float scores", o)
+	}
 	if cfg.TopK > 0 && cfg.Labels != "" {
 		b, err := files.ReadAll(ctx, cfg.Labels, 64<<20)
 		if err != nil {

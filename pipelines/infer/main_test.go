@@ -637,3 +637,52 @@ func TestObjectStorePaths(t *testing.T) {
 		assert.NotContains(t, l, ".part", "part files are removed")
 	}
 }
+
+// Inputs and outputs other than float32: an int64 array through an int64
+// model (a failed row is zeros), a float32 array to a float16 output
+// ('<f2' in predictions.npy).
+func TestOtherTypes(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	ints := filepath.Join(dir, "ints.onnx")
+	require.NoError(t, os.WriteFile(ints, onnxtest.Bytes(onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Add", []string{"x", "one"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Int64, -1, 2)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Int64, -1, 2)},
+		onnxtest.Init("one", nd.Of([]int64{1}, 1)))), 0o644))
+	x := nd.Of([]int64{1, 2, 3, 4, 5, 6}, 3, 2)
+	in := filepath.Join(dir, "x.npy")
+	writeNPY(t, in, nd.Int64, []int{4, 2}, x.Data) // 4 rows promised, 3 there
+	code, text, err := runInfer(t, "--model="+ints, "--input="+in, "--output="+out, "--backend=cpu")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 4 in, 3 predicted, 1 failed")
+	f, err := os.Open(filepath.Join(out, predictionsFile))
+	require.NoError(t, err)
+	r, err := npy.NewReader(f)
+	require.NoError(t, err)
+	var got []int64
+	require.NoError(t, r.Read(&got))
+	f.Close()
+	assert.Equal(t, []int{4, 2}, r.Header.Descr.Shape)
+	assert.Equal(t, []int64{2, 3, 4, 5, 6, 7, 0, 0}, got)
+
+	half := filepath.Join(dir, "half.onnx")
+	require.NoError(t, os.WriteFile(half, onnxtest.Bytes(onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Cast", []string{"x"}, []string{"y"}, onnxtest.Int("to", int64(nd.Float16)))},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, -1, 3)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float16, -1, 3)})), 0o644))
+	xf := nd.Of([]float32{0.5, 1, 2, -3, 65504, 0.25}, 2, 3)
+	writeNPY(t, in, nd.Float32, xf.Shape, xf.Data)
+	code, _, err = runInfer(t, "--model="+half, "--input="+in, "--output="+out, "--backend=cpu")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	b, err := os.ReadFile(filepath.Join(out, predictionsFile))
+	require.NoError(t, err)
+	h, err := parseNPYHeader(bytes.NewReader(b))
+	require.NoError(t, err)
+	assert.Equal(t, nd.Float16, h.Type)
+	assert.Equal(t, []int{2, 3}, h.Shape)
+	want, err := nd.Convert(xf, nd.Float16)
+	require.NoError(t, err)
+	assert.Equal(t, want.Data, b[h.Offset:])
+}

@@ -405,6 +405,12 @@ func (f *writePredictionsFn) ProcessElement(ctx context.Context, ts beam.EventTi
 	if !f.Batched && len(a.Shape) > 0 && a.Shape[0] == 1 {
 		a.Shape = a.Shape[1:]
 	}
+	if a.Type == nd.BFloat16 { // NumPy has no bfloat16
+		var err error
+		if a, err = nd.Convert(a, nd.Float32); err != nil {
+			return fmt.Errorf("row %d: %w", r.Index, err)
+		}
+	}
 	return f.W.add(ctx, ts, r.Index, encodeRow(a), emit)
 }
 

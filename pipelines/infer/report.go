@@ -178,8 +178,8 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 	if err != nil {
 		return err
 	}
-	if t == nd.Float16 || t == nd.BFloat16 || !t.Supported() {
-		t = nd.Float32 // the onnx step returns float32 for half types
+	if t == nd.BFloat16 || !t.Supported() {
+		t = nd.Float32 // NumPy has no bfloat16: the writer converts it
 	}
 	elems, err := nd.Numel(rowShape)
 	if err != nil {
@@ -213,7 +213,7 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 					if predicted[row] {
 						return nil // a retried bundle's copy
 					}
-					if rt != t && !(rt.IsFloat() && t == nd.Float32 && rt.Size() == 2) || !nd.SameShape(rs, rowShape) || len(data) != rowBytes {
+					if rt != t || !nd.SameShape(rs, rowShape) || len(data) != rowBytes {
 						*failures = append(*failures, step.Failure{Input: f.rowName(row), Step: stepOutput, Items: 1,
 							Reason: fmt.Sprintf("output row of %v %s, where the first row's is %v %s: rows of predictions.npy must share a type and shape", rt, nd.ShapeString(rs), t, nd.ShapeString(rowShape))})
 						failed[row] = true
