@@ -284,6 +284,9 @@ func fitImages(m *onnx.Model, p Preprocess) (Preprocess, error) {
 		if c.Size > 0 {
 			p.Channels = c.Size
 		}
+		if p.Channels != 1 && p.Channels != 3 {
+			return p, fmt.Errorf("--input images: the model's input %s has %d channels in the %s layout, not 1 or 3: is its layout the other one (--layout)?", v, p.Channels, p.Layout)
+		}
 	}
 	if p.Height == 0 {
 		if hd.Size <= 0 || wd.Size <= 0 {

@@ -686,3 +686,67 @@ func TestOtherTypes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want.Data, b[h.Offset:])
 }
+
+// Preprocessing, through identity models: an RGB image's pixels scaled to
+// [0,1], normalized per channel, laid out [C,H,W] (NCHW) or [H,W,C]
+// (NHWC); a gray one as luma; a layout that does not fit the model is
+// named.
+func TestImageLayouts(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	px := [][3]uint8{{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 255}}
+	for i, p := range px {
+		img.Set(i%2, i/2, color.RGBA{p[0], p[1], p[2], 255})
+	}
+	f, err := os.Create(filepath.Join(dir, "rgb.png"))
+	require.NoError(t, err)
+	require.NoError(t, png.Encode(f, img))
+	require.NoError(t, f.Close())
+	identity := func(name string, dims ...int) string {
+		path := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.WriteFile(path, onnxtest.Bytes(onnxtest.Model(17,
+			[]*onnxpb.NodeProto{onnxtest.Node("Identity", []string{"x"}, []string{"y"})},
+			[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, dims...)},
+			[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, dims...)})), 0o644))
+		return path
+	}
+	mean, std := []float32{0.5, 0, 0}, []float32{0.5, 1, 2}
+	norm := func(c int, v uint8) float32 { return (float32(v)/255 - mean[c]) / std[c] }
+	var chw, hwc []float32
+	for c := 0; c < 3; c++ {
+		for i := range px {
+			chw = append(chw, norm(c, px[i][c]))
+		}
+	}
+	for i := range px {
+		for c := 0; c < 3; c++ {
+			hwc = append(hwc, norm(c, px[i][c]))
+		}
+	}
+	for _, c := range []struct {
+		layout string
+		model  string
+		want   []float32
+	}{
+		{"NCHW", identity("nchw.onnx", -1, 3, 2, 2), chw},
+		{"NHWC", identity("nhwc.onnx", -1, 2, 2, 3), hwc},
+	} {
+		code, _, err := runInfer(t, "--model="+c.model, "--input="+dir, "--output="+out, "--layout="+c.layout,
+			"--mean=0.5,0,0", "--std=0.5,1,2", "--backend=cpu")
+		require.NoError(t, err)
+		require.Equal(t, 0, code)
+		got, _ := readPredictions(t, out)
+		assert.InDeltaSlice(t, c.want, got, 1e-6, c.layout)
+	}
+	code, _, err := runInfer(t, "--model="+identity("gray.onnx", -1, 1, 2, 2), "--input="+dir, "--output="+out, "--backend=cpu")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	got, _ := readPredictions(t, out)
+	for i, p := range px {
+		y := color.GrayModel.Convert(color.RGBA{p[0], p[1], p[2], 255}).(color.Gray).Y
+		assert.InDelta(t, float32(y)/255, got[i], 1.0/255, "pixel %d", i)
+	}
+	code, _, err = runInfer(t, "--model="+identity("nchw64.onnx", -1, 3, 64, 64), "--input="+dir, "--output="+out, "--layout=NHWC")
+	assert.Equal(t, 2, code)
+	assert.ErrorContains(t, err, "--layout")
+}
