@@ -250,7 +250,7 @@ func GemmOperands(transA, transB bool, m, n, k int, lda int, strideA int64, ldb 
 			return spans, fmt.Errorf("%s's stride is %d: strides must not be negative", op.name, op.stride)
 		}
 		if op.name == "C" && batch > 1 && op.stride < extent {
-			return spans, fmt.Errorf("C's matrices are %d elements apart and span %d each: they overlap", op.stride, extent)
+			return spans, fmt.Errorf("the matrices of C are %d elements apart and span %d each: they overlap", op.stride, extent)
 		}
 		spans[i] = int64(batch-1)*op.stride + extent
 	}
