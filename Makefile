@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 FUZZMINTIME ?= 5s
 BENCHTIME ?= 2s
 
-.PHONY: run run-fashion train test test-large lint vet fmt-check staticcheck bench fuzz clean executor cuda-check gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push
+.PHONY: help test-cuda run run-fashion train test test-large soak lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push ptx ptx-check
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
@@ -22,7 +22,12 @@ PLAN_IMAGE ?= $(if $(findstring /,$(IMAGE)),$(IMAGE),$(REGION)-docker.pkg.dev/my
 ARGS ?=
 export ARGS
 
-include containers/ptx.mk
+# The example module (examples/clipstep), a module of its own: lint checks it too.
+EXAMPLE ?= examples/clipstep
+
+## help: list the targets with what each does
+help:
+	@awk -F': ' '/^## [a-z0-9-]+: / { sub(/^## /, ""); name = $$1; sub(/^[^:]*: /, ""); printf "  %-15s %s\n", name, $$0 }' $(MAKEFILE_LIST)
 
 ## run: the Landsat pipeline on the embedded scene, on prism (outputs in out/landsat)
 run:
@@ -38,39 +43,85 @@ train:
 
 ## test: every test, with the real Beam runner (prism); then the lint checks
 test:
-	$(GO) test ./...
+	td=$${BEAMGPU_ONNX_TESTDATA:-$$(containers/debian-fetch.sh --quiet --path usr/share/libonnx-testdata/data libonnx-testdata)} && BEAMGPU_ONNX_TESTDATA=$$td $(GO) test ./...
 	$(MAKE) lint
 
-## test-large: the full-size Landsat tests (a 7791x7941 scene, tiled and stripped, and four at once:
-## outputs against the formulas, peak RSS under 2 GB and 4 GB) and the full-scene benchmark
-## (megapixels per second, ratios to a plain read and to a decode-only pass); about 2 minutes on 2 cores
+## test-large: the full-size Landsat tests and the full-scene benchmark (about 2 minutes on 2 cores)
+# A 7791x7941 scene, tiled and stripped, and four at once: outputs against the formulas, peak
+# RSS under 2 GB and 4 GB; then the full-scene benchmark (megapixels per second, ratios to a
+# plain read and to a decode-only pass).
 test-large:
 	@mkdir -p out
 	@$(GO) test -tags large -timeout 60m -run 'FullSize' -bench 'FullScene' -benchtime 1x -v ./pipelines/landsat/ > out/test-large.txt 2>&1; \
 		status=$$?; grep -v 'level=' out/test-large.txt | grep -E '^(=== RUN|--- |    |Benchmark|ok|FAIL|PASS)'; exit $$status
 
+## soak: the fault soak: both pipelines under SOAK_FAULTS (200) injected faults, the invariants checked after each run (minutes)
+# Seeded (SOAK_SEED): executor SIGKILL and SIGSTOP, pipeline SIGTERM, a full output disk and a 64 MiB /dev/shm
+# (as root: tmpfs mounts), a FIFO and a truncated file among the inputs; prints the figures; fails on a violation.
+# make test runs a short version (10 faults).
+SOAK_FAULTS ?= 200
+SOAK_SEED ?= 20
+soak:
+	@mkdir -p out
+	@$(GO) test -count=1 -timeout 60m -run '^TestFaultSoak$$' -v ./integration/ -soak.faults=$(SOAK_FAULTS) -soak.seed=$(SOAK_SEED) > out/soak.txt 2>&1; \
+		status=$$?; sed -n '/^fault soak/,/^violations/p' out/soak.txt | head -20; grep -E '^(--- |FAIL|ok)' out/soak.txt; exit $$status
+
+## lint: gofmt, go vet and staticcheck, of this module and of the example module
 lint: fmt-check vet staticcheck
 
+## fmt-check: fail if gofmt would change a file
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+## vet: go vet of this module and of the example module
 vet:
 	$(GO) vet ./...
+	cd $(EXAMPLE) && $(GO) vet ./...
 
+## staticcheck: staticcheck of this module and of the example module
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...
+	cd $(EXAMPLE) && $(GO) run $(STATICCHECK) ./...
 
 ## executor: the CPU reference executor (serves every GPU op with the steps' CPU code)
 executor:
 	CGO_ENABLED=0 $(GO) build -o out/bin/beamgpu-executor ./pipelines/beamgpu-executor
 
-## cuda-check: the -tags cuda build (device layer and executor), vetted, against CUDA 11.8
-## headers extracted from Debian (containers/cuda-headers.sh); runs without a GPU
+## cuda-check: build and vet the -tags cuda packages and run the launch tests, against CUDA 11.8 headers; no GPU needed
+# The headers come from Debian's packages (containers/cuda-headers.sh fetches them once).
 cuda-check:
 	containers/build-cuda.sh
 
-## gpu-test: on a machine with an NVIDIA GPU: build the CUDA executor, run its selftest,
-## the device tests and the equivalence tests of every step against it
+# CUDA_ENV fails with what to run when the CUDA headers are not in CGO_CFLAGS.
+CUDA_ENV = @printf '\043include <cuda.h>\n' | $${CC:-cc} $$CGO_CFLAGS -E -x c - >/dev/null 2>&1 || { \
+	echo "$@: cuda.h is not in CGO_CFLAGS: load the CUDA environment first:" >&2; \
+	echo '  eval "$$(go run ./cmd/beamgpu-ptx -env)"' >&2; \
+	echo "(it fetches CUDA 11.8's headers and nvcc from Debian once, into a cache; or run make cuda-check, which does it itself)" >&2; exit 2; }
+CUDA_PKGS = ./runtime/executor/cuda/... ./transforms/... ./pipelines/beamgpu-executor
+
+## vet-cuda: go vet -tags cuda of the cuda packages (needs the CUDA environment; says how to load it)
+vet-cuda:
+	$(CUDA_ENV)
+	CGO_ENABLED=1 $(GO) vet -tags cuda $(CUDA_PKGS)
+
+## test-cuda: the launch tests of the step families with -tags cuda (no GPU; needs the CUDA environment)
+test-cuda:
+	$(CUDA_ENV)
+	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/
+
+## ptx: regenerate every committed kernels.ptx from its kernels.cu (cmd/beamgpu-ptx; fetches nvcc once)
+ptx:
+	$(GO) run ./cmd/beamgpu-ptx
+	cd $(EXAMPLE) && $(GO) tool beamgpu-ptx
+
+## ptx-check: fail if a committed kernels.ptx is not what its kernels.cu compiles to; assemble each with ptxas
+ptx-check:
+	$(GO) run ./cmd/beamgpu-ptx -check
+	cd $(EXAMPLE) && $(GO) tool beamgpu-ptx -check
+
+## gpu-test: on a GPU machine: the CUDA executor's selftest, the device tests, every step against the CUDA executor
+# Builds the CUDA executor, runs its selftest,
+# the device tests and the equivalence tests of every step against it
 gpu-test:
 	containers/build-cuda.sh --out out/bin
 	out/bin/beamgpu-executor selftest
@@ -78,10 +129,11 @@ gpu-test:
 		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
 	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
 
-## gpu-bench: the GPU benchmark (beamgpu-executor bench): the machine's ceilings, the transport, and every
-## GPU step host to host with its ratio to its floor. Where nvidia-smi finds a GPU: the CUDA executor at
-## the sizes of the GPU table; elsewhere the reference executor at CI sizes (ratios to memcpy).
-## BENCH_ARGS=--phases adds each step's time by phase.
+## gpu-bench: the GPU benchmark (beamgpu-executor bench): ceilings, transport, every GPU step against its floor
+# The machine's ceilings, the transport, and every
+# GPU step host to host with its ratio to its floor. Where nvidia-smi finds a GPU: the CUDA executor at
+# the sizes of the GPU table; elsewhere the reference executor at CI sizes (ratios to memcpy).
+# BENCH_ARGS=--phases adds each step's time by phase.
 BENCH_ARGS ?=
 gpu-bench:
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
@@ -92,16 +144,18 @@ gpu-bench:
 		out/bin/beamgpu-executor bench --size=ci $(BENCH_ARGS); \
 	fi
 
-## gpu-bench-peer: PyTorch on the same GPU for the same shapes (containers/gpu/torch_peer.py), where python3
-## has PyTorch and a GPU; FASHION_DIR=... adds kNN on the real Fashion-MNIST files
+## gpu-bench-peer: PyTorch on the same GPU for the same shapes (containers/gpu/torch_peer.py)
+# Where python3
+# has PyTorch and a GPU; FASHION_DIR=... adds kNN on the real Fashion-MNIST files
 FASHION_DIR ?=
 gpu-bench-peer:
 	@python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || \
 		{ echo "gpu-bench-peer: needs python3 with PyTorch and a CUDA GPU (none here)" >&2; exit 1; }
 	python3 containers/gpu/torch_peer.py $(FASHION_DIR)
 
-## plan: write a reviewable Dataflow plan of each of PIPELINES, offline, into PLAN_DIR/<pipeline>:
-## plan.txt, plan.json, job.json, pipeline.pb, pipeline.txtpb (right fitting unless ARGS say otherwise)
+## plan: write a reviewable Dataflow plan of each of PIPELINES, offline, into PLAN_DIR/<pipeline>
+# Files:
+# plan.txt, plan.json, job.json, pipeline.pb, pipeline.txtpb (right fitting unless ARGS say otherwise)
 plan:
 	@set -f; for p in $(PIPELINES); do \
 		echo "== $$p: $(PLAN_DIR)/$$p"; \
@@ -110,10 +164,11 @@ plan:
 	done; \
 	echo "note: GPU workers need shared memory for the executors' batches (see 'Worker container' in each plan.txt): check df -h /dev/shm on a first worker"
 
-## dataflow: submit PIPELINE to Dataflow with the worker image IMAGE (needs PROJECT, STAGING=gs://...,
-## credentials, and inputs and outputs the workers can read: ARGS='--input=... --output=gs://...').
-## It builds the pipeline for the workers (linux/amd64, CGO_ENABLED=0) into out/bin/PIPELINE-worker and
-## stages that binary (--worker_binary), as a launch from the image stages /opt/beamgpu/bin/PIPELINE.
+## dataflow: submit PIPELINE to Dataflow with the worker image IMAGE (needs PROJECT and STAGING=gs://...)
+# Needs PROJECT, STAGING=gs://...,
+# credentials, and inputs and outputs the workers can read: ARGS='--input=... --output=gs://...').
+# It builds the pipeline for the workers (linux/amd64, CGO_ENABLED=0) into out/bin/PIPELINE-worker and
+# stages that binary (--worker_binary), as a launch from the image stages /opt/beamgpu/bin/PIPELINE.
 dataflow:
 	@test -n "$(PROJECT)" || { echo "make dataflow: set PROJECT=<Google Cloud project>"; exit 2; }
 	@case "$(STAGING)" in gs://*) ;; *) echo "make dataflow: set STAGING=gs://BUCKET/PATH"; exit 2;; esac
@@ -126,20 +181,22 @@ dataflow:
 k8s:
 	$(GO) run ./runtime/gke/cmd/beamgpu-gke --examples=containers/k8s
 
-## worker: the worker image's build steps without Docker (what the Dockerfile's builder stage runs):
-## the CUDA executor and the pure-Go pipeline and trainer binaries, into out/worker
+## worker: the worker image's build steps without Docker, into out/worker
+# What the Dockerfile's builder stage runs:
+# the CUDA executor and the pure-Go pipeline and trainer binaries, into out/worker
 worker:
 	containers/build-worker.sh --out out/worker
 
-## image: build the worker image IMAGE (default beamgpu-worker:dev) from the root Dockerfile; needs a
-## Docker engine with BuildKit (without one, `make worker` runs the same build steps)
+## image: build the worker image IMAGE (default beamgpu-worker:dev) from the root Dockerfile
+# Needs a
+# Docker engine with BuildKit (without one, `make worker` runs the same build steps)
 image:
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: '$(DOCKER)' not found: install the Docker client (or set DOCKER=podman)" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable ('$(DOCKER) info' failed: start the daemon or set DOCKER_HOST); without one, make worker runs the image's build steps" >&2; exit 1; }
 	DOCKER_BUILDKIT=1 $(DOCKER) build -t $(IMAGE) .
 
 ## image-push: push IMAGE, built by `make image` with the same IMAGE=REGISTRY/PATH:TAG
-## (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG), with registry credentials configured
+# (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG), with registry credentials configured
 image-push:
 	@case "$(IMAGE)" in */*) ;; *) echo "make image-push: IMAGE=$(IMAGE) names no registry: set IMAGE=REGISTRY/PATH:TAG" >&2; exit 2;; esac
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image-push: '$(DOCKER)' not found: install the Docker client" >&2; exit 1; }
@@ -149,8 +206,9 @@ image-push:
 ## ci: what .ci/run runs: the tests, then the worker image's build steps and the PTX check (no GPU needed)
 ci: test worker ptx-check
 
-## bench: the benchmarks, then one line per result with its ratio to the ceiling; then the peers
-## in the same run (containers/bench/peers.sh: numpy's matmul, scikit-learn's kNN; installs them as root)
+## bench: the benchmarks, each result with its ratio to its ceiling, then the peers (numpy, scikit-learn)
+# Then the peers
+# in the same run (containers/bench/peers.sh: numpy's matmul, scikit-learn's kNN; installs them as root)
 bench:
 	@mkdir -p out
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./transforms/... ./pipelines/... 2>/dev/null \
@@ -158,10 +216,27 @@ bench:
 		/^Benchmark/ { line = $$1; for (i = 2; i <= NF; i++) if ($$i ~ /^ratio/ || $$i == "GFLOP/s") line = line "  " $$i "=" $$(i-1); print line }'
 	GO=$(GO) OUT=out/bench containers/bench/peers.sh
 
-## fuzz: a short run of every fuzz test (FUZZTIME each; new inputs minimized for at most FUZZMINTIME);
-## fails at the first target that fails, with its output (the failing input is in the package's testdata/fuzz).
-## A bare "context deadline exceeded" with no failing input is Go's coordinator racing its own
-## -fuzztime deadline on a loaded machine (golang/go#75804), not a finding: it is reported, not failed.
+.PHONY: onnx-testdata onnx-proto onnx-proto-check
+
+## onnx-testdata: fetch ONNX's conformance data (Debian's libonnx-testdata) and print its directory
+# Without root, into ~/.cache/beamgpu/debian (containers/debian-fetch.sh); `make test` does this.
+onnx-testdata:
+	@containers/debian-fetch.sh --path usr/share/libonnx-testdata/data libonnx-testdata
+
+## onnx-proto: regenerate transforms/onnx/onnxpb/onnx.pb.go from onnx.proto
+# With Debian's protoc 3.21 (fetched without root) and protoc-gen-go of go.mod's google.golang.org/protobuf.
+onnx-proto:
+	@GO=$(GO) containers/onnx/onnx-proto.sh
+
+## onnx-proto-check: fail if the committed onnx.pb.go is not what onnx.proto generates (run by CI)
+onnx-proto-check:
+	@GO=$(GO) containers/onnx/onnx-proto.sh --check
+
+## fuzz: a short run of every fuzz test (FUZZTIME each), failing at the first finding
+# New inputs minimized for at most FUZZMINTIME;
+# fails at the first target that fails, with its output (the failing input is in the package's testdata/fuzz).
+# A bare "context deadline exceeded" with no failing input is Go's coordinator racing its own
+# -fuzztime deadline on a loaded machine (golang/go#75804), not a finding: it is reported, not failed.
 fuzz:
 	@mkdir -p out
 	@for pkg in $$($(GO) list ./...); do \
@@ -177,5 +252,6 @@ fuzz:
 		done; \
 	done
 
+## clean: remove out/
 clean:
 	rm -rf out

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cuda-headers.sh: the CUDA 11.8 headers, link stubs and nvcc that the cuda build
-# (go build -tags cuda ./runtime/executor/cuda/...) and `make ptx` need, taken from
+# (go build -tags cuda ./runtime/executor/cuda/...) and cmd/beamgpu-ptx (`make ptx`) need, taken from
 # Debian bookworm's non-free packages nvidia-cuda-dev (headers + stubs) and
 # nvidia-cuda-toolkit (nvcc) WITHOUT installing them: the .debs are fetched with
 # `apt-get download` through a private apt state (its own sources list for

@@ -18,7 +18,7 @@ import (
 
 // The GKE flex-start manifests of runtime/gke/workload (the command
 // beamgpu-gke), checked as data: generated, parsed back strictly into the
-// k8s.io/api types, and their fields compared with seed 003's manifests.
+// k8s.io/api types, and their fields compared with the flex-start TPU guide's manifests.
 
 // gkeObjects is one YAML stream parsed back: its Service (multi-host only)
 // and its Job.
@@ -117,21 +117,21 @@ func checkFlexStart(t *testing.T, job *batchv1.Job, selector map[string]string, 
 	assert.Equal(t, quantities(c.Resources.Requests), quantities(c.Resources.Limits), "requests == limits")
 }
 
-// checkSingleHost checks seed 003's single-host Job: restartPolicy
+// checkSingleHost checks the flex-start TPU guide's single-host Job: restartPolicy
 // OnFailure, no backoffLimit, not Indexed, no Service.
 func checkSingleHost(t *testing.T, objs gkeObjects) {
 	t.Helper()
 	assert.Nil(t, objs.svc)
 	spec := objs.job.Spec
 	assert.Equal(t, corev1.RestartPolicyOnFailure, spec.Template.Spec.RestartPolicy)
-	assert.Nil(t, spec.BackoffLimit, "seed 003's single-host Job leaves backoffLimit to Kubernetes")
+	assert.Nil(t, spec.BackoffLimit, "the flex-start TPU guide's single-host Job leaves backoffLimit to Kubernetes")
 	assert.Nil(t, spec.CompletionMode)
 	assert.Nil(t, spec.Completions)
 	assert.Nil(t, spec.Parallelism)
 	assert.Empty(t, spec.Template.Spec.Subdomain)
 }
 
-// checkMultiHost checks seed 003's multi-host manifests: a headless Service
+// checkMultiHost checks the flex-start TPU guide's multi-host manifests: a headless Service
 // selecting the Job's pods, an Indexed Job of completions = parallelism =
 // nodes, backoffLimit 0, restartPolicy Never, pods in the Service's subdomain.
 func checkMultiHost(t *testing.T, objs gkeObjects, nodes int32) {
@@ -153,7 +153,7 @@ func checkMultiHost(t *testing.T, objs gkeObjects, nodes int32) {
 	assert.Equal(t, objs.svc.Name, spec.Template.Spec.Subdomain)
 }
 
-// Each workload, as beamgpu-gke writes it, is seed 003's single-host Job on
+// Each workload, as beamgpu-gke writes it, is the flex-start TPU guide's single-host Job on
 // a flex-start GPU node, running the worker image's binary on its volumes.
 func TestGKEWorkloadManifests(t *testing.T) {
 	work := "pvc beamgpu-work read-only=false"
@@ -196,7 +196,7 @@ func TestGKEWorkloadManifests(t *testing.T) {
 	}
 }
 
-// --command gives seed 003's multi-host manifests: on a TPU slice, with the
+// --command gives the flex-start TPU guide's multi-host manifests: on a TPU slice, with the
 // node count from the topology and the chips per VM; on GPU nodes, with
 // --nodes.
 func TestGKEMultiHostManifests(t *testing.T) {
@@ -275,7 +275,7 @@ func TestGKEImpossibleCombinations(t *testing.T) {
 		{[]string{"--workload=predict"}, `unknown workload "predict"; the workloads are train, landsat, fashion`},
 		{[]string{"--workload=train", "--image="}, "image is empty"},
 		{[]string{"--command=bash", "--name=j", "--accelerator=tpu-v6e-slice", "--topology=2x3"}, "topology 2x3 has 6 chips, which is not a multiple of 4 chips per node"},
-		{[]string{"--command=bash", "--name=j", "--accelerator=tpu-v6e-slice", "--topology=4x4", "--per_node=3"}, "a TPU VM has 1, 4 or 8 chips (seed 003)"},
+		{[]string{"--command=bash", "--name=j", "--accelerator=tpu-v6e-slice", "--topology=4x4", "--per_node=3"}, "a TPU VM has 1, 4 or 8 chips (https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu)"},
 		{[]string{"--command=bash", "--name=j", "--accelerator=tpu-v6e-slice", "--topology=4x4", "--per_node=8"}, "8-chip VMs make single-host slices only"},
 		{[]string{"--command=bash", "--name=j", "--accelerator=tpu-v4-podslice", "--topology=4x4"}, "topology 4x4 has 2 dimensions; tpu-v4-podslice slices have 3 (AxBxC)"},
 		{[]string{"--command=bash", "--name=j", "--accelerator=tpu-v6e-slice", "--topology=4x4", "--machine_type=ct6e-standard-8t"}, "machine type ct6e-standard-8t has 8 chips per VM, but the accelerator asks for 4 per node"},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -104,8 +105,12 @@ type planned struct {
 func plan(t *testing.T, name string, args ...string) planned {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "plan")
-	args = append([]string{"--runner=dataflow", "--region=us-central1", "--plan_out=" + dir,
-		"--output=" + filepath.Join(t.TempDir(), "out")}, args...)
+	base := []string{"--runner=dataflow", "--region=us-central1", "--plan_out=" + dir}
+	// A pipeline's own flag may be given once: --output only if args has none.
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--output=") }) {
+		base = append(base, "--output="+filepath.Join(t.TempDir(), "out"))
+	}
+	args = append(base, args...)
 	code, stdout, stderr := runBin(t, name, args...)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stdout, "nothing was run")

@@ -14,13 +14,16 @@ import (
 )
 
 // readmeMakeCommands returns the `make plan` and `make dataflow` command
-// lines of the README's code blocks, continuation lines joined, as a user
-// pastes them into a shell.
+// lines of the code blocks of the README and docs/, continuation lines
+// joined, as a user pastes them into a shell.
 func readmeMakeCommands(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	text := strings.ReplaceAll(string(data), "\\\n", " ")
+	var text string
+	for _, f := range docFiles(t) {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		text += strings.ReplaceAll(string(data), "\\\n", " ") + "\n"
+	}
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
@@ -55,14 +58,14 @@ func calls(t *testing.T, dir string) [][]string {
 	return out
 }
 
-// The README's make commands work as written: pasted into a shell, every
+// The make commands of the README and docs/ work as written: pasted into a shell, every
 // ARGS value reaches the pipeline as one argument, ';' and JSON included
 // (before, the shell ran `count:1` as a command). make runs with a fake go
 // command that records what it is given; the plan commands' arguments are
 // then given to the real pipeline binary, which plans with them.
 func TestReadmeMakeCommandsWorkAsWritten(t *testing.T) {
 	cmds := readmeMakeCommands(t)
-	require.GreaterOrEqual(t, len(cmds), 4, "the README's make plan and make dataflow commands: %q", cmds)
+	require.GreaterOrEqual(t, len(cmds), 4, "the make plan and make dataflow commands of the README and docs/: %q", cmds)
 	sawSemicolon := false
 	for _, cmd := range cmds {
 		t.Run(cmd, func(t *testing.T) {
@@ -107,7 +110,7 @@ func TestReadmeMakeCommandsWorkAsWritten(t *testing.T) {
 			}
 		})
 	}
-	assert.True(t, sawSemicolon, "a README ARGS example has a ';' in a value")
+	assert.True(t, sawSemicolon, "an ARGS example of the docs has a ';' in a value")
 }
 
 // make plan names a registry path even without IMAGE (a local tag is refused

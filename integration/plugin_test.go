@@ -2,11 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -14,79 +16,78 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// clipModule writes the module of testdata/clipstep into a new directory, as
-// a user's module beside the library: its go.mod requires beamgpu and
-// replaces it with this checkout. It returns the module's directory.
-func clipModule(t *testing.T) string {
+// docBlock returns the first ```sh block of the markdown file path after the
+// heading heading.
+func docBlock(t *testing.T, path, heading string) string {
 	t.Helper()
-	require.NoError(t, statSources())
-	dir := t.TempDir()
-	err := filepath.WalkDir("testdata/clipstep", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel("testdata/clipstep", path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-	})
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	checkout, err := filepath.Abs("..")
-	require.NoError(t, err)
-	mod := "module example.com/clipstep\n\ngo 1.26\n\nrequire github.com/beamgpu/beamgpu v0.0.0\n\nreplace github.com/beamgpu/beamgpu => " + checkout + "\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644))
-	sum, err := os.ReadFile("../go.sum")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	text := string(data)
+	i := strings.Index(text, "\n"+heading+"\n")
+	require.GreaterOrEqual(t, i, 0, "%s has no heading %q", path, heading)
+	text = text[i:]
+	start := strings.Index(text, "```sh\n")
+	require.GreaterOrEqual(t, start, 0, "no sh block after %q in %s", heading, path)
+	text = text[start+len("```sh\n"):]
+	end := strings.Index(text, "```")
+	require.GreaterOrEqual(t, end, 0)
+	return text[:end]
+}
+
+// exampleCopy is where TestExampleModuleAsDocumented copies the example
+// module: outside the repository, at a path of its own for each checkout
+// (the same path every run, so that the Go build and test caches serve a
+// copy whose sources did not change).
+func exampleCopy(t *testing.T, checkout string) string {
+	t.Helper()
+	h := sha256.Sum256([]byte(checkout))
+	dir := filepath.Join(os.TempDir(), "beamgpu-example-"+hex.EncodeToString(h[:6]), "clipstep")
+	require.NoError(t, os.RemoveAll(filepath.Dir(dir)))
+	require.NoError(t, os.MkdirAll(filepath.Dir(dir), 0o755))
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(dir, "bin")) })
 	return dir
 }
 
-// goIn runs the go command in dir, the module's requirements completed from
-// beamgpu's (-mod=mod), and returns its output.
-func goIn(t *testing.T, dir string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"), env...)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
-}
+// A step plugs in from outside the module, exactly as docs/writing-a-step.md
+// says: the commands of its "From a copy to a run" block copy
+// examples/clipstep (a module with its own go.mod: a step with CPU function,
+// stub, codec, kernel and launch, its Beam package, its pipeline on job.Main
+// and its executor) outside the repository, point it at this checkout, vet
+// and test it, run its pipeline on prism with --backend=cpu, stub and gpu
+// (through its own reference executor), and plan it for Dataflow. The
+// outputs agree. (CI also builds, vets and tests the module with -tags cuda
+// against the CUDA headers and checks its PTX: containers/build-cuda.sh.)
+func TestExampleModuleAsDocumented(t *testing.T) {
+	require.NoError(t, statSources())
+	checkout, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := exampleCopy(t, checkout)
 
-// A step plugs in from outside the module: a throwaway module defines its
-// own step (clip: CPU function, stub, codec, a .cu kernel with its PTX and
-// the CUDA launch behind the cuda tag) and its own executor main from the
-// library. The executor is built without cgo (the reference executor) and a
-// small pipeline of the module runs on prism with --backend=cpu, gpu (through
-// that executor) and stub. (CI also compiles the module with -tags cuda
-// against the CUDA headers and runs its launch's check: build-cuda.sh.)
-func TestAStepFromAnotherModule(t *testing.T) {
-	dir := clipModule(t)
-	bin := filepath.Join(dir, "bin")
-	goIn(t, dir, []string{"CGO_ENABLED=0"}, "build", "-o", bin+"/", "./cmd/clip-executor", "./cmd/clippipe")
+	// The README's short version, from the repository's root.
+	stdout, stderr := runDocumented(t, checkout, dir, docBlock(t, "../README.md", "## A step and a pipeline of your own"))
+	assert.Regexp(t, `(?m)^  clip\s+cpu\s`, stderr, "the explain report")
+	assert.Contains(t, stdout, "clippipe: done in")
+	require.NoError(t, os.RemoveAll(dir))
 
-	out, err := exec.Command(filepath.Join(bin, "clip-executor"), "selftest").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "ok    clipstep.clip")
-	out, err = exec.Command(filepath.Join(bin, "clip-executor"), "version").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "ops: clipstep.clip, ", "the executor serves the module's step (and the raster steps: the module links their family for raster.Tile)")
+	// docs/writing-a-step.md's, from anywhere.
+	stdout, stderr = runDocumented(t, t.TempDir(), dir, docBlock(t, "../docs/writing-a-step.md", "## From a copy to a run"))
+
+	out, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "replace github.com/beamgpu/beamgpu => "+checkout, "the copy builds with this checkout")
+	assert.Contains(t, stdout, "ok    clipstep.clip", "the executor's selftest")
+	assert.Regexp(t, `(?m)^  clip\s+cpu\s`, stderr, "the explain report")
+	assert.Regexp(t, `(?m)^  clip\s+stub\s`, stderr)
+	assert.Regexp(t, `(?m)^  clip\s+gpu\s+clipstep\.clip`, stderr)
+	assert.Contains(t, stdout, "STUB RUN: clip ran stand-ins", "the stub run says so")
+	assert.Contains(t, stdout, "nothing was run", "the Dataflow plan")
+	plan, err := os.ReadFile(filepath.Join(dir, "out", "plan", "plan.txt"))
+	require.NoError(t, err)
+	assert.Regexp(t, `type:nvidia-l4;count:1`, string(plan), "the GPU step carries its accelerator hint")
 
 	results := map[string][]map[string]any{}
 	for _, kind := range []string{"cpu", "gpu", "stub"} {
-		file := filepath.Join(dir, kind+".jsonl")
-		cmd := exec.Command(filepath.Join(bin, "clippipe"), "--output="+file, "--backend="+kind,
-			"--gpu_executor="+filepath.Join(bin, "clip-executor"))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Run(), "--backend=%s:\n%s", kind, stderr.String())
-		assert.Regexp(t, `clip\s+`+kind, stderr.String(), "the explain report")
-		data, err := os.ReadFile(file)
+		data, err := os.ReadFile(filepath.Join(dir, "out", kind+".jsonl"))
 		require.NoError(t, err)
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 			var tile map[string]any
@@ -122,4 +123,40 @@ func TestAStepFromAnotherModule(t *testing.T) {
 	}
 	assert.Positive(t, clipped, "some values were clipped")
 	assert.Equal(t, 5, nulls, "NaN stays NaN, one per tile")
+}
+
+// runDocumented runs a documented block of commands in a shell in dir, with
+// the checkout for /path/to/beamgpu and copy for ~/clipstep, and returns its
+// stdout and stderr.
+func runDocumented(t *testing.T, dir, copy, block string) (string, string) {
+	t.Helper()
+	checkout, err := filepath.Abs("..")
+	require.NoError(t, err)
+	script := strings.NewReplacer("/path/to/beamgpu", checkout, "~/clipstep", copy).Replace(block)
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	// A user's shell: none of the variables this test binary's executors
+	// use (BEAMGPU_*) leaks into it.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BEAMGPU_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS=-buildvcs=false")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "the documented commands:\n%s\nstdout:\n%s\nstderr:\n%s\n"+
+		"(if go.mod or go.sum are out of date after a change of beamgpu's requirements: cd examples/clipstep && go mod tidy)",
+		script, stdout.String(), stderr.String())
+	return stdout.String(), stderr.String()
+}
+
+// The example module's go.mod is committed and complete: it builds in the
+// repository as it stands (its replace directive points at the checkout).
+func TestExampleModuleIsComplete(t *testing.T) {
+	data, err := os.ReadFile("../examples/clipstep/go.mod")
+	require.NoError(t, err)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^replace github.com/beamgpu/beamgpu => \.\./\.\.$`), string(data))
+	assert.Regexp(t, regexp.MustCompile(`(?m)^tool github.com/beamgpu/beamgpu/cmd/beamgpu-ptx$`), string(data))
+	assert.FileExists(t, "../examples/clipstep/go.sum")
 }

@@ -1,7 +1,9 @@
-// Package stubs documents the stand-ins of beamgpu's steps; its
-// subpackages (one per family of steps, e.g. stubs/raster) register them.
+// Package stubs documents the stand-ins of beamgpu's steps.
 //
-// A stub follows the seed's two-stage workflow (Google's "GPU best practices
+// Its subpackages (one per family of steps, e.g. stubs/raster) register
+// them.
+//
+// A stub follows the two-stage workflow of (Google's "GPU best practices
 // for Dataflow"): first build and test everything around the GPU step on a
 // laptop with the step replaced by a stand-in that has its schema, then
 // bring in the GPU. A stub here:
@@ -15,10 +17,10 @@
 //   - is deterministic and computes nothing: values are zero.
 //
 // Selecting them is a backend choice: --backend=stub for every step, or
-// --backend_override=ndvi=stub for one. Import the family's stubs package
-// for its stubs to be registered:
+// --backend_override=ndvi=stub for one. A pipeline imports the family's
+// stubs package for its stubs to be registered, as pipelines/landsat does:
 //
-//	import _ "github.com/beamgpu/beamgpu/stubs/raster"
+//	_ "github.com/beamgpu/beamgpu/stubs/raster"
 //
 // The contract (type and shape equal to the CPU output on each step's sample
 // input) is tested for every registered step in this package's tests.

@@ -3,6 +3,7 @@ package stubs_test
 import (
 	"testing"
 
+	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/step"

@@ -1,7 +1,8 @@
-// Command beamgpu-executor is the GPU executor of beamgpu's pipelines: the
-// process that runs the GPU ops of the raster and tensor step families for
-// the (pure Go) workers, over the protocol of runtime/executor/protocol, with
-// bulk data in shared memory.
+// Command beamgpu-executor is the GPU executor of beamgpu's pipelines.
+//
+// It is the process that runs the GPU ops of the raster, tensor and onnx
+// step families for the (pure Go) workers, over the protocol of
+// runtime/executor/protocol, with bulk data in shared memory.
 //
 // Built without tags (CGO_ENABLED=0 works) it is the CPU reference
 // executor: it serves the steps' GPU ops with their CPU code, so the whole
@@ -26,6 +27,7 @@ package main
 import (
 	"os"
 
+	_ "github.com/beamgpu/beamgpu/transforms/onnx"
 	_ "github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step/serve"
 	_ "github.com/beamgpu/beamgpu/transforms/tensor"

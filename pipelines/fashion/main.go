@@ -1,7 +1,8 @@
-// Command fashion classifies Fashion-MNIST images on Apache Beam with
-// beamgpu's tensor steps: an MLP through RunInference (the default, with the
-// model trained by ./train and shipped in data/) or brute-force
-// k-nearest-neighbours against the training set.
+// Command fashion classifies Fashion-MNIST images on Apache Beam.
+//
+// It classifies with beamgpu's tensor steps: an MLP through RunInference
+// (the default, with the model trained by ./train and shipped in data/) or
+// brute-force k-nearest-neighbours against the training set.
 //
 // With no flags it classifies the embedded 10,000-image test set on Beam's
 // local runner (prism) and writes to out/fashion. Inputs, the model and the
@@ -29,9 +30,9 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/launch"
+	"github.com/beamgpu/beamgpu/runtime/job"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -93,50 +94,86 @@ func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
 }
 
 var (
-	input     = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
-	output    = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
-	model     = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
-	modelPath = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
-	dataDir   = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
-	k         = flag.Int("k", 5, "neighbours of --model=knn")
-	weights   = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
-	batchRows = flag.Int("batch_rows", 256, "rows per batch out of the decoder")
-	maxBatch  = flag.Int("max_batch_rows", 4096, "most rows per model call (RunInference groups batches adaptively up to this)")
-	strict    = flag.Bool("strict", false, "exit with status 1 if any record failed (failures are always listed in failed.jsonl)")
-	progress  = flag.Duration("progress", 10*time.Second, "interval of progress lines while the pipeline runs (0: none)")
+	input      = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
+	output     = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
+	model      = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
+	modelPath  = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
+	dataDir    = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
+	k          = flag.Int("k", 5, "neighbours of --model=knn")
+	weights    = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
+	batchRows  = flag.Int("batch_rows", 256, "rows per batch out of the decoder")
+	maxBatch   = flag.Int("max_batch_rows", 4096, "most rows per model call (RunInference groups batches adaptively up to this)")
+	allowEmpty = flag.Bool("allow_empty", false, "accept an input without records (an empty test set) as a success; without it such a run exits with status 1")
+	strict     = flag.Bool("strict", false, "exit with status 1 if any record failed (failures are always listed in failed.jsonl)")
 
-	backendFlags backend.Flags
-	launchFlags  launch.Flags
+	// flags are package job's: backend selection, the launcher's, --progress.
+	flags job.Flags
 )
-
-var ownFlags = []string{"input", "output", "model", "model_path", "data_dir", "k", "knn_weights", "batch_rows", "max_batch_rows",
-	"strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor",
-	"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules", "cpuprofile"}
 
 func init() {
 	files.Register(strings.TrimSuffix(embeddedScheme, "://"), embeddedFS{})
-	backendFlags.Register(flag.CommandLine)
-	launchFlags.Register(flag.CommandLine)
-	flag.Usage = func() {
-		w := flag.CommandLine.Output()
-		fmt.Fprintf(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP or k-nearest neighbours).
+	flags.Register(flag.CommandLine)
+}
+
+func main() { job.Main(pipeline(configFromFlags, new(summary))) }
+
+// run runs the pipeline of the (parsed) flags, prints its summary to out
+// and returns the exit status.
+func run(ctx context.Context, out io.Writer) (int, error) {
+	return job.RunMain(ctx, pipeline(configFromFlags, new(summary)), out)
+}
+
+// execute builds and runs the pipeline of cfg with sel, prints the summary
+// and checks that the record counts reconcile.
+func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
+	var sum summary
+	p := pipeline(func() (Config, error) { return cfg, nil }, &sum)
+	p.Steps = func() []step.Any { return pipelineSteps(cfg.Model) }
+	_, err := job.Execute(ctx, p, sel, out)
+	return sum, err
+}
+
+// pipeline is the Fashion-MNIST pipeline of the configuration configure
+// returns; a run's summary goes to sum.
+func pipeline(configure func() (Config, error), sum *summary) job.Pipeline {
+	var cfg Config
+	return job.Pipeline{
+		Name:  "fashion",
+		Usage: usage,
+		OwnFlags: []string{"input", "output", "model", "model_path", "data_dir", "k", "knn_weights", "batch_rows", "max_batch_rows",
+			"strict", "allow_empty"},
+		Flags:       &flags,
+		Steps:       func() []step.Any { return pipelineSteps(*model) },
+		WorkerPaths: workerPaths,
+		Build: func(_ context.Context, s beam.Scope, r *job.Run) error {
+			c, err := configure()
+			if err != nil {
+				return err
+			}
+			c.Steps = append(c.Steps, r.Options()...)
+			cfg = c
+			Build(s, cfg)
+			return nil
+		},
+		Report: func(_ context.Context, w io.Writer, res *job.Result) error {
+			var err error
+			*sum, err = report(w, res, cfg)
+			return err
+		},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP or k-nearest neighbours).
 
 Usage: fashion [--input=PATH] [--output=DIR] [--model=mlp|knn] [--backend=auto|cpu|gpu|stub] [Beam flags]
 
 With no --input it classifies the embedded 10,000-image test set with the shipped MLP.
 It runs on Beam's local runner (prism) unless --runner says otherwise.
 Steps (for --backend_override): %s with --model=mlp, %s with --model=knn.
-
-Flags of this pipeline:
+On Dataflow, --input, --output, --model_path and --data_dir are gs:// paths (the embedded data needs none).
+To train a model: go run ./pipelines/fashion/train --help
 `, stepNames(ModelMLP), stepNames(ModelKNN))
-		for _, name := range ownFlags {
-			f := flag.Lookup(name)
-			fmt.Fprintf(w, "  --%s (default %q)\n      %s\n", f.Name, f.DefValue, f.Usage)
-		}
-		fmt.Fprint(w, "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too; 'fashion --help_beam' lists them.\n"+
-			"On Dataflow, --input, --output, --model_path and --data_dir are gs:// paths (the embedded data needs none).\n"+
-			"To train a model: go run ./pipelines/fashion/train --help\n")
-	}
 }
 
 // stepNames lists the steps of the pipeline of model.
@@ -148,61 +185,17 @@ func stepNames(model string) string {
 	return strings.Join(names, ", ")
 }
 
-func main() {
-	for _, a := range os.Args[1:] {
-		if a == "--help_beam" || a == "-help_beam" {
-			flag.CommandLine.SetOutput(os.Stdout)
-			flag.PrintDefaults()
-			return
-		}
-	}
-	flag.Parse()
-	beam.Init()
-	code, err := run(context.Background(), os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fashion:", err)
-	}
-	os.Exit(code)
-}
-
-func run(ctx context.Context, out io.Writer) (int, error) {
-	// The launch configuration (runner, Dataflow GPU rules) is checked
-	// before anything is read or built.
-	if err := launchFlags.Validate(); err != nil {
-		return 2, err
-	}
-	// Remote workers read what the flags name: gs:// paths, or the data
-	// embedded in the binary they run. Plans are not held to it.
-	paths := map[string]string{"input": orDefault(*input, embeddedImages), "output": *output}
+// workerPaths are the paths the workers read and write: gs:// paths, or
+// the data embedded in the binary they run. Plans are not held to it.
+func workerPaths() []job.Path {
+	paths := []job.Path{{Flag: "input", Path: orDefault(*input, embeddedImages)}, {Flag: "output", Path: *output}}
 	switch *model {
 	case ModelMLP:
-		paths["model_path"] = orDefault(*modelPath, embeddedModel)
+		paths = append(paths, job.Path{Flag: "model_path", Path: orDefault(*modelPath, embeddedModel)})
 	case ModelKNN:
-		paths["data_dir"] = *dataDir
+		paths = append(paths, job.Path{Flag: "data_dir", Path: *dataDir})
 	}
-	for _, name := range []string{"input", "output", "model_path", "data_dir"} {
-		if p, ok := paths[name]; ok {
-			if err := launchFlags.WorkerPath(name, p); err != nil {
-				return 2, err
-			}
-		}
-	}
-	cfg, err := configFromFlags()
-	if err != nil {
-		return 2, err
-	}
-	sel, err := job.Selector(&backendFlags, &launchFlags, pipelineSteps(cfg.Model)...)
-	if err != nil {
-		return 2, err
-	}
-	sum, err := execute(ctx, cfg, sel, out)
-	if err != nil {
-		return 1, err
-	}
-	if *strict && sum.Failures > 0 {
-		return 1, fmt.Errorf("--strict: %d failures (%d of %d records failed); see %s", sum.Failures, sum.Failed, sum.In, job.Join(cfg.Output, job.FailedFile))
-	}
-	return 0, nil
+	return paths
 }
 
 func orDefault(v, def string) string {
@@ -233,8 +226,27 @@ func configFromFlags() (Config, error) {
 	if *weights != tensor.WeightUniform && *weights != tensor.WeightDistance {
 		return cfg, fmt.Errorf("--knn_weights=%s: want uniform or distance", *weights)
 	}
-	if err := job.CheckWritable("output", cfg.Output); err != nil {
+	if err := jobfiles.CheckWritable("output", cfg.Output); err != nil {
 		return cfg, err
+	}
+	cfg.RunID, cfg.Started, cfg.Args, cfg.AllowEmpty = jobfiles.NewRunID(), time.Now(), os.Args[1:], *allowEmpty
+	if flags.Launch.PlanOut == "" {
+		// Temporaries of outputs a killed run was writing (each output is
+		// written under a temporary name and renamed whole) go first.
+		if !strings.Contains(cfg.Output, "://") {
+			if stale, err := jobfiles.RemoveStale(cfg.Output); err != nil {
+				return cfg, fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
+			} else if len(stale) > 0 {
+				fmt.Fprintf(os.Stderr, "fashion: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
+			}
+		}
+		// The previous run's outputs go before anything runs: a run that
+		// fails leaves none that would look like its own.
+		for _, n := range outputFiles {
+			if err := jobfiles.Remove(context.Background(), jobfiles.Join(cfg.Output, n)); err != nil {
+				return cfg, fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
+			}
+		}
 	}
 	in := *input
 	if in == "" {
@@ -253,7 +265,7 @@ func configFromFlags() (Config, error) {
 		if cfg.Reference, err = trainingSet(*dataDir, *batchRows); err != nil {
 			return cfg, err
 		}
-	case strings.Contains(cfg.MLP, "://") && !strings.HasPrefix(cfg.MLP, embeddedScheme) && launchFlags.PlanOut != "":
+	case strings.Contains(cfg.MLP, "://") && !strings.HasPrefix(cfg.MLP, embeddedScheme) && flags.Launch.PlanOut != "":
 		// A plan reads nothing remote: it needs no credentials.
 	default:
 		if _, err := tensor.LoadMLP(cfg.MLP); err != nil {
@@ -274,18 +286,11 @@ type summary struct {
 	Output   string
 }
 
-// execute builds and runs the pipeline of cfg, prints the summary and checks
-// that the record counts reconcile.
-func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
-	cfg.Steps = append(cfg.Steps, step.Using(sel))
-	m, took, launched, err := job.Run(ctx, "fashion", sel, backendFlags.Explain, *progress, launchFlags, func(s beam.Scope) { Build(s, cfg) })
-	if err != nil {
-		return summary{}, err
-	}
-	if launched.Result == nil {
-		return summary{}, job.Launched(out, launched)
-	}
-	sum := summary{Metrics: m, Elapsed: took, Output: cfg.Output,
+// report prints the summary of a run of cfg, checks that the record counts
+// reconcile, and under --strict fails a run with a failure.
+func report(w io.Writer, res *job.Result, cfg Config) (summary, error) {
+	m := res.Metrics
+	sum := summary{Metrics: m, Elapsed: res.Elapsed, Output: cfg.Output,
 		In:        int(m.Counters["records_decoded"] + m.Counters["records_rejected"]),
 		Predicted: int(m.Counters["records_predicted"]), Failed: int(m.Counters["records_failed"]),
 		Failures: int(m.Counters["failures"])}
@@ -293,16 +298,21 @@ func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writ
 		acc := float64(m.Counters["records_correct"]) / float64(n)
 		sum.Accuracy = &acc
 	}
-	sum.PrintSteps(out, "rows")
+	sum.PrintSteps(w, "rows")
 	acc := "n/a (no labels)"
 	if sum.Accuracy != nil {
 		acc = fmt.Sprintf("%.4f", *sum.Accuracy)
 	}
-	fmt.Fprintf(out, "records: %d in, %d predicted, %d failed; %d failures in %s; accuracy %s; %s in %s; outputs in %s\n",
-		sum.In, sum.Predicted, sum.Failed, sum.Failures, job.FailedFile, acc, cfg.Model, sum.Elapsed.Round(time.Millisecond), cfg.Output)
-	printStub(out, m)
+	fmt.Fprintf(w, "records: %d in, %d predicted, %d failed; %d failures in %s; accuracy %s; %s in %s; outputs in %s\n",
+		sum.In, sum.Predicted, sum.Failed, sum.Failures, jobfiles.FailedFile, acc, cfg.Model, sum.Elapsed.Round(time.Millisecond), cfg.Output)
+	if sum.In == 0 && sum.Failures == 0 && !cfg.AllowEmpty {
+		return sum, fmt.Errorf("no records: the input holds no images (an empty test set), so nothing was classified (--allow_empty accepts that)")
+	}
 	if sum.In != sum.Predicted+sum.Failed {
 		return sum, fmt.Errorf("counts do not reconcile: %d records in, %d predicted + %d failed", sum.In, sum.Predicted, sum.Failed)
+	}
+	if *strict && sum.Failures > 0 {
+		return sum, fmt.Errorf("--strict: %d failures (%d of %d records failed); see %s", sum.Failures, sum.Failed, sum.In, jobfiles.Join(cfg.Output, jobfiles.FailedFile))
 	}
 	return sum, nil
 }

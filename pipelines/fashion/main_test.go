@@ -33,7 +33,7 @@ import (
 
 func TestMain(m *testing.M) {
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
-	*progress = 0
+	flags.Progress = 0
 	ptest.Main(m)
 }
 
@@ -91,7 +91,7 @@ func readFailures(t *testing.T, dir string) []step.Failure {
 	return out
 }
 
-// The README's promise: with no arguments, the shipped model on the whole
+// docs/fashion.md's promise: with no arguments, the shipped model on the whole
 // embedded test set reaches 0.88 or better.
 func TestDefaultRunAccuracy(t *testing.T) {
 	*output = t.TempDir()

@@ -11,10 +11,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
@@ -56,6 +57,29 @@ type Config struct {
 	Batching batch.Params
 	// Steps are passed to every step (the backend selector).
 	Steps []step.Option
+	// RunID, Started and Args name the run in metrics.json; AllowEmpty
+	// makes an input without records a success (else it is an error).
+	RunID      string
+	Started    time.Time
+	Args       []string
+	AllowEmpty bool
+}
+
+// inputs are the files the run reads.
+func (c Config) inputs() []string {
+	var out []string
+	for _, s := range c.Sources {
+		out = append(out, s.Images)
+		if s.Labels != "" {
+			out = append(out, s.Labels)
+		}
+	}
+	if c.Model == ModelKNN {
+		out = append(out, c.Reference.Images, c.Reference.Labels)
+	} else if c.MLP != "" {
+		out = append(out, c.MLP)
+	}
+	return out
 }
 
 // imageDims is the shape of Fashion-MNIST: 28x28 images, 10 classes.
@@ -86,8 +110,15 @@ func Build(s beam.Scope, cfg Config) {
 
 	failed := beam.Flatten(s, decodeFailed, stdFailed, modelFailed)
 	rep := s.Scope("report")
-	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg)},
-		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed)))
+	// The report runs once even when nothing came in (an empty input), so
+	// that every run writes its own report: a third input of one element
+	// makes sure the group exists.
+	run := runInfo{ID: cfg.RunID, Inputs: cfg.inputs(), Args: cfg.Args}
+	if !cfg.Started.IsZero() {
+		run.Started = cfg.Started.UTC().Format(time.RFC3339)
+	}
+	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg), Run: run},
+		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed), beam.AddFixedKey(rep, beam.Create(rep, 1))))
 }
 
 // stubSteps returns the steps of the pipeline of cfg that run their
@@ -121,7 +152,8 @@ func (f *countRowsFn) ProcessElement(ctx context.Context, b tensor.Batch) {
 func init() {
 	register.DoFn2x0[context.Context, tensor.Batch](&countRowsFn{})
 	register.Function1x1(failOnReferenceError)
-	register.DoFn4x1[context.Context, int, func(*tensor.Predictions) bool, func(*step.Failure) bool, error](&reportFn{})
+	register.DoFn5x1[context.Context, int, func(*tensor.Predictions) bool, func(*step.Failure) bool, func(*int) bool, error](&reportFn{})
+	register.Iter1[int]()
 	register.Iter1[tensor.Predictions]()
 	register.Iter1[step.Failure]()
 }
@@ -135,7 +167,7 @@ func init() {
 // credentials: it takes --input as one images file.
 func discoverSources(input string, batchRows int) ([]tensor.Source, error) {
 	src := func(images, labels string) tensor.Source {
-		return tensor.Source{Images: images, Labels: labels, BatchRows: batchRows, Height: 28, Width: 28}
+		return tensor.Source{Images: images, Labels: labels, BatchRows: batchRows, Height: 28, Width: 28, Classes: len(ClassNames)}
 	}
 	if strings.HasPrefix(input, embeddedScheme) {
 		lbl := labelsFor(input)
@@ -145,7 +177,7 @@ func discoverSources(input string, batchRows int) ([]tensor.Source, error) {
 		return []tensor.Source{src(input, lbl)}, nil
 	}
 	if strings.Contains(input, "://") {
-		if launchFlags.PlanOut != "" {
+		if flags.Launch.PlanOut != "" {
 			slog.Info("fashion: plan: --input " + input + " is not listed (no credentials needed); a submission lists it")
 			return []tensor.Source{src(input, "")}, nil
 		}
@@ -195,7 +227,7 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 	base := strings.TrimSuffix(input, "/")
 	var images, all []string
 	if strings.Contains(path.Base(base), "images-idx3-ubyte") {
-		ok, err := job.Exists(ctx, base)
+		ok, err := jobfiles.Exists(ctx, base)
 		if err != nil {
 			return nil, fmt.Errorf("--input %s: %w", input, err)
 		}
@@ -203,12 +235,12 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 			return nil, fmt.Errorf("--input %s: no such object", input)
 		}
 		images = []string{base}
-		if all, err = job.List(ctx, labelsFor(base)); err != nil {
+		if all, err = jobfiles.List(ctx, labelsFor(base)); err != nil {
 			return nil, fmt.Errorf("--input %s: listing its labels: %w", input, err)
 		}
 	} else {
 		var err error
-		if all, err = job.List(ctx, base+"/*"); err != nil {
+		if all, err = jobfiles.List(ctx, base+"/*"); err != nil {
 			return nil, fmt.Errorf("--input %s: listing: %w", input, err)
 		}
 		for _, o := range all {
@@ -237,17 +269,17 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 // that says how to get it. A remote dir (gs://...) is checked through Beam's
 // filesystems, except in a plan.
 func trainingSet(dir string, batchRows int) (tensor.Source, error) {
-	src := tensor.Source{Images: job.Join(dir, "train-images-idx3-ubyte.gz"),
-		Labels: job.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
+	src := tensor.Source{Images: jobfiles.Join(dir, "train-images-idx3-ubyte.gz"),
+		Labels: jobfiles.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
 	if !strings.Contains(dir, "://") {
 		src.Images, src.Labels = filepath.Join(dir, "train-images-idx3-ubyte.gz"), filepath.Join(dir, "train-labels-idx1-ubyte.gz")
 	}
 	for _, f := range []string{src.Images, src.Labels} {
 		var missing bool
 		switch {
-		case strings.Contains(f, "://") && launchFlags.PlanOut != "":
+		case strings.Contains(f, "://") && flags.Launch.PlanOut != "":
 		case strings.Contains(f, "://"):
-			ok, err := job.Exists(context.Background(), f)
+			ok, err := jobfiles.Exists(context.Background(), f)
 			if err != nil {
 				return src, fmt.Errorf("--data_dir %s: %w", dir, err)
 			}

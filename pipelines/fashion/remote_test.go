@@ -80,7 +80,7 @@ func TestRemoteDiscoveryAndErrors(t *testing.T) {
 	got, err := discoverSources("memfs://b2/sets/", 64)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
-	assert.Equal(t, tensor.Source{Images: "memfs://b2/sets/extra-images-idx3-ubyte.gz", BatchRows: 64, Height: 28, Width: 28}, got[0])
+	assert.Equal(t, tensor.Source{Images: "memfs://b2/sets/extra-images-idx3-ubyte.gz", BatchRows: 64, Height: 28, Width: 28, Classes: 10}, got[0])
 	assert.Equal(t, "memfs://b2/sets/t10k-labels-idx1-ubyte.gz", got[1].Labels)
 
 	one, err := discoverSources("memfs://b2/sets/t10k-images-idx3-ubyte.gz", 64)

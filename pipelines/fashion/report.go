@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -24,6 +24,10 @@ import (
 var ClassNames = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
 // Output files.
+// outputFiles are the files a run writes at the output's root; a run
+// removes those of the previous run first.
+var outputFiles = []string{metricsFile, predictionsFile, confusionFile, jobfiles.FailedFile}
+
 const (
 	metricsFile     = "metrics.json"
 	predictionsFile = "predictions.csv"
@@ -41,6 +45,7 @@ type classMetrics struct {
 
 // metrics is metrics.json.
 type metrics struct {
+	Run       runInfo        `json:"run"`
 	Count     int            `json:"count"`
 	Labelled  int            `json:"labelled"`
 	Failed    int            `json:"failed"`
@@ -58,6 +63,8 @@ type reportFn struct {
 	Sources int
 	// Stub lists the steps that ran their stand-ins.
 	Stub []string
+	// Run names the run in metrics.json.
+	Run runInfo
 
 	predicted, failedRows, rejected, failures, labelled, correct beam.Counter
 }
@@ -77,7 +84,7 @@ type row struct {
 	label, predicts int32
 }
 
-func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*tensor.Predictions) bool, failIter func(*step.Failure) bool) error {
+func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*tensor.Predictions) bool, failIter func(*step.Failure) bool, _ func(*int) bool) error {
 	var rows []row
 	classes := len(ClassNames)
 	var p tensor.Predictions
@@ -111,22 +118,22 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*te
 
 	m := computeMetrics(rows, classes)
 	m.Failed = failedRows
-	m.Stub, m.StubSteps = len(f.Stub) > 0, f.Stub
+	m.Stub, m.StubSteps, m.Run = len(f.Stub) > 0, f.Stub, f.Run
 	f.labelled.Inc(ctx, int64(m.Labelled))
 	for c := range m.Confusion {
 		f.correct.Inc(ctx, int64(m.Confusion[c][c]))
 	}
-	if err := job.WriteJSON(ctx, job.Join(f.Output, metricsFile), m); err != nil {
+	if err := jobfiles.WriteJSON(ctx, jobfiles.Join(f.Output, metricsFile), m); err != nil {
 		return err
 	}
-	if err := job.WriteFile(ctx, job.Join(f.Output, predictionsFile), func(w io.Writer) error { return writeCSV(w, rows, f.Sources > 1) }); err != nil {
+	if err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, predictionsFile), func(w io.Writer) error { return writeCSV(w, rows, f.Sources > 1) }); err != nil {
 		return err
 	}
 	img := confusionImage(m.Confusion)
-	if err := job.WriteFile(ctx, job.Join(f.Output, confusionFile), func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
+	if err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, confusionFile), func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
 		return err
 	}
-	return job.WriteFailures(ctx, f.Output, failures)
+	return jobfiles.WriteFailures(ctx, f.Output, failures)
 }
 
 func computeMetrics(rows []row, classes int) metrics {
@@ -265,4 +272,17 @@ func confusionImage(conf [][]int) *image.RGBA {
 		}
 	}
 	return img
+}
+
+// runInfo names the run a metrics.json belongs to.
+type runInfo struct {
+	// ID is a random name of the run.
+	ID string `json:"id"`
+	// Started is when the run started (RFC 3339, UTC).
+	Started string `json:"started,omitempty"`
+	// Inputs are the files the run read: images, labels, the model or
+	// the kNN reference set.
+	Inputs []string `json:"inputs"`
+	// Args is the command line, flags included.
+	Args []string `json:"args,omitempty"`
 }

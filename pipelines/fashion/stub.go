@@ -2,12 +2,9 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 )
 
@@ -25,23 +22,10 @@ const (
 func outputDir() string {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "output" })
-	stub := backendFlags.Backend == string(backend.Stub) || strings.Contains(backendFlags.Overrides, "="+string(backend.Stub))
+	stub := flags.Backend.Backend == string(backend.Stub) || strings.Contains(flags.Backend.Overrides, "="+string(backend.Stub))
 	if !given && *output == defaultOutput && stub {
 		slog.Info("fashion: stub run (stand-ins, no results): writing to " + stubOutput + " (--output to choose)")
 		return stubOutput
 	}
 	return *output
-}
-
-// printStub says, after the summary, which steps ran their stand-ins.
-func printStub(w io.Writer, m job.Metrics) {
-	var stubs []string
-	for _, st := range m.Steps {
-		if st.Impl == backend.Stub {
-			stubs = append(stubs, st.Step)
-		}
-	}
-	if len(stubs) > 0 {
-		fmt.Fprintf(w, "STUB RUN: %s ran stand-ins: the predictions and accuracy are not results\n", strings.Join(stubs, ", "))
-	}
 }

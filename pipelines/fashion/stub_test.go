@@ -46,12 +46,12 @@ func TestStubRunSaysSo(t *testing.T) {
 		}
 	}
 
-	defer func() { backendFlags.Backend, *output = string(backend.Auto), defaultOutput }()
-	backendFlags.Backend = string(backend.Stub)
+	defer func() { flags.Backend.Backend, *output = string(backend.Auto), defaultOutput }()
+	flags.Backend.Backend = string(backend.Stub)
 	assert.Equal(t, stubOutput, outputDir())
 	*output = t.TempDir()
 	assert.Equal(t, *output, outputDir(), "--output given")
-	backendFlags.Backend, *output = string(backend.CPU), defaultOutput
+	flags.Backend.Backend, *output = string(backend.CPU), defaultOutput
 	assert.Equal(t, defaultOutput, outputDir())
 }
 

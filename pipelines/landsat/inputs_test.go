@@ -17,7 +17,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster/rastertest"
@@ -269,7 +269,7 @@ func readMemfs(t *testing.T, path string) []byte {
 
 func listMemfs(t *testing.T, glob string) []string {
 	t.Helper()
-	names, err := job.List(context.Background(), glob)
+	names, err := jobfiles.List(context.Background(), glob)
 	require.NoError(t, err)
 	sort.Strings(names)
 	return names
@@ -339,8 +339,8 @@ func (c *fakeComposer) Compose(ctx context.Context, dst string, srcs []string) e
 // after. The arrays are those of a local run.
 func TestComposeTree(t *testing.T) {
 	fake := &fakeComposer{max: 3}
-	job.RegisterComposer("memfs", func(context.Context) (job.Composer, error) { return fake, nil })
-	defer job.RegisterComposer("memfs", nil)
+	jobfiles.RegisterComposer("memfs", func(context.Context) (jobfiles.Composer, error) { return fake, nil })
+	defer jobfiles.RegisterComposer("memfs", nil)
 
 	dir := t.TempDir()
 	id := "LC08_L1TP_000004_20200101_20200101_01_T1"
@@ -386,7 +386,7 @@ func TestStubRunSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, buf.String()[strings.LastIndex(buf.String(), "scenes:"):], "STUB")
 
-	assert.Equal(t, stubOutput, outputDir(selector(t, backend.Stub), false))
-	assert.Equal(t, defaultOutput, outputDir(selector(t, backend.Stub), true), "--output given")
-	assert.Equal(t, defaultOutput, outputDir(selector(t, backend.CPU), false))
+	assert.Equal(t, stubOutput, outputDir(true, false))
+	assert.Equal(t, defaultOutput, outputDir(true, true), "--output given")
+	assert.Equal(t, defaultOutput, outputDir(false, false))
 }

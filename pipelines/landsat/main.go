@@ -1,6 +1,7 @@
-// Command landsat computes top-of-atmosphere reflectance, NDVI and a
-// true-colour picture of Landsat 8 scenes: Google's Landsat GPU example for
-// Dataflow, in Go, on beamgpu steps.
+// Command landsat computes reflectance, NDVI and true colour of Landsat 8 scenes.
+//
+// It is Google's Landsat GPU example for Dataflow, in Go, on beamgpu steps:
+// top-of-atmosphere reflectance, NDVI and a true-colour picture.
 //
 // With no flags it processes the embedded 41x41 crop of scene
 // LC08_L1TP_195025_20130707_20170503_01_T1 on Beam's local runner (prism) and
@@ -30,6 +31,7 @@ package main
 import (
 	"context"
 	"embed"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,15 +39,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/launch"
+	"github.com/beamgpu/beamgpu/runtime/job"
 	_ "github.com/beamgpu/beamgpu/stubs/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster"
-	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
 //go:embed testdata/LC08_L1TP_195025_20130707_20170503_01_T1
@@ -61,40 +63,70 @@ var (
 	high     = flag.Float64("stretch_high", raster.DefaultCompositeParams.High, "percentile of each channel mapped to white in truecolor.png")
 	gamma    = flag.Float64("gamma", raster.DefaultCompositeParams.Gamma, "gamma of truecolor.png: the stretched value v becomes v^(1/gamma)")
 	strict   = flag.Bool("strict", false, "exit with status 1 if any scene failed (failures are always listed in failed.jsonl)")
-	progress = flag.Duration("progress", 10*time.Second, "interval of progress lines while the pipeline runs (0: none)")
 
-	backendFlags backend.Flags
-	launchFlags  launch.Flags
+	// flags are package job's: backend selection, the launcher's, --progress.
+	flags job.Flags
 )
 
-func init() {
-	backendFlags.Register(flag.CommandLine)
-	launchFlags.Register(flag.CommandLine)
-	flag.Usage = usage
+func init() { flags.Register(flag.CommandLine) }
+
+func main() { job.Main(pipeline(configFromFlags, new(summary))) }
+
+// run runs the pipeline of the (parsed) flags, prints its summary to out
+// and returns the exit status.
+func run(ctx context.Context, out io.Writer) (int, error) {
+	return job.RunMain(ctx, pipeline(configFromFlags, new(summary)), out)
 }
 
-func usage() {
-	fmt.Fprintf(flag.CommandLine.Output(), `landsat: TOA reflectance, NDVI and true colour of Landsat 8 scenes, on Apache Beam.
+// execute builds the pipeline of cfg with sel, prints the explain report,
+// runs it, prints the summary to out and checks that the counts reconcile.
+func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
+	var sum summary
+	_, err := job.Execute(ctx, pipeline(func(*job.Run) (Config, error) { return cfg, nil }, &sum), sel, out)
+	return sum, err
+}
+
+// pipeline is the Landsat pipeline of the configuration configure returns
+// once the steps' implementations are chosen; a run's summary goes to sum.
+func pipeline(configure func(*job.Run) (Config, error), sum *summary) job.Pipeline {
+	var cfg Config
+	return job.Pipeline{
+		Name:     "landsat",
+		Usage:    usage,
+		OwnFlags: []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict"},
+		Flags:    &flags,
+		Steps:    job.Steps(pipelineSteps...),
+		WorkerPaths: func() []job.Path {
+			return []job.Path{{Flag: "input", Path: *input}, {Flag: "output", Path: *output}}
+		},
+		Build: func(_ context.Context, s beam.Scope, r *job.Run) error {
+			c, err := configure(r)
+			if err != nil {
+				return err
+			}
+			c.Steps = append(c.Steps, r.Options()...)
+			c.Stub = r.StubSteps()
+			cfg = c
+			Build(s, cfg)
+			return nil
+		},
+		Report: func(ctx context.Context, w io.Writer, res *job.Result) error {
+			var err error
+			*sum, err = report(ctx, w, res, cfg)
+			return err
+		},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `landsat: TOA reflectance, NDVI and true colour of Landsat 8 scenes, on Apache Beam.
 
 Usage: landsat [--input=DIR] [--output=DIR] [--backend=auto|cpu|gpu|stub] [Beam flags]
 
 With no --input it runs on the embedded scene %s.
 It runs on Beam's local runner (prism) unless --runner says otherwise.
 Its steps (for --backend_override=STEP=KIND): %s.
-
-Flags of this pipeline:
 `, raster.SampleSceneID, stepList())
-	own := map[string]bool{}
-	for _, n := range []string{"input", "output", "tile_size", "stretch_low", "stretch_high", "gamma", "strict", "progress", "backend", "backend_override", "explain_json", "gpu_executor",
-		"plan_out", "right_fitting", "worker_accelerator", "gpu_accelerator", "gpu_processes", "skip_gpu_rules", "cpuprofile"} {
-		own[n] = true
-	}
-	flag.VisitAll(func(f *flag.Flag) {
-		if own[f.Name] {
-			fmt.Fprintf(flag.CommandLine.Output(), "  --%s (default %q)\n      %s\n", f.Name, f.DefValue, f.Usage)
-		}
-	})
-	fmt.Fprintf(flag.CommandLine.Output(), "\nBeam's own flags (--runner, --endpoint, --job_name, ...) are accepted too; 'landsat --help_beam' lists them.\n")
 }
 
 func stepList() string {
@@ -105,103 +137,39 @@ func stepList() string {
 	return strings.Join(names, ", ")
 }
 
-func main() {
-	for _, a := range os.Args[1:] {
-		if a == "--help_beam" || a == "-help_beam" {
-			flag.CommandLine.SetOutput(os.Stdout)
-			flag.PrintDefaults()
-			return
-		}
-	}
-	flag.Parse()
-	beam.Init()
-	code, err := run(context.Background(), os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "landsat:", err)
-	}
-	os.Exit(code)
-}
-
-// run builds and runs the pipeline from the flags, prints the summary to
-// out and returns the exit status.
-func run(ctx context.Context, out io.Writer) (int, error) {
-	// The launch configuration (runner, Dataflow GPU rules) is checked
-	// before anything is read or built.
-	if err := launchFlags.Validate(); err != nil {
-		return 2, err
-	}
-	for _, f := range []struct{ name, path string }{{"input", *input}, {"output", *output}} {
-		if err := launchFlags.WorkerPath(f.name, f.path); err != nil {
-			return 2, err
-		}
-	}
-	sel, err := job.Selector(&backendFlags, &launchFlags, pipelineSteps...)
-	if err != nil {
-		return 2, err
-	}
-	cfg, cleanup, err := configFromFlags(sel)
-	if err != nil {
-		return 2, err
-	}
-	defer cleanup()
-
-	sum, err := execute(ctx, cfg, sel, out)
-	if err != nil {
-		return 1, err
-	}
-	if *strict && sum.Failed > 0 {
-		return 1, fmt.Errorf("--strict: %d of %d scenes failed; see %s", sum.Failed, sum.In, join(cfg.Output, failedFile))
-	}
-	return 0, nil
-}
-
-// execute builds the pipeline of cfg, prints the explain report, runs it,
-// prints the summary to out and checks that the counts reconcile.
-func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
-	cfg.Steps = append(cfg.Steps, step.Using(sel))
-	cfg.Stub = stubSteps(sel)
-	m, took, launched, err := job.Run(ctx, "landsat", sel, backendFlags.Explain, *progress, launchFlags, func(s beam.Scope) { Build(s, cfg) })
-	if err != nil {
-		return summary{}, err
-	}
-	if launched.Result == nil {
-		return summary{}, job.Launched(out, launched)
-	}
-	sum := summary{Metrics: m, In: len(cfg.Scenes), Elapsed: took, Output: cfg.Output, Stub: cfg.Stub}
+// report prints the summary of a run of cfg, checks that the counts
+// reconcile, and under --strict fails a run with a failed scene.
+func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config) (summary, error) {
+	sum := summary{Metrics: res.Metrics, In: len(cfg.Scenes), Elapsed: res.Elapsed, Output: cfg.Output}
 	// The counts are those of summary.json, which the pipeline writes from
 	// every scene's outcome; Beam's counters should say the same.
 	var rs runSummary
-	if err := job.ReadJSON(ctx, join(cfg.Output, summaryFile), &rs); err != nil {
+	if err := jobfiles.ReadJSON(ctx, join(cfg.Output, summaryFile), &rs); err != nil {
 		return sum, fmt.Errorf("reading the run's summary: %w", err)
 	}
 	sum.Done, sum.Failed = len(rs.Done), len(rs.Failed)
-	sum.Print(out)
-	if d, f := int(m.Counters["scenes_done"]), int(m.Counters["scenes_failed"]); d != sum.Done || f != sum.Failed {
-		fmt.Fprintf(out, "note: Beam's counters say %d done and %d failed; %s, from the scenes' outcomes, says %d and %d\n",
+	sum.Print(w)
+	if d, f := int(res.Counters["scenes_done"]), int(res.Counters["scenes_failed"]); d != sum.Done || f != sum.Failed {
+		fmt.Fprintf(w, "note: Beam's counters say %d done and %d failed; %s, from the scenes' outcomes, says %d and %d\n",
 			d, f, summaryFile, sum.Done, sum.Failed)
 	}
-	return sum, sum.Reconcile()
-}
-
-// stubSteps returns the steps of the pipeline that sel runs as stand-ins.
-func stubSteps(sel *backend.Selector) []string {
-	var out []string
-	for _, s := range pipelineSteps {
-		if d, err := sel.Resolve(s.Backend()); err == nil && d.Impl == backend.Stub {
-			out = append(out, s.Name())
-		}
+	if err := sum.Reconcile(); err != nil {
+		return sum, err
 	}
-	return out
+	if *strict && sum.Failed > 0 {
+		return sum, fmt.Errorf("--strict: %d of %d scenes failed; see %s", sum.Failed, sum.In, join(cfg.Output, failedFile))
+	}
+	return sum, nil
 }
 
 // stubOutput is where a run with stand-ins writes when --output is not given,
 // so that its zeros never overwrite real results.
 const stubOutput = "out/stub/landsat"
 
-// outputDir is --output, or stubOutput for a run with stand-ins when
+// outputDir is --output, or stubOutput for a run with stand-ins (stub) when
 // --output was not given.
-func outputDir(sel *backend.Selector, given bool) string {
-	if !given && *output == defaultOutput && len(stubSteps(sel)) > 0 {
+func outputDir(stub, given bool) string {
+	if !given && *output == defaultOutput && stub {
 		slog.Info("landsat: stub run (stand-ins, no results): writing to " + stubOutput + " (--output to choose)")
 		return stubOutput
 	}
@@ -215,36 +183,95 @@ func flagGiven(name string) bool {
 	return given
 }
 
+// claimOutput makes the output directory this run's: it locks the run ID
+// there (a local output), removes the temporary files of earlier runs that
+// were killed (kill -9, power loss: their lock is gone) and the previous
+// run's summary.json and failed.jsonl, so that a run that fails leaves no
+// report of another; its cleanup, when the run is over or interrupted,
+// stops the run's writes, removes its temporaries and says what was
+// finished.
+func claimOutput(r *job.Run, cfg Config) error {
+	if flags.Launch.PlanOut != "" {
+		return nil
+	}
+	ctx := context.Background()
+	for _, n := range reservedNames {
+		if err := jobfiles.Remove(ctx, join(cfg.Output, n)); err != nil {
+			return fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
+		}
+	}
+	if strings.Contains(cfg.Output, "://") {
+		return nil
+	}
+	// The cleanup is registered before the lock is taken, and the two
+	// exclude each other: an interruption at any moment leaves no lock.
+	var mu sync.Mutex
+	var release func()
+	cleaned := false
+	r.Cleanup(func() {
+		gateOf(cfg.RunID).stop(10 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		cleaned = true
+		removed, _ := jobfiles.RemoveRun(cfg.Output, cfg.RunID)
+		if release != nil {
+			release()
+		}
+		if r.Interrupted() {
+			done := published(cfg.RunID)
+			fmt.Fprintf(os.Stderr, "landsat: interrupted: %d of %d scenes were finished and published (%s); %d temporary files removed\n",
+				len(done), len(cfg.Scenes), strings.Join(done, ", "), len(removed))
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if cleaned {
+		return errors.New("interrupted")
+	}
+	var err error
+	if release, err = jobfiles.LockRun(cfg.Output, cfg.RunID); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	stale, err := jobfiles.RemoveStale(cfg.Output)
+	if len(stale) > 0 {
+		fmt.Fprintf(os.Stderr, "landsat: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
+	}
+	if err != nil {
+		return fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
+	}
+	return nil
+}
+
 // configFromFlags resolves the input scenes (extracting the embedded one if
-// --input is empty) and checks that the output directory is writable.
-func configFromFlags(sel *backend.Selector) (Config, func(), error) {
-	cfg := Config{Output: outputDir(sel, flagGiven("output")), TileSize: *tileSize,
+// --input is empty, removed when the run is over) and checks that the
+// output directory is writable.
+func configFromFlags(r *job.Run) (Config, error) {
+	cfg := Config{Output: outputDir(len(r.StubSteps()) > 0, flagGiven("output")), TileSize: *tileSize,
 		Composite: raster.CompositeParams{Low: *low, High: *high, Gamma: *gamma}}
-	cleanup := func() {}
 	if cfg.TileSize <= 0 {
-		return cfg, cleanup, fmt.Errorf("--tile_size %d: want a positive number of pixels", cfg.TileSize)
+		return cfg, fmt.Errorf("--tile_size %d: want a positive number of pixels", cfg.TileSize)
 	}
 	if err := cfg.Composite.Validate(); err != nil {
-		return cfg, cleanup, err
+		return cfg, err
 	}
-	if err := job.CheckWritable("output", cfg.Output); err != nil {
-		return cfg, cleanup, err
+	if err := jobfiles.CheckWritable("output", cfg.Output); err != nil {
+		return cfg, err
 	}
+	cfg.RunID, cfg.Started, cfg.Args = newRunID(), time.Now(), os.Args[1:]
 	dir := *input
 	if dir == "" {
-		tmp, err := job.Extract(embedded, "testdata")
+		tmp, err := jobfiles.Extract(embedded, "testdata")
 		if err != nil {
-			return cfg, cleanup, err
+			return cfg, err
 		}
-		cleanup = func() { os.RemoveAll(tmp) }
+		r.Cleanup(func() { os.RemoveAll(tmp) })
 		dir = filepath.Join(tmp, raster.SampleSceneID)
 		slog.Info("landsat: no --input: using the embedded scene " + raster.SampleSceneID)
 	}
 	scenes, err := discoverScenes(dir)
 	if err != nil {
-		cleanup()
-		return cfg, func() {}, err
+		return cfg, err
 	}
 	cfg.Scenes = scenes
-	return cfg, cleanup, nil
+	return cfg, claimOutput(r, cfg)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -34,7 +34,15 @@ import (
 // pipeline in a process of its own, to measure its peak memory.
 const runMainEnv = "BEAMGPU_LANDSAT_TEST_MAIN"
 
+// jobMainEnv makes the test binary run the pipeline's main() itself (job.Main:
+// signals, exit statuses) with the arguments it holds, one a line.
+const jobMainEnv = "BEAMGPU_LANDSAT_TEST_JOBMAIN"
+
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(jobMainEnv); ok {
+		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
+		main()
+	}
 	if args, ok := os.LookupEnv(runMainEnv); ok {
 		os.Args = append([]string{"landsat"}, strings.Split(args, "\n")...)
 		flag.Parse()
@@ -56,7 +64,7 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
-	*progress = 0
+	flags.Progress = 0
 	code := ptest.MainRet(m)
 	for _, f := range afterAll {
 		f()
@@ -305,7 +313,7 @@ func TestGPUBackendFailsAtConstruction(t *testing.T) {
 func TestOutputDirectoryErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	err := job.CheckWritable("output", filepath.Join(file, "out"))
+	err := jobfiles.CheckWritable("output", filepath.Join(file, "out"))
 	assert.ErrorContains(t, err, "--output "+filepath.Join(file, "out")+": cannot create the directory")
 
 	_, err = discoverScenes(filepath.Join(t.TempDir(), "missing"))

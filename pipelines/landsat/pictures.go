@@ -10,7 +10,7 @@ import (
 	"image/png"
 	"io"
 
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/pipelines/internal/pngstream"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 )
@@ -76,7 +76,7 @@ const bigPicture = 4096 * 4096
 
 // writePNG encodes m into path; an error of m's fill fails it.
 func writePNG(ctx context.Context, path string, m *stripImage) error {
-	return job.WriteFile(ctx, path, func(w io.Writer) error {
+	return jobfiles.WriteFile(ctx, path, func(w io.Writer) error {
 		if m.w*m.h > bigPicture {
 			return pngstream.Encode(w, m.w, m.h, m.rows, m.opaque, flate.BestSpeed, m.fill)
 		}
@@ -212,5 +212,5 @@ func (p *preview) flush(py int) {
 
 // writeImagePNG writes an in-memory picture.
 func writeImagePNG(ctx context.Context, path string, img image.Image) error {
-	return job.WriteFile(ctx, path, func(w io.Writer) error { return png.Encode(w, img) })
+	return jobfiles.WriteFile(ctx, path, func(w io.Writer) error { return png.Encode(w, img) })
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,10 +9,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/raster/rasterbeam"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -36,6 +36,10 @@ type Config struct {
 	Steps []step.Option
 	// RunID names this run's temporary files; empty: a random one.
 	RunID string
+	// Started is when the run started, and Args its command line, for
+	// summary.json.
+	Started time.Time
+	Args    []string
 	// Stub lists the steps that run their stand-ins (for summary.json).
 	Stub []string
 }
@@ -78,6 +82,7 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 
 	scans, scanFailed := rasterbeam.Scan(s, scenes, cfg.Steps...)
 	unique, dupFailed := rasterbeam.Dedup(s, scans)
+	unique, reservedFailed := beam.ParDo2(s.Scope("reserved"), refuseReserved, unique)
 	dn, readFailed := rasterbeam.ReadWindows(s, rasterbeam.Windows(s, unique), cfg.Steps...)
 	// The tiles' consumers below (the writes, keyTile and the two
 	// combiners) keep no tile past processing it, so the step may reuse a
@@ -92,7 +97,7 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	stats := beam.CombinePerKey(ws, &raster.StatsCombiner{}, keyed)
 	stretch := beam.CombinePerKey(ws, &raster.StretchCombiner{Params: cfg.Composite}, keyed)
 
-	failed := beam.Flatten(s, scanFailed, dupFailed, readFailed, toaFailed, writeFailed)
+	failed := beam.Flatten(s, scanFailed, dupFailed, reservedFailed, readFailed, toaFailed, writeFailed)
 	fs := s.Scope("finish")
 	grouped := beam.CoGroupByKey(fs, beam.ParDo(fs, keyScan, unique), pixels, stats, stretch, beam.ParDo(fs, keyFailure, failed))
 	parts := beam.ParDo(fs, gatherScene, grouped)
@@ -102,7 +107,11 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	outcomes = beam.ParDo(cs, &finishFn{Store: st, Composite: composite}, parts)
 
 	osc := s.Scope("outcome")
-	beam.ParDo0(osc, &writeFailuresFn{Output: cfg.Output, ScenesIn: len(cfg.Scenes), Stub: cfg.Stub},
+	run := runInfo{ID: cfg.RunID, Inputs: cfg.Scenes, Args: cfg.Args}
+	if !cfg.Started.IsZero() {
+		run.Started = cfg.Started.UTC().Format(time.RFC3339)
+	}
+	beam.ParDo0(osc, &writeFailuresFn{Output: cfg.Output, ScenesIn: len(cfg.Scenes), Stub: cfg.Stub, Run: run},
 		beam.GroupByKey(osc, beam.AddFixedKey(osc, outcomes)))
 	return outcomes
 }
@@ -111,6 +120,25 @@ func init() {
 	register.Function1x2(keyTile)
 	register.Function1x2(keyScan)
 	register.Function1x2(keyFailure)
+	register.Function3x0(refuseReserved)
+}
+
+// reservedNames are the names of the run's own files at the root of the
+// output directory: a product ID equal to one (summary.json) would make a
+// directory of that name, and the run could not write its report.
+var reservedNames = []string{summaryFile, failedFile}
+
+// refuseReserved fails a scene whose product ID is a reserved name
+// (compared without case: some filesystems ignore it).
+func refuseReserved(sc raster.SceneScan, emit func(raster.SceneScan), fail func(step.Failure)) {
+	for _, n := range reservedNames {
+		if strings.EqualFold(sc.Scene, n) {
+			fail(step.Failure{Input: sc.Dir, Step: raster.StepScan.Name(), Key: sc.Dir,
+				Reason: fmt.Sprintf("product ID %q is a name the run reserves for its own files (%s): refused", sc.Scene, strings.Join(reservedNames, ", "))})
+			return
+		}
+	}
+	emit(sc)
 }
 
 func keyTile(t raster.Tile) (string, raster.Tile) { return t.Scene, t }
@@ -120,11 +148,7 @@ func keyScan(sc raster.SceneScan) (string, raster.SceneScan) { return sc.Scene, 
 func keyFailure(f step.Failure) (string, step.Failure) { return f.Key, f }
 
 // newRunID is a random name for a run's temporary files.
-func newRunID() string {
-	var b [6]byte
-	crand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func newRunID() string { return jobfiles.NewRunID() }
 
 // Outcome is what became of one scene.
 type Outcome struct {
@@ -142,7 +166,7 @@ type Outcome struct {
 // no credentials: it takes --input as one scene.
 func discoverScenes(input string) ([]string, error) {
 	if strings.Contains(input, "://") {
-		if launchFlags.PlanOut != "" {
+		if flags.Launch.PlanOut != "" {
 			slog.Info("landsat: plan: --input " + input + " is not listed (no credentials needed); a submission lists it")
 			return []string{strings.TrimSuffix(input, "/")}, nil
 		}

@@ -13,9 +13,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 )
 
@@ -35,7 +36,7 @@ import (
 //     each written as an object .<name>.<run ID>.<row>.part, and the parts
 //     are joined in row order after the last one: with the store's compose
 //     where it has one (Cloud Storage, 32 objects a call, in a tree for
-//     more), else by streaming them into the file in turn (job.Concatenate).
+//     more), else by streaming them into the file in turn (jobfiles.Concatenate).
 type store struct {
 	Output string
 	RunID  string
@@ -44,18 +45,18 @@ type store struct {
 // objects says whether the output is an object store (a URL).
 func (st store) objects() bool { return strings.Contains(st.Output, "://") }
 
-func (st store) final(scene, name string) string { return job.Join(st.Output, scene, name) }
+func (st store) final(scene, name string) string { return jobfiles.Join(st.Output, scene, name) }
 
 func (st store) temp(scene, name string) string {
-	return job.Join(st.Output, scene, "."+name+"."+st.RunID+".tmp")
+	return jobfiles.Join(st.Output, scene, "."+name+"."+st.RunID+".tmp")
 }
 
 func (st store) part(scene, name string, row int) string {
-	return job.Join(st.Output, scene, fmt.Sprintf(".%s.%s.%08d.part", name, st.RunID, row))
+	return jobfiles.Join(st.Output, scene, fmt.Sprintf(".%s.%s.%08d.part", name, st.RunID, row))
 }
 
 func (st store) headerPart(scene, name string) string {
-	return job.Join(st.Output, scene, fmt.Sprintf(".%s.%s.header.part", name, st.RunID))
+	return jobfiles.Join(st.Output, scene, fmt.Sprintf(".%s.%s.header.part", name, st.RunID))
 }
 
 // npyHeader is the header of a float32 .npy array of h rows of w, byte for
@@ -104,7 +105,7 @@ func (st store) writeTile(ctx context.Context, t raster.Tile) error {
 		}
 		buf := make([]byte, 4*t.Area())
 		putFloats(buf, t.Data[i])
-		if err := job.WriteFile(ctx, st.part(t.Scene, name, t.Y), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
+		if err := jobfiles.WriteFile(ctx, st.part(t.Scene, name, t.Y), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
 			return err
 		}
 	}
@@ -158,18 +159,18 @@ func (st store) joinPlane(ctx context.Context, scene, name string, w, h int, row
 		return nil
 	}
 	hp := st.headerPart(scene, name)
-	if err := job.WriteFile(ctx, hp, func(w io.Writer) error { _, err := w.Write(hdr); return err }); err != nil {
+	if err := jobfiles.WriteFile(ctx, hp, func(w io.Writer) error { _, err := w.Write(hdr); return err }); err != nil {
 		return err
 	}
 	srcs := []string{hp}
 	for _, y := range rows {
 		srcs = append(srcs, st.part(scene, name, y))
 	}
-	if err := job.Concatenate(ctx, path, srcs); err != nil {
+	if err := jobfiles.Concatenate(ctx, path, srcs); err != nil {
 		return err
 	}
 	for _, s := range srcs {
-		if err := job.Remove(ctx, s); err != nil {
+		if err := jobfiles.Remove(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -234,9 +235,9 @@ func (p *planeRows) Close() error { return p.rc.Close() }
 // rename fails, the files already renamed are removed again.
 func (st store) publish(ctx context.Context, scene string, names []string) error {
 	for i, name := range names {
-		if err := job.Rename(ctx, st.temp(scene, name), st.final(scene, name)); err != nil {
+		if err := jobfiles.Rename(ctx, st.temp(scene, name), st.final(scene, name)); err != nil {
 			for _, done := range names[:i] {
-				job.Remove(ctx, st.final(scene, done))
+				jobfiles.Remove(ctx, st.final(scene, done))
 			}
 			return fmt.Errorf("%s: %w", st.final(scene, name), err)
 		}
@@ -245,19 +246,116 @@ func (st store) publish(ctx context.Context, scene string, names []string) error
 }
 
 // cleanup removes every temporary and part of this run in the scene's
-// directory, and the directory if it is then empty (locally).
+// directory, its files (sceneOutputs) of an earlier run, and the directory
+// if it is then empty (locally).
 func (st store) cleanup(ctx context.Context, scene string) error {
-	dir := job.Join(st.Output, scene)
-	names, err := job.ListMatching(ctx, dir, ".*."+st.RunID+".*")
+	dir := jobfiles.Join(st.Output, scene)
+	names, err := jobfiles.ListMatching(ctx, dir, ".*."+st.RunID+".*")
 	if err != nil {
 		return err
 	}
+	for _, n := range sceneOutputs {
+		names = append(names, st.final(scene, n))
+	}
 	var errs []error
 	for _, n := range names {
-		errs = append(errs, job.Remove(ctx, n))
+		errs = append(errs, jobfiles.Remove(ctx, n))
 	}
 	if !st.objects() {
 		os.Remove(dir) // only if empty
 	}
 	return errors.Join(errs...)
+}
+
+// A run's gate: the DoFns that write a run's files pass through it, so
+// that an interrupted run (SIGTERM, SIGINT) can stop them writing before
+// its temporaries are removed; a file created after the removal would be
+// left behind. The DoFns run in this process on prism; on a remote runner
+// no gate is ever stopped here.
+type runGate struct {
+	mu      sync.Mutex
+	stopped bool
+	active  int
+	idle    chan struct{} // closed when active drops to 0 after stop
+}
+
+var gates sync.Map // run ID -> *runGate
+
+func gateOf(run string) *runGate {
+	g, _ := gates.LoadOrStore(run, &runGate{})
+	return g.(*runGate)
+}
+
+// errInterrupted fails the writes of a run that was interrupted.
+var errInterrupted = errors.New("the run was interrupted")
+
+// enter admits a writer, or returns errInterrupted.
+func (g *runGate) enter() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return errInterrupted
+	}
+	g.active++
+	return nil
+}
+
+func (g *runGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active--
+	if g.stopped && g.active == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// stop admits no more writers and waits up to wait for those inside to
+// leave; it reports whether they did.
+func (g *runGate) stop(wait time.Duration) bool {
+	g.mu.Lock()
+	g.stopped = true
+	if g.active == 0 {
+		g.mu.Unlock()
+		return true
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// publishedScenes are the scenes each run published, by run ID (in this
+// process: what an interrupted run reports as finished).
+var publishedScenes sync.Map // run ID -> *sceneList
+
+type sceneList struct {
+	mu     sync.Mutex
+	scenes []string
+}
+
+func addPublished(run, scene string) {
+	l, _ := publishedScenes.LoadOrStore(run, &sceneList{})
+	sl := l.(*sceneList)
+	sl.mu.Lock()
+	sl.scenes = append(sl.scenes, scene)
+	sl.mu.Unlock()
+}
+
+func published(run string) []string {
+	l, ok := publishedScenes.Load(run)
+	if !ok {
+		return nil
+	}
+	sl := l.(*sceneList)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return append([]string(nil), sl.scenes...)
 }

@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/runtime/job"
 )
 
 // summary is the end-of-run report.
@@ -15,8 +14,6 @@ type summary struct {
 	In, Done, Failed int
 	Elapsed          time.Duration
 	Output           string
-	// Stub lists the steps that ran their stand-ins.
-	Stub []string
 }
 
 // Print writes the one-screen summary.
@@ -24,9 +21,6 @@ func (s summary) Print(w io.Writer) {
 	s.PrintSteps(w, "pixels")
 	fmt.Fprintf(w, "scenes: %d in, %d done, %d failed (%s) in %s; outputs in %s\n",
 		s.In, s.Done, s.Failed, failedFile, s.Elapsed.Round(time.Millisecond), s.Output)
-	if len(s.Stub) > 0 {
-		fmt.Fprintf(w, "STUB RUN: %s ran stand-ins (zeros of the real shape): the outputs are not results\n", strings.Join(s.Stub, ", "))
-	}
 }
 
 // Reconcile checks that every scene that went in is either done or failed.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/beamgpu/beamgpu/pipelines/internal/job"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
@@ -44,7 +44,7 @@ func init() {
 
 const stepWrite = "write"
 
-var join = job.Join
+var join = jobfiles.Join
 
 func sumInts(a, b int) int { return a + b }
 
@@ -63,6 +63,12 @@ type writeTileFn struct {
 }
 
 func (f *writeTileFn) ProcessElement(ctx context.Context, t raster.Tile, written func(string, int), fail func(step.Failure)) {
+	g := gateOf(f.Store.RunID)
+	if err := g.enter(); err != nil {
+		fail(step.NewFailure(stepWrite, t, err))
+		return
+	}
+	defer g.leave()
 	if err := f.Store.writeTile(ctx, t); err != nil {
 		fail(step.NewFailure(stepWrite, t, err))
 		return
@@ -136,6 +142,14 @@ func (f *finishFn) ProcessElement(ctx context.Context, p sceneParts, emit func(O
 	key := p.Key
 	o := Outcome{Scene: key, Failures: p.Failures}
 	found, written := p.Scans, p.Pixels
+	g := gateOf(f.Store.RunID)
+	if err := g.enter(); err != nil {
+		o.Failures = append(o.Failures, step.Failure{Input: key, Step: stepWrite, Key: key, Reason: err.Error()})
+		f.failed.Inc(ctx, 1)
+		emit(o)
+		return
+	}
+	defer g.leave()
 	var st raster.SceneStats
 	var stretch raster.Stretch
 	hasStats, hasStretch := len(p.Stats) == 1, len(p.Stretch) == 1
@@ -162,6 +176,9 @@ func (f *finishFn) ProcessElement(ctx context.Context, p sceneParts, emit func(O
 		o.Written = names
 	}
 	if len(o.Failures) > 0 && len(found) > 0 {
+		// The product failed in this run: its files of an earlier run go
+		// too, so that what is in its directory is never older than the
+		// summary that says it failed.
 		if err := f.Store.cleanup(ctx, key); err != nil {
 			o.Failures = append(o.Failures, step.Failure{Input: found[0].Dir, Step: stepWrite, Key: key,
 				Reason: "removing the failed scene's partial files: " + err.Error()})
@@ -171,6 +188,7 @@ func (f *finishFn) ProcessElement(ctx context.Context, p sceneParts, emit func(O
 	o.Done = len(o.Failures) == 0
 	if o.Done {
 		f.done.Inc(ctx, 1)
+		addPublished(f.Store.RunID, key)
 		slog.Info("landsat: wrote", "scene", key, "files", len(o.Written))
 	} else {
 		f.failed.Inc(ctx, 1)
@@ -200,7 +218,7 @@ func (f *finishFn) finish(ctx context.Context, sc raster.SceneScan, st raster.Sc
 	if err := writeImagePNG(ctx, f.Store.temp(sc.Scene, "ndvi_legend.png"), raster.NDVILegend()); err != nil {
 		return nil, err
 	}
-	if err := job.WriteJSON(ctx, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
+	if err := jobfiles.WriteJSON(ctx, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
 		return nil, err
 	}
 	if err := f.Store.publish(ctx, sc.Scene, sceneOutputs); err != nil {
@@ -303,11 +321,13 @@ type writeFailuresFn struct {
 	ScenesIn int
 	// Stub lists the steps that ran their stand-ins: their outputs are not results.
 	Stub []string
+	// Run names the run in summary.json.
+	Run runInfo
 }
 
 func (f *writeFailuresFn) ProcessElement(ctx context.Context, _ int, iter func(*Outcome) bool) error {
 	var failures []step.Failure
-	sum := runSummary{ScenesIn: f.ScenesIn, Done: []string{}, Failed: []string{}, Stub: len(f.Stub) > 0, StubSteps: f.Stub}
+	sum := runSummary{Run: f.Run, ScenesIn: f.ScenesIn, Done: []string{}, Failed: []string{}, Stub: len(f.Stub) > 0, StubSteps: f.Stub}
 	var o Outcome
 	for iter(&o) {
 		if o.Done {
@@ -320,23 +340,36 @@ func (f *writeFailuresFn) ProcessElement(ctx context.Context, _ int, iter func(*
 	}
 	sort.Strings(sum.Done)
 	sort.Strings(sum.Failed)
-	if err := job.WriteFailures(ctx, f.Output, failures); err != nil {
+	if err := jobfiles.WriteFailures(ctx, f.Output, failures); err != nil {
 		return err
 	}
-	return job.WriteJSON(ctx, join(f.Output, summaryFile), sum)
+	return jobfiles.WriteJSON(ctx, join(f.Output, summaryFile), sum)
 }
 
 const (
-	failedFile  = job.FailedFile
+	failedFile  = jobfiles.FailedFile
 	summaryFile = "summary.json"
 )
 
 // runSummary is summary.json: which scenes were done and which failed, and
 // whether stand-ins (stubs) ran in place of real steps.
 type runSummary struct {
+	Run       runInfo  `json:"run"`
 	ScenesIn  int      `json:"scenes_in"`
 	Done      []string `json:"done"`
 	Failed    []string `json:"failed"`
 	Stub      bool     `json:"stub"`
 	StubSteps []string `json:"stub_steps,omitempty"`
+}
+
+// runInfo names the run a summary.json belongs to.
+type runInfo struct {
+	// ID is the run ID, which its temporary files carry.
+	ID string `json:"id"`
+	// Started is when the run started (RFC 3339, UTC).
+	Started string `json:"started,omitempty"`
+	// Inputs are the scene directories the run was given.
+	Inputs []string `json:"inputs"`
+	// Args is the command line, flags included.
+	Args []string `json:"args,omitempty"`
 }

@@ -59,11 +59,33 @@ func (h Hints) String() string {
 type Step struct {
 	// Name is the step's flag name, as used in --backend_override (e.g. "ndvi").
 	Name string `json:"step"`
+	// Use names one use of a step that a pipeline applies to several things
+	// of its own, such as the models of a step that runs ONNX models ("" for
+	// a step used once): each use gets a decision and an explain line of
+	// its own ("onnx[resnet50.onnx]"); --backend_override names the step,
+	// for all its uses.
+	Use string `json:"use,omitempty"`
 	// GPUOp is the op the GPU executor serves for this step; empty when the
 	// step has no GPU implementation (I/O steps).
 	GPUOp string `json:"gpu_op,omitempty"`
 	// Hints are carried by the step when it runs on the GPU.
 	Hints Hints `json:"hints"`
+	// NoGPU, when set, says why this use cannot run on the GPU although the
+	// step has a GPU op (a model with operators that have no GPU kernel):
+	// auto runs it on the CPU with this reason, and gpu is an error that
+	// gives it.
+	NoGPU string `json:"no_gpu,omitempty"`
+}
+
+// Label is the step's name in the explain report: its name, and its use in
+// brackets where it has one ("onnx[resnet50.onnx]").
+func (s Step) Label() string { return label(s.Name, s.Use) }
+
+func label(name, use string) string {
+	if use == "" {
+		return name
+	}
+	return name + "[" + use + "]"
 }
 
 // Executor tells whether GPU ops can be served in this process.

@@ -181,3 +181,41 @@ func TestFlags(t *testing.T) {
 	_, err = f.Config(all, nil)
 	assert.ErrorContains(t, err, "--backend: backend \"fastest\"")
 }
+
+// A step that a pipeline applies to several models gets one decision and
+// one explain line per use. A use that cannot run on the GPU (operators
+// without a GPU kernel) runs on the CPU under auto, saying why, and is an
+// error under gpu: at New when the pipeline declared the use, else when it
+// is resolved.
+func TestUses(t *testing.T) {
+	onnx := backend.Step{Name: "onnx", GPUOp: "onnx.run"}
+	small, big := onnx, onnx
+	small.Use = "small.onnx"
+	big.Use, big.NoGPU = "big.onnx", "operators Conv, Relu of big.onnx have no GPU kernel"
+	sel := backend.MustNew(backend.Config{Steps: []backend.Step{onnx}, Executor: gpuPresent{}})
+	assert.Equal(t, backend.GPU, must(sel.Resolve(small)).Impl)
+	d := must(sel.Resolve(big))
+	assert.Equal(t, backend.CPU, d.Impl)
+	assert.Equal(t, "auto: operators Conv, Relu of big.onnx have no GPU kernel", d.Reason)
+	must(sel.Resolve(small)) // a use resolved twice is listed once
+	r := sel.Report()
+	require.Len(t, r.Decisions, 2)
+	assert.Equal(t, "onnx[small.onnx]", r.Decisions[0].Label())
+	assert.Equal(t, backend.CPU, r.Impl("onnx[big.onnx]"))
+	var text bytes.Buffer
+	require.NoError(t, r.WriteText(&text))
+	assert.Regexp(t, `onnx\[big.onnx\]\s+cpu\s+onnx.run\s+-\s+auto: operators Conv, Relu`, text.String())
+
+	noExecutor := backend.MustNew(backend.Config{Executor: backend.NoExecutor{Why: "no executor"}})
+	assert.Equal(t, "auto: operators Conv, Relu of big.onnx have no GPU kernel", must(noExecutor.Resolve(big)).Reason,
+		"the model's own reason comes first")
+
+	gpu := backend.MustNew(backend.Config{Default: backend.GPU, Steps: []backend.Step{onnx}, Executor: gpuPresent{}})
+	_, err := gpu.Resolve(big)
+	assert.EqualError(t, err, `backend gpu requested for step "onnx[big.onnx]" but operators Conv, Relu of big.onnx have no GPU kernel (use --backend=auto to run it on the CPU, or --backend_override=onnx=cpu)`)
+	assert.Equal(t, backend.GPU, must(gpu.Resolve(small)).Impl)
+	_, err = backend.New(backend.Config{Default: backend.GPU, Steps: []backend.Step{small, big}, Executor: gpuPresent{}})
+	assert.ErrorContains(t, err, `backend gpu requested for step "onnx[big.onnx]"`)
+	stub := backend.MustNew(backend.Config{Default: backend.Stub, Steps: []backend.Step{small, big}, Executor: gpuPresent{}})
+	assert.Equal(t, backend.Stub, must(stub.Resolve(big)).Impl)
+}

@@ -1,5 +1,7 @@
-// Package backend chooses, for every step of a pipeline, which implementation
-// runs it: the CPU code, the GPU op served by the GPU executor, or the stub.
+// Package backend chooses which implementation runs each step of a pipeline.
+//
+// The implementations are the CPU code, the GPU op served by the GPU
+// executor, and the stub.
 //
 // The choice is made once, at pipeline construction, from a pipeline-wide
 // default (--backend=auto|cpu|gpu|stub) and per-step overrides
@@ -24,6 +26,12 @@
 // --backend_override, --help and the explain report know exactly the
 // pipeline's steps. (Without Config.Steps, as in small tests, any step
 // resolves.)
+//
+// A step that a pipeline applies to several things of its own (the ONNX
+// step, to each model) describes each use (Step.Use): each gets its decision
+// and explain line, and a use that cannot run on the GPU says why
+// (Step.NoGPU: a model with operators that have no GPU kernel), which auto
+// gives as its reason for the CPU and gpu refuses.
 //
 // Package backend depends on no step: steps describe themselves with a Step
 // value and ask a Selector to resolve it.

@@ -14,7 +14,8 @@ type Report struct {
 	Decisions []Decision `json:"steps"`
 }
 
-// WriteText writes one line per step: step, implementation, reason, hints.
+// WriteText writes one line per step (per use, for a step with uses):
+// step, implementation, GPU op, hints, reason.
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "explain (--backend=%s)\n", r.Default)
@@ -24,7 +25,7 @@ func (r Report) WriteText(w io.Writer) error {
 		if op == "" {
 			op = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", d.Step, d.Impl, op, d.Hints, d.Reason)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", d.Label(), d.Impl, op, d.Hints, d.Reason)
 	}
 	return tw.Flush()
 }
@@ -49,10 +50,12 @@ func (r Report) WriteJSONFile(path string) error {
 	return f.Close()
 }
 
-// Impl returns the implementation chosen for step, or "" if it was not resolved.
+// Impl returns the implementation chosen for step (a name, or a use's label
+// such as "onnx[resnet50.onnx]"; a name with uses gives its first use's), or
+// "" if it was not resolved.
 func (r Report) Impl(step string) Kind {
 	for _, d := range r.Decisions {
-		if d.Step == step {
+		if d.Step == step || d.Label() == step {
 			return d.Impl
 		}
 	}

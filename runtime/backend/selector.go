@@ -7,7 +7,10 @@ import (
 
 // Decision is the selector's answer for one step.
 type Decision struct {
-	Step  string `json:"step"`
+	Step string `json:"step"`
+	// Use is the step's use this decision is for (Step.Use), "" for a step
+	// used once.
+	Use   string `json:"use,omitempty"`
 	GPUOp string `json:"gpu_op,omitempty"`
 	// Impl is CPU, GPU or Stub.
 	Impl Kind `json:"impl"`
@@ -18,6 +21,10 @@ type Decision struct {
 	// Hints are the resource hints the step carries as chosen (only on the GPU).
 	Hints Hints `json:"hints"`
 }
+
+// Label is the decision's step in the explain report: "onnx[resnet50.onnx]"
+// for a use, else the step's name.
+func (d Decision) Label() string { return label(d.Step, d.Use) }
 
 // Selector resolves steps to implementations and records every decision.
 // It is safe for concurrent use.
@@ -37,9 +44,10 @@ type Selector struct {
 }
 
 // New validates cfg and returns a Selector. It fails when GPU is requested
-// (by default or override) and no executor is available, when an override
-// names a step not in cfg.Steps, or when an override asks for the GPU for a
-// step that has no GPU op.
+// (by default or override) and no executor is available or a step's use
+// cannot run there (Step.NoGPU), when an override names a step not in
+// cfg.Steps, or when an override asks for the GPU for a step that has no
+// GPU op.
 func New(cfg Config) (*Selector, error) {
 	def := cfg.Default
 	if def == "" {
@@ -90,12 +98,27 @@ func New(cfg Config) (*Selector, error) {
 			if st.GPUOp == "" || s.request(st.Name) != GPU {
 				continue
 			}
-			if ok, why := s.serves(st.GPUOp); !ok {
-				return nil, fmt.Errorf("backend gpu requested for step %q but %s (use --backend=auto to run it on the CPU, or --backend_override=%s=cpu)", st.Name, why, st.Name)
+			if err := s.gpuRefused(st); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return s, nil
+}
+
+// gpuRefused is the error of a GPU request for st that cannot be met: a use
+// that cannot run on the GPU (NoGPU), or an op the executor does not serve.
+func (s *Selector) gpuRefused(st Step) error {
+	why := st.NoGPU
+	if why == "" {
+		if ok, w := s.serves(st.GPUOp); !ok {
+			why = w
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("backend gpu requested for step %q but %s (use --backend=auto to run it on the CPU, or --backend_override=%s=cpu)", st.Label(), why, st.Name)
 }
 
 // request is what the configuration asks for step name.
@@ -136,10 +159,12 @@ func stepNames(steps []Step) string {
 }
 
 // Resolve chooses the implementation of st and records the decision. A step
-// resolved twice (the same step used twice in one pipeline) is recorded once.
-// When the configuration listed the pipeline's steps, a step not among them
-// is an error: the pipeline builds a step it did not declare, so its flags
-// and explain report would not know it.
+// resolved twice (the same step used twice in one pipeline) is recorded once;
+// its uses (Step.Use) once each. When the configuration listed the
+// pipeline's steps, a step not among them is an error: the pipeline builds a
+// step it did not declare, so its flags and explain report would not know
+// it. So is a GPU request for a use that cannot run there (Step.NoGPU) that
+// New did not see.
 func (s *Selector) Resolve(st Step) (Decision, error) {
 	if s.known != nil {
 		if _, ok := s.known[st.Name]; !ok {
@@ -150,7 +175,7 @@ func (s *Selector) Resolve(st Step) (Decision, error) {
 	if k, ok := s.overrides[st.Name]; ok {
 		req, src = k, "--backend_override="+st.Name+"="+string(k)
 	}
-	d := Decision{Step: st.Name, GPUOp: st.GPUOp, Requested: req}
+	d := Decision{Step: st.Name, Use: st.Use, GPUOp: st.GPUOp, Requested: req}
 	switch req {
 	case CPU:
 		d.Impl, d.Reason = CPU, "requested by "+src
@@ -159,6 +184,8 @@ func (s *Selector) Resolve(st Step) (Decision, error) {
 	case GPU:
 		if st.GPUOp == "" {
 			d.Impl, d.Reason = CPU, "step has no GPU implementation; runs on the CPU"
+		} else if st.NoGPU != "" {
+			return d, s.gpuRefused(st)
 		} else {
 			d.Impl, d.Reason = GPU, "requested by "+src
 		}
@@ -166,6 +193,8 @@ func (s *Selector) Resolve(st Step) (Decision, error) {
 		switch ok, why := s.serves(st.GPUOp); {
 		case st.GPUOp == "":
 			d.Impl, d.Reason = CPU, "auto: step has no GPU implementation"
+		case st.NoGPU != "":
+			d.Impl, d.Reason = CPU, "auto: "+st.NoGPU
 		case !s.gpuOK:
 			d.Impl, d.Reason = CPU, "auto: "+s.gpuWhy
 		case !ok:
@@ -179,10 +208,10 @@ func (s *Selector) Resolve(st Step) (Decision, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i, ok := s.seen[st.Name]; ok {
+	if i, ok := s.seen[st.Label()]; ok {
 		s.decisions[i] = d
 	} else {
-		s.seen[st.Name] = len(s.decisions)
+		s.seen[st.Label()] = len(s.decisions)
 		s.decisions = append(s.decisions, d)
 	}
 	return d, nil

@@ -9,7 +9,7 @@ import (
 // Experiment and service option names that the rules look at.
 const (
 	// ExperimentNoMultipleSDKContainers makes each worker start one SDK
-	// container whatever its vCPU count (seed 000).
+	// container whatever its vCPU count (Dataflow's GPU best practices).
 	ExperimentNoMultipleSDKContainers = "no_use_multiple_sdk_containers"
 	// OptionEnablePrime turns on Dataflow Prime.
 	OptionEnablePrime = "enable_prime"
@@ -39,7 +39,7 @@ type Config struct {
 	// 0 leaves Dataflow's default.
 	NumberOfWorkerHarnessThreads int
 	// NoUseMultipleSDKContainers adds the experiment
-	// no_use_multiple_sdk_containers (one SDK process per worker, seed 000).
+	// no_use_multiple_sdk_containers (one SDK process per worker, Dataflow's GPU best practices).
 	NoUseMultipleSDKContainers bool
 	// Prime runs the job on Dataflow Prime (service option enable_prime).
 	Prime bool
@@ -57,7 +57,7 @@ type Config struct {
 	// steps' environment with the accelerator hint.
 	MinRAMBytes int64
 	// Skip names rules that Validate does not run, for a table that lags the
-	// service (a region or machine type added since the seed was written).
+	// service (a region or machine type added since the cited pages were written).
 	Skip []string
 }
 

@@ -1,6 +1,7 @@
-// Package dataflow is the typed, validated GPU configuration of a Dataflow
-// job: which GPU, how many, on which machine type, with which NVIDIA driver,
-// in which region, with or without NVIDIA MPS, whole-pipeline (the
+// Package dataflow is the typed, validated GPU configuration of a Dataflow job.
+//
+// It says which GPU, how many, on which machine type, with which NVIDIA
+// driver, in which region, with or without NVIDIA MPS, whole-pipeline (the
 // worker_accelerator service option) or per step (right fitting, Beam
 // accelerator resource hints); and the Dataflow runner flags it stands for.
 //
@@ -29,16 +30,16 @@
 // data they check against is a second table (GPUTypes, MachineTypes,
 // GPURegions). The sources, in order of authority:
 //
-//   - Dataflow's own pages: GPU support, GPU best practices (seed 000 is its
-//     Spanish copy), Use NVIDIA L4 GPUs, Use NVIDIA MPS (seed 002 is its
-//     German copy), Right fitting, FlexRS, Dataflow Prime, Troubleshoot GPUs;
+//   - Dataflow's own pages: GPU support, GPU best practices, Use NVIDIA L4
+//     GPUs, Use NVIDIA MPS, Right fitting, FlexRS, Dataflow Prime,
+//     Troubleshoot GPUs;
 //   - Compute Engine's GPU machine types page, which Dataflow defers to for
 //     the machine types of each GPU;
 //   - Beam's vLLM notebook and Google's Gemma sample, which show the driver
 //     a CUDA 12 image needs on Dataflow (install-nvidia-driver:5xx);
-//   - the project's own files: the PTX's target (containers/ptx.mk) and the
+//   - the project's own files: the PTX's target (cmd/beamgpu-ptx) and the
 //     worker image's CUDA version (Dockerfile);
-//   - seed 001 (AI Platform Training's GPU page) only where nothing newer
+//   - AI Platform Training's GPU page only where nothing newer
 //     says otherwise: its per-GPU vCPU and memory bounds (V100, 4 x P100);
 //     its count table per N1 machine type and its region list are warnings
 //     only, because they are AI Platform's, not Dataflow's.
@@ -46,15 +47,14 @@
 // Config.Skip switches a rule off, for a table that lags the service (a
 // GPU type or machine added since).
 //
-// Example:
+// ExampleConfig_Flags shows a configuration, its flags and its errors:
 //
 //	cfg := dataflow.Config{
 //		Region:            "us-central1",
 //		MachineType:       "g2-standard-8",
 //		WorkerAccelerator: &dataflow.GPU{Type: "nvidia-l4", Count: 1, InstallDriver: true, Driver: "5xx", MPS: true},
 //	}
-//	flags, err := cfg.Flags() // --region=us-central1 --worker_machine_type=g2-standard-8
-//	//   --dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver:5xx;use_nvidia_mps
+//	flags, err := cfg.Flags()
 //
 // The package does not import Beam: the launcher (runtime/launch) reads a
 // Config from Beam's flags and its own, validates it before anything is

@@ -47,7 +47,7 @@ var docExamples = []docExample{
 		fill: map[string]string{"G2_MACHINE_TYPE": "g2-standard-8", "GPU_COUNT": "1"},
 		want: wantWhole("nvidia-l4", 1, "", false, "g2-standard-8")},
 
-	// Improve performance on a shared GPU by using NVIDIA MPS (seed 002 in German).
+	// Improve performance on a shared GPU by using NVIDIA MPS.
 	{source: srcMPS, text: `--dataflow_service_options="worker_accelerator=type:GPU_TYPE;count:1;install-nvidia-driver;use_nvidia_mps"`,
 		fill: map[string]string{"GPU_TYPE": "nvidia-l4"},
 		want: func(t *testing.T, c Config) {
@@ -104,7 +104,7 @@ var docExamples = []docExample{
 			assert.Equal(t, []string{"use_runner_v2"}, c.Experiments)
 		},
 		invalid: "gpu-driver: the T4's default driver is a 4xx one, too old for the CUDA 12 image"},
-	// GPU best practices (seed 000): one SDK process per worker.
+	// GPU best practices: one SDK process per worker.
 	{source: srcBestPractices, text: `--experiments=no_use_multiple_sdk_containers
 --number_of_worker_harness_threads=NUMBER`,
 		fill: map[string]string{"NUMBER": "2"},

@@ -14,7 +14,7 @@ type Rule struct {
 	// Name identifies the rule in errors and in Config.Skip.
 	Name string
 	// Source is where the rule comes from: a page of Dataflow's
-	// documentation (a URL), a seed under shared/seeds, or the project's
+	// documentation (a URL), or the project's
 	// own files.
 	Source string
 	// Doc says the rule in one sentence.
@@ -78,22 +78,22 @@ var rules = []Rule{
 		Check: checkMachineFamily,
 	},
 	{
-		Name: "gpu-count-machine", Source: srcCompute + "; " + srcSeed001,
-		Doc:   "The GPU count is the one an A2, G2 or A3 machine type comes with; on N1, a count seed 001's table (AI Platform Training's) does not list is a warning.",
+		Name: "gpu-count-machine", Source: srcCompute + "; " + srcAIPlatform,
+		Doc:   "The GPU count is the one an A2, G2 or A3 machine type comes with; on N1, a count AI Platform Training's GPU table does not list is a warning.",
 		Check: checkCountForMachine,
 	},
 	{
-		Name: "vcpu-memory-per-gpu", Source: srcGPUSupport + "; " + srcSeed001,
+		Name: "vcpu-memory-per-gpu", Source: srcGPUSupport + "; " + srcAIPlatform,
 		Doc:   "The GPUs bound the worker's vCPUs and memory (V100: 12 vCPUs and 76 GB each; 4 P100s: 64 vCPUs and 208 GB).",
 		Check: checkVCPUMemory,
 	},
 	{
-		Name: "min-ram", Source: srcBestPractices + "; " + srcSeed001,
+		Name: "min-ram", Source: srcBestPractices + "; " + srcAIPlatform,
 		Doc:   "min_ram is not negative and fits in the memory the GPU type and count allow.",
 		Check: checkMinRAM,
 	},
 	{
-		Name: "gpu-region", Source: srcSeed001 + "; " + srcGPUSupport,
+		Name: "gpu-region", Source: srcAIPlatform + "; " + srcGPUSupport,
 		Doc:   "A job with GPUs names a region; one not known to offer GPUs is a warning, not a refusal.",
 		Check: checkRegion,
 	},
@@ -256,7 +256,7 @@ func checkGPUType(c Config) error {
 }
 
 // checkComputeCapability: the kernels' PTX is built for compute_70
-// (containers/ptx.mk); the driver JIT-compiles it for the GPU it runs on, and
+// (cmd/beamgpu-ptx); the driver JIT-compiles it for the GPU it runs on, and
 // refuses a GPU below 7.0 (CUDA_ERROR_NO_BINARY_FOR_GPU): every GPU op would
 // fail, and under auto every batch would run on the CPU of a GPU worker.
 func checkComputeCapability(c Config) error {
@@ -433,15 +433,15 @@ func checkCountForMachine(c Config) error {
 				errs = append(errs, fmt.Errorf("%s: machine type %s comes with exactly %d %s, not count %d (%s)",
 					p.label, m.Name, counts[0], g.Type, g.Count, m.Source))
 			}
-		// Seed 001's table is AI Platform Training's: Dataflow defers to
+		// AI Platform Training's GPU table: Dataflow defers to
 		// Compute Engine's vCPU and memory bounds (srcGPUSupport), which
 		// the table only approximates (it refuses n1-standard-32 with one
 		// T4), so a count it does not list is a warning.
 		case m.inSeedTable() && !listed:
-			errs = append(errs, warnf("%s: seed 001's table (AI Platform Training's) lists no %s on machine type %s; Dataflow refuses the job at submission if the GPUs cannot carry its vCPUs and memory",
+			errs = append(errs, warnf("%s: AI Platform Training's GPU table lists no %s on machine type %s; Dataflow refuses the job at submission if the GPUs cannot carry its vCPUs and memory",
 				p.label, g.Type, m.Name))
 		case m.inSeedTable() && !slices.Contains(counts, g.Count):
-			errs = append(errs, warnf("%s: seed 001's table (AI Platform Training's) lists %s x %s on machine type %s, not %d; Dataflow refuses the job at submission if %d cannot carry its vCPUs and memory",
+			errs = append(errs, warnf("%s: AI Platform Training's GPU table lists %s x %s on machine type %s, not %d; Dataflow refuses the job at submission if %d cannot carry its vCPUs and memory",
 				p.label, fmtCounts(counts), g.Type, m.Name, g.Count, g.Count))
 		}
 	}
@@ -469,11 +469,11 @@ func suggestCount(t GPUType, current, vcpus int, memGB float64, otherwise string
 }
 
 // checkVCPUMemory: the GPU type and count bound a worker's vCPUs and memory
-// (srcGPUSupport, seed 000); the bounds known here are seed 001's: a V100
+// (srcGPUSupport, srcBestPractices); the bounds known here are AI Platform Training's: a V100
 // provides up to 12 vCPUs and 76 GB, so an n1-standard-32 (32 vCPUs, 120 GB)
 // needs at least 4 of them; 4 P100s up to 64 vCPUs and 208 GB.
 //
-// Where seed 001's count table lists the machine type with the count, the
+// Where AI Platform Training's count table lists the machine type with the count, the
 // table wins: its n1-highmem-96 row allows 8 V100s though 8 x 76 GB = 608 GB is
 // less than that shape's 624 GB (Compute Engine itself gives 78 GB per V100).
 func checkVCPUMemory(c Config) error {
@@ -489,19 +489,19 @@ func checkVCPUMemory(c Config) error {
 		l := t.limit(g.Count)
 		if l.VCPUs > 0 && m.VCPUs > l.VCPUs {
 			errs = append(errs, fmt.Errorf("%s: machine type %s has %d vCPUs but %d x %s allow at most %d (%s)%s",
-				p.label, m.Name, m.VCPUs, g.Count, t.Name, l.VCPUs, srcSeed001, suggestCount(t, g.Count, m.VCPUs, m.MemGB, "pick a smaller machine type")))
+				p.label, m.Name, m.VCPUs, g.Count, t.Name, l.VCPUs, srcAIPlatform, suggestCount(t, g.Count, m.VCPUs, m.MemGB, "pick a smaller machine type")))
 		}
 		if l.MemGB > 0 && m.MemGB > l.MemGB {
 			errs = append(errs, fmt.Errorf("%s: machine type %s has %s of memory but %d x %s allow at most %s (%s)%s",
-				p.label, m.Name, fmtGB(m.MemGB), g.Count, t.Name, fmtGB(l.MemGB), srcSeed001, suggestCount(t, g.Count, m.VCPUs, m.MemGB, "pick a smaller machine type")))
+				p.label, m.Name, fmtGB(m.MemGB), g.Count, t.Name, fmtGB(l.MemGB), srcAIPlatform, suggestCount(t, g.Count, m.VCPUs, m.MemGB, "pick a smaller machine type")))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // checkMinRAM: the GPU type and count set the upper bound on a worker's
-// memory, and asking for more memory may require more GPUs (seed 000,
-// srcGPUSupport). The bound is known where seed 001 gives it (V100, 4 x P100).
+// memory, and asking for more memory may require more GPUs (srcBestPractices,
+// srcGPUSupport). The bound is known where AI Platform Training's GPU page gives it (V100, 4 x P100).
 func checkMinRAM(c Config) error {
 	if c.MinRAMBytes < 0 {
 		return fmt.Errorf("min_ram %d bytes is negative", c.MinRAMBytes)
@@ -517,9 +517,9 @@ func checkMinRAM(c Config) error {
 		}
 		lim := t.limit(l.gpu.Count)
 		if lim.MemGB > 0 && float64(c.MinRAMBytes) > lim.MemGB*gib {
-			errs = append(errs, fmt.Errorf("%s: min_ram %d bytes (%s) is more than the %s that %d x %s allow (%s; seed 000: more memory may need more GPUs)%s",
+			errs = append(errs, fmt.Errorf("%s: min_ram %d bytes (%s) is more than the %s that %d x %s allow (%s; Dataflow's GPU best practices: more memory may need more GPUs)%s",
 				l.label, c.MinRAMBytes, fmtGB(math.Round(float64(c.MinRAMBytes)/gib*100)/100), fmtGB(lim.MemGB),
-				l.gpu.Count, t.Name, srcSeed001, suggestCount(t, l.gpu.Count, 0, float64(c.MinRAMBytes)/gib, "lower min_ram")))
+				l.gpu.Count, t.Name, srcAIPlatform, suggestCount(t, l.gpu.Count, 0, float64(c.MinRAMBytes)/gib, "lower min_ram")))
 		}
 	}
 	return errors.Join(errs...)
@@ -527,7 +527,7 @@ func checkMinRAM(c Config) error {
 
 // checkRegion: a GPU job needs a region. No Dataflow page lists which region
 // offers which GPU (Compute Engine's zones do, and change), so a region
-// outside the known list (seed 001's, with regions public Dataflow GPU jobs
+// outside the known list (AI Platform Training's, with regions public Dataflow GPU jobs
 // use) is only a warning; a value that is not a region name at all is an
 // error. It applies to right-fitting hints too: their workers run in the
 // job's region.
@@ -645,7 +645,7 @@ func checkMPSMultipleSDKContainers(c Config) error {
 
 // checkMPSParallelism: "the pipeline can't use pipeline options that restrict
 // parallelism" (srcMPS). It names only no_use_multiple_sdk_containers (its own
-// rule above); the GPU best practices (seed 000) give
+// rule above); the GPU best practices give
 // --number_of_worker_harness_threads as the other option that limits a
 // worker's processing, so we choose to refuse it with MPS too (any value: the
 // option exists to cap the threads).

@@ -67,7 +67,7 @@ var ruleCases = []ruleCase{
 	{"gpu-compute-capability", "t4 is 7.5", whole("n1-standard-4", gpu("nvidia-tesla-t4", 1)), nil, false},
 	{"gpu-compute-capability", "v100 is 7.0, the PTX's own", whole("n1-standard-8", gpu("nvidia-tesla-v100", 1)), nil, false},
 	{"gpu-compute-capability", "p100 is 6.0", whole("n1-standard-8", gpu("nvidia-tesla-p100", 1)), []string{
-		`worker_accelerator "type:nvidia-tesla-p100;count:1;install-nvidia-driver:5xx": nvidia-tesla-p100 has compute capability 6.0, and the GPU kernels' PTX is built for compute_70 (containers/ptx.mk (PTX_ARCH=compute_70)): it cannot load them`,
+		`worker_accelerator "type:nvidia-tesla-p100;count:1;install-nvidia-driver:5xx": nvidia-tesla-p100 has compute capability 6.0, and the GPU kernels' PTX is built for compute_70 (cmd/beamgpu-ptx (-arch=compute_70)): it cannot load them`,
 	}, false},
 	{"gpu-compute-capability", "p4 hint is 6.1", fitted(hint("nvidia-tesla-p4", 1)), []string{
 		"nvidia-tesla-p4 has compute capability 6.1",
@@ -152,9 +152,9 @@ var ruleCases = []ruleCase{
 	// gpu-count-machine
 	{"gpu-count-machine", "4 v100 on n1-standard-32", whole("n1-standard-32", gpu("nvidia-tesla-v100", 4)), nil, false},
 	{"gpu-count-machine", "2 a100 on a2-highgpu-2g", whole("a2-highgpu-2g", gpu("nvidia-tesla-a100", 2)), nil, false},
-	{"gpu-count-machine", "n1 shape outside seed 001's table", whole("n1-standard-2", gpu("nvidia-tesla-t4", 1)), nil, false},
+	{"gpu-count-machine", "n1 shape outside AI Platform Training's table", whole("n1-standard-2", gpu("nvidia-tesla-t4", 1)), nil, false},
 	{"gpu-count-machine", "1 t4 on n1-standard-32: a warning now", whole("n1-standard-32", gpu("nvidia-tesla-t4", 1)), []string{
-		"seed 001's table (AI Platform Training's) lists 2, 4 x nvidia-tesla-t4 on machine type n1-standard-32, not 1",
+		"AI Platform Training's GPU table lists 2, 4 x nvidia-tesla-t4 on machine type n1-standard-32, not 1",
 	}, true},
 	{"gpu-count-machine", "1 a100 on a2-highgpu-2g", whole("a2-highgpu-2g", gpu("nvidia-tesla-a100", 1)), []string{
 		"machine type a2-highgpu-2g comes with exactly 2 nvidia-tesla-a100, not count 1",
@@ -168,28 +168,28 @@ var ruleCases = []ruleCase{
 	}, false},
 
 	// vcpu-memory-per-gpu
-	{"vcpu-memory-per-gpu", "4 v100 on n1-standard-32, the seed's example", whole("n1-standard-32", gpu("nvidia-tesla-v100", 4)), nil, false},
+	{"vcpu-memory-per-gpu", "4 v100 on n1-standard-32, AI Platform Training's example", whole("n1-standard-32", gpu("nvidia-tesla-v100", 4)), nil, false},
 	{"vcpu-memory-per-gpu", "the table wins: 8 v100 on n1-highmem-96", whole("n1-highmem-96", gpu("nvidia-tesla-v100", 8)), nil, false},
 	{"vcpu-memory-per-gpu", "custom shape within one v100", whole("n1-custom-12-61440", gpu("nvidia-tesla-v100", 1)), nil, false},
 	{"vcpu-memory-per-gpu", "no known bound for t4", whole("n1-custom-64-245760", gpu("nvidia-tesla-t4", 1)), nil, false},
-	{"vcpu-memory-per-gpu", "2 v100 on n1-standard-32, the seed's example", whole("n1-standard-32", gpu("nvidia-tesla-v100", 2)), []string{
-		"machine type n1-standard-32 has 32 vCPUs but 2 x nvidia-tesla-v100 allow at most 24 (seed 001); attach at least 4",
+	{"vcpu-memory-per-gpu", "2 v100 on n1-standard-32, AI Platform Training's example", whole("n1-standard-32", gpu("nvidia-tesla-v100", 2)), []string{
+		"machine type n1-standard-32 has 32 vCPUs but 2 x nvidia-tesla-v100 allow at most 24 (https://cloud.google.com/ai-platform/training/docs/using-gpus); attach at least 4",
 	}, false},
 	{"vcpu-memory-per-gpu", "custom shape over one v100's memory", whole("n1-custom-8-81920", gpu("nvidia-tesla-v100", 1)), []string{
-		"machine type n1-custom-8-81920 has 80 GB of memory but 1 x nvidia-tesla-v100 allow at most 76 GB (seed 001); attach at least 2",
+		"machine type n1-custom-8-81920 has 80 GB of memory but 1 x nvidia-tesla-v100 allow at most 76 GB (https://cloud.google.com/ai-platform/training/docs/using-gpus); attach at least 2",
 	}, false},
-	{"vcpu-memory-per-gpu", "4 p100 over the seed's 64 vCPU cap", whole("n1-custom-80-102400", gpu("nvidia-tesla-p100", 4)), []string{
-		"machine type n1-custom-80-102400 has 80 vCPUs but 4 x nvidia-tesla-p100 allow at most 64 (seed 001); no count of nvidia-tesla-p100 allows that, pick a smaller machine type",
+	{"vcpu-memory-per-gpu", "4 p100 over AI Platform Training's 64 vCPU cap", whole("n1-custom-80-102400", gpu("nvidia-tesla-p100", 4)), []string{
+		"machine type n1-custom-80-102400 has 80 vCPUs but 4 x nvidia-tesla-p100 allow at most 64 (https://cloud.google.com/ai-platform/training/docs/using-gpus); no count of nvidia-tesla-p100 allows that, pick a smaller machine type",
 	}, false},
 
 	// min-ram
 	{"min-ram", "64 GB on one v100", with(whole("n1-standard-8", gpu("nvidia-tesla-v100", 1)), func(c *Config) { c.MinRAMBytes = 64 * gibBytes }), nil, false},
 	{"min-ram", "no known bound for t4", with(whole("n1-standard-8", gpu("nvidia-tesla-t4", 1)), func(c *Config) { c.MinRAMBytes = 500 * gibBytes }), nil, false},
 	{"min-ram", "100 GB on one v100", with(whole("n1-standard-8", gpu("nvidia-tesla-v100", 1)), func(c *Config) { c.MinRAMBytes = 100 * gibBytes }), []string{
-		`worker_accelerator "type:nvidia-tesla-v100;count:1;install-nvidia-driver:5xx": min_ram 107374182400 bytes (100 GB) is more than the 76 GB that 1 x nvidia-tesla-v100 allow (seed 001; seed 000: more memory may need more GPUs); attach at least 2`,
+		`worker_accelerator "type:nvidia-tesla-v100;count:1;install-nvidia-driver:5xx": min_ram 107374182400 bytes (100 GB) is more than the 76 GB that 1 x nvidia-tesla-v100 allow (https://cloud.google.com/ai-platform/training/docs/using-gpus; Dataflow's GPU best practices: more memory may need more GPUs); attach at least 2`,
 	}, false},
 	{"min-ram", "right-fitting hint", with(fitted(hint("nvidia-tesla-v100", 2)), func(c *Config) { c.MinRAMBytes = 700 * gibBytes }), []string{
-		`right-fitting hint #1 "type:nvidia-tesla-v100;count:2;install-nvidia-driver:5xx": min_ram 751619276800 bytes (700 GB) is more than the 152 GB that 2 x nvidia-tesla-v100 allow (seed 001; seed 000: more memory may need more GPUs); no count of nvidia-tesla-v100 allows that, lower min_ram`,
+		`right-fitting hint #1 "type:nvidia-tesla-v100;count:2;install-nvidia-driver:5xx": min_ram 751619276800 bytes (700 GB) is more than the 152 GB that 2 x nvidia-tesla-v100 allow (https://cloud.google.com/ai-platform/training/docs/using-gpus; Dataflow's GPU best practices: more memory may need more GPUs); no count of nvidia-tesla-v100 allows that, lower min_ram`,
 	}, false},
 	{"min-ram", "negative", Config{MinRAMBytes: -1}, []string{"min_ram -1 bytes is negative"}, false},
 
@@ -253,7 +253,7 @@ var ruleCases = []ruleCase{
 	{"mps-single-gpu", "mps with count 1", whole("n1-standard-4", mps("nvidia-tesla-t4", 1)), nil, false},
 	{"mps-single-gpu", "two gpus without mps", whole("n1-standard-4", gpu("nvidia-tesla-t4", 2)), nil, false},
 	{"mps-single-gpu", "mps with count 2", whole("n1-standard-4", mps("nvidia-tesla-t4", 2)), []string{
-		`worker_accelerator "type:nvidia-tesla-t4;count:2;install-nvidia-driver:5xx;use_nvidia_mps" sets use_nvidia_mps with count 2; MPS is supported only on workers with a single GPU, so count must be 1 (https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps (seed 002))`,
+		`worker_accelerator "type:nvidia-tesla-t4;count:2;install-nvidia-driver:5xx;use_nvidia_mps" sets use_nvidia_mps with count 2; MPS is supported only on workers with a single GPU, so count must be 1 (https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps)`,
 	}, false},
 
 	// mps-multiple-sdk-containers
@@ -364,7 +364,7 @@ func TestEveryRuleHasCases(t *testing.T) {
 	}
 }
 
-// TestRuleSourcesAreDataflowFirst: no rule rests on seed 001 alone (AI
+// TestRuleSourcesAreDataflowFirst: no rule rests on AI Platform Training's GPU page alone (AI
 // Platform Training's page); every rule but the project's own cites a
 // Dataflow or Compute Engine page, or the file it checks against.
 func TestRuleSourcesAreDataflowFirst(t *testing.T) {
@@ -372,7 +372,7 @@ func TestRuleSourcesAreDataflowFirst(t *testing.T) {
 		if r.Source == srcDesign {
 			continue
 		}
-		assert.Regexp(t, `https://cloud\.google\.com/(dataflow|compute)/|containers/ptx\.mk`, r.Source, "rule %s", r.Name)
+		assert.Regexp(t, `https://cloud\.google\.com/(dataflow|compute)/|cmd/beamgpu-ptx`, r.Source, "rule %s", r.Name)
 	}
 }
 
@@ -409,7 +409,7 @@ func TestValidateJoinsEveryBrokenRule(t *testing.T) {
 	}, got)
 	// One line per broken rule.
 	assert.Len(t, strings.Split(err.Error(), "\n"), len(got))
-	// The warnings are apart: 2 V100s on n1-standard-32 is not in seed 001's
+	// The warnings are apart: 2 V100s on n1-standard-32 is not in AI Platform Training's
 	// table, and mars-north1 is not known to offer GPUs.
 	var warned []string
 	for _, w := range cfg.Warnings() {
@@ -441,14 +441,14 @@ func TestValidateSkip(t *testing.T) {
 
 // TestSeedTableConsistency checks the N1 table against the per-GPU statements
 // of the same seed: every count the table allows stays within the V100 and
-// 4 x P100 bounds, but for the one row where the seed contradicts itself.
+// 4 x P100 bounds, but for the one row where that page contradicts itself.
 func TestSeedTableConsistency(t *testing.T) {
 	var exceptions []string
 	for _, m := range MachineTypes() {
 		if !m.inSeedTable() {
 			continue
 		}
-		require.Equal(t, srcSeed001, m.Source)
+		require.Equal(t, srcAIPlatform, m.Source)
 		for typ, counts := range m.GPUs {
 			tt, ok := lookupGPU(typ)
 			require.True(t, ok, typ)

@@ -10,7 +10,7 @@ import (
 
 // The data the rules check against. Every row says where it comes from (the
 // src* constants: Dataflow's own pages first, Compute Engine's where Dataflow
-// defers to it, seed 001 only where nothing newer says otherwise).
+// defers to it, AI Platform Training's GPU page only where nothing newer says otherwise).
 
 // Sources of the rules and the data.
 const (
@@ -19,15 +19,14 @@ const (
 	// worker's vCPUs and memory; for machine support per GPU it defers to
 	// Compute Engine's GPU platforms (srcCompute).
 	srcGPUSupport = "https://cloud.google.com/dataflow/docs/gpu/gpu-support"
-	// srcBestPractices: Dataflow's GPU best practices; seed 000 is its
-	// Spanish copy.
-	srcBestPractices = "https://cloud.google.com/dataflow/docs/gpu/develop-with-gpus (seed 000)"
+	// srcBestPractices: Dataflow's GPU best practices.
+	srcBestPractices = "https://cloud.google.com/dataflow/docs/gpu/develop-with-gpus"
 	// srcL4: Dataflow's "Use NVIDIA L4 GPUs": L4 only on G2 machine types;
 	// the L4 uses NVIDIA driver 525.0 or later and CUDA 12.0 or later.
 	srcL4 = "https://cloud.google.com/dataflow/docs/gpu/use-l4-gpus"
 	// srcMPS: Dataflow's "Improve performance on a shared GPU by using NVIDIA
-	// MPS"; seed 002 is its German copy.
-	srcMPS = "https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps (seed 002)"
+	// MPS".
+	srcMPS = "https://cloud.google.com/dataflow/docs/gpu/use-nvidia-mps"
 	// srcRightFitting: Dataflow's "Right fitting": the accelerator hint's
 	// syntax (type, count, machine_type, install-nvidia-driver), "right
 	// fitting doesn't support FlexRS", "don't use the worker_accelerator
@@ -57,18 +56,18 @@ const (
 	srcGemma = "https://github.com/GoogleCloudPlatform/python-docs-samples/tree/main/dataflow/gemma"
 	// srcCC: NVIDIA's compute capability of each GPU.
 	srcCC = "https://developer.nvidia.com/cuda-gpus"
-	// srcPTX: the kernels' PTX is built for compute_70 (containers/ptx.mk);
+	// srcPTX: the kernels' PTX is built for compute_70 (cmd/beamgpu-ptx);
 	// a GPU of a lower compute capability cannot load it.
-	srcPTX = "containers/ptx.mk (PTX_ARCH=compute_70)"
+	srcPTX = "cmd/beamgpu-ptx (-arch=compute_70)"
 	// srcImage: the worker image is CUDA 12.4 (Dockerfile): its cuBLAS 12
 	// needs a driver for CUDA 12.0, R525 or newer.
 	srcImage = "Dockerfile (nvidia/cuda:12.4.1-runtime: CUDA 12 needs driver R525+)"
-	// srcSeed001: seed 001, AI Platform Training's "GPUs for training": its
+	// srcAIPlatform: AI Platform Training's "GPUs for training": its
 	// per-GPU vCPU and memory bounds (V100, 4 x P100) and its table of GPU
 	// counts per N1 machine type, which is AI Platform's and only a warning
 	// here, and its GPU regions.
-	srcSeed001 = "seed 001"
-	srcDesign  = "DESIGN.md"
+	srcAIPlatform = "https://cloud.google.com/ai-platform/training/docs/using-gpus"
+	srcDesign     = "DESIGN.md"
 )
 
 // Machine families that carry NVIDIA GPUs.
@@ -98,7 +97,7 @@ type GPUType struct {
 	// PerGPU is the vCPU and memory each GPU allows on N1 machines, where a
 	// source gives it (zero fields where none does).
 	PerGPU Limit
-	// ForCount overrides PerGPU x count for particular counts (seed 001's
+	// ForCount overrides PerGPU x count for particular counts (AI Platform Training's
 	// special case of 4 P100s).
 	ForCount map[int]Limit
 	// ComputeMajor and ComputeMinor are the GPU's compute capability
@@ -146,13 +145,13 @@ var gpuTypes = []GPUType{
 	{Name: "nvidia-tesla-p4", Family: FamilyN1, Counts: []int{1, 2, 4}, ComputeMajor: 6, ComputeMinor: 1, Source: srcCompute},
 	{
 		Name: "nvidia-tesla-p100", Family: FamilyN1, Counts: []int{1, 2, 4}, ComputeMajor: 6, ComputeMinor: 0, Source: srcCompute,
-		// Seed 001: "a configuration with 4 NVIDIA Tesla P100 GPUs supports a
+		// AI Platform Training's GPU page: "a configuration with 4 NVIDIA Tesla P100 GPUs supports a
 		// maximum of 64 vCPUs and 208 GB of memory in all regions and zones".
 		ForCount: map[int]Limit{4: {VCPUs: 64, MemGB: 208}},
 	},
 	{
 		Name: "nvidia-tesla-v100", Family: FamilyN1, Counts: []int{1, 2, 4, 8}, ComputeMajor: 7, ComputeMinor: 0, Source: srcCompute,
-		// Seed 001: "each NVIDIA Tesla V100 can provide up to 12 vCPUs and 76 GB
+		// AI Platform Training's GPU page: "each NVIDIA Tesla V100 can provide up to 12 vCPUs and 76 GB
 		// of memory".
 		PerGPU: Limit{VCPUs: 12, MemGB: 76},
 	},
@@ -212,22 +211,22 @@ func (m MachineType) bundledGPU() string {
 	return ""
 }
 
-// inSeedTable reports whether seed 001's count table has a row for m.
+// inSeedTable reports whether AI Platform Training's count table has a row for m.
 func (m MachineType) inSeedTable() bool { return m.GPUs != nil && m.Family == FamilyN1 }
 
-// GB of memory per vCPU of the predefined N1 shapes. The seed gives
+// GB of memory per vCPU of the predefined N1 shapes. AI Platform Training's GPU page gives
 // n1-standard-32 as "32 vCPUs and 120 GB" (3.75 per vCPU); the highmem and
-// highcpu ratios are Compute Engine's published N1 shapes (not in the seeds).
+// highcpu ratios are Compute Engine's published N1 shapes (not in the cited pages).
 var n1MemPerVCPU = map[string]float64{"standard": 3.75, "highmem": 6.5, "highcpu": 0.9}
 
-// n1SeedTable is seed 001's "valid numbers of GPUs for each machine type"
-// table, its N1 rows. Columns in the seed: A100, K80, P4, P100, T4, V100; the
+// n1SeedTable is AI Platform Training's "valid numbers of GPUs for each machine type"
+// table, its N1 rows. Columns in that page: A100, K80, P4, P100, T4, V100; the
 // page's rendering dropped the empty cells, so we had to place the values:
 //   - rows with five values fill K80, P4, P100, T4, V100 (A100 is only on A2);
 //     the two columns that reach 8 are K80 and V100, whose maximum is 8;
 //   - rows with three values ("4 | 4 | 8": n1-standard-64/96,
 //     n1-highmem-64/96, n1-highcpu-96) fill P4, T4, V100: P100 is out because
-//     seed 001 caps 4 P100s at 64 vCPUs and 208 GB, which those shapes exceed,
+//     AI Platform Training's GPU page caps 4 P100s at 64 vCPUs and 208 GB, which those shapes exceed,
 //     and the last value, 8, can only be V100's column (the last one).
 //
 // K80 is dropped (see gpuTypes).
@@ -263,7 +262,7 @@ var bundled = []struct {
 	count                int
 }{
 	// A100 40GB on a2-highgpu-1g/2g/4g/8g (1, 2, 4, 8) and a2-megagpu-16g
-	// (16), as seed 001 says too. The rules need no vCPU or memory figures
+	// (16), as AI Platform Training's GPU page says too. The rules need no vCPU or memory figures
 	// for these bundled shapes (the count is fixed), so the table does not
 	// carry them.
 	{"a2-highgpu-1g", "nvidia-tesla-a100", srcCompute, 1},
@@ -291,7 +290,7 @@ var bundled = []struct {
 	{"a3-megagpu-8g", "nvidia-h100-mega-80gb", srcCompute, 8},
 }
 
-// machineTypes is the machine type table: seed 001's N1 rows and the bundled
+// machineTypes is the machine type table: AI Platform Training's N1 rows and the bundled
 // accelerator-optimised types, by name.
 var machineTypes = func() map[string]MachineType {
 	m := map[string]MachineType{}
@@ -309,7 +308,7 @@ var machineTypes = func() map[string]MachineType {
 				mt.GPUs[typ] = counts
 			}
 		}
-		mt.Source = srcSeed001
+		mt.Source = srcAIPlatform
 		m[r.machine] = mt
 	}
 	for _, b := range bundled {
@@ -345,13 +344,13 @@ func parseN1(name string) (MachineType, bool) {
 			return MachineType{}, false
 		}
 		// GPUs supported with N1 machine types also support N1 custom
-		// machine types (srcGPUSupport, seed 000).
+		// machine types (srcGPUSupport, srcBestPractices).
 		return MachineType{Name: name, Family: FamilyN1, VCPUs: v, MemGB: float64(mb) / 1024, Source: srcGPUSupport}, true
 	}
 	return MachineType{}, false
 }
 
-// lookupMachine finds a machine type in the table or, for N1 shapes the seed
+// lookupMachine finds a machine type in the table or, for N1 shapes that page
 // table does not list, derives it from its name.
 func lookupMachine(name string) (MachineType, bool) {
 	if m, ok := machineTypes[name]; ok {

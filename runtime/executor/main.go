@@ -120,6 +120,7 @@ func serve(args []string, stderr io.Writer) int {
 	budget := fs.String("memory_budget", "0", "bytes of inputs and outputs held at once, e.g. 8GiB or 500MB; a batch over it gets out-of-memory (0: unlimited)")
 	withParent := fs.Bool("exit_with_parent", true, "exit when the process that started this one exits")
 	grace := fs.Duration("shutdown_grace", 10*time.Second, "on SIGTERM or SIGINT, how long running batches may take to finish")
+	idle := fs.Duration("idle_timeout", server.DefaultIdleTimeout, "close a connection that sends nothing for this long after its handshake while none of its batches runs (0: never)")
 	poison := fs.Bool("poison_outputs", false, "fill output buffers with 0xFF (NaN) before each op writes them, to catch outputs left unwritten (for equivalence tests)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: beamgpu-executor serve --socket=PATH [flags]\n\nFlags:\n")
@@ -144,11 +145,21 @@ func serve(args []string, stderr io.Writer) int {
 	if dev == "" && build.NoDevice != nil {
 		why = build.NoDevice()
 	}
-	srv, err := server.New(server.Config{Device: dev, NoDevice: why, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena})
+	idleTimeout := *idle
+	if idleTimeout == 0 {
+		idleTimeout = -1 // never
+	}
+	srv, err := server.New(server.Config{Device: dev, NoDevice: why, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena, IdleTimeout: idleTimeout})
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
 		return exitFailed
 	}
+	// The socket's directory is removed on exit only if it is this
+	// executor's: made here, or made for it by a client (NewSocketDir's
+	// name); a directory of the user's stays, empty or not.
+	dir := filepath.Dir(*socket)
+	_, statErr := os.Stat(dir)
+	ownDir := errors.Is(statErr, os.ErrNotExist) || strings.HasPrefix(filepath.Base(dir), protocol.SocketDirPrefix)
 	ln, err := server.Listen(*socket)
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
@@ -169,17 +180,23 @@ func serve(args []string, stderr io.Writer) int {
 	go func() {
 		why := <-stop
 		fmt.Fprintf(stderr, "beamgpu-executor: %s: shutting down\n", why)
-		ctx, cancel := context.WithTimeout(context.Background(), *grace)
+		g := *grace
+		if strings.HasPrefix(why, "parent process") {
+			g = 0 // nobody is left to read the running batches' outputs
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), g)
 		defer cancel()
 		srv.Shutdown(ctx)
 	}()
 
 	err = srv.Serve(ln)
-	// The listener removed the socket; the directory, made for this
-	// executor alone, goes too if nothing else is in it.
-	os.Remove(filepath.Dir(*socket))
+	// The listener removed the socket; the directory, if this executor's,
+	// goes too if nothing else is in it.
+	if ownDir {
+		os.Remove(dir)
+	}
 	switch {
-	case errors.Is(err, server.ErrFatal):
+	case errors.Is(err, protocol.ErrFatal):
 		fmt.Fprintf(stderr, "beamgpu-executor: exiting after a fatal error: %v\n", err)
 		return exitFatal
 	case err != nil:
@@ -192,8 +209,19 @@ func serve(args []string, stderr io.Writer) int {
 // watchParent reports when the process that started the executor is gone
 // (the executor has been re-parented), so an executor never outlives its
 // worker.
+//
+// The client names itself in protocol.EnvParent: an executor whose parent
+// died while it was starting (its parent is then already another process)
+// stops at once instead of watching its new parent forever.
 func watchParent(stop chan<- string) {
 	parent := os.Getppid()
+	if v, err := strconv.Atoi(os.Getenv(protocol.EnvParent)); err == nil && v > 0 {
+		parent = v
+	}
+	if os.Getppid() != parent {
+		stop <- fmt.Sprintf("parent process %d exited", parent)
+		return
+	}
 	for range time.Tick(500 * time.Millisecond) {
 		if os.Getppid() != parent {
 			stop <- fmt.Sprintf("parent process %d exited", parent)

@@ -1,10 +1,13 @@
-// Package gke builds the Kubernetes manifests and the gcloud command that run
-// the project's container as a batch job on Google Kubernetes Engine with
-// flex-start provisioning: accelerators (TPU slices or GPUs) obtained on
-// demand, for up to seven days, without reservations, billed at Dynamic
-// Workload Scheduler prices, with node pools that scale from zero for the
-// job and back to zero after it (seed 003, "run a small batch workload with
-// TPUs and flex-start provisioning").
+// Package gke runs the project's container as a GKE flex-start batch job.
+//
+// It builds the Kubernetes manifests and the gcloud command that run the
+// container as a batch job on Google Kubernetes Engine with flex-start
+// provisioning: accelerators (TPU slices or GPUs) obtained on demand, for
+// up to seven days, without reservations, billed at Dynamic Workload
+// Scheduler prices, with node pools that scale from zero for the job and
+// back to zero after it ("Run a small batch workload with TPUs and
+// flex-start provisioning mode",
+// https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu).
 //
 // Why: the same worker container that runs the Dataflow steps (and the
 // trainer of the fashion pipeline) can run as a plain batch job where a
@@ -13,7 +16,7 @@
 // are checked by the compiler, tested as data, and easy to amend (add a
 // volume for the checkpoints, a service account) before Marshal writes them.
 //
-// What seed 003 gives, and where it is used:
+// What the flex-start TPU guide gives, and where it is used:
 //   - node selectors cloud.google.com/gke-flex-start: "true",
 //     cloud.google.com/gke-tpu-accelerator and cloud.google.com/gke-tpu-topology;
 //     requests equal to limits of google.com/tpu, NUM_CHIPS per VM being 1, 4
@@ -30,10 +33,10 @@
 //     for multi-host slices, --tpu-topology and --no-enable-autorepair
 //     (NodePoolCommand, NodeCount).
 //
-// Seed 003 covers TPUs only. For GPUs the package uses GKE's GPU node label
+// The flex-start TPU guide covers TPUs only. For GPUs the package uses GKE's GPU node label
 // cloud.google.com/gke-accelerator, the nvidia.com/gpu resource and gcloud's
 // --accelerator=type=T,count=N,gpu-driver-version=V; those come from GKE's
-// documentation, not from a seed, and are marked so in the code.
+// documentation, not from the flex-start TPU guide, and are marked so in the code.
 //
 // Impossible combinations are errors, all of them reported at once: a
 // topology whose chips do not divide into VMs; chips per VM other than a

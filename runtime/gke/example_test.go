@@ -62,7 +62,7 @@ func ExampleNodePoolCommand() {
 		fmt.Println(err)
 		return
 	}
-	// Printed as in seed 003: the command and name on one line, a flag a line.
+	// Printed as in the flex-start TPU guide: the command and name on one line, a flag a line.
 	fmt.Println(strings.Join(cmd[:5], " ") + " \\\n    " + strings.Join(cmd[5:], " \\\n    "))
 	// Output:
 	// gcloud container node-pools create flex-pool \

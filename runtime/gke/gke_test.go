@@ -18,7 +18,7 @@ func TestNodeCount(t *testing.T) {
 		want     int
 		err      string
 	}{
-		// Seed 003: "a 4x4 topology consists of 16 chips and each
+		// The flex-start TPU guide: "a 4x4 topology consists of 16 chips and each
 		// ct6e-standard-4t VM has 4 chips", so --max-nodes=4.
 		{"4x4", 4, 4, ""},
 		{"2x2", 4, 1, ""},
@@ -111,7 +111,7 @@ func TestSingleHostJobTPU(t *testing.T) {
 		"cloud.google.com/gke-tpu-topology":    "2x2",
 	}, pod.NodeSelector)
 	assert.Equal(t, corev1.RestartPolicyOnFailure, pod.RestartPolicy)
-	// Seed 003's single-host Job sets no backoffLimit and is not Indexed.
+	// the flex-start TPU guide's single-host Job sets no backoffLimit and is not Indexed.
 	assert.Nil(t, got.Spec.BackoffLimit)
 	assert.Nil(t, got.Spec.CompletionMode)
 	assert.Nil(t, got.Spec.Completions)
@@ -153,7 +153,7 @@ func TestSingleHostJobGPU(t *testing.T) {
 func TestMultiHostJobTPU(t *testing.T) {
 	job, svc, err := MultiHostJob(tpuSpec("4x4", 4))
 	require.NoError(t, err)
-	// Seed 003's order: the Service, then the Job.
+	// the flex-start TPU guide's order: the Service, then the Job.
 	data, err := Marshal(svc, job)
 	require.NoError(t, err)
 
@@ -234,7 +234,7 @@ func TestJobValidation(t *testing.T) {
 			`accelerator type "nvidia-rtx-9000" is unknown; the known types are tpu-v4-podslice, tpu-v5-lite-podslice, tpu-v5p-slice, tpu-v6e-slice, nvidia-tesla-t4,`,
 		}},
 		{"tpu chips per VM", tpuSpec("2x2", 2), false, []string{
-			"accelerator tpu-v6e-slice: 2 chips per node; a TPU VM has 1, 4 or 8 chips (seed 003)",
+			"accelerator tpu-v6e-slice: 2 chips per node; a TPU VM has 1, 4 or 8 chips (https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu)",
 		}},
 		{"zero per node", tpuSpec("2x2", 0), true, []string{"accelerator tpu-v6e-slice: 0 per node is not positive"}},
 		{"bad topology", tpuSpec("4x4x", 4), true, []string{`accelerator tpu-v6e-slice: topology "4x4x" is not a product of positive integers`}},
@@ -285,7 +285,7 @@ func TestNodePoolCommand(t *testing.T) {
 		want []string
 	}{
 		{
-			// Seed 003's multi-host example: 4x4 at 4 chips per ct6e-standard-4t VM.
+			// the flex-start TPU guide's multi-host example: 4x4 at 4 chips per ct6e-standard-4t VM.
 			name: "multi-host TPU",
 			spec: base,
 			want: []string{
@@ -487,7 +487,7 @@ func TestDefaultMachineType(t *testing.T) {
 		a    Accelerator
 		want string
 	}{
-		{Accelerator{Type: "tpu-v6e-slice", Topology: "4x4", PerNode: 4}, "ct6e-standard-4t"}, // seed 003's
+		{Accelerator{Type: "tpu-v6e-slice", Topology: "4x4", PerNode: 4}, "ct6e-standard-4t"}, // the flex-start TPU guide's
 		{Accelerator{Type: "tpu-v6e-slice", Topology: "2x4", PerNode: 8}, "ct6e-standard-8t"},
 		{Accelerator{Type: "tpu-v5-lite-podslice", Topology: "2x2", PerNode: 4}, "ct5lp-hightpu-4t"},
 		{Accelerator{Type: "tpu-v5p-slice", Topology: "2x2x1", PerNode: 4}, "ct5p-hightpu-4t"},

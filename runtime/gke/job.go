@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TPU ports of seed 003's multi-host manifest.
+// TPU ports of the flex-start TPU guide's multi-host manifest.
 const (
 	// PortTPU is the port TPU VMs talk to each other on.
 	PortTPU = 8471
@@ -15,7 +15,7 @@ const (
 	PortTPUMetrics = 8431
 )
 
-// nodeSelector returns the flex-start and accelerator node selector (seed 003
+// nodeSelector returns the flex-start and accelerator node selector (the flex-start TPU guide
 // for TPUs; the GKE GPU label for GPUs).
 func nodeSelector(kind Kind, a Accelerator) map[string]string {
 	sel := map[string]string{LabelFlexStart: "true"}
@@ -29,7 +29,7 @@ func nodeSelector(kind Kind, a Accelerator) map[string]string {
 }
 
 // container returns the job's container, requesting PerNode accelerators
-// with requests equal to limits, as seed 003 does.
+// with requests equal to limits, as the flex-start TPU guide does.
 func container(kind Kind, s JobSpec) corev1.Container {
 	name := corev1.ResourceName(ResourceGPU)
 	if kind == TPU {
@@ -48,8 +48,8 @@ func container(kind Kind, s JobSpec) corev1.Container {
 	}
 }
 
-// SingleHostJob returns seed 003's single-host Job: one pod on one flex-start
-// node with the accelerator, restartPolicy OnFailure and, like the seed, no
+// SingleHostJob returns the flex-start TPU guide's single-host Job: one pod on one flex-start
+// node with the accelerator, restartPolicy OnFailure and, like the guide, no
 // backoffLimit (Kubernetes' default applies). The result is plain data:
 // add volumes, env or a service account to it before marshalling.
 func SingleHostJob(spec JobSpec) (*batchv1.Job, error) {
@@ -72,15 +72,15 @@ func SingleHostJob(spec JobSpec) (*batchv1.Job, error) {
 	}, nil
 }
 
-// MultiHostJob returns seed 003's multi-host manifests: an Indexed Job with
+// MultiHostJob returns the flex-start TPU guide's multi-host manifests: an Indexed Job with
 // one pod per node (completions = parallelism = node count, computed from the
 // TPU topology or given as Accelerator.Nodes for GPUs), backoffLimit 0 and
 // restartPolicy Never, whose pods join a headless Service (clusterIP None,
 // selecting job-name=<Name>) through their subdomain, so each pod has a
 // stable DNS name <Name>-<index>.<service>.
 //
-// For TPUs the container also opens seed 003's ports 8471 (TPU VMs talk to
-// each other) and 8431 (TPU runtime metrics) and runs privileged, as the seed
+// For TPUs the container also opens the flex-start TPU guide's ports 8471 (TPU VMs talk to
+// each other) and 8431 (TPU runtime metrics) and runs privileged, as the guide
 // shows.
 func MultiHostJob(spec JobSpec) (*batchv1.Job, *corev1.Service, error) {
 	kind, n, err := spec.validate(true)

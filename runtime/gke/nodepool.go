@@ -13,7 +13,7 @@ import (
 
 // NodePoolSpec describes a flex-start node pool for a Job's accelerators.
 type NodePoolSpec struct {
-	// Name, Cluster and Location (the cluster's region) are seed 003's
+	// Name, Cluster and Location (the cluster's region) are the flex-start TPU guide's
 	// NODE_POOL_NAME, CLUSTER_NAME and LOCATION_NAME.
 	Name     string
 	Cluster  string
@@ -22,7 +22,7 @@ type NodePoolSpec struct {
 	// leaves the flag out.
 	NodeZones []string
 	// MachineType is the nodes' machine type: for TPUs one like
-	// ct6e-standard-4t, whose "-4t" is its chip count (seed 003); for GPUs
+	// ct6e-standard-4t, whose "-4t" is its chip count (GKE's flex-start TPU guide); for GPUs
 	// one of the GPU's machine family (g2-standard-8 for nvidia-l4, ...).
 	MachineType string
 	// Accelerator is what the nodes carry; it decides --max-nodes.
@@ -33,7 +33,7 @@ type NodePoolSpec struct {
 }
 
 // tpuMachine matches TPU machine types and captures their chips per VM, as in
-// ct6e-standard-4t (4 chips, seed 003), ct5lp-hightpu-8t.
+// ct6e-standard-4t (4 chips, the flex-start TPU guide), ct5lp-hightpu-8t.
 var tpuMachine = regexp.MustCompile(`^ct[0-9a-z]+-[a-z]+-([0-9]+)t$`)
 
 var gpuDriverVersions = []string{"default", "latest", "disabled"}
@@ -66,7 +66,7 @@ func gpuMachineFits(name string, a Accelerator) error {
 	return fmt.Errorf("machine type %s does not carry %s (it goes with %s machine types); machine types with %d: %s", name, a.Type, strings.ToUpper(g.Family), a.PerNode, strings.Join(fits, ", "))
 }
 
-// NodePoolCommand returns seed 003's gcloud command that creates a flex-start
+// NodePoolCommand returns the flex-start TPU guide's gcloud command that creates a flex-start
 // node pool for spec, one argument per element:
 //
 //	gcloud container node-pools create NAME --cluster=... --location=...
@@ -74,21 +74,21 @@ func gpuMachineFits(name string, a Accelerator) error {
 //	  [--tpu-topology=T] --reservation-affinity=none --enable-autoscaling --flex-start
 //	  --num-nodes=0 --min-nodes=0 --max-nodes=N [--no-enable-autorepair]
 //
-// Seed 003's required flags: --enable-autoscaling with --num-nodes=0,
+// the flex-start TPU guide's required flags: --enable-autoscaling with --num-nodes=0,
 // --min-nodes=0 and --max-nodes set to the number of VMs the slice needs (the
 // topology's chips over the chips per VM: 4x4 at 4 chips per VM is 4), so the
 // pool scales up for the job and back to zero after it; and
 // --reservation-affinity=none, since flex-start neither uses nor needs
-// reservations. Like the seed's multi-host command, a pool of more than one
+// reservations. Like the guide's multi-host command, a pool of more than one
 // node also gets --tpu-topology (TPUs) and --no-enable-autorepair; a
-// single-host pool does not. The seed's multi-host example leaves out
+// single-host pool does not. The guide's multi-host example leaves out
 // --min-nodes=0 though its text lists it as required: we always write it.
 //
-// GPU pools (not in the seed, which covers TPUs) get gcloud's
+// GPU pools (not in the guide, which covers TPUs) get gcloud's
 // --accelerator=type=T,count=N,gpu-driver-version=V and --max-nodes set to
 // Accelerator.Nodes (1 where 0).
 //
-// Beyond the seed, the machine type must fit the accelerator: a TPU's must
+// Beyond the guide, the machine type must fit the accelerator: a TPU's must
 // be its version's machine type with PerNode chips (ct6e-standard-4t for
 // tpu-v6e-slice at 4; DefaultMachineType gives it), a GPU's must carry
 // PerNode GPUs of the type by runtime/dataflow's machine type table (L4s

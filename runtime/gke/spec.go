@@ -13,23 +13,23 @@ import (
 
 // Where the names below come from.
 const (
-	srcSeed003 = "seed 003"
-	// srcGKE marks what seed 003 (a TPU page) does not cover: GKE's GPU
+	srcFlexStartTPU = "https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu"
+	// srcGKE marks what the flex-start TPU guide (a TPU page) does not cover: GKE's GPU
 	// documentation (cloud.google.com/kubernetes-engine/docs/how-to/gpus).
-	srcGKE = "GKE docs, not a seed"
+	srcGKE = "GKE docs, not the flex-start TPU guide"
 )
 
 // Node labels and resource names.
 const (
-	// LabelFlexStart selects flex-start nodes: seed 003's node selector
+	// LabelFlexStart selects flex-start nodes: the flex-start TPU guide's node selector
 	// cloud.google.com/gke-flex-start: "true".
 	LabelFlexStart = "cloud.google.com/gke-flex-start"
-	// LabelTPUAccelerator and LabelTPUTopology select a TPU slice (seed 003).
+	// LabelTPUAccelerator and LabelTPUTopology select a TPU slice (GKE's flex-start TPU guide).
 	LabelTPUAccelerator = "cloud.google.com/gke-tpu-accelerator"
 	LabelTPUTopology    = "cloud.google.com/gke-tpu-topology"
 	// LabelGPUAccelerator selects GPU nodes by accelerator type (srcGKE).
 	LabelGPUAccelerator = "cloud.google.com/gke-accelerator"
-	// ResourceTPU is the TPU chips resource (seed 003); ResourceGPU the GPU
+	// ResourceTPU is the TPU chips resource (GKE's flex-start TPU guide); ResourceGPU the GPU
 	// one (srcGKE).
 	ResourceTPU = "google.com/tpu"
 	ResourceGPU = "nvidia.com/gpu"
@@ -61,15 +61,15 @@ type acceleratorType struct {
 // accelerators is the table of accelerator types the package knows: the GKE
 // node label values.
 var accelerators = []acceleratorType{
-	// Seed 003 gives these two as examples of ACCELERATOR_TYPE (their machine
+	// The flex-start TPU guide gives these two as examples of ACCELERATOR_TYPE (their machine
 	// types, chips per VM and topology shapes are GKE's, srcGKE).
-	{"tpu-v4-podslice", TPU, srcSeed003, "ct4p-hightpu-%dt", []int{4}, 3},
-	{"tpu-v5-lite-podslice", TPU, srcSeed003, "ct5lp-hightpu-%dt", []int{1, 4, 8}, 2},
-	// Seed 003 uses ct6e-standard-4t (TPU Trillium) without naming its
+	{"tpu-v4-podslice", TPU, srcFlexStartTPU, "ct4p-hightpu-%dt", []int{4}, 3},
+	{"tpu-v5-lite-podslice", TPU, srcFlexStartTPU, "ct5lp-hightpu-%dt", []int{1, 4, 8}, 2},
+	// The flex-start TPU guide uses ct6e-standard-4t (TPU Trillium) without naming its
 	// accelerator type; GKE's is tpu-v6e-slice. v5p is tpu-v5p-slice.
 	{"tpu-v5p-slice", TPU, srcGKE, "ct5p-hightpu-%dt", []int{4}, 3},
 	{"tpu-v6e-slice", TPU, srcGKE, "ct6e-standard-%dt", []int{1, 4, 8}, 2},
-	// Seed 003 covers TPUs only. GKE labels GPU nodes with the Compute Engine
+	// The flex-start TPU guide covers TPUs only. GKE labels GPU nodes with the Compute Engine
 	// accelerator type; these are types of the project's Dataflow GPU table
 	// (runtime/dataflow), which also gives their allowed counts per node and
 	// the machine types that carry them.
@@ -124,7 +124,7 @@ func fmtInts(ns []int) string {
 // they fit the Job's int32 fields.
 const maxNodes = 1 << 20
 
-// tpuChipsPerVM is seed 003's "the number of TPU chips in each VM is one, four
+// tpuChipsPerVM is the flex-start TPU guide's "the number of TPU chips in each VM is one, four
 // or eight".
 var tpuChipsPerVM = []int{1, 4, 8}
 
@@ -153,7 +153,7 @@ type Accelerator struct {
 	// 003: 2x2, 4x4, 4x4x4). TPUs only.
 	Topology string
 	// PerNode is the number of chips (TPU) or GPUs on each node, which each
-	// pod requests: seed 003's NUM_CHIPS, 1, 4 or 8 for TPUs.
+	// pod requests: the flex-start TPU guide's NUM_CHIPS, 1, 4 or 8 for TPUs.
 	PerNode int
 	// Nodes is the number of hosts of a multi-host GPU job. For TPUs the
 	// node count follows from Topology and PerNode; leave Nodes 0 or set it
@@ -168,7 +168,7 @@ func (a Accelerator) Kind() (Kind, bool) {
 }
 
 // NodeCount returns the number of nodes (VMs) of a TPU slice: the chips of the
-// topology divided by the chips per VM. Seed 003: "a 4x4 topology consists
+// topology divided by the chips per VM. The flex-start TPU guide: "a 4x4 topology consists
 // of 16 chips and each ct6e-standard-4t VM has 4 chips", so 4 nodes.
 func NodeCount(topology string, chipsPerNode int) (int, error) {
 	chips, err := topologyChips(topology)
@@ -219,7 +219,7 @@ func (a Accelerator) nodes() (Kind, int, error) {
 	switch t.kind {
 	case TPU:
 		if !slices.Contains(tpuChipsPerVM, a.PerNode) {
-			return "", 0, fmt.Errorf("accelerator %s: %d chips per node; a TPU VM has 1, 4 or 8 chips (seed 003)", a.Type, a.PerNode)
+			return "", 0, fmt.Errorf("accelerator %s: %d chips per node; a TPU VM has 1, 4 or 8 chips (https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu)", a.Type, a.PerNode)
 		}
 		if !slices.Contains(t.chips, a.PerNode) {
 			ms := make([]string, len(t.chips))
@@ -261,7 +261,7 @@ func (a Accelerator) nodes() (Kind, int, error) {
 
 // DefaultMachineType returns a node machine type for a: for a TPU, the
 // machine type of its version with PerNode chips (ct6e-standard-4t for
-// tpu-v6e-slice at 4 chips, seed 003's); for a GPU, the first machine type of
+// tpu-v6e-slice at 4 chips, the flex-start TPU guide's); for a GPU, the first machine type of
 // runtime/dataflow's table that carries PerNode GPUs of the type
 // (n1-standard-4 for one nvidia-tesla-t4, g2-standard-4 for one nvidia-l4,
 // a2-highgpu-1g for one nvidia-tesla-a100, ...). It returns the validation
@@ -296,7 +296,7 @@ type JobSpec struct {
 	// Accelerator is what each node carries and each pod requests.
 	Accelerator Accelerator
 	// ServiceName names the headless Service of a multi-host Job; empty for
-	// "<Name>-headless" (seed 003 calls it headless-svc; a per-job name lets
+	// "<Name>-headless" (the flex-start TPU guide calls it headless-svc; a per-job name lets
 	// several jobs share a namespace).
 	ServiceName string
 }

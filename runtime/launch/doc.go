@@ -1,4 +1,6 @@
-// Package launch is the one launcher of every pipeline in pipelines/: it
+// Package launch takes a constructed pipeline to prism, Dataflow or a job server.
+//
+// It is the one launcher of beamgpu's pipelines (package job calls it): it
 // takes a constructed Beam pipeline to Beam's local runner prism (the
 // default, in this process), to Google Cloud Dataflow (submitted, or only
 // planned), or to any portable job server (--endpoint), and on the way

@@ -11,7 +11,7 @@ import (
 
 // sdkProcesses works out how many SDK processes share a GPU worker, and
 // says why. Dataflow starts one SDK container per vCPU for an environment
-// without Beam's multi-core capability (Python's, seed 000), and one per
+// without Beam's multi-core capability (Python's; Dataflow's GPU best practices, https://cloud.google.com/dataflow/docs/gpu/develop-with-gpus), and one per
 // worker for an environment with it, which Go's has
 // (beam:protocol:multi_core_bundle_processing:v1; Beam's dataflowlib maps it
 // to use_single_core_per_container=false). The experiment

@@ -1,5 +1,7 @@
-// Package rightfit gives Beam Go what it lacks for right fitting: resource
-// hints on a composite transform (apache/beam#23893), so that only a
+// Package rightfit puts resource hints on Beam Go composites, for right fitting.
+//
+// Beam Go lacks resource hints on a composite transform
+// (https://github.com/apache/beam/issues/23893); with them only a
 // pipeline's GPU steps run on GPU workers.
 //
 // A step marks its composite with Scope and the hints it needs (Beam's

@@ -1,6 +1,7 @@
-// Package raster registers the stand-ins of the raster steps
-// (github.com/beamgpu/beamgpu/transforms/raster); see package stubs for the
-// contract they follow.
+// Package raster registers the stand-ins of the raster steps.
+//
+// The steps are package transforms/raster's; see package stubs for the
+// contract the stand-ins follow.
 package raster
 
 import (

@@ -1,7 +1,8 @@
-// Package tensor registers the stand-ins of the tensor steps
-// (github.com/beamgpu/beamgpu/transforms/tensor); see package stubs for the
-// contract they follow. Labels, sources and offsets pass through; every
-// computed number is zero.
+// Package tensor registers the stand-ins of the tensor steps.
+//
+// The steps are package transforms/tensor's; see package stubs for the
+// contract the stand-ins follow. Labels, sources and offsets pass through;
+// every computed number is zero.
 package tensor
 
 import (

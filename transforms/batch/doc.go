@@ -1,5 +1,7 @@
-// Package batch groups the elements of a PCollection into batches whose size
-// adapts to the cost of the work downstream, and takes them apart again.
+// Package batch groups a PCollection's elements into batches of adaptive size.
+//
+// The size adapts to the cost of the work downstream; Unbatch takes the
+// batches apart again.
 //
 // beamgpu steps work on batches (tiles of pixels, matrices of rows) so that
 // Beam's per-element cost and the GPU's launch and transfer costs are paid

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -60,7 +61,7 @@ func BroadcastShapes(shapes ...[]int) ([]int, error) {
 			case out[o] == 1:
 				out[o] = d
 			default:
-				return nil, fmt.Errorf("shapes %v cannot be broadcast together (dimension %d: %d and %d)", shapes, o, out[o], d)
+				return nil, fmt.Errorf("shapes %s cannot be broadcast together (dimension %d: %d and %d)", shapesString(shapes), o, out[o], d)
 			}
 		}
 	}
@@ -229,3 +230,55 @@ func getFloats(n int) *[]float32 {
 }
 
 func putFloats(b *[]float32) { floatPool.Put(b) }
+
+// shapesString writes shapes as "[2x3] and [4]" for error messages.
+func shapesString(shapes [][]int) string {
+	parts := make([]string, len(shapes))
+	for i, s := range shapes {
+		parts[i] = nd.ShapeString(s)
+	}
+	return strings.Join(parts, " and ")
+}
+
+// KnownInts returns the contents of input i, an integer tensor read as
+// shapes, axes or pads are (what names it in errors): NeedValue(i) when
+// they are not known before the run.
+func KnownInts(in []Meta, i int, what string) ([]int64, error) {
+	if i >= len(in) || in[i].Value == nil {
+		return nil, NeedValue(i)
+	}
+	if t := in[i].Type; !t.IsInt() {
+		return nil, fmt.Errorf("%s is %v, want integers", what, t)
+	}
+	return nd.Int64s(*in[i].Value)
+}
+
+// ValueMetas wraps a run's input arrays as Metas with their values, so
+// that Run can read its arguments as Infer did (a left-out input stays the
+// zero Meta).
+func ValueMetas(in []nd.Array) []Meta {
+	out := make([]Meta, len(in))
+	for i := range in {
+		if in[i].Type != nd.Undefined {
+			out[i] = Meta{Type: in[i].Type, Shape: in[i].Shape, Value: &in[i]}
+		}
+	}
+	return out
+}
+
+// knownShape reads input i, a shape (ConstantOfShape's, Expand's), known
+// before the run, as dimensions.
+func knownShape(in []Meta, i int) ([]int, error) {
+	dims, err := KnownInts(in, i, "shape")
+	if err != nil {
+		return nil, err
+	}
+	shape := make([]int, len(dims))
+	for j, d := range dims {
+		if d < 0 || d > nd.MaxElements {
+			return nil, fmt.Errorf("shape %v: dimension %d is %d", dims, j, d)
+		}
+		shape[j] = int(d)
+	}
+	return shape, nil
+}

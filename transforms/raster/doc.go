@@ -1,6 +1,8 @@
-// Package raster holds the Landsat steps: reading a scene's band GeoTIFFs and
-// its _MTL.txt metadata into tiles, top-of-atmosphere (TOA) reflectance,
-// NDVI, a true-colour composite with a percentile contrast stretch, and the
+// Package raster holds the Landsat steps, from band GeoTIFFs to NDVI and true colour.
+//
+// The steps read a scene's band GeoTIFFs and its _MTL.txt metadata into
+// tiles, and compute top-of-atmosphere (TOA) reflectance, NDVI, a
+// true-colour composite with a percentile contrast stretch, and the
 // reassembly of tiles into whole-scene planes.
 //
 // Every step works on tiles, never on whole scenes, so a large scene is never

@@ -1,12 +1,12 @@
 // CUDA kernels of the raster steps (TOA reflectance, NDVI, true-colour composite),
 // the GPU twins of toaPlane (toa.go), ndviPlane (ndvi.go) and CompositeTile /
 // stretchValue (composite.go). kernels.ptx beside this file is generated from it by
-// `make ptx` (containers/ptx.mk) and embedded by kernels.go; `make ptx-check` fails
+// `make ptx` (cmd/beamgpu-ptx) and embedded by kernels.go; `make ptx-check` fails
 // when the two differ. The executor (runtime/executor/cuda) loads the PTX with
 // cuModuleLoadData and launches the kernels by name.
 //
 // Target: PTX for the virtual architecture compute_70 (nvcc -arch=compute_70 -ptx;
-// containers/ptx.mk, PTX_ARCH). PTX is not machine code: at module load the driver
+// cmd/beamgpu-ptx, -arch). PTX is not machine code: at module load the driver
 // JIT-compiles it for the GPU it finds (and caches the result in ~/.nv/ComputeCache),
 // so one file runs on every GPU of compute capability 7.0 or more: V100 (7.0), T4
 // (7.5, the GPU of the steps' resource hints), A100 (8.0), L4 (8.9), H100 (9.0), with

@@ -7,7 +7,7 @@ import (
 )
 
 // PTX is the PTX (virtual architecture compute_70) of the raster steps' CUDA kernels,
-// compiled from kernels.cu by `make ptx` (containers/ptx.mk); the GPU executor
+// compiled from kernels.cu by `make ptx` (cmd/beamgpu-ptx); the GPU executor
 // loads it (Module) when it opens the device; the launches of launch_cuda.go name
 // its kernels. This package stays pure Go: it only carries the bytes.
 //

@@ -29,6 +29,7 @@ const maxMTLSize = 1 << 20
 // name is used in errors.
 func ParseMTL(r io.Reader, name string) (MTL, error) {
 	m := MTL{Name: name, Fields: map[string]string{}}
+	lines := map[string]int{} // the line of each key
 	sc := bufio.NewScanner(io.LimitReader(r, maxMTLSize))
 	line := 0
 	for sc.Scan() {
@@ -45,7 +46,11 @@ func ParseMTL(r io.Reader, name string) (MTL, error) {
 		if key == "GROUP" || key == "END_GROUP" {
 			continue
 		}
-		m.Fields[key] = strings.Trim(val, `"`)
+		val = strings.Trim(val, `"`)
+		if prev, ok := m.Fields[key]; ok && prev != val {
+			return MTL{}, fmt.Errorf("%s:%d: %s given twice, with different values (%q on line %d, %q here): which one holds is unknown", name, line, key, prev, lines[key], val)
+		}
+		m.Fields[key], lines[key] = val, line
 	}
 	if err := sc.Err(); err != nil {
 		return MTL{}, fmt.Errorf("%s: %w", name, err)

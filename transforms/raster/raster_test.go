@@ -379,3 +379,16 @@ func TestStats(t *testing.T) {
 	empty := raster.Stats(raster.Tile{Rect: raster.Rect{W: 1, H: 1}, Names: []string{"B4"}, Data: [][]float32{{nan}}})
 	assert.True(t, math.IsNaN(empty.Mean))
 }
+
+// A key given twice with different values is an error naming the key and
+// both lines (the last one used to win silently); the same value twice is
+// accepted.
+func TestParseMTLDuplicateKey(t *testing.T) {
+	base := "GROUP = L1_METADATA_FILE\n LANDSAT_PRODUCT_ID = \"LC08_X\"\n SUN_ELEVATION = 50.0\n"
+	_, err := raster.ParseMTL(strings.NewReader(base+" SUN_ELEVATION = 10.0\nEND_GROUP = L1_METADATA_FILE\nEND\n"), "x_MTL.txt")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `x_MTL.txt:4: SUN_ELEVATION given twice, with different values ("50.0" on line 3, "10.0" here)`)
+	m, err := raster.ParseMTL(strings.NewReader(base+" SUN_ELEVATION = 50.0\nEND\n"), "x_MTL.txt")
+	require.NoError(t, err)
+	assert.Equal(t, 50.0, m.SunElevation)
+}

@@ -1,6 +1,7 @@
-// Package step is what every beamgpu step is built from, and imports no Beam
-// package: a family's step package, the GPU executor and the trainer link it
-// without Beam.
+// Package step declares beamgpu's steps and runs them on the CPU, the GPU or a stub.
+//
+// It imports no Beam package: a family's step package, the GPU executor and
+// the trainer link it without Beam.
 //
 // A step is one unit of batch work (a tile of pixels, a matrix of rows) from
 // an input type In to an output type Out, declared once with Register as a
@@ -33,8 +34,13 @@
 // package steptest checks the contracts, and package files is how steps read
 // files.
 //
+// Example declares a step, chooses its implementation and runs it and its
+// stand-in; Step.Offload's example runs the GPU implementation through an
+// executor process and shows its fallback error.
+//
 // Adding a step to a family touches its package (the Def, and for a GPU step
 // the kernel in the family's kernels.cu and its launch), the family's Beam
 // package (registering the DoFn, a PTransform) and its stubs package; nothing
-// under runtime/. README's "Writing a step" has the recipe.
+// under runtime/. docs/writing-a-step.md has the recipe, and
+// examples/clipstep is a step of another module.
 package step

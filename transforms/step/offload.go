@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"strings"
 	"sync"
 	"time"
@@ -82,7 +83,7 @@ func (s *Step[In, Out]) Offload(ctx context.Context, in In) (Out, error) {
 		return zero, fmt.Errorf("step %q has no GPU op", s.def.Name)
 	}
 	out, err := s.callOnce(ctx, in)
-	tooBig := errors.Is(err, client.ErrOutOfMemory) || errors.Is(err, client.ErrNoArena)
+	tooBig := errors.Is(err, protocol.ErrOutOfMemory) || errors.Is(err, client.ErrNoArena)
 	if err == nil || !tooBig {
 		return out, err
 	}
@@ -184,7 +185,7 @@ func (s *Step[In, Out]) call(ctx context.Context, in In, prof *Profile) (Out, er
 		carried = true
 		out, err = call(true)
 	}
-	if errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrExecutorDied) || errors.Is(err, client.ErrFatal) {
+	if errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrExecutorDied) || errors.Is(err, protocol.ErrFatal) {
 		return zero, fmt.Errorf("%w: %w", ErrGPUUnavailable, err)
 	}
 	if err != nil {

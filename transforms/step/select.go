@@ -1,7 +1,6 @@
 package step
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
@@ -75,13 +74,21 @@ func Default() *backend.Selector {
 // chosen implementation cannot be had (a stub whose package was not
 // imported) or the step is not one the selector's pipeline declared.
 func Resolve(s Any, opts ...Option) (backend.Decision, error) {
+	return ResolveUse(s, s.Backend(), opts...)
+}
+
+// ResolveUse is Resolve for one use of s, described by use (s.Backend()
+// with its Use and NoGPU set): a step that runs many things of its own, such
+// as models, resolves each with an explain line of its own, and a use that
+// cannot run on the GPU says why.
+func ResolveUse(s Any, use backend.Step, opts ...Option) (backend.Decision, error) {
 	o := ApplyOptions(opts...)
-	d, err := o.Selector.Resolve(s.Backend())
+	d, err := o.Selector.Resolve(use)
 	if err != nil {
 		return d, err
 	}
 	if d.Impl == backend.Stub && !s.HasStub() {
-		return d, fmt.Errorf("step %q has no stub registered: import its family's stubs package (github.com/beamgpu/beamgpu/stubs/...)", s.Name())
+		return d, errNoStub(s.Name())
 	}
 	return d, nil
 }

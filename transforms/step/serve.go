@@ -22,8 +22,8 @@ import (
 type Engine interface {
 	// Launch runs fn with a Call on the device, waits for the Call's work
 	// and frees its buffers. output is where the Call's Output memory comes
-	// from (the response's shared memory). Errors wrap server.ErrOutOfMemory
-	// (the client splits the batch) or server.ErrFatal (the executor exits).
+	// from (the response's shared memory). Errors wrap protocol.ErrOutOfMemory
+	// (the client splits the batch) or protocol.ErrFatal (the executor exits).
 	Launch(ctx context.Context, op string, output func(n int) ([]byte, error), fn func(c gpu.Call) error) error
 }
 

@@ -96,7 +96,7 @@ var (
 // taken, or a required part is missing: programming errors, found at init.
 // Call it from a package-level variable of the step's family:
 //
-//	var NDVI = step.Register(step.Def[Tile, Tile]{Name: "ndvi", CPU: NDVITile, ...})
+//	var StepNDVI = step.Register(step.Def[Tile, Tile]{Name: "ndvi", CPU: NDVITile, ...})
 func Register[In, Out any](d Def[In, Out]) *Step[In, Out] {
 	if err := d.check(); err != nil {
 		panic(fmt.Sprintf("step.Register(%q): %v", d.Name, err))
@@ -156,6 +156,12 @@ func RegisterStub[In, Out any](s *Step[In, Out], fn func(In) (Out, error)) {
 	s.stub = fn
 }
 
+// errNoStub is the error of a stub that is not registered.
+func errNoStub(name string) error {
+	return fmt.Errorf("step %q has no stub registered: import the package that registers it with step.RegisterStub "+
+		"(for beamgpu's own families, github.com/beamgpu/beamgpu/stubs/<family>; for a step of yours, your stubs package)", name)
+}
+
 // Name returns the step's name.
 func (s *Step[In, Out]) Name() string { return s.def.Name }
 
@@ -194,7 +200,7 @@ func (s *Step[In, Out]) Impl(kind backend.Kind) (func(In) (Out, error), error) {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		if s.stub == nil {
-			return nil, fmt.Errorf("step %q has no stub registered: import its family's stubs package (github.com/beamgpu/beamgpu/stubs/...)", s.def.Name)
+			return nil, errNoStub(s.def.Name)
 		}
 		return s.stub, nil
 	case backend.GPU:

@@ -22,6 +22,9 @@ type Source struct {
 	BatchRows int
 	// Height and Width, when set, are the image size the caller requires.
 	Height, Width int
+	// Classes, when set, is the number of classes: a label outside
+	// [0, Classes) fails the file (it would count as unlabelled).
+	Classes int
 }
 
 // ID implements step.Identifier.
@@ -69,6 +72,13 @@ func DecodeSource(src Source) (Decoded, error) {
 		}
 		if len(labels) != all.Rows {
 			return Decoded{}, fmt.Errorf("%s: %w: %d labels for %d images in %s", src.Labels, ErrCount, len(labels), all.Rows, src.Images)
+		}
+		if src.Classes > 0 {
+			for i, l := range labels {
+				if l < 0 || int(l) >= src.Classes {
+					return Decoded{}, fmt.Errorf("%s: row %d: label %d is not a class in [0, %d)", src.Labels, i, l, src.Classes)
+				}
+			}
 		}
 		all.Labels = labels
 	}

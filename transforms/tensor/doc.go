@@ -1,8 +1,9 @@
-// Package tensor is beamgpu's family of machine-learning steps (decode,
-// standardize, dense, softmax, argmax, topk, knn, mlp): each step's
-// declaration (steps.go), CPU code, codecs (codec.go), CUDA kernels
-// (kernels.cu, embedded as PTX) and launches (launch_cuda.go, behind the
-// cuda tag). It imports no Beam package, so that the GPU executor and the
+// Package tensor is beamgpu's family of machine-learning steps.
+//
+// The steps are decode, standardize, dense, softmax, argmax, topk, knn and
+// mlp: each step's declaration (steps.go), CPU code, codecs (codec.go),
+// CUDA kernels (kernels.cu, embedded as PTX) and launches (launch_cuda.go,
+// behind the cuda tag). It imports no Beam package, so that the GPU executor and the
 // trainer link none: the steps' DoFns and PTransforms are package
 // tensorbeam's, their stubs package stubs/tensor's.
 //
@@ -28,20 +29,9 @@
 // output element of a product is summed by one goroutine in a fixed order
 // that depends on the shape alone; ties have documented rules).
 //
-// Performance (2-core AMD EPYC Zen 5 development machine, Go 1.26, shared
-// with other builds; make bench, see bench_test.go and gemm's package doc):
-// a Dense 784->256 layer on 256 rows runs at 0.66 to 1.0 of the plain
-// product of its shape over four runs (BenchmarkDense ratio_to_gemm, 0.91
-// in the last; 76 to 113 GFLOP/s),
-// MLP inference at 170,000 to 316,000 images/s (was 57,000 with gonum's
-// BLAS on an idle machine), and the brute-force kNN of the 10,000
-// Fashion-MNIST test images against the 60,000 training images (k=5) takes
-// 3.0 to 5.9 s in BenchmarkKNNFull (318 to 159 GFLOP/s; was 35 s at 27
-// GFLOP/s), plus 0.2 s to pack the reference set once. Through the fashion
-// pipeline it takes 7.3 s against 11.2 s for scikit-learn's brute force in
-// the same run. The kNN's predictions are the same as with gonum's products
-// (and as scikit-learn's) on every test image, with uniform and distance
-// weights.
+// The benchmarks (bench_test.go: BenchmarkDense, BenchmarkMLPInference,
+// BenchmarkKNNFull, each with its ratio to a plain product of its shape)
+// run with make bench; their results are in docs/benchmarks.md.
 //
 // Inputs are validated (shape, NaN and infinity) and every error names its
 // source: the file, the row (Offset+i) and the column where it applies.

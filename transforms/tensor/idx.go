@@ -149,15 +149,24 @@ func DecodeIDX(r io.Reader, name string) (IDX, error) {
 	if err != nil {
 		return IDX{}, fmt.Errorf("%s: reading data: expected %d bytes of data, got %d before the error: %w", name, want, len(data), err)
 	}
+	// A magic number with the wrong dimension count (0x0804 on a file of
+	// images: 3 dimensions) reads data as dimensions: the data's size then
+	// differs from the header's, and the magic is as likely the cause as
+	// the data.
+	magic := ""
+	if ndims != 1 && ndims != 3 {
+		magic = fmt.Sprintf("; the magic number 0x%08x declares %d dimensions (Fashion-MNIST images have 3, 0x00000803; labels 1, 0x00000801): if the file holds another number, the magic number is wrong",
+			binary.BigEndian.Uint32(hdr[:]), ndims)
+	}
 	if int64(len(data)) < want {
-		return IDX{}, fmt.Errorf("%s: %w: dimensions %s: expected %d bytes of data, got %d", name, ErrIDXTruncated, dimsString(x.Dims), want, len(data))
+		return IDX{}, fmt.Errorf("%s: %w: dimensions %s: expected %d bytes of data, got %d%s", name, ErrIDXTruncated, dimsString(x.Dims), want, len(data), magic)
 	}
 	if int64(len(data)) > want && gzipped {
-		return IDX{}, fmt.Errorf("%s: %w: the gzip stream decompresses to more than the %d bytes its header declares (%d of header, dimensions %s: %d of data); decompression stopped there",
-			name, ErrIDXTrailing, int64(4+len(dimBytes))+want, 4+len(dimBytes), dimsString(x.Dims), want)
+		return IDX{}, fmt.Errorf("%s: %w: the gzip stream decompresses to more than the %d bytes its header declares (%d of header, dimensions %s: %d of data); decompression stopped there%s",
+			name, ErrIDXTrailing, int64(4+len(dimBytes))+want, 4+len(dimBytes), dimsString(x.Dims), want, magic)
 	}
 	if int64(len(data)) > want {
-		return IDX{}, fmt.Errorf("%s: %w: dimensions %s: expected %d bytes of data, the file holds more", name, ErrIDXTrailing, dimsString(x.Dims), want)
+		return IDX{}, fmt.Errorf("%s: %w: dimensions %s: expected %d bytes of data, the file holds more%s", name, ErrIDXTrailing, dimsString(x.Dims), want, magic)
 	}
 	x.Data = data
 	return x, nil

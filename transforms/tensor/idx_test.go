@@ -175,3 +175,17 @@ func FuzzDecodeIDX(f *testing.F) {
 		}
 	})
 }
+
+// An images file whose magic says 4 dimensions (0x0804) reads pixels as a
+// dimension: the error says the magic may be wrong, not only "trailing data".
+func TestIDXWrongDimensionCountNamesTheMagic(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, EncodeIDX(&buf, IDX{Type: IDXUint8, Dims: []int{2, 28, 28}, Data: bytes.Repeat([]byte{0}, 2*28*28)}))
+	data := buf.Bytes()
+	data[3] = 4 // magic 0x00000804
+	path := filepath.Join(t.TempDir(), "x-images-idx3-ubyte")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	_, err := ReadIDX(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the magic number 0x00000804 declares 4 dimensions (Fashion-MNIST images have 3, 0x00000803; labels 1, 0x00000801): if the file holds another number, the magic number is wrong")
+}

@@ -2,10 +2,10 @@
 // Dense.Forward, Softmax and Argmax (dense.go) and Neighbors (knn.go). The matrix
 // products themselves (x W, q r^T) are cuBLAS Sgemm calls made by the executor
 // (runtime/executor/cuda); these kernels do what comes around them. kernels.ptx
-// beside this file is generated from it by `make ptx` (containers/ptx.mk) and embedded
+// beside this file is generated from it by `make ptx` (cmd/beamgpu-ptx) and embedded
 // by kernels.go; `make ptx-check` fails when the two differ.
 //
-// Target: PTX for the virtual architecture compute_70 (containers/ptx.mk, PTX_ARCH).
+// Target: PTX for the virtual architecture compute_70 (cmd/beamgpu-ptx, -arch).
 // The driver JIT-compiles PTX for the GPU it finds at module load (and caches the
 // result), so one file runs on every GPU of compute capability 7.0 or more (V100, T4,
 // A100, L4, H100, ...) with no per-GPU cubin to build or ship; nothing here needs

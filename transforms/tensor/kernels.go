@@ -7,7 +7,7 @@ import (
 )
 
 // PTX is the PTX (virtual architecture compute_70) of the tensor steps' CUDA kernels,
-// compiled from kernels.cu by `make ptx` (containers/ptx.mk); the GPU executor loads
+// compiled from kernels.cu by `make ptx` (cmd/beamgpu-ptx); the GPU executor loads
 // it (Module) when it opens the device, and the launches of launch_cuda.go name its
 // kernels and do the matrix products with cuBLAS. This package stays pure Go: it only
 // carries the bytes.

@@ -1,6 +1,8 @@
-// Command train trains the Fashion-MNIST classifier of the fashion pipeline:
-// an MLP 784-256-128-10 (ReLU, softmax), Adam, in pure Go, deterministic
-// for a given seed on a given machine, resumable from checkpoints.
+// Command train trains the Fashion-MNIST classifier of the fashion pipeline.
+//
+// The classifier is an MLP 784-256-128-10 (ReLU, softmax) trained with
+// Adam, in pure Go, deterministic for a given seed on a given machine, and
+// resumable from checkpoints.
 //
 // Inputs are scaled by x/255 (tensor.Scaler{Mode: "unit"}), so the model
 // file needs no fitted statistics: the pipeline scales pixels the same way.

@@ -1,5 +1,7 @@
-// Package pngstream writes PNG pictures too large to hold in memory, a strip
-// of rows at a time, and compresses the strips on all cores.
+// Package pngstream writes PNG pictures too large to hold in memory.
+//
+// It writes a strip of rows at a time, and compresses the strips on all
+// cores.
 //
 // image/png compresses on one goroutine and asks an image.Image for each
 // pixel through At: a full-size Landsat scene's true-colour picture (63

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 )
@@ -39,6 +37,15 @@ type Config struct {
 	MaxIdle int
 	// Stderr receives the executor's output; nil means os.Stderr.
 	Stderr io.Writer
+	// CallFloor is the least deadline of a call (see deadline.go); 0 means
+	// DefaultCallFloor.
+	CallFloor time.Duration
+	// DeadlineFactor multiplies a call's expected time (its bytes at the
+	// op's measured rate) into its deadline; 0 means DefaultDeadlineFactor.
+	DeadlineFactor int
+	// StallAfter is how long the executor's process may be seen stopped
+	// during a call before the call is a stall; 0 means DefaultStallAfter.
+	StallAfter time.Duration
 }
 
 // Client runs ops on one executor process, starting it on first use and
@@ -53,6 +60,7 @@ type Client struct {
 	starts int
 
 	retries atomic.Int64
+	rates   rates
 }
 
 // New returns a client for the executor cfg describes; nothing is started
@@ -67,55 +75,16 @@ func New(cfg Config) *Client {
 	if cfg.MaxIdle <= 0 {
 		cfg.MaxIdle = 16
 	}
+	if cfg.CallFloor <= 0 {
+		cfg.CallFloor = DefaultCallFloor
+	}
+	if cfg.DeadlineFactor <= 0 {
+		cfg.DeadlineFactor = DefaultDeadlineFactor
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = DefaultStallAfter
+	}
 	return &Client{cfg: cfg}
-}
-
-var shared struct {
-	mu sync.Mutex
-	m  map[string]*Client
-}
-
-// Shared returns the process-wide client of the executor Find(explicit)
-// finds (explicit being the --gpu_executor value, possibly empty).
-func Shared(explicit string) (*Client, error) {
-	path, err := Find(explicit)
-	if err != nil {
-		return nil, err
-	}
-	return SharedAt(path), nil
-}
-
-// SharedAt returns the process-wide client of the executor binary at path:
-// one per path, so every goroutine of the process shares its executor.
-func SharedAt(path string) *Client {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.m == nil {
-		shared.m = map[string]*Client{}
-	}
-	c := shared.m[path]
-	if c == nil {
-		c = New(sharedConfig(path))
-		shared.m[path] = c
-	}
-	return c
-}
-
-// CloseShared closes every shared client (stopping their executors); a
-// later Shared returns a new one.
-func CloseShared() error {
-	shared.mu.Lock()
-	m := shared.m
-	shared.m = nil
-	shared.mu.Unlock()
-	var errs []error
-	for _, c := range m {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // Info describes the running executor.
@@ -148,86 +117,6 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 	c.put(s)
 	w := p.welcome
 	return Info{Path: p.path, Socket: p.socket, PID: int(w.PID), Version: w.Version, Device: w.Device, NoDevice: w.NoDevice, Ops: w.Ops, Limits: w.Limits}, nil
-}
-
-// Available implements backend.Executor: the executor starts, and its
-// handshake reports a device. It starts the executor (once; it then serves
-// the calls).
-func (c *Client) Available() (bool, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
-	defer cancel()
-	info, err := c.Info(ctx)
-	if err != nil {
-		return false, err.Error()
-	}
-	if info.Device == "" {
-		if info.NoDevice != "" {
-			return false, fmt.Sprintf("GPU executor %s reports no usable device: %s", info.Path, info.NoDevice)
-		}
-		return false, fmt.Sprintf("GPU executor %s reports no usable device", info.Path)
-	}
-	return true, fmt.Sprintf("GPU executor %s: %s", info.Path, info.Device)
-}
-
-var _ backend.Executor = (*Client)(nil)
-
-// Prober is the backend.Executor of Probe.
-type Prober struct {
-	explicit string
-	once     sync.Once
-	ok       bool
-	why      string
-	ops      map[string]bool
-	path     string
-}
-
-var (
-	_ backend.Executor = (*Prober)(nil)
-	_ backend.OpServer = (*Prober)(nil)
-)
-
-// Probe returns the backend.Executor for the executor Find(explicit) finds
-// (explicit being the --gpu_executor value, possibly empty). Available
-// answers once and remembers: whether the binary is there and its handshake
-// reports a device, or why not, e.g. "no GPU executor: --gpu_executor not
-// set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not
-// found". The executor it starts is the Shared one, kept for the calls.
-func Probe(explicit string) *Prober { return &Prober{explicit: explicit} }
-
-// Available implements backend.Executor.
-func (p *Prober) Available() (bool, string) {
-	p.once.Do(func() {
-		c, err := Shared(p.explicit)
-		if err != nil {
-			p.why = err.Error()
-			return
-		}
-		p.ok, p.why = c.Available()
-		if !p.ok {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
-		defer cancel()
-		if info, err := c.Info(ctx); err == nil {
-			p.path = info.Path
-			p.ops = map[string]bool{}
-			for _, op := range info.Ops {
-				p.ops[op] = true
-			}
-		}
-	})
-	return p.ok, p.why
-}
-
-// Serves implements backend.OpServer: the executor's handshake lists op.
-func (p *Prober) Serves(op string) (bool, string) {
-	if ok, why := p.Available(); !ok {
-		return false, why
-	}
-	if p.ops == nil || p.ops[op] {
-		return true, ""
-	}
-	return false, fmt.Sprintf("GPU executor %s does not serve op %s (a build without its family, or without its CUDA launch)", p.path, op)
 }
 
 // Stats counts what the client did.
@@ -290,7 +179,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 			return nil, ErrClosed
 		}
 		if c.cur != nil && c.cur.exited() {
-			c.retireLocked(c.cur)
+			c.retireLocked(c.cur, "it exited: "+c.cur.status())
 		}
 		if c.cur == nil {
 			p, s, err := c.start(ctx)
@@ -304,7 +193,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 		for len(c.idle) > 0 {
 			s := c.idle[len(c.idle)-1]
 			c.idle = c.idle[:len(c.idle)-1]
-			if s.p == c.cur {
+			if s.p == c.cur && time.Since(s.idleSince) < MaxIdleTime {
 				return s, nil
 			}
 			s.close()
@@ -315,7 +204,7 @@ func (c *Client) get(ctx context.Context) (*session, error) {
 		}
 		// The current executor does not take connections: it is dead or
 		// dying. Retire it; the next turn starts another.
-		c.retireLocked(c.cur)
+		c.retireLocked(c.cur, err.Error())
 	}
 }
 
@@ -327,13 +216,21 @@ func (c *Client) put(s *session) {
 		s.close()
 		return
 	}
+	s.idleSince = time.Now()
 	c.idle = append(c.idle, s)
 }
 
-// retireLocked forgets p (the next get starts a new executor) and stops it.
-func (c *Client) retireLocked(p *proc) {
+// MaxIdleTime is how long a pooled connection may stay unused: older ones
+// are closed instead of reused, well before the executor closes them
+// (server.DefaultIdleTimeout).
+const MaxIdleTime = time.Minute
+
+// retireLocked forgets p (the next get starts a new executor) and stops
+// it; why is logged.
+func (c *Client) retireLocked(p *proc, why string) {
 	if c.cur == p {
 		c.cur = nil
+		logRetired(p, why)
 	}
 	kept := c.idle[:0]
 	for _, s := range c.idle {
@@ -350,7 +247,7 @@ func (c *Client) retireLocked(p *proc) {
 // lost handles a session whose executor died or broke its connection: it
 // waits a little for the process to exit, then retires it, so the retry
 // starts a new one.
-func (c *Client) lost(p *proc) {
+func (c *Client) lost(p *proc, err error) {
 	if p.cmd != nil {
 		select {
 		case <-p.done:
@@ -358,7 +255,7 @@ func (c *Client) lost(p *proc) {
 		}
 	}
 	c.mu.Lock()
-	c.retireLocked(p)
+	c.retireLocked(p, err.Error())
 	c.mu.Unlock()
 }
 
@@ -429,13 +326,13 @@ func (c *Client) CallFill(ctx context.Context, op string, params []byte, sizes [
 	case op == "" || len(op) > protocol.MaxName:
 		return nil, fmt.Errorf("GPU executor: op name %q: want 1 to %d bytes", op, protocol.MaxName)
 	case len(params) > protocol.MaxParams:
-		return nil, fmt.Errorf("GPU executor op %q: params of %d bytes exceed %d (pass bulk data as inputs)", op, len(params), protocol.MaxParams)
+		return nil, fmt.Errorf("GPU executor: op %q: params of %d bytes exceed %d (pass bulk data as inputs)", op, len(params), protocol.MaxParams)
 	case len(sizes) > protocol.MaxBuffers:
-		return nil, fmt.Errorf("GPU executor op %q: %d inputs exceed %d", op, len(sizes), protocol.MaxBuffers)
+		return nil, fmt.Errorf("GPU executor: op %q: %d inputs exceed %d", op, len(sizes), protocol.MaxBuffers)
 	}
 	for _, n := range sizes {
 		if n < 0 {
-			return nil, fmt.Errorf("GPU executor op %q: negative input size %d", op, n)
+			return nil, fmt.Errorf("GPU executor: op %q: negative input size %d", op, n)
 		}
 	}
 	r, err := c.attempt(ctx, op, params, sizes, fill, o)
@@ -460,7 +357,12 @@ func (c *Client) attempt(ctx context.Context, op string, params []byte, sizes []
 	if err != nil {
 		if IsRetryable(err) {
 			s.close()
-			c.lost(s.p)
+			var stall *StallError
+			if errors.As(err, &stall) {
+				c.stalled(s.p, err) // killed here: its status says no more
+				return nil, err
+			}
+			c.lost(s.p, err)
 			if st := s.p.status(); st != "" {
 				err = fmt.Errorf("%w (executor pid %d %s)", err, s.welcome.PID, st)
 			}
@@ -494,215 +396,17 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
-	return fmt.Sprintf("GPU executor op %q: %s: %s", e.Op, e.Status, e.Message)
+	return fmt.Sprintf("GPU executor: op %q: %s: %s", e.Op, e.Status, e.Message)
 }
 
-// Unwrap makes errors.Is match ErrOutOfMemory or ErrFatal by status.
+// Unwrap makes errors.Is match protocol.ErrOutOfMemory or
+// protocol.ErrFatal by status.
 func (e *OpError) Unwrap() error {
 	switch e.Status {
 	case protocol.StatusOutOfMemory:
-		return ErrOutOfMemory
+		return protocol.ErrOutOfMemory
 	case protocol.StatusFatal:
-		return ErrFatal
+		return protocol.ErrFatal
 	}
 	return nil
-}
-
-// session is one connection to the executor with its arena. One call at a
-// time uses it.
-type session struct {
-	c       *Client
-	p       *proc
-	pc      *protocol.Conn
-	welcome protocol.Welcome
-	arena   *shm.Arena
-	arenaID uint32
-	nextID  uint64
-	broken  bool // unusable: closed on put
-}
-
-// dial opens a session to p.
-func (c *Client) dial(ctx context.Context, p *proc) (*session, error) {
-	pc, err := protocol.Dial(ctx, p.socket)
-	if err != nil {
-		return nil, fmt.Errorf("%w: connect to %s: %v", ErrUnavailable, p.socket, err)
-	}
-	s, err := c.handshake(ctx, p, pc)
-	if err != nil {
-		// The executor went away between accepting and welcoming (it
-		// crashed on another connection's batch): like a death mid-call,
-		// a new executor may serve the batch.
-		return nil, fmt.Errorf("%w: %w", ErrExecutorDied, err)
-	}
-	return s, nil
-}
-
-// handshake makes a session of a new connection to p.
-func (c *Client) handshake(ctx context.Context, p *proc, pc *protocol.Conn) (*session, error) {
-	if d, ok := ctx.Deadline(); ok {
-		pc.SetDeadline(d)
-	} else {
-		pc.SetDeadline(time.Now().Add(c.cfg.StartTimeout))
-	}
-	w, err := protocol.ClientHandshake(pc)
-	pc.SetDeadline(time.Time{})
-	if err != nil {
-		pc.Close()
-		return nil, err
-	}
-	return &session{c: c, p: p, pc: pc, welcome: w}, nil
-}
-
-func (s *session) close() {
-	s.broken = true
-	s.pc.Close()
-	if s.arena != nil {
-		s.arena.Close()
-		s.arena = nil
-	}
-}
-
-// longAgo is a deadline in the past: it wakes blocked socket I/O.
-var longAgo = time.Unix(1, 0)
-
-// roundTrip sends m (with fds) and reads one answer, honouring ctx.
-func (s *session) roundTrip(ctx context.Context, m protocol.Message, fds ...int) (protocol.Message, error) {
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { s.pc.SetDeadline(longAgo) })
-		defer func() {
-			if !stop() {
-				s.broken = true // the deadline may be set after we return
-			}
-		}()
-	}
-	err := s.pc.Send(m, fds...)
-	var ans protocol.Message
-	if err == nil {
-		ans, err = s.pc.Recv()
-	}
-	if err != nil {
-		s.broken = true
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		return nil, fmt.Errorf("%w: connection lost: %v", ErrExecutorDied, err)
-	}
-	return ans, nil
-}
-
-// minOut is the smallest output region a request offers.
-const minOut = 64 << 10
-
-// ensure makes the arena at least size bytes, telling the executor.
-func (s *session) ensure(ctx context.Context, size int64) error {
-	if s.arena != nil && s.arena.Size() >= size {
-		return nil
-	}
-	limit := s.c.cfg.MaxArena
-	if size > limit {
-		return fmt.Errorf("%w: it needs %d bytes, over the %d-byte arena limit: split it", ErrNoArena, size, limit)
-	}
-	grow := size
-	if s.arena != nil {
-		grow = min(max(size, 2*s.arena.Size()), limit)
-	}
-	var err error
-	if s.arena == nil {
-		s.arena, err = shm.Create(grow)
-	} else {
-		err = s.arena.Grow(grow)
-	}
-	if err != nil {
-		s.broken = true
-		return fmt.Errorf("%w: %w", ErrNoArena, err)
-	}
-	s.arenaID++
-	ans, err := s.roundTrip(ctx, protocol.Arena{ID: s.arenaID, Size: uint64(s.arena.Size())}, s.arena.FD())
-	if err != nil {
-		return err
-	}
-	ack, ok := ans.(protocol.ArenaAck)
-	if !ok || ack.ID != s.arenaID {
-		s.broken = true
-		return fmt.Errorf("%w: answer to Arena: %v", protocol.ErrFrame, ans)
-	}
-	if ack.Status != protocol.StatusOK {
-		s.broken = true
-		return fmt.Errorf("GPU executor refused the shared-memory arena: %s", ack.Message)
-	}
-	return nil
-}
-
-// call runs one attempt of an op on this session and returns views of the
-// outputs.
-func (s *session) call(ctx context.Context, op string, params []byte, sizes []int, fill func([][]byte) error, o callOptions) ([][]byte, error) {
-	// Layout: the inputs from offset 0, then the output region up to the
-	// end of the arena.
-	alloc := shm.NewAllocator(0, s.c.cfg.MaxArena)
-	regions := make([]shm.Region, len(sizes))
-	var inBytes int64
-	for i, n := range sizes {
-		r, ok := alloc.Alloc(int64(n))
-		if !ok {
-			return nil, fmt.Errorf("GPU executor op %q: %w: its inputs exceed the %d-byte arena limit: split the batch", op, ErrNoArena, s.c.cfg.MaxArena)
-		}
-		regions[i] = r
-		inBytes += int64(n)
-	}
-	inEnd := shm.AlignUp(alloc.Used())
-	out := inBytes // a guess: outputs as large as the inputs
-	if o.outHint >= 0 {
-		out = o.outHint
-	}
-	if err := s.ensure(ctx, inEnd+shm.AlignUp(max(out, minOut))); err != nil {
-		return nil, err
-	}
-	bufs := make([][]byte, len(sizes))
-	refs := make([]protocol.Ref, len(sizes))
-	for i, r := range regions {
-		bufs[i], _ = s.arena.Slice(uint64(r.Off), uint64(r.Len))
-		refs[i] = protocol.Ref{Off: uint64(r.Off), Len: uint64(r.Len)}
-	}
-	if err := fill(bufs); err != nil {
-		return nil, fmt.Errorf("GPU executor op %q: filling the inputs: %w", op, err)
-	}
-	for try := 0; ; try++ {
-		s.nextID++
-		req := protocol.Request{
-			ID: s.nextID, Arena: s.arenaID, Op: op, Params: params, Inputs: refs,
-			Out: protocol.Ref{Off: uint64(inEnd), Len: uint64(s.arena.Size() - inEnd)},
-		}
-		ans, err := s.roundTrip(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("GPU executor op %q: %w", op, err)
-		}
-		resp, ok := ans.(protocol.Response)
-		if !ok || resp.ID != req.ID {
-			s.broken = true
-			return nil, fmt.Errorf("GPU executor op %q: %w: answer %v to request %d", op, protocol.ErrFrame, ans, req.ID)
-		}
-		switch resp.Status {
-		case protocol.StatusOK:
-			outs := make([][]byte, len(resp.Outputs))
-			for i, r := range resp.Outputs {
-				if r.Off < req.Out.Off || r.End() > req.Out.End() {
-					s.broken = true
-					return nil, fmt.Errorf("GPU executor op %q: %w: output %d at %d+%d is outside the output region", op, protocol.ErrFrame, i, r.Off, r.Len)
-				}
-				outs[i], _ = s.arena.Slice(r.Off, r.Len)
-			}
-			return outs, nil
-		case protocol.StatusNoSpace:
-			if try >= 2 || resp.Need <= req.Out.Len {
-				return nil, fmt.Errorf("GPU executor op %q: output region still too small after growing (%d bytes asked)", op, resp.Need)
-			}
-			if err := s.ensure(ctx, inEnd+shm.AlignUp(int64(resp.Need))); err != nil {
-				return nil, fmt.Errorf("GPU executor op %q: %w", op, err)
-			}
-			continue
-		case protocol.StatusFatal:
-			s.broken = true
-		}
-		return nil, &OpError{Op: op, Status: resp.Status, Message: resp.Message}
-	}
 }

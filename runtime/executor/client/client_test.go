@@ -106,7 +106,7 @@ func TestMemoryBudgetThroughTheBinary(t *testing.T) {
 	assert.Equal(t, uint64(1<<20), info.Limits.MemoryBudget)
 
 	_, err = c.Call(ctx, testops.Echo, nil, [][]byte{make([]byte, 2<<20)})
-	require.ErrorIs(t, err, client.ErrOutOfMemory)
+	require.ErrorIs(t, err, protocol.ErrOutOfMemory)
 	assert.False(t, client.IsRetryable(err), "out of memory is the batch's problem: split it")
 	out, err := c.Call(ctx, testops.Echo, nil, [][]byte{make([]byte, 256<<10)})
 	require.NoError(t, err)
@@ -208,7 +208,7 @@ func TestFatalOpRestartsTheExecutor(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
 	_, err := c.Call(ctx, testops.Fatal, nil, nil)
-	require.ErrorIs(t, err, client.ErrFatal)
+	require.ErrorIs(t, err, protocol.ErrFatal)
 	assert.Contains(t, err.Error(), "sticky CUDA error")
 	assert.Contains(t, err.Error(), "exit status 3", "the executor exits non-zero after a fatal error")
 	out, err := c.Call(ctx, testops.Echo, nil, [][]byte{[]byte("ok")})
@@ -289,16 +289,16 @@ func TestFindAndProbe(t *testing.T) {
 	}
 	t.Setenv(client.EnvPath, "")
 	_, err := client.Find("")
-	assert.EqualError(t, err, "no GPU executor: --gpu_executor not set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not found")
+	assert.EqualError(t, err, "GPU executor: not available: --gpu_executor not set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not found")
 	assert.ErrorIs(t, err, client.ErrUnavailable)
 
 	var ex backend.Executor = client.Probe("")
 	ok, why := ex.Available()
 	assert.False(t, ok)
-	assert.Equal(t, "no GPU executor: --gpu_executor not set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not found", why)
+	assert.Equal(t, "GPU executor: not available: --gpu_executor not set, $BEAMGPU_EXECUTOR not set, /opt/beamgpu/bin/beamgpu-executor not found", why)
 
 	_, err = client.Find("/nope/beamgpu-executor")
-	assert.ErrorContains(t, err, "no GPU executor: --gpu_executor=/nope/beamgpu-executor: stat /nope/beamgpu-executor: no such file or directory")
+	assert.ErrorContains(t, err, "GPU executor: not available: --gpu_executor=/nope/beamgpu-executor: stat /nope/beamgpu-executor: no such file or directory")
 	notExec := filepath.Join(t.TempDir(), "x")
 	require.NoError(t, os.WriteFile(notExec, nil, 0o644))
 	_, err = client.Find(notExec)

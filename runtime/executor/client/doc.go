@@ -1,6 +1,7 @@
-// Package client is the worker side of the GPU executor: pure Go (no cgo,
-// no CUDA), so the pipeline binary can import it and still build with
-// CGO_ENABLED=0 and run on machines without a GPU.
+// Package client is the worker side of the GPU executor.
+//
+// It is pure Go (no cgo, no CUDA), so the pipeline binary can import it and
+// still build with CGO_ENABLED=0 and run on machines without a GPU.
 //
 // Finding the executor (Find): the path the caller got from its
 // --gpu_executor flag, else $BEAMGPU_EXECUTOR, else DefaultPath (where the
@@ -32,4 +33,13 @@
 // once or fails: outputs of a failed attempt are never returned, so nothing
 // is lost or duplicated. Ops must therefore be deterministic functions of
 // their inputs (they are: a step's batch kernel).
+//
+// Deadlines: every request has one, derived from its bytes and the rate
+// its op was measured at, never under Config.CallFloor, and while it is out
+// the executor's process is watched: stopped (SIGSTOP) or a zombie for
+// Config.StallAfter is a stall at once. A stalled executor is killed and
+// replaced and the batch sent again once, as for a crash; a second stall
+// is a *StallError, "GPU executor stalled for N s", which wraps
+// ErrExecutorDied (the steps then use the CPU under auto, fail the batch
+// under gpu). Each retired executor is logged with the reason.
 package client

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,9 +79,7 @@ func (c *Client) start(ctx context.Context) (*proc, *session, error) {
 	p := &proc{path: path, dir: dir, socket: sock, done: make(chan struct{}), stderr: &tail{max: 4 << 10}}
 	args := append([]string{"serve", "--socket=" + sock}, c.cfg.Args...)
 	p.cmd = exec.Command(path, args...)
-	if len(c.cfg.Env) > 0 {
-		p.cmd.Env = append(os.Environ(), c.cfg.Env...)
-	}
+	p.cmd.Env = append(append(os.Environ(), c.cfg.Env...), protocol.EnvParent+"="+strconv.Itoa(os.Getpid()))
 	var errOut io.Writer = os.Stderr
 	if c.cfg.Stderr != nil {
 		errOut = c.cfg.Stderr
@@ -101,6 +100,7 @@ func (c *Client) start(ctx context.Context) (*proc, *session, error) {
 		deadline = d
 	}
 	delay := 2 * time.Millisecond
+	var stoppedSince time.Time
 	for {
 		if p.exited() {
 			p.stop(0)
@@ -121,6 +121,17 @@ func (c *Client) start(ctx context.Context) (*proc, *session, error) {
 			}
 			p.stop(time.Second)
 			return nil, nil, fmt.Errorf("%w: executor %s: %w", ErrUnavailable, path, err)
+		}
+		// Stopped (SIGSTOP) before it listens: given up after StallAfter.
+		if st := procState(p.cmd.Process.Pid); st == 'T' || st == 't' {
+			if stoppedSince.IsZero() {
+				stoppedSince = time.Now()
+			} else if time.Since(stoppedSince) >= c.cfg.StallAfter {
+				p.stop(0)
+				return nil, nil, fmt.Errorf("%w: executor %s: the process was stopped (SIGSTOP or a debugger) for %v while starting", ErrUnavailable, path, time.Since(stoppedSince).Round(time.Millisecond))
+			}
+		} else {
+			stoppedSince = time.Time{}
 		}
 		if time.Now().After(deadline) {
 			p.stop(time.Second)
@@ -152,6 +163,8 @@ func (p *proc) stop(grace time.Duration) <-chan struct{} {
 		if !p.exited() {
 			if grace > 0 {
 				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+				// A stopped executor (SIGSTOP) handles it once continued.
+				_ = p.cmd.Process.Signal(syscall.SIGCONT)
 			} else {
 				_ = p.cmd.Process.Kill()
 			}

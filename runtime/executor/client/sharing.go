@@ -69,7 +69,7 @@ func ParseSharing(v string) (Sharing, error) {
 	for _, part := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
-			return Sharing{}, fmt.Errorf("GPU sharing %q: %q is not key=value", v, part)
+			return Sharing{}, fmt.Errorf("GPU executor: sharing %q: %q is not key=value", v, part)
 		}
 		var err error
 		switch k {
@@ -80,14 +80,14 @@ func ParseSharing(v string) (Sharing, error) {
 		case "memory_fraction":
 			s.MemoryFraction, err = strconv.ParseFloat(val, 64)
 		default:
-			return Sharing{}, fmt.Errorf("GPU sharing %q: unknown key %q", v, k)
+			return Sharing{}, fmt.Errorf("GPU executor: sharing %q: unknown key %q", v, k)
 		}
 		if err != nil {
-			return Sharing{}, fmt.Errorf("GPU sharing %q: %s: %w", v, k, err)
+			return Sharing{}, fmt.Errorf("GPU executor: sharing %q: %s: %w", v, k, err)
 		}
 	}
 	if s.Processes < 1 || s.MaxConcurrent < 1 || !(s.MemoryFraction > 0 && s.MemoryFraction <= 1) {
-		return Sharing{}, fmt.Errorf("GPU sharing %q: want processes >= 1, max_concurrent >= 1 and 0 < memory_fraction <= 1", v)
+		return Sharing{}, fmt.Errorf("GPU executor: sharing %q: want processes >= 1, max_concurrent >= 1 and 0 < memory_fraction <= 1", v)
 	}
 	return s, nil
 }
@@ -128,7 +128,7 @@ func SetSharingSource(get func() string) {
 const EnvMaxArena = "BEAMGPU_MAX_ARENA"
 
 func sharedConfig(path string) Config {
-	cfg := Config{Path: path}
+	cfg := Config{Path: path, CallFloor: envDuration(EnvCallFloor), StallAfter: envDuration(EnvStallAfter)}
 	if v := os.Getenv(EnvMaxArena); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 			cfg.MaxArena = n

@@ -3,7 +3,7 @@
 package cuda
 
 // SetBudget sets the device memory this Device may hold (at most the GPU's
-// total); allocations above it fail with ErrOutOfMemory.
+// total); allocations above it fail with protocol.ErrOutOfMemory.
 func (d *Device) SetBudget(bytes int64) {
 	d.mem.Lock()
 	defer d.mem.Unlock()

@@ -24,6 +24,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -34,7 +35,6 @@ import (
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
-	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"gorgonia.org/cu"
 )
 
@@ -251,8 +251,8 @@ func TestResident(t *testing.T) {
 	if err := use("b", 3<<20); err != nil || fills["b"] != 2 {
 		t.Fatalf("b was not evicted (fills %v, %v)", fills, err)
 	}
-	if err := use("huge", 64<<20); !errors.Is(err, server.ErrOutOfMemory) {
-		t.Fatalf("over the budget: %v, want server.ErrOutOfMemory", err)
+	if err := use("huge", 64<<20); !errors.Is(err, protocol.ErrOutOfMemory) {
+		t.Fatalf("over the budget: %v, want protocol.ErrOutOfMemory", err)
 	}
 }
 
@@ -267,7 +267,7 @@ func TestBudget(t *testing.T) {
 	x := randomFloats(rand.New(rand.NewPCG(4, 1)), 1<<20) // 4 MiB in, 4 out
 	_, err = scaleOn(small, x, 1, nil)
 	var oom *OutOfMemoryError
-	if !errors.Is(err, server.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Budget != 4<<20 {
+	if !errors.Is(err, protocol.ErrOutOfMemory) || !errors.As(err, &oom) || oom.Budget != 4<<20 {
 		t.Fatalf("over the budget: %v, want an OutOfMemoryError", err)
 	}
 	if _, err := scaleOn(small, x[:len(x)/4], 1, nil); err != nil {
@@ -357,30 +357,30 @@ func TestFatal(t *testing.T) {
 		return c.Launch(kernelPoke, 1, 1, gpu.Ptr(0x100), int64(0))
 	})
 	var fatal *FatalError
-	if !errors.Is(err, server.ErrFatal) || !errors.As(err, &fatal) {
+	if !errors.Is(err, protocol.ErrFatal) || !errors.As(err, &fatal) {
 		t.Fatalf("illegal address: %v, want a fatal error", err)
 	}
 	t.Log(err)
-	if _, err := scaleOn(dev, []float32{1}, 1, nil); !errors.Is(err, ErrFatal) {
-		t.Fatalf("after a fatal error: %v, want ErrFatal", err)
+	if _, err := scaleOn(dev, []float32{1}, 1, nil); !errors.Is(err, protocol.ErrFatal) {
+		t.Fatalf("after a fatal error: %v, want protocol.ErrFatal", err)
 	}
 }
 
 // TestClassify checks the error mapping without a failing GPU.
 func TestClassify(t *testing.T) {
-	if err := classify("x", cu.OutOfMemory); !errors.Is(err, ErrOutOfMemory) {
+	if err := classify("x", cu.OutOfMemory); !errors.Is(err, protocol.ErrOutOfMemory) {
 		t.Errorf("OutOfMemory: %v", err)
 	}
-	if err := classify("x", cu.IllegalAddress); !errors.Is(err, ErrFatal) {
+	if err := classify("x", cu.IllegalAddress); !errors.Is(err, protocol.ErrFatal) {
 		t.Errorf("IllegalAddress: %v", err)
 	}
-	if err := classify("x", cu.InvalidValue); errors.Is(err, ErrFatal) || errors.Is(err, ErrOutOfMemory) {
+	if err := classify("x", cu.InvalidValue); errors.Is(err, protocol.ErrFatal) || errors.Is(err, protocol.ErrOutOfMemory) {
 		t.Errorf("InvalidValue: %v", err)
 	}
-	if err := classify("x", fmt.Errorf("wrapped: %w", driverError(codeOutOfMemory))); !errors.Is(err, ErrOutOfMemory) {
+	if err := classify("x", fmt.Errorf("wrapped: %w", driverError(codeOutOfMemory))); !errors.Is(err, protocol.ErrOutOfMemory) {
 		t.Errorf("wrapped driver OOM: %v", err)
 	}
-	if err := classify("x", blasAllocFailed); !errors.Is(err, ErrOutOfMemory) {
+	if err := classify("x", blasAllocFailed); !errors.Is(err, protocol.ErrOutOfMemory) {
 		t.Errorf("cuBLAS alloc failed: %v", err)
 	}
 	for n, want := range map[int64]int64{1: 256, 256: 256, 257: 512, 1 << 19: 1 << 19, 1<<19 + 1: 1 << 20, 1<<20 + 1: 2 << 20} {

@@ -5,21 +5,19 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"reflect"
 )
 
-// ErrOutOfMemory is matched (errors.Is) by every out-of-memory failure: a request
-// the budget refuses, CUDA_ERROR_OUT_OF_MEMORY, CUBLAS_STATUS_ALLOC_FAILED. The
-// device is still usable: split the batch and retry. errors.As with
-// *OutOfMemoryError gives the sizes.
-var ErrOutOfMemory = errors.New("cuda: out of device memory")
-
-// ErrFatal is matched (errors.Is) by a sticky CUDA error (an illegal address in a
-// kernel, an uncorrectable ECC error, a lost MPS server, ...): the context is
-// unusable, every later call of the Device returns the same error, and the process
-// must exit so that the executor is restarted. errors.As with *FatalError gives the
-// operation and the CUDA error.
-var ErrFatal = errors.New("cuda: fatal CUDA error, the context is unusable: restart the process")
+// The device's out-of-memory failures (a request the budget refuses,
+// CUDA_ERROR_OUT_OF_MEMORY, CUBLAS_STATUS_ALLOC_FAILED) match
+// protocol.ErrOutOfMemory: the device is still usable, split the batch and
+// retry; errors.As with *OutOfMemoryError gives the sizes. A sticky CUDA
+// error (an illegal address in a kernel, an uncorrectable ECC error, a lost
+// MPS server) matches protocol.ErrFatal: the context is unusable, every
+// later call of the Device returns the same error, and the process must
+// exit so that the executor is restarted; errors.As with *FatalError gives
+// the operation and the CUDA error.
 
 // ErrClosed is returned by the methods of a closed Device.
 var ErrClosed = errors.New("cuda: device closed")
@@ -42,8 +40,8 @@ func (e *OutOfMemoryError) Error() string {
 		e.Op, e.Err, e.Requested, e.InUse, e.Budget)
 }
 
-// Is makes errors.Is(err, ErrOutOfMemory) true.
-func (e *OutOfMemoryError) Is(target error) bool { return target == ErrOutOfMemory }
+// Is makes errors.Is(err, protocol.ErrOutOfMemory) true.
+func (e *OutOfMemoryError) Is(target error) bool { return target == protocol.ErrOutOfMemory }
 
 func (e *OutOfMemoryError) Unwrap() error { return e.Err }
 
@@ -57,8 +55,8 @@ func (e *FatalError) Error() string {
 	return fmt.Sprintf("cuda: %s: %v: fatal, the CUDA context is unusable: restart the process", e.Op, e.Err)
 }
 
-// Is makes errors.Is(err, ErrFatal) true.
-func (e *FatalError) Is(target error) bool { return target == ErrFatal }
+// Is makes errors.Is(err, protocol.ErrFatal) true.
+func (e *FatalError) Is(target error) bool { return target == protocol.ErrFatal }
 
 func (e *FatalError) Unwrap() error { return e.Err }
 
@@ -77,7 +75,7 @@ func cudaCode(err error) (int, bool) {
 	return 0, false
 }
 
-// classify turns a CUDA or cuBLAS error of operation op into ErrOutOfMemory, ErrFatal
+// classify turns a CUDA or cuBLAS error of operation op into an *OutOfMemoryError, a *FatalError
 // or a plain error naming op.
 func classify(op string, err error) error {
 	if err == nil {

@@ -1,17 +1,22 @@
-// Package executortest lets a test binary serve as the GPU executor, so
-// that tests run ops through a real second process (over the real protocol
+// Package executortest lets a test binary serve as the GPU executor.
+//
+// Tests then run ops through a real second process (over the real protocol
 // and shared memory) without building an executor binary. It serves the
 // generic test ops of package testops (echo, sum_f32, sleep, crash, fatal)
 // and the ops the test gives; steptest.MaybeServe gives every registered
 // step's reference op.
 //
-// In the test package:
+// In the test package (runtime/executor/client's, whose tests start
+// executorBin):
 //
 //	func TestMain(m *testing.M) {
-//		executortest.MaybeServe(nil) // in the child: serve, then exit
-//		path := executortest.Use()   // in the parent: the executor to start
+//		executortest.MaybeServe(nil)
+//		executorBin = executortest.Use()
 //		os.Exit(m.Run())
 //	}
+//
+// MaybeServe, in the child the tests start, serves and exits; Use, in the
+// parent, returns the executor to start: this test binary.
 //
 // The test ops are served only by such test builds, never by an executor a
 // worker runs.
@@ -22,6 +27,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
@@ -98,6 +104,17 @@ func CrashAlways(on bool) {
 	}
 }
 
+// StallAlways makes the executors this process starts next stop
+// themselves (SIGSTOP) in every op given to MaybeServe (on), as an
+// executor hung in its driver would look to its client: alive, silent.
+func StallAlways(on bool) {
+	if on {
+		os.Setenv(crashEnv, "-2")
+	} else {
+		os.Unsetenv(crashEnv)
+	}
+}
+
 // CrashOnce makes the next executor this process starts die (exit status
 // 86, as if killed) in the middle of its n-th call of an op given to MaybeServe, before writing any
 // output; the executor started after it does not crash. mark is a file path
@@ -115,6 +132,13 @@ type crashingOp struct {
 }
 
 func (o crashingOp) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
+	if o.at == -2 {
+		// The stop takes effect a moment after kill returns: wait for it
+		// (and, continued, stay silent).
+		syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	if o.at < 0 {
 		os.Exit(86)
 	}

@@ -1,7 +1,8 @@
-// Package gpu is the device API a step's GPU launch is written against: the
-// executor runs a batch as one Call (a stream with its own device buffers),
-// and the launch uploads the batch's arrays, launches kernels from its
-// family's PTX module, multiplies matrices with cuBLAS, and downloads its
+// Package gpu is the device API a step's GPU launch is written against.
+//
+// The executor runs a batch as one Call (a stream with its own device
+// buffers), and the launch uploads the batch's arrays, launches kernels from
+// its family's PTX module, multiplies matrices with cuBLAS, and downloads its
 // results into host memory the executor hands out.
 //
 // Why an interface in a pure Go package: the launch code of a step lives with

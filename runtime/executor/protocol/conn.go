@@ -155,6 +155,9 @@ func (c *Conn) DropFDs() {
 	c.fdMu.Unlock()
 }
 
+// SetReadDeadline sets the read deadline of the socket.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.uc.SetReadDeadline(t) }
+
 // SetDeadline sets the read and write deadline of the socket.
 func (c *Conn) SetDeadline(t time.Time) error { return c.uc.SetDeadline(t) }
 
@@ -169,7 +172,7 @@ func (c *Conn) Close() error {
 // the server speaks another version or rejects ours.
 func ClientHandshake(c *Conn) (Welcome, error) {
 	if err := c.Send(Hello{Version: Version, PID: uint32(os.Getpid())}); err != nil {
-		return Welcome{}, fmt.Errorf("executor handshake: %w", err)
+		return Welcome{}, fmt.Errorf("executor: handshake: %w", err)
 	}
 	m, err := c.Recv()
 	var ve *VersionError
@@ -177,7 +180,7 @@ func ClientHandshake(c *Conn) (Welcome, error) {
 		return Welcome{}, err
 	}
 	if err != nil {
-		return Welcome{}, fmt.Errorf("executor handshake: %w", err)
+		return Welcome{}, fmt.Errorf("executor: handshake: %w", err)
 	}
 	switch m := m.(type) {
 	case Welcome:
@@ -186,7 +189,7 @@ func ClientHandshake(c *Conn) (Welcome, error) {
 		if m.Version != Version {
 			return Welcome{}, &VersionError{Client: Version, Server: m.Version, Detail: m.Message}
 		}
-		return Welcome{}, fmt.Errorf("executor refused the connection: %s", m.Message)
+		return Welcome{}, fmt.Errorf("executor: refused the connection: %s", m.Message)
 	}
-	return Welcome{}, fmt.Errorf("executor handshake: %w: got %s, want Welcome", ErrFrame, m.Type())
+	return Welcome{}, fmt.Errorf("executor: handshake: %w: got %s, want Welcome", ErrFrame, m.Type())
 }

@@ -1,5 +1,6 @@
-// Package protocol is the wire protocol between the beamgpu worker (the
-// client) and the GPU executor process (the server).
+// Package protocol is the wire protocol between the worker and the GPU executor.
+//
+// The worker is the client, the GPU executor process the server.
 //
 // They talk over a Unix stream socket, in a private directory (mode 0700)
 // with the socket itself at mode 0600; see NewSocketDir. Bulk data never goes

@@ -8,7 +8,7 @@ var oobSpace = 64
 
 const flagCtrunc = 0
 
-var errNoFDPassing = errors.New("passing file descriptors is not supported on this OS")
+var errNoFDPassing = errors.New("executor: passing file descriptors is not supported on this OS")
 
 func parseRights(oob []byte, flags int) ([]int, error) { return nil, errNoFDPassing }
 

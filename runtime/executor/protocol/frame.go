@@ -74,9 +74,9 @@ func (t Type) String() string {
 var (
 	// ErrFrame is wrapped by every frame and decoding error: the peer sent
 	// something this version cannot read, and the connection is unusable.
-	ErrFrame = errors.New("bad frame")
+	ErrFrame = errors.New("executor: bad frame")
 	// ErrVersionMismatch is matched (errors.Is) by a *VersionError.
-	ErrVersionMismatch = errors.New("executor protocol version mismatch")
+	ErrVersionMismatch = errors.New("executor: protocol version mismatch")
 )
 
 // VersionError is a handshake between peers of different protocol versions.

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -12,6 +13,21 @@ type Message interface {
 	// Append appends the encoded payload to b.
 	Append(b []byte) []byte
 }
+
+// The failures both sides of the protocol know by their status: the server
+// answers an op's error wrapping one of them with its status, and the
+// client's error for a response of that status matches it (errors.Is). The
+// device layer's errors match them too. These are the one definition of
+// each, whichever package reports them.
+var (
+	// ErrOutOfMemory (StatusOutOfMemory): the batch does not fit the
+	// executor's memory budget or the device's memory; the device is still
+	// usable. Split the batch and retry.
+	ErrOutOfMemory = errors.New("executor: out of memory")
+	// ErrFatal (StatusFatal): the executor is broken (a sticky device
+	// error) and exits; the client starts a new one for the next call.
+	ErrFatal = errors.New("executor: fatal error, the device context is unusable")
+)
 
 // Status is the outcome of a request.
 type Status uint8
@@ -258,11 +274,11 @@ func appendRefs(b []byte, rs []Ref) []byte {
 func (m Request) validate() error {
 	switch {
 	case len(m.Op) == 0 || len(m.Op) > MaxName:
-		return fmt.Errorf("op name of %d bytes: want 1 to %d", len(m.Op), MaxName)
+		return fmt.Errorf("executor: op name of %d bytes: want 1 to %d", len(m.Op), MaxName)
 	case len(m.Params) > MaxParams:
-		return fmt.Errorf("params of %d bytes exceed the %d-byte limit (bulk data goes in the inputs)", len(m.Params), MaxParams)
+		return fmt.Errorf("executor: params of %d bytes exceed the %d-byte limit (bulk data goes in the inputs)", len(m.Params), MaxParams)
 	case len(m.Inputs) > MaxBuffers:
-		return fmt.Errorf("%d inputs exceed the limit of %d", len(m.Inputs), MaxBuffers)
+		return fmt.Errorf("executor: %d inputs exceed the limit of %d", len(m.Inputs), MaxBuffers)
 	}
 	return nil
 }
@@ -364,7 +380,7 @@ type decoder struct {
 
 func (d *decoder) fail(msg string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%s", msg)
+		d.err = errors.New(msg)
 	}
 	d.b = nil
 }

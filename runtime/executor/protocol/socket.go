@@ -13,6 +13,16 @@ const SocketName = "executor.sock"
 // 108 bytes on Linux, 104 on the BSDs, including the NUL).
 const maxSocketPath = 103
 
+// EnvParent is the environment variable in which a client names itself
+// (its process id) to the executor it starts: the executor exits when that
+// process is no longer its parent.
+const EnvParent = "BEAMGPU_EXECUTOR_PARENT"
+
+// SocketDirPrefix starts the name of the directories NewSocketDir makes,
+// each for one executor alone: an executor removes its socket's directory
+// on exit only if it made it or the name says it was made for it.
+const SocketDirPrefix = "beamgpu-executor-"
+
 // NewSocketDir creates a private directory (mode 0700) for one executor's
 // socket, under $XDG_RUNTIME_DIR when it is set and usable, else under
 // os.TempDir(), and returns it with the socket path inside it. The caller
@@ -32,7 +42,7 @@ func NewSocketDir() (dir, socket string, err error) {
 		if len(filepath.Join(base, "beamgpu-executor-0123456789", SocketName)) > maxSocketPath {
 			continue
 		}
-		dir, err := os.MkdirTemp(base, "beamgpu-executor-")
+		dir, err := os.MkdirTemp(base, SocketDirPrefix)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -46,7 +56,7 @@ func NewSocketDir() (dir, socket string, err error) {
 		return dir, filepath.Join(dir, SocketName), nil
 	}
 	if firstErr == nil {
-		firstErr = fmt.Errorf("no usable directory among %v (each must exist and give a socket path under %d bytes)", bases, maxSocketPath)
+		return "", "", fmt.Errorf("executor: socket directory: no usable directory among %v (each must exist and give a socket path under %d bytes)", bases, maxSocketPath)
 	}
-	return "", "", fmt.Errorf("executor socket directory: %w", firstErr)
+	return "", "", fmt.Errorf("executor: socket directory: %w", firstErr)
 }

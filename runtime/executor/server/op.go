@@ -9,19 +9,17 @@ import (
 	"sync"
 )
 
-// Errors an op returns (wrapped) to choose the response status.
+// Errors an op returns (wrapped) to choose the response status: an error
+// wrapping protocol.ErrFatal (e.g. a sticky CUDA error) gets StatusFatal,
+// Serve returns and the executor exits non-zero; one wrapping
+// protocol.ErrOutOfMemory (the memory budget, or the device) gets
+// StatusOutOfMemory, and the client may split the batch and retry (Outputs
+// returns it when the inputs and outputs exceed the budget); and:
 var (
-	// ErrFatal: the executor is broken (e.g. a sticky CUDA error). The client
-	// gets StatusFatal, Serve returns, and the executor exits non-zero.
-	ErrFatal = errors.New("fatal executor error")
-	// ErrOutOfMemory: the batch does not fit (the memory budget, or the
-	// device); the client may split it and retry. Outputs returns it when
-	// the inputs and outputs exceed the budget.
-	ErrOutOfMemory = errors.New("out of memory")
 	// ErrNoSpace is returned by Outputs when the outputs do not fit the
 	// output region the client gave; the op should return it (the client
 	// grows its arena and sends the request again).
-	ErrNoSpace = errors.New("outputs do not fit the output region")
+	ErrNoSpace = errors.New("executor: outputs do not fit the output region")
 )
 
 // Outputs allocates an op's output buffers in shared memory: one buffer per
@@ -113,7 +111,7 @@ func RunLocal(ctx context.Context, op Op, params []byte, in [][]byte) ([][]byte,
 		bufs := make([][]byte, len(sizes))
 		for i, n := range sizes {
 			if n < 0 {
-				return nil, fmt.Errorf("output size %d is negative", n)
+				return nil, fmt.Errorf("executor: output size %d is negative", n)
 			}
 			bufs[i] = make([]byte, n)
 		}
@@ -130,7 +128,7 @@ func RunLocal(ctx context.Context, op Op, params []byte, in [][]byte) ([][]byte,
 func runOp(ctx context.Context, op Op, params []byte, in [][]byte, out Outputs) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("op %q panicked: %v\n%s", op.Name(), r, debug.Stack())
+			err = fmt.Errorf("executor: op %q panicked: %v\n%s", op.Name(), r, debug.Stack())
 		}
 	}()
 	return op.Run(ctx, params, in, out)

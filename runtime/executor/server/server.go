@@ -19,6 +19,10 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 )
 
+// DefaultIdleTimeout is how long an idle connection is kept by default.
+// The client drops the connections it pools well before (client.MaxIdleTime).
+const DefaultIdleTimeout = 5 * time.Minute
+
 // DefaultMaxConcurrent is the default bound on concurrent batches.
 const DefaultMaxConcurrent = 2
 
@@ -41,6 +45,10 @@ type Config struct {
 	MemoryBudget int64
 	// HandshakeTimeout bounds the handshake of a new connection; 0 means 10s.
 	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection (its arena unmapped) that sends
+	// nothing for this long after its handshake while no batch of it runs;
+	// 0 means DefaultIdleTimeout, negative never.
+	IdleTimeout time.Duration
 	// Logf logs; nil logs to stderr.
 	Logf func(format string, args ...any)
 	// Poison fills every output buffer with 0xFF bytes (NaN as float32)
@@ -80,10 +88,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if cfg.MemoryBudget < 0 {
-		return nil, fmt.Errorf("memory budget %d is negative", cfg.MemoryBudget)
+		return nil, fmt.Errorf("executor: memory budget %d is negative", cfg.MemoryBudget)
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = log.New(os.Stderr, "beamgpu-executor: ", log.LstdFlags).Printf
@@ -92,16 +103,16 @@ func New(cfg Config) (*Server, error) {
 	for _, op := range cfg.Ops {
 		name := op.Name()
 		if name == "" || len(name) > protocol.MaxName {
-			return nil, fmt.Errorf("op name %q: want 1 to %d bytes", name, protocol.MaxName)
+			return nil, fmt.Errorf("executor: op name %q: want 1 to %d bytes", name, protocol.MaxName)
 		}
 		if _, dup := s.ops[name]; dup {
-			return nil, fmt.Errorf("op %q given twice", name)
+			return nil, fmt.Errorf("executor: op %q given twice", name)
 		}
 		s.ops[name] = op
 		s.names = append(s.names, name)
 	}
 	if len(s.names) > protocol.MaxOps {
-		return nil, fmt.Errorf("%d ops exceed the protocol's limit of %d", len(s.names), protocol.MaxOps)
+		return nil, fmt.Errorf("executor: %d ops exceed the protocol's limit of %d", len(s.names), protocol.MaxOps)
 	}
 	sort.Strings(s.names)
 	if cfg.MemoryBudget > 0 {
@@ -132,11 +143,11 @@ func Listen(path string) (*net.UnixListener, error) {
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("listen %s: exists and is not a socket", path)
+			return nil, fmt.Errorf("executor: listen %s: exists and is not a socket", path)
 		}
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("listen %s: another executor is serving on it", path)
+			return nil, fmt.Errorf("executor: listen %s: another executor is serving on it", path)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, err
@@ -163,7 +174,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.ln != nil {
 		s.mu.Unlock()
-		return errors.New("server: Serve called twice")
+		return errors.New("executor: Serve called twice")
 	}
 	s.ln = ln
 	s.mu.Unlock()
@@ -177,7 +188,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		nc, err := ln.Accept()
 		if err != nil {
 			if !s.shutting.Load() {
-				acceptErr = fmt.Errorf("accept: %w", err)
+				acceptErr = fmt.Errorf("executor: accept: %w", err)
 				s.stop(nil)
 			}
 			break
@@ -304,6 +315,13 @@ func (c *conn) closeIfIdle() {
 	c.mu.Unlock()
 }
 
+// isBusy reports whether a batch of the connection is running.
+func (c *conn) isBusy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.busy
+}
+
 // begin marks the connection busy with a batch, unless it is closing.
 func (c *conn) begin() bool {
 	c.mu.Lock()
@@ -378,7 +396,17 @@ func (c *conn) read(msgs chan<- incoming) {
 	defer close(msgs)
 	defer c.cancel()
 	for {
+		if c.s.cfg.IdleTimeout > 0 {
+			c.pc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		}
 		m, err := c.pc.Recv()
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.ctx.Err() == nil {
+			if c.isBusy() {
+				continue // the client waits for its batch's answer
+			}
+			c.s.cfg.Logf("client pid %d: idle for %v: closing the connection", c.pid, c.s.cfg.IdleTimeout)
+			return
+		}
 		if err != nil {
 			if c.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				c.s.cfg.Logf("client pid %d: %v", c.pid, err)
@@ -418,7 +446,7 @@ func (c *conn) handshake() error {
 	}
 	h, ok := m.(protocol.Hello)
 	if !ok {
-		return fmt.Errorf("first frame is %s, want Hello", m.Type())
+		return fmt.Errorf("executor: first frame is %s, want Hello", m.Type())
 	}
 	c.pid = h.PID
 	return c.pc.Send(protocol.Welcome{
@@ -439,7 +467,7 @@ func (c *conn) attach(m protocol.Arena, fd int) error {
 	if err == nil && c.s.cfg.OnArena != nil {
 		if release, err = c.s.cfg.OnArena(a.Bytes()); err != nil {
 			a.Close()
-			err = fmt.Errorf("arena of %d bytes: %w", m.Size, err)
+			err = fmt.Errorf("executor: arena of %d bytes: %w", m.Size, err)
 		}
 	} else if err != nil {
 		os.NewFile(uintptr(fd), "").Close()
@@ -544,18 +572,18 @@ func (c *conn) handle(req protocol.Request) (resp protocol.Response, fatal error
 		sz := make([]int64, len(sizes))
 		for i, n := range sizes {
 			if n < 0 {
-				return nil, fmt.Errorf("output size %d is negative", n)
+				return nil, fmt.Errorf("executor: output size %d is negative", n)
 			}
 			sz[i] = int64(n)
 			total += shm.AlignUp(int64(n))
 		}
 		if len(outs)+len(sizes) > protocol.MaxBuffers {
-			return nil, fmt.Errorf("%d outputs exceed the protocol's limit of %d", len(outs)+len(sizes), protocol.MaxBuffers)
+			return nil, fmt.Errorf("executor: %d outputs exceed the protocol's limit of %d", len(outs)+len(sizes), protocol.MaxBuffers)
 		}
 		if s.mem != nil {
 			if held+total > budget {
 				oom = true
-				return nil, fmt.Errorf("%w: inputs and outputs of %d bytes exceed the executor's memory budget of %d bytes: split the batch", ErrOutOfMemory, held+total, budget)
+				return nil, fmt.Errorf("%w: inputs and outputs of %d bytes exceed the executor's memory budget of %d bytes: split the batch", protocol.ErrOutOfMemory, held+total, budget)
 			}
 			if s.mem.TryAcquire(total) {
 				held += total
@@ -590,12 +618,12 @@ func (c *conn) handle(req protocol.Request) (resp protocol.Response, fatal error
 	switch {
 	case err == nil:
 		resp.Status, resp.Outputs = protocol.StatusOK, outs
-	case errors.Is(err, ErrFatal):
+	case errors.Is(err, protocol.ErrFatal):
 		resp.Status, resp.Message = protocol.StatusFatal, err.Error()
 		return resp, err
 	case noSpace > 0:
 		resp.Status, resp.Need, resp.Message = protocol.StatusNoSpace, uint64(noSpace), err.Error()
-	case oom || errors.Is(err, ErrOutOfMemory):
+	case oom || errors.Is(err, protocol.ErrOutOfMemory):
 		resp.Status, resp.Message = protocol.StatusOutOfMemory, err.Error()
 	default:
 		resp.Status, resp.Message = protocol.StatusError, err.Error()

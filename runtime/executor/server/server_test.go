@@ -133,12 +133,12 @@ func TestMemoryBudget(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := r.cl.Call(ctx, testops.Echo, nil, [][]byte{make([]byte, 2<<20)})
-	require.ErrorIs(t, err, client.ErrOutOfMemory, "inputs alone exceed the budget")
+	require.ErrorIs(t, err, protocol.ErrOutOfMemory, "inputs alone exceed the budget")
 	assert.False(t, client.IsRetryable(err))
 	assert.Contains(t, err.Error(), "exceed the executor's memory budget of 1048576 bytes")
 
 	_, err = r.cl.Call(ctx, testops.Echo, nil, [][]byte{make([]byte, 600<<10)})
-	require.ErrorIs(t, err, client.ErrOutOfMemory, "inputs and outputs exceed the budget")
+	require.ErrorIs(t, err, protocol.ErrOutOfMemory, "inputs and outputs exceed the budget")
 
 	// Split in two, each half fits.
 	for i := 0; i < 2; i++ {
@@ -218,7 +218,7 @@ func TestOpErrorsKeepTheExecutorUsable(t *testing.T) {
 	_, err = r.cl.Call(ctx, "boom", nil, nil)
 	assert.ErrorContains(t, err, `op "boom" panicked: kernel bug`)
 	_, err = r.cl.Call(ctx, "fails", nil, nil)
-	assert.EqualError(t, err, `GPU executor op "fails": op error: bad tile`)
+	assert.EqualError(t, err, `GPU executor: op "fails": op error: bad tile`)
 	assert.False(t, client.IsRetryable(err))
 	_, err = r.cl.Call(ctx, testops.SumF32, nil, [][]byte{{1, 2, 3}})
 	assert.ErrorContains(t, err, "want one input of little-endian float32s")
@@ -276,10 +276,10 @@ func TestFatalStopsTheServer(t *testing.T) {
 	r := start(t, server.Config{})
 	_, err := r.cl.Call(context.Background(), testops.Fatal, nil, nil)
 	require.Error(t, err)
-	assert.True(t, strings.Contains(err.Error(), "the first attempt failed: GPU executor op \"fatal\": fatal: fatal executor error"), err.Error())
+	assert.True(t, strings.Contains(err.Error(), "the first attempt failed: GPU executor: op \"fatal\": fatal: executor: fatal error"), err.Error())
 	select {
 	case err := <-r.served:
-		assert.ErrorIs(t, err, server.ErrFatal)
+		assert.ErrorIs(t, err, protocol.ErrFatal)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after a fatal op")
 	}

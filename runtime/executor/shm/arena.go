@@ -7,11 +7,11 @@ import (
 
 // ErrUnsupported is returned by Create and Map where shared memory arenas
 // are not implemented (every OS but Linux).
-var ErrUnsupported = errors.New("shared-memory arena: unsupported on this OS (the GPU executor runs on Linux only)")
+var ErrUnsupported = errors.New("shm: unsupported on this OS (the GPU executor runs on Linux only)")
 
 // ErrNoMemory is wrapped by the error of Create or Grow when the system
 // cannot give the arena its memory.
-var ErrNoMemory = errors.New("shared-memory arena: not enough memory")
+var ErrNoMemory = errors.New("shm: not enough memory")
 
 // Arena is a shared-memory mapping: the whole file, mapped read-write and
 // shared. It is not safe for concurrent Grow/Close with other use.
@@ -37,7 +37,7 @@ func (a *Arena) Bytes() []byte { return a.data }
 func (a *Arena) Slice(off, n uint64) ([]byte, error) {
 	size := uint64(len(a.data))
 	if off > size || n > size-off {
-		return nil, fmt.Errorf("shared-memory region %d+%d outside the %d-byte arena", off, n, size)
+		return nil, fmt.Errorf("shm: region %d+%d outside the %d-byte arena", off, n, size)
 	}
 	return a.data[off : off+n : off+n], nil
 }

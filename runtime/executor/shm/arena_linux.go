@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -40,12 +41,23 @@ func Create(size int64) (*Arena, error) {
 	}
 	size = pageRound(size)
 	if useMemfd {
-		fd, err := unix.MemfdCreate("beamgpu-arena", unix.MFD_CLOEXEC)
+		fd, err := unix.MemfdCreate("beamgpu-arena", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 		if err == nil {
-			return newArena(fd, size)
+			a, err := newArena(fd, size)
+			if err != nil {
+				return nil, err
+			}
+			// Sealed against shrinking: the other process maps it, and a
+			// file shrunk under a mapping is a SIGBUS in whoever touches
+			// the pages past its new end. Growing stays possible.
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK); err != nil {
+				a.Close()
+				return nil, fmt.Errorf("shm: sealing the arena against shrinking: %w", err)
+			}
+			return a, nil
 		}
 		if !errors.Is(err, syscall.ENOSYS) {
-			return nil, fmt.Errorf("shared-memory arena: memfd_create: %w", err)
+			return nil, fmt.Errorf("shm: memfd_create: %w", err)
 		}
 	}
 	dir := Dir
@@ -57,7 +69,7 @@ func Create(size int64) (*Arena, error) {
 	path := filepath.Join(dir, fmt.Sprintf("beamgpu-arena-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("shared-memory arena: create %s: %w", path, err)
+		return nil, fmt.Errorf("shm: create %s: %w", path, err)
 	}
 	// Nobody else opens it: the descriptor is all either process needs.
 	_ = syscall.Unlink(path)
@@ -67,7 +79,7 @@ func Create(size int64) (*Arena, error) {
 func newArena(fd int, size int64) (*Arena, error) {
 	if err := syscall.Fchmod(fd, 0o600); err != nil {
 		syscall.Close(fd)
-		return nil, fmt.Errorf("shared-memory arena: chmod: %w", err)
+		return nil, fmt.Errorf("shm: chmod: %w", err)
 	}
 	a := &Arena{fd: fd, owner: true}
 	if err := a.resize(size); err != nil {
@@ -84,19 +96,53 @@ func newArena(fd int, size int64) (*Arena, error) {
 func Map(fd int, size int64) (*Arena, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("shared-memory arena: fstat: %w", err)
+		return nil, fmt.Errorf("shm: fstat: %w", err)
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return nil, fmt.Errorf("shared-memory arena: descriptor is not a regular file (mode %o)", st.Mode)
+		return nil, fmt.Errorf("shm: descriptor is not a regular file (mode %o)", st.Mode)
 	}
 	if size <= 0 || st.Size < size {
-		return nil, fmt.Errorf("shared-memory arena: %d bytes announced, file has %d", size, st.Size)
+		return nil, fmt.Errorf("shm: %d bytes announced, file has %d", size, st.Size)
+	}
+	if err := checkSealed(fd); err != nil {
+		return nil, err
 	}
 	data, err := syscall.Mmap(fd, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("shared-memory arena: mmap %d bytes: %w", size, err)
+		return nil, fmt.Errorf("shm: mmap %d bytes: %w", size, err)
 	}
 	return &Arena{fd: fd, data: data}, nil
+}
+
+// ErrNotSealed: an arena received that its sender could shrink.
+var ErrNotSealed = errors.New("shm: the arena is not sealed against shrinking (F_SEAL_SHRINK): refused, since its sender could shrink it under this process's mapping (SIGBUS)")
+
+// memfdSealing reports whether this kernel makes sealable memfds (Linux
+// 3.17 on); without them, Create's arenas are files, which cannot be
+// sealed, and Map accepts an unsealed arena.
+var memfdSealing = sync.OnceValue(func() bool {
+	fd, err := unix.MemfdCreate("beamgpu-probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return false
+	}
+	syscall.Close(fd)
+	return true
+})
+
+// checkSealed checks that fd is sealed against shrinking (F_SEAL_SHRINK),
+// where the kernel has sealable memfds.
+func checkSealed(fd int) error {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		if errors.Is(err, syscall.EINVAL) && (!useMemfd || !memfdSealing()) {
+			return nil // a file arena of a kernel without memfds
+		}
+		return fmt.Errorf("%w (F_GET_SEALS: %v)", ErrNotSealed, err)
+	}
+	if seals&unix.F_SEAL_SHRINK == 0 {
+		return ErrNotSealed
+	}
+	return nil
 }
 
 // Grow makes the arena at least size bytes (rounded up to pages), keeping
@@ -104,7 +150,7 @@ func Map(fd int, size int64) (*Arena, error) {
 // arena may grow it; the other process maps it again (Map) at the new size.
 func (a *Arena) Grow(size int64) error {
 	if !a.owner {
-		return fmt.Errorf("shared-memory arena: only its creator can grow it")
+		return fmt.Errorf("shm: only its creator can grow it")
 	}
 	if size <= int64(len(a.data)) {
 		return nil
@@ -114,7 +160,7 @@ func (a *Arena) Grow(size int64) error {
 
 func (a *Arena) resize(size int64) error {
 	if err := syscall.Ftruncate(a.fd, size); err != nil {
-		return fmt.Errorf("shared-memory arena: grow to %d bytes: %w", size, err)
+		return fmt.Errorf("shm: grow to %d bytes: %w", size, err)
 	}
 	// Reserve the pages now: touching a page the system cannot give would be
 	// a SIGBUS in whoever writes it.
@@ -125,12 +171,12 @@ func (a *Arena) resize(size int64) error {
 			return fmt.Errorf("%w: %d bytes: %v", ErrNoMemory, size, err)
 		}
 		if !errors.Is(err, syscall.EOPNOTSUPP) {
-			return fmt.Errorf("shared-memory arena: reserve %d bytes: %w", size, err)
+			return fmt.Errorf("shm: reserve %d bytes: %w", size, err)
 		}
 	}
 	data, err := syscall.Mmap(a.fd, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("shared-memory arena: mmap %d bytes: %w", size, err)
+		return fmt.Errorf("shm: mmap %d bytes: %w", size, err)
 	}
 	if a.data != nil {
 		_ = syscall.Munmap(a.data)

@@ -13,6 +13,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // dup hands a copy of the arena's descriptor to Map, as the socket does.
@@ -137,4 +138,26 @@ func TestMapRefusesAShortFile(t *testing.T) {
 	syscall.Close(fd)
 	_, err = shm.Map(-1, 10)
 	assert.Error(t, err)
+}
+
+// Arenas are sealed against shrinking, and Map refuses one that is not: a
+// client that shrank its memfd under the executor's mapping used to kill
+// the executor with SIGBUS when a batch touched the pages past the new end.
+func TestArenasAreSealedAgainstShrinking(t *testing.T) {
+	a, err := shm.Create(1 << 20)
+	require.NoError(t, err)
+	defer a.Close()
+	assert.ErrorIs(t, syscall.Ftruncate(a.FD(), 4096), syscall.EPERM, "shrinking a sealed arena")
+	require.NoError(t, a.Grow(2<<20), "growing stays possible")
+	m, err := shm.Map(dup(t, a), 2<<20)
+	require.NoError(t, err)
+	m.Close()
+
+	fd, err := unix.MemfdCreate("unsealed", unix.MFD_CLOEXEC)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Ftruncate(fd, 1<<20))
+	_, err = shm.Map(fd, 1<<20)
+	require.ErrorIs(t, err, shm.ErrNotSealed)
+	assert.Contains(t, err.Error(), "F_SEAL_SHRINK")
+	syscall.Close(fd)
 }

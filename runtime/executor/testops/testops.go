@@ -1,7 +1,8 @@
-// Package testops holds generic ops for testing and benchmarking the GPU
-// executor's transport, with no step behind them: echo, sum_f32, sleep,
-// crash and fatal. The reference executor registers them, so the protocol's
-// tests run against the real out-of-process binary.
+// Package testops holds ops that test and benchmark the GPU executor's transport.
+//
+// No step is behind them: echo, sum_f32, sleep, crash and fatal. The
+// reference executor registers them, so the protocol's tests run against the
+// real out-of-process binary.
 package testops
 
 import (
@@ -9,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math"
 	"os"
 	"strconv"
@@ -174,5 +176,5 @@ type fatal struct{}
 func (fatal) Name() string { return Fatal }
 
 func (fatal) Run(ctx context.Context, params []byte, in [][]byte, out server.Outputs) error {
-	return fmt.Errorf("%w: fatal op: the device context is unusable (as after a sticky CUDA error)", server.ErrFatal)
+	return fmt.Errorf("%w: fatal op (as after a sticky CUDA error)", protocol.ErrFatal)
 }

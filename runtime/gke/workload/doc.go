@@ -1,18 +1,20 @@
-// Package workload turns a beamgpu workload (the Fashion-MNIST trainer, the
-// Landsat or the Fashion-MNIST pipeline, or any other command) into the
-// manifests of a batch Job on GKE flex-start nodes and the gcloud command of
-// its node pool, on package gke's typed, validated builders. It is the
+// Package workload turns a beamgpu workload into a GKE flex-start batch Job.
+//
+// A workload (the Fashion-MNIST trainer, the Landsat or the Fashion-MNIST
+// pipeline, or any other command) becomes the manifests of a batch Job on
+// GKE flex-start nodes and the gcloud command of its node pool, on package
+// gke's typed, validated builders. It is the
 // command beamgpu-gke (runtime/gke/cmd/beamgpu-gke; Main and Generate), and
 // it generates the examples checked in under containers/k8s.
 //
 // A workload runs the worker image's binary (under /opt/beamgpu/bin) as the
 // container's command, replacing the image's ENTRYPOINT (Beam's boot loader),
-// in a single-host Job (restartPolicy OnFailure, as seed 003 shows) on one
+// in a single-host Job (restartPolicy OnFailure, as the flex-start TPU guide shows) on one
 // node with the GPU: the pipelines run on Beam's prism runner inside the pod
 // with --backend=gpu, so a GPU that cannot be used is an error rather than a
 // silent run on the CPU. The workloads refuse TPUs (the GPU executor is CUDA
 // only: a TPU would sit idle) and multi-host Jobs (each is one process);
-// --command gives the seed's multi-host Indexed Job with its headless Service.
+// --command gives the guide's multi-host Indexed Job with its headless Service.
 //
 // Volumes. The Job restarts a pod that fails, and flex-start may take its
 // node back, so what a pod writes must outlive it: a PersistentVolumeClaim

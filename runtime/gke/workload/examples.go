@@ -38,7 +38,7 @@ var examples = []Example{
 			"--accelerator=tpu-v6e-slice", "--topology=4x4", "--per_node=4", "--work_pvc=", "--data_pvc=",
 			"--", "-c", `python -c 'import jax; print("TPU cores:", jax.device_count())'`,
 		},
-		About: "not a beamgpu workload: seed 003's multi-host JAX check on a 4x4 TPU v6e slice (4 VMs of 4 chips), the multi-host shape",
+		About: "not a beamgpu workload: the flex-start TPU guide's multi-host JAX check on a 4x4 TPU v6e slice (4 VMs of 4 chips), the multi-host shape",
 	},
 }
 

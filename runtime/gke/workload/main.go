@@ -12,7 +12,7 @@ import (
 )
 
 const usageHead = `beamgpu-gke writes the Kubernetes manifests that run a beamgpu workload as a
-batch Job on GKE flex-start nodes (seed 003), and the gcloud command that
+batch Job on GKE flex-start nodes (GKE's flex-start TPU guide), and the gcloud command that
 creates the flex-start node pool for it.
 
 Usage:

@@ -56,11 +56,11 @@ const (
 	DefaultWorkPVC     = "beamgpu-work"
 	DefaultDataPVC     = "beamgpu-data"
 	DefaultAccelerator = "nvidia-l4"
-	// DefaultCluster and DefaultLocation are seed 003's placeholders, for
+	// DefaultCluster and DefaultLocation are the flex-start TPU guide's placeholders, for
 	// node pool commands written before the cluster is known.
 	DefaultCluster  = "CLUSTER_NAME"
 	DefaultLocation = "LOCATION_NAME"
-	// defaultTPUChips is the chips per VM of seed 003's ct6e-standard-4t.
+	// defaultTPUChips is the chips per VM of the flex-start TPU guide's ct6e-standard-4t.
 	defaultTPUChips = 4
 )
 
@@ -144,7 +144,7 @@ type Options struct {
 	// workload's binary.
 	Image string
 	// Accelerator is what each node carries. PerNode 0 means 1 GPU, or 4
-	// TPU chips (seed 003's ct6e-standard-4t). The workloads need a GPU on
+	// TPU chips (the flex-start TPU guide's ct6e-standard-4t). The workloads need a GPU on
 	// one node: the GPU executor is CUDA only, and each workload is one
 	// process.
 	Accelerator gke.Accelerator
@@ -157,7 +157,7 @@ type Options struct {
 	// Pool, Cluster, Location, NodeZones, MachineType and GPUDriverVersion
 	// are the node pool's (gke.NodePoolSpec). Empty Pool is
 	// "flex-<accelerator>[-<topology>]", empty Cluster and Location are
-	// seed 003's placeholders CLUSTER_NAME and LOCATION_NAME, empty
+	// the flex-start TPU guide's placeholders CLUSTER_NAME and LOCATION_NAME, empty
 	// MachineType is gke.DefaultMachineType's.
 	Pool, Cluster, Location string
 	NodeZones               []string
@@ -313,7 +313,7 @@ func Build(o Options) (*Manifests, error) {
 	return m, nil
 }
 
-// Objects returns the manifests' objects in seed 003's order: the Service
+// Objects returns the manifests' objects in the flex-start TPU guide's order: the Service
 // (multi-host only), then the Job.
 func (m *Manifests) Objects() []runtime.Object {
 	if m.Service != nil {
@@ -349,7 +349,7 @@ func (m *Manifests) YAML(invocation []string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// FormatCommand writes a command as seed 003 does: the command and its
+// FormatCommand writes a command as the flex-start TPU guide does: the command and its
 // positional arguments on the first line, then one flag a line, each line
 // but the last ending in a backslash; arguments shell-quoted where needed.
 func FormatCommand(argv []string) string {

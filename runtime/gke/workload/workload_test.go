@@ -130,7 +130,7 @@ func TestMainErrors(t *testing.T) {
 		{"topology does not divide", []string{"--command=bash", "--name=j", "--image=i", "--accelerator=tpu-v6e-slice", "--topology=2x3"}, 1, []string{
 			"accelerator tpu-v6e-slice: topology 2x3 has 6 chips, which is not a multiple of 4 chips per node"}},
 		{"chips per VM", []string{"--command=bash", "--name=j", "--image=i", "--accelerator=tpu-v6e-slice", "--topology=4x4", "--per_node=2"}, 1, []string{
-			"a TPU VM has 1, 4 or 8 chips (seed 003)"}},
+			"a TPU VM has 1, 4 or 8 chips (https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training-tpu)"}},
 		{"TPU machine chips", []string{"--command=bash", "--name=j", "--image=i", "--accelerator=tpu-v6e-slice", "--topology=4x4", "--machine_type=ct6e-standard-8t"}, 1, []string{
 			"machine type ct6e-standard-8t has 8 chips per VM, but the accelerator asks for 4 per node"}},
 		{"GPU count", []string{"--workload=train", "--image=i", "--accelerator=nvidia-tesla-t4", "--per_node=8"}, 1, []string{
@@ -240,7 +240,7 @@ func TestBuildWorkloads(t *testing.T) {
 	}
 }
 
-// --per_node 0 is 4 chips on a TPU (seed 003's ct6e-standard-4t); the pool is
+// --per_node 0 is 4 chips on a TPU (the flex-start TPU guide's ct6e-standard-4t); the pool is
 // named after the accelerator and topology.
 func TestBuildTPUDefaults(t *testing.T) {
 	m, err := Build(Options{Command: "bash", Name: "j", Image: "i", Accelerator: gke.Accelerator{Type: "tpu-v6e-slice", Topology: "4x4"}})
@@ -255,7 +255,7 @@ func TestBuildTPUDefaults(t *testing.T) {
 		"--no-enable-autorepair"}, m.NodePool)
 	objs := m.Objects()
 	require.Len(t, objs, 2)
-	assert.Equal(t, m.Service, objs[0], "the Service first, as in seed 003")
+	assert.Equal(t, m.Service, objs[0], "the Service first, as in the flex-start TPU guide")
 }
 
 func TestShellQuote(t *testing.T) {

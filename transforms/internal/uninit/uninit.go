@@ -1,5 +1,7 @@
-// Package uninit allocates slices of numbers without zeroing them, for
-// outputs that their code overwrites in full before anything reads them.
+// Package uninit allocates slices of numbers without zeroing them.
+//
+// It is for outputs that their code overwrites in full before anything
+// reads them.
 //
 // make zeroes what it allocates; for a step that then writes every element
 // (a raster plane, say) that is a second pass over the memory, as long as

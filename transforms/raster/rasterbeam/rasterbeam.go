@@ -1,6 +1,9 @@
-// Package rasterbeam applies the raster steps (package raster) in Beam
-// pipelines: the PTransforms a Landsat pipeline is built from, the Beam
-// coders of the tile types, and the registration of every DoFn they use.
+// Package rasterbeam applies the raster steps in Beam pipelines.
+//
+// It holds the PTransforms a Landsat pipeline is built from, the Beam
+// coders of the tile types (a program that moves raster.Tile values
+// between transforms imports it for them, or Beam uses a generic coder),
+// and the registration of every DoFn they use.
 //
 // Each PTransform returns its output and a dead-letter PCollection of
 // step.Failure, and resolves its step's implementation (CPU, GPU or stub) at

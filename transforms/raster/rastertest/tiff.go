@@ -1,8 +1,10 @@
-// Package rastertest writes the inputs of the raster steps for tests:
-// single-band 16-bit GeoTIFFs in the layouts Landsat products and GIS tools
-// use (stripped or tiled; uncompressed, LZW or Deflate; with or without the
-// horizontal predictor; unsigned or signed with a GDAL no-data value), and
-// whole Landsat 8 scenes (an _MTL.txt and bands 2-5), up to full size.
+// Package rastertest writes the inputs of the raster steps for tests.
+//
+// It writes single-band 16-bit GeoTIFFs in the layouts Landsat products and
+// GIS tools use (stripped or tiled; uncompressed, LZW or Deflate; with or
+// without the horizontal predictor; unsigned or signed with a GDAL no-data
+// value), and whole Landsat 8 scenes (an _MTL.txt and bands 2-5), up to
+// full size.
 //
 // Files are written block by block from a pixel function, so a full-size
 // band never has to be in memory. golang.org/x/image/tiff and GDAL read

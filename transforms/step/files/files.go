@@ -1,4 +1,6 @@
-// Package files is how steps read files: local paths out of the box, every
+// Package files is how steps read files, local or through Beam's filesystems.
+//
+// It reads local paths out of the box, every
 // filesystem Beam knows (gs://, memfs://, ...) once package stepbeam is
 // linked (it registers Beam's filesystems as the default), and any scheme a
 // program registers (the fashion pipeline serves its embedded data as
@@ -126,27 +128,80 @@ func ReadAll(ctx context.Context, name string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// Local is the local filesystem.
+// Local is the local filesystem. It opens regular files only: a named
+// pipe, a device, a socket or a directory is refused with its path and
+// kind (OpenRegular), without blocking.
 type Local struct{}
 
 // OpenRead implements FS.
-func (Local) OpenRead(_ context.Context, name string) (io.ReadCloser, error) { return os.Open(name) }
+func (Local) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
+	f, _, err := OpenRegular(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 // OpenAt implements FS: a regular file, read at offsets directly.
 func (Local) OpenAt(_ context.Context, name string) (File, error) {
-	f, err := os.Open(name)
+	f, size, err := OpenRegular(name)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = errors.New("not a regular file")
+	return localFile{f, size}, nil
+}
+
+// ErrNotRegular is wrapped by the error of opening an input that is not a
+// regular file (a named pipe, a device, a socket, a directory): reading
+// one could block forever (a FIFO with no writer) or never end (a device).
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens the local file name for reading, with its size, if it
+// is a regular file (following symbolic links). Anything else is refused
+// with an error naming the path and what it is, before it is opened for
+// reading: it is checked with stat, then opened non-blocking and checked
+// again on the open file (it may have been replaced in between), so
+// opening never blocks.
+func OpenRegular(name string) (*os.File, int64, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := regular(name, st); err != nil {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = regular(name, st)
 	}
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return localFile{f, st.Size()}, nil
+	return f, st.Size(), nil
+}
+
+// regular returns nil for a regular file, else an error naming what it is.
+func regular(name string, st os.FileInfo) error {
+	m := st.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	kind := "special file"
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		kind = "named pipe (FIFO)"
+	case m&os.ModeDevice != 0 || m&os.ModeCharDevice != 0:
+		kind = "device"
+	case m&os.ModeSocket != 0:
+		kind = "socket"
+	case m.IsDir():
+		kind = "directory"
+	}
+	return fmt.Errorf("%s: %w: a %s, refused as an input (reading it could block or never end)", name, ErrNotRegular, kind)
 }
 
 type localFile struct {

@@ -5,8 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/stretchr/testify/assert"
@@ -110,4 +113,39 @@ func TestStreamAt(t *testing.T) {
 	assert.Equal(t, "0123", string(b))
 	_, err = files.OpenAt(context.Background(), t.TempDir())
 	assert.ErrorContains(t, err, "not a regular file")
+}
+
+// A named pipe (or any file that is not regular) given as an input is
+// refused at once, naming the path and what it is: opening a FIFO for
+// reading blocks until a writer comes, forever if none does.
+func TestNonRegularInputsAreRefusedWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "band_B4.TIF")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	t.Cleanup(func() {
+		// Should an open block (the defect), a writer releases it.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	cases := map[string]func() error{
+		"OpenAt":       func() error { _, err := files.OpenAt(context.Background(), fifo); return err },
+		"OpenRead":     func() error { _, err := files.OpenRead(context.Background(), fifo); return err },
+		"ReadAll":      func() error { _, err := files.ReadAll(context.Background(), fifo, 1<<20); return err },
+		"OpenAt dir":   func() error { _, err := files.OpenAt(context.Background(), dir); return err },
+		"OpenRead dev": func() error { _, err := files.OpenRead(context.Background(), "/dev/zero"); return err },
+	}
+	for name, open := range cases {
+		t.Run(name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { done <- open() }()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, files.ErrNotRegular)
+				assert.Regexp(t, `^(`+regexp.QuoteMeta(fifo)+`|`+regexp.QuoteMeta(dir)+`|/dev/zero): not a regular file: a (named pipe \(FIFO\)|directory|device)`, err.Error())
+			case <-time.After(10 * time.Second):
+				t.Fatal("opening a non-regular input blocked")
+			}
+		})
+	}
 }

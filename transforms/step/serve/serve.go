@@ -1,5 +1,6 @@
-// Package serve makes an executor binary of the step families a main
-// imports: it serves every registered step's GPU op, with the step's CPU
+// Package serve makes a GPU executor binary of the step families a main imports.
+//
+// It serves every registered step's GPU op, with the step's CPU
 // function in a build without tags (the CPU reference executor, CGO_ENABLED=0),
 // and with the step's CUDA launch on the GPU in a build with the cuda tag.
 // The executor of beamgpu's own pipelines (pipelines/beamgpu-executor) is

@@ -101,14 +101,20 @@ func Scope[In, Out any](s beam.Scope, st *step.Step[In, Out], opts ...step.Optio
 // DoFns that run the step themselves (RunInference). It panics as NewExec
 // does.
 func ScopeOf(s beam.Scope, st step.Any, opts ...step.Option) (beam.Scope, backend.Decision) {
-	d, err := step.Resolve(st, opts...)
+	return ScopeUse(s, st, st.Backend(), opts...)
+}
+
+// ScopeUse is ScopeOf for one use of st (step.ResolveUse): the scope is
+// named by the use's label ("onnx[resnet50.onnx]").
+func ScopeUse(s beam.Scope, st step.Any, use backend.Step, opts ...step.Option) (beam.Scope, backend.Decision) {
+	d, err := step.ResolveUse(st, use, opts...)
 	if err != nil {
 		panic(err.Error())
 	}
 	if d.Impl != backend.GPU {
-		return s.Scope(st.Name()), d
+		return s.Scope(use.Label()), d
 	}
-	return rightfit.Scope(s, st.Name(), Hints(st.Backend().Hints)...), d
+	return rightfit.Scope(s, use.Label(), Hints(use.Hints)...), d
 }
 
 // Hints converts a step's hints to Beam's resource hints.

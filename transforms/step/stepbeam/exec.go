@@ -38,8 +38,13 @@ func init() {
 // at offsets with ranged reads), embedding this one for the rest.
 type Filesystems struct{}
 
-// OpenRead implements files.FS.
+// OpenRead implements files.FS. A local path (no scheme://) is opened by
+// files.Local, which refuses what is not a regular file (a named pipe
+// would block the open forever).
 func (Filesystems) OpenRead(ctx context.Context, path string) (io.ReadCloser, error) {
+	if !strings.Contains(path, "://") {
+		return files.Local{}.OpenRead(ctx, path)
+	}
 	fsys, err := filesystem.New(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

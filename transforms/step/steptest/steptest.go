@@ -1,5 +1,7 @@
-// Package steptest checks the contracts every registered step makes, for
-// the tests of package stubs, of the families, and of anyone's steps:
+// Package steptest checks the contracts every registered step makes.
+//
+// It serves the tests of package stubs, of the families, and of anyone's
+// steps:
 //
 //   - its stub returns the CPU output's type and shape (CheckStubContract);
 //   - its GPU implementation, through a real out-of-process executor,

@@ -1,8 +1,9 @@
-// Package wire holds what the steps' coders share, their Beam coders and
-// their GPU executor codecs alike: appending and reading numeric planes as
-// raw little-endian arrays (a memmove on little-endian hosts), lengths as
-// uvarints, and a decoder that turns every malformed input into an error
-// instead of a panic.
+// Package wire holds the encoding the steps' coders and codecs share.
+//
+// Their Beam coders and their GPU executor codecs alike append and read
+// numeric planes as raw little-endian arrays (a memmove on little-endian
+// hosts), lengths as uvarints, and decode with a decoder that turns every
+// malformed input into an error instead of a panic.
 package wire
 
 import (

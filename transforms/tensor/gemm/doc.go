@@ -1,18 +1,19 @@
-// Package gemm is beamgpu's float32 matrix product on the CPU: C =
-// alpha·op(A)·op(B) + beta·C for row-major matrices (Sgemm), in pure Go and
-// Go assembly, so that the pipeline binary still builds with CGO_ENABLED=0
-// (Beam's Dataflow launch cross-compiles it that way) and needs no BLAS
-// installed. It is what package tensor's dense layers, MLP inference, kNN
+// Package gemm is beamgpu's float32 matrix product on the CPU, in Go and assembly.
+//
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, in
+// pure Go and Go assembly, so that the pipeline binary still builds with
+// CGO_ENABLED=0 (Beam's Dataflow launch cross-compiles it that way) and
+// needs no BLAS installed. It is what package tensor's dense layers, MLP inference, kNN
 // distances and trainer multiply with, and it imports no Beam package.
 //
 // # Why not an existing library
 //
-// Evaluated (November 2026):
+// Evaluated when the package was written:
 //
 //   - gonum.org/v1/gonum/blas/blas32 v0.17.0, the previous implementation:
 //     pure Go with SSE dot and axpy kernels (4 lanes, no FMA, no packing);
-//     23 to 30 GFLOP/s on this machine's two cores (BenchmarkGonum), a
-//     quarter of OpenBLAS.
+//     a quarter of OpenBLAS's rate on the development machine
+//     (BenchmarkGonum).
 //   - GoMLX's packgemm (github.com/gomlx/gomlx/backends/simplego/packgemm):
 //     packed panels and an AVX-512 micro-kernel, but written with Go 1.26's
 //     experimental simd/archsimd package, so it builds only with
@@ -72,20 +73,8 @@
 //
 // # Performance
 //
-// On the 2-core AMD EPYC (Zen 5) development machine, Go 1.26, numpy 1.24
-// with Debian's OpenBLAS 0.3.21 (its Haswell kernels: AVX2 and FMA) as the
-// peer, in the same run of make bench (containers/bench/peers.sh: three
-// interleaved rounds, each side's fastest product after a warm-up; another
-// helper's builds were running beside it, load 2.3 to 4.6):
-//
-//	product (MxKxN)    gemm (avx512)   numpy a @ b    ratio_to_numpy
-//	8192x784x256       197 GFLOP/s     102 GFLOP/s    1.93
-//	10000x784x60000    366 GFLOP/s     221 GFLOP/s    1.65
-//
-// Over four runs on the shared machine the ratio went from 0.99 to 1.93 at
-// 8192x784x256 (a 15 ms product: one busy core halves either side) and from
-// 1.20 to 1.65 at 10000x784x60000; alone, the two products ran at 252 and
-// 324 GFLOP/s (go test -bench Sgemm). The same make bench, on 8192x784x256
-// (BenchmarkKernels, BenchmarkGonum): avx512 99 GFLOP/s, avx2 72, the
-// portable kernel 3.8, gonum's blas32 13.7 (27 in a quieter run).
+// make bench compares it with numpy's float32 matmul (OpenBLAS) in the same
+// run (containers/bench/peers.sh), and BenchmarkKernels and BenchmarkGonum
+// compare its kernels and gonum's blas32; the results, with their dates and
+// machines, are in docs/benchmarks.md.
 package gemm

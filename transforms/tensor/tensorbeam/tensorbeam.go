@@ -1,5 +1,6 @@
-// Package tensorbeam applies the tensor steps (package tensor) in Beam
-// pipelines: decoding IDX files, standardising, dense layers, softmax,
+// Package tensorbeam applies the tensor steps in Beam pipelines.
+//
+// It holds decoding IDX files, standardising, dense layers, softmax,
 // argmax, top-k and kNN classification as PTransforms, the Beam coders of
 // the tensor types, and the registration of every DoFn they use.
 //
@@ -41,7 +42,7 @@ func init() {
 	stepbeam.RegisterBound[WithK](tensor.StepTopK)
 
 	register.DoFn4x0[context.Context, tensor.Source, func(tensor.Batch), func(step.Failure)](&decodeFn{})
-	register.DoFn5x0[context.Context, tensor.Batch, func(*tensor.Batch) bool, func(tensor.Predictions), func(step.Failure)](&knnFn{})
+	register.DoFn5x1[context.Context, tensor.Batch, func(*tensor.Batch) bool, func(tensor.Predictions), func(step.Failure), error](&knnFn{})
 	register.Emitter1[tensor.Batch]()
 	register.Emitter1[tensor.Predictions]()
 	register.Emitter1[tensor.Ranked]()
@@ -200,25 +201,28 @@ type reference struct {
 	err  error
 }
 
-func (f *knnFn) ProcessElement(ctx context.Context, q tensor.Batch, refs func(*tensor.Batch) bool, emit func(tensor.Predictions), fail func(step.Failure)) {
+// ProcessElement classifies q. A reference set that cannot be built (empty,
+// bad labels, fewer rows than k) fails the bundle, once, with the reason:
+// no query could be classified against it.
+func (f *knnFn) ProcessElement(ctx context.Context, q tensor.Batch, refs func(*tensor.Batch) bool, emit func(tensor.Predictions), fail func(step.Failure)) error {
 	if f.ref == nil {
 		v, _ := references.LoadOrStore(f.RefID, &reference{})
 		f.ref = v.(*reference)
-		f.ref.once.Do(func() { f.ref.ref, f.ref.err = buildReference(refs, f.Classes) })
+		f.ref.once.Do(func() { f.ref.ref, f.ref.err = buildReference(refs, f.Classes, f.K) })
 	}
 	if f.ref.err != nil {
-		fail(step.NewFailure(f.Step, q, f.ref.err))
-		return
+		return f.ref.err
 	}
 	in := tensor.KNNInput{Query: q, Ref: f.ref.ref, K: f.K, Weights: f.Weights}
 	if out, ok := f.Run(ctx, in, fail); ok {
 		emit(out)
 	}
+	return nil
 }
 
 // buildReference concatenates the side input's batches (in row order of
 // their sources and offsets) into one Reference.
-func buildReference(refs func(*tensor.Batch) bool, classes int) (*tensor.Reference, error) {
+func buildReference(refs func(*tensor.Batch) bool, classes, k int) (*tensor.Reference, error) {
 	var parts []tensor.Batch
 	var b tensor.Batch
 	for refs(&b) {
@@ -232,6 +236,9 @@ func buildReference(refs func(*tensor.Batch) bool, classes int) (*tensor.Referen
 	all, err := tensor.Concat(parts)
 	if err != nil {
 		return nil, fmt.Errorf("knn: reference set: %w", err)
+	}
+	if k > all.Rows {
+		return nil, fmt.Errorf("knn: k=%d is more than the %d rows of the reference set: want k <= %d", k, all.Rows, all.Rows)
 	}
 	return tensor.NewReference(all, classes)
 }

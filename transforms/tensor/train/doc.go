@@ -1,6 +1,7 @@
-// Package train trains the MLPs of package tensor: softmax cross-entropy,
-// Adam, mini-batches, in pure Go (package gemm's float32 products),
-// deterministically.
+// Package train trains the MLPs of package tensor.
+//
+// It trains with softmax cross-entropy, Adam and mini-batches, in pure Go
+// (package gemm's float32 products), deterministically.
 //
 // Determinism is the point: with the same Config and data on the same
 // machine, Run gives bitwise the same weights whether it runs at once or is

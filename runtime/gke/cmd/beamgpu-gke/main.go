@@ -1,6 +1,7 @@
-// Command beamgpu-gke writes the Kubernetes manifests that run a beamgpu
-// workload (the Fashion-MNIST trainer, the Landsat or the Fashion-MNIST
-// pipeline, or another command) as a batch Job on GKE flex-start nodes, and
+// Command beamgpu-gke writes the manifests of a beamgpu workload on GKE flex-start nodes.
+//
+// The workload (the Fashion-MNIST trainer, the Landsat or the Fashion-MNIST
+// pipeline, or another command) runs as a batch Job; the command also
 // prints the gcloud command that creates the flex-start node pool for it.
 // See package runtime/gke/workload, and run it with --help.
 //

@@ -1,0 +1,120 @@
+package job
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
+)
+
+// StepCounts are one step's metrics, summed over the transforms that ran it.
+type StepCounts struct {
+	Step                                      string
+	Impl                                      backend.Kind
+	Batches, Items, Bytes, Failures, KernelNS int64
+	// Fallbacks counts the batches a GPU step ran on the CPU because no
+	// executor could run them (--backend=auto).
+	Fallbacks int64
+}
+
+// Metrics is what a run's Beam metrics say: the counts of every step of the
+// explain report, in its order, and every other counter of namespace
+// stepbeam.Namespace by name.
+type Metrics struct {
+	Steps    []StepCounts
+	Counters map[string]int64
+	// CPUInsteadOfGPU says why steps that have a GPU op ran on the CPU
+	// under --backend=auto ("" where none did): the explain report's
+	// reason, such as an executor that reports no device because its
+	// driver is too old.
+	CPUInsteadOfGPU string
+}
+
+// ReadMetrics reads the step metrics of res for the steps of report.
+func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error) {
+	if res == nil {
+		return Metrics{}, fmt.Errorf("the runner returned no metrics")
+	}
+	m := Metrics{Counters: map[string]int64{}}
+	byStep := map[string]*StepCounts{}
+	for _, d := range report.Decisions {
+		byStep[d.Step] = &StepCounts{Step: d.Step, Impl: d.Impl}
+	}
+	all := res.Metrics().AllMetrics()
+	for _, c := range all.Counters() {
+		if c.Namespace() != stepbeam.Namespace {
+			continue
+		}
+		m.Counters[c.Name()] += c.Result()
+		name, metric, _ := strings.Cut(c.Name(), ".")
+		sc := byStep[name]
+		if sc == nil {
+			continue
+		}
+		switch metric {
+		case stepbeam.MetricBatches:
+			sc.Batches += c.Result()
+		case stepbeam.MetricItems:
+			sc.Items += c.Result()
+		case stepbeam.MetricBytes:
+			sc.Bytes += c.Result()
+		case stepbeam.MetricFailures:
+			sc.Failures += c.Result()
+		case stepbeam.MetricFallback:
+			sc.Fallbacks += c.Result()
+		}
+	}
+	for _, d := range all.Distributions() {
+		name, metric, _ := strings.Cut(d.Name(), ".")
+		if sc := byStep[name]; d.Namespace() == stepbeam.Namespace && sc != nil && metric == stepbeam.MetricKernelNS {
+			sc.KernelNS += d.Result().Sum
+		}
+	}
+	for _, d := range report.Decisions {
+		m.Steps = append(m.Steps, *byStep[d.Step])
+	}
+	m.CPUInsteadOfGPU = CPUInsteadOfGPU(report)
+	return m, nil
+}
+
+// CPUInsteadOfGPU returns why the report's steps that have a GPU op run on
+// the CPU under --backend=auto, or "" where none does.
+func CPUInsteadOfGPU(report backend.Report) string {
+	for _, d := range report.Decisions {
+		if d.Requested == backend.Auto && d.GPUOp != "" && d.Impl == backend.CPU {
+			return strings.TrimPrefix(d.Reason, "auto: ")
+		}
+	}
+	return ""
+}
+
+// PrintSteps writes one line per step: implementation, batches, items (with
+// unit naming them, e.g. "pixels" or "rows"), MB in, kernel seconds, items/s
+// and failures.
+func (m Metrics) PrintSteps(w io.Writer, unit string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "step\timpl\tbatches\t%s\tMB in\tkernel s\t%s/s\tfailures\tcpu fallbacks\t\n", unit, unit)
+	for _, st := range m.Steps {
+		rate := "-"
+		if st.KernelNS > 0 && st.Items > 0 {
+			rate = fmt.Sprintf("%.3g", float64(st.Items)/(float64(st.KernelNS)/1e9))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.3f\t%s\t%d\t%d\t\n", st.Step, st.Impl, st.Batches, st.Items,
+			float64(st.Bytes)/1e6, float64(st.KernelNS)/1e9, rate, st.Failures, st.Fallbacks)
+	}
+	tw.Flush()
+	if m.CPUInsteadOfGPU != "" {
+		fmt.Fprintf(w, "GPU steps ran on the CPU (--backend=auto): %s\n", m.CPUInsteadOfGPU)
+	}
+	var fellBack int64
+	for _, st := range m.Steps {
+		fellBack += st.Fallbacks
+	}
+	if fellBack > 0 {
+		fmt.Fprintf(w, "%d batch(es) of GPU steps ran on the CPU because the GPU executor could not run them (it could not start, has no device, or died twice); the workers' logs say why\n", fellBack)
+	}
+}

@@ -1,0 +1,44 @@
+// Package onnx registers the stand-in of the onnx step (transforms/onnx).
+//
+// The stand-in follows package stubs' contract: for a model and its inputs
+// it returns the outputs the model would return, of the types and shapes
+// the model declares or the runtime infers from the inputs' shapes (the
+// model is planned, not run: no operator computes), every element zero. An
+// input the model refuses (a wrong type, rank or size) is the same error as
+// on the CPU. A pipeline imports it for --backend=stub:
+//
+//	_ "github.com/beamgpu/beamgpu/stubs/onnx"
+package onnx
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+func init() { step.RegisterStub(onnx.StepRun, Run) }
+
+// Run is the onnx step's stand-in: zero outputs of the model's output types
+// and of the shapes its plan for these inputs infers.
+func Run(in onnx.Input) (onnx.Output, error) {
+	if in.Model == nil {
+		return onnx.Output{}, errors.New("onnx: no model")
+	}
+	p, err := in.Model.Plan(in.Inputs)
+	if err != nil {
+		return onnx.Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
+	}
+	metas := p.OutputMeta()
+	out := onnx.Output{Outputs: make([]nd.Array, len(metas))}
+	for i, m := range metas {
+		t := m.Type
+		if d := in.Model.Outputs[i].Type; d == nd.Float16 || d == nd.BFloat16 {
+			t = d // the runtime holds them as float32 until the end
+		}
+		out.Outputs[i] = nd.Zeros(t, m.Shape...)
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package inference_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/beamgpu/beamgpu/transforms/batch"
+	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// exampleModel writes a model y = x W^T + b, x float32[N, 3] to y
+// float32[N, 2] (onnxtest builds it; a real one comes from torch.onnx.export).
+func exampleModel() string {
+	m := onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Gemm", []string{"x", "w", "b"}, []string{"y"}, onnxtest.Int("transB", 1))},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, -1, 3)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 2)},
+		onnxtest.Init("w", nd.Of([]float32{1, 0, 0, 0, 1, 1}, 2, 3)), onnxtest.Init("b", nd.Of([]float32{0, 10}, 2)))
+	dir, _ := os.MkdirTemp("", "example")
+	path := filepath.Join(dir, "dense.onnx")
+	if err := os.WriteFile(path, onnxtest.Bytes(m), 0o644); err != nil {
+		panic(err)
+	}
+	return path
+}
+
+func printResult(r inference.Result) {
+	y, _ := r.Output("y")
+	fmt.Printf("%s: y = %v\n", r.Key, nd.MustAs[float32](y))
+}
+
+func init() { register.Function1x0(printResult) }
+
+// ONNX loads and checks a model; its inputs and outputs are named, typed
+// and shaped ("N" is the batch axis).
+func ExampleONNX() {
+	h, err := inference.ONNX(context.Background(), exampleModel())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Model().Inputs[0], "->", h.Model().Outputs[0])
+	// Output: x: float32[Nx3] -> y: float32[Nx2]
+}
+
+// RunONNX runs the model on keyed examples, one row each.
+func ExampleRunONNX() {
+	h, err := inference.ONNX(context.Background(), exampleModel())
+	if err != nil {
+		panic(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	examples := beam.Create(s, inference.Example{Key: "first", Inputs: []inference.Tensor{{Name: "x", Array: nd.Of([]float32{1, 2, 3}, 3)}}})
+	results, _ := inference.RunONNX(s, examples, h, batch.Params{})
+	beam.ParDo0(s, printResult, results)
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Output: first: y = [1 15]
+}
+
+// TopK classifies a result from its scores, with labels.
+func ExampleTopK() {
+	r := inference.Result{Key: "img1", Outputs: []inference.Tensor{{Name: "probabilities", Array: nd.Of([]float32{0.1, 0.7, 0.2}, 3)}}}
+	c, err := inference.TopK(r, "probabilities", 2, []string{"cat", "dog", "bird"})
+	if err != nil {
+		panic(err)
+	}
+	for _, cl := range c.Top {
+		fmt.Printf("%s %d %s %.1f\n", c.Key, cl.Index, cl.Label, cl.Score)
+	}
+	// Output:
+	// img1 1 dog 0.7
+	// img1 2 bird 0.2
+}

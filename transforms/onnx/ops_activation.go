@@ -1,0 +1,266 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// Relu (opsets 1, 6, 13, 14), LeakyRelu (1, 6, 16), HardSigmoid (1, 6),
+// HardSwish (14), Elu (1, 6) and Clip (1, 6, 11, 12, 13): the activations.
+// All but Clip are unary kernels (ops_math.go).
+//
+// NaN stays NaN through every activation (Relu is NumPy's maximum(x, 0),
+// which propagates it). Relu takes signed integers from opset 14 (and
+// here at any opset).
+//
+// Clip's bounds are the attributes min and max before opset 11 (opset 1:
+// a bound not set is no bound; opset 6: they default to float32's lowest
+// and highest values, so ±Inf clip to them, as in ONNX Runtime), and the
+// optional inputs min and max from 11 (one-element tensors of the input's
+// type, read when the model runs; integer types from opset 12). A bound
+// left out is no bound (as in ONNX's reference implementation). The output is
+// Min(max, Max(input, min)), as ONNX specifies: all max when min > max,
+// NaN where the input is NaN, all NaN when a bound is NaN.
+
+func init() {
+	RegisterOp(OpDef{Name: "Relu", Versions: []int{1, 6, 13, 14}, New: newUnary(unRelu)})
+	RegisterOp(OpDef{Name: "LeakyRelu", Versions: []int{1, 6, 16}, New: newUnary(unLeakyRelu)})
+	RegisterOp(OpDef{Name: "HardSigmoid", Versions: []int{1, 6}, New: newUnary(unHardSigmoid)})
+	RegisterOp(OpDef{Name: "HardSwish", Versions: []int{14}, New: newUnary(unHardSwish)})
+	RegisterOp(OpDef{Name: "Elu", Versions: []int{1, 6}, New: newUnary(unElu)})
+	RegisterOp(OpDef{Name: "Clip", Versions: []int{1, 6, 11, 12, 13}, New: newClip})
+}
+
+// activate32 computes the activations for float32s.
+func (k *ewUnary) activate32(x, y []float32) {
+	alpha, beta := k.alpha, k.beta
+	switch k.op {
+	case unRelu:
+		// max, not a branch: random signs mispredict; max keeps NaN and
+		// turns -0 into 0.
+		for i, v := range x {
+			y[i] = max(v, 0)
+		}
+	case unLeakyRelu:
+		// Branch-free, as Relu: one of the two terms is ±0.
+		for i, v := range x {
+			y[i] = max(v, 0) + alpha*min(v, 0)
+		}
+	case unHardSigmoid:
+		for i, v := range x {
+			y[i] = clamp01(alpha*v + beta)
+		}
+	case unHardSwish:
+		for i, v := range x {
+			y[i] = v * clamp01(v*alpha+beta)
+		}
+	case unElu:
+		for i, v := range x {
+			if v < 0 {
+				v = alpha * expm1f(v)
+			}
+			y[i] = v
+		}
+	}
+}
+
+// activate64 computes the activations for float64s.
+func (k *ewUnary) activate64(x, y []float64) {
+	alpha, beta := float64(k.alpha), float64(k.beta)
+	if k.op == unHardSwish {
+		alpha = 1.0 / 6
+	}
+	switch k.op {
+	case unRelu:
+		// max, not a branch: random signs mispredict; max keeps NaN and
+		// turns -0 into 0.
+		for i, v := range x {
+			y[i] = max(v, 0)
+		}
+	case unLeakyRelu:
+		// Branch-free, as Relu: one of the two terms is ±0.
+		for i, v := range x {
+			y[i] = max(v, 0) + alpha*min(v, 0)
+		}
+	case unHardSigmoid:
+		for i, v := range x {
+			y[i] = clamp01(alpha*v + beta)
+		}
+	case unHardSwish:
+		for i, v := range x {
+			y[i] = v * clamp01(v*alpha+beta)
+		}
+	case unElu:
+		for i, v := range x {
+			if v < 0 {
+				v = alpha * math.Expm1(v)
+			}
+			y[i] = v
+		}
+	}
+}
+
+// clamp01 is v limited to [0, 1], NaN kept.
+func clamp01[T ewFloat](v T) T {
+	if v < 0 {
+		return 0
+	}
+	if v > 1 {
+		return 1
+	}
+	return v
+}
+
+// clip is Clip's kernel; lo and hi are the attribute bounds (opsets < 11).
+type clipKernel struct {
+	inputs       bool // the bounds are inputs (opset 11 on)
+	lo, hi       float64
+	hasLo, hasHi bool
+}
+
+func newClip(n *Node) (Kernel, error) {
+	k := &clipKernel{inputs: n.Since >= 11}
+	if k.inputs {
+		return k, n.CheckArity(1, 3, 1, 1)
+	}
+	if err := n.CheckArity(1, 1, 1, 1); err != nil {
+		return nil, err
+	}
+	a := n.Attrs
+	if n.Since == 1 {
+		a.Ignore("consumed_inputs")
+		k.hasLo, k.hasHi = a.Has("min"), a.Has("max")
+	} else {
+		k.hasLo, k.hasHi = true, true
+	}
+	k.lo = float64(a.Float("min", -math.MaxFloat32))
+	k.hi = float64(a.Float("max", math.MaxFloat32))
+	return k, a.Err()
+}
+
+func (k *clipKernel) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	if !isNumeric(x.Type) || !k.inputs && !x.Type.IsFloat() {
+		return nil, fmt.Errorf("input is %v: Clip takes a number type (a float type before opset 11)", x.Type)
+	}
+	for i, name := range []string{"", "min", "max"} {
+		if i == 0 || i >= len(in) || in[i].Type == nd.Undefined {
+			continue
+		}
+		b := in[i]
+		if b.Type != x.Type {
+			return nil, fmt.Errorf("%s is %v, the input %v: Clip takes bounds of the input's type", name, b.Type, x.Type)
+		}
+		if n, _ := nd.Numel(b.Shape); n != 1 {
+			return nil, fmt.Errorf("%s has shape %s: Clip takes a one-element bound", name, nd.ShapeString(b.Shape))
+		}
+	}
+	return []Meta{{Type: x.Type, Shape: x.Shape}}, nil
+}
+
+func (k *clipKernel) Run(in, out []nd.Array) error {
+	switch in[0].Type {
+	case nd.Float32:
+		clipRun[float32](k, in, out[0])
+	case nd.Float64:
+		clipRun[float64](k, in, out[0])
+	case nd.Int8:
+		clipRun[int8](k, in, out[0])
+	case nd.Int16:
+		clipRun[int16](k, in, out[0])
+	case nd.Int32:
+		clipRun[int32](k, in, out[0])
+	case nd.Int64:
+		clipRun[int64](k, in, out[0])
+	case nd.Uint8:
+		clipRun[uint8](k, in, out[0])
+	case nd.Uint16:
+		clipRun[uint16](k, in, out[0])
+	case nd.Uint32:
+		clipRun[uint32](k, in, out[0])
+	case nd.Uint64:
+		clipRun[uint64](k, in, out[0])
+	default:
+		return fmt.Errorf("input type %v is not supported", in[0].Type)
+	}
+	return nil
+}
+
+func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
+	lo, hi := lowest[T](), highest[T]()
+	if k.inputs {
+		if len(in) > 1 && in[1].Type != nd.Undefined {
+			lo = nd.MustAs[T](in[1])[0]
+		}
+		if len(in) > 2 && in[2].Type != nd.Undefined {
+			hi = nd.MustAs[T](in[2])[0]
+		}
+	} else {
+		// Attributes (float types only): T is float32 or float64.
+		if k.hasLo {
+			lo = T(k.lo)
+		}
+		if k.hasHi {
+			hi = T(k.hi)
+		}
+	}
+	x, y := nd.MustAs[T](in[0]), nd.MustAs[T](out)
+	if lo != lo || hi != hi { // a NaN bound: Max or Min with NaN is NaN
+		nan := lo
+		if hi != hi {
+			nan = hi
+		}
+		for i := range y {
+			y[i] = nan
+		}
+		return
+	}
+	ParallelFor(len(x), 1, func(l, h int) {
+		xs, ys := x[l:h], y[l:h]
+		for i, v := range xs {
+			if v < lo {
+				v = lo
+			}
+			if v > hi {
+				v = hi
+			}
+			ys[i] = v
+		}
+	})
+}
+
+// lowest and highest are T's extreme values (-Inf and +Inf for floats:
+// no bound).
+func lowest[T ewNum]() T {
+	var z T
+	switch any(z).(type) {
+	case float32, float64:
+		return T(math.Inf(-1))
+	case int8, int16, int32, int64:
+		return -highest[T]() - 1
+	}
+	return 0
+}
+
+func highest[T ewNum]() T {
+	var z T
+	var m int64
+	switch any(z).(type) {
+	case float32, float64:
+		return T(math.Inf(1))
+	case int8:
+		m = math.MaxInt8
+	case int16:
+		m = math.MaxInt16
+	case int32:
+		m = math.MaxInt32
+	case int64:
+		m = math.MaxInt64
+	default: // unsigned: all ones
+		u := ^uint64(0)
+		return T(u)
+	}
+	return T(m)
+}

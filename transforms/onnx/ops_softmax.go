@@ -1,0 +1,215 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// Softmax and LogSoftmax (opsets 1, 11, 13).
+//
+// Before opset 13 the input is coerced to a matrix at axis (default 1):
+// the dimensions before axis are rows, those from axis on the columns that
+// one softmax spans. From 13 the softmax runs along the one axis (default
+// -1), every other dimension independent. Both subtract the maximum
+// before exponentiating (so large inputs do not overflow) and sum the
+// exponentials in float64; LogSoftmax is x - max - log(sum). A row holding
+// NaN, or +Inf, or only -Inf gives NaN (as the definition computed in
+// float64 does).
+
+func init() {
+	RegisterOp(OpDef{Name: "Softmax", Versions: []int{1, 11, 13}, New: newSoftmax(false)})
+	RegisterOp(OpDef{Name: "LogSoftmax", Versions: []int{1, 11, 13}, New: newSoftmax(true)})
+}
+
+type softmaxKernel struct {
+	name   string
+	log    bool
+	coerce bool // opset < 13: softmax over all dimensions from axis
+	axis   int64
+}
+
+func newSoftmax(log bool) func(n *Node) (Kernel, error) {
+	return func(n *Node) (Kernel, error) {
+		k := &softmaxKernel{name: n.Op, log: log, coerce: n.Since < 13}
+		def := int64(-1)
+		if k.coerce {
+			def = 1
+		}
+		k.axis = n.Attrs.Int("axis", def)
+		return k, n.CheckArity(1, 1, 1, 1)
+	}
+}
+
+// split returns the rows, the length of one softmax and the stride between
+// its values (the product of the dimensions after the axis, 1 when
+// coerced).
+func (k *softmaxKernel) split(shape []int) (outer, n, inner int, err error) {
+	rank := len(shape)
+	if k.coerce {
+		// The 2-D coercion also defines axis = rank: softmaxes of one value.
+		axis := int(k.axis)
+		if axis < 0 {
+			axis += rank
+		}
+		if axis < 0 || axis > rank {
+			return 0, 0, 0, fmt.Errorf("axis %d is out of range for rank %d", k.axis, rank)
+		}
+		return dimsProduct(shape[:axis]), dimsProduct(shape[axis:]), 1, nil
+	}
+	axis, err := NormAxis(int(k.axis), rank)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return dimsProduct(shape[:axis]), shape[axis], dimsProduct(shape[axis+1:]), nil
+}
+
+func dimsProduct(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+func (k *softmaxKernel) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	if !x.Type.IsFloat() {
+		return nil, fmt.Errorf("%s of %v: takes a float type", k.name, x.Type)
+	}
+	if _, _, _, err := k.split(x.Shape); err != nil {
+		return nil, err
+	}
+	return []Meta{{Type: x.Type, Shape: x.Shape}}, nil
+}
+
+func (k *softmaxKernel) Run(in, out []nd.Array) error {
+	outer, n, inner, err := k.split(in[0].Shape)
+	if err != nil {
+		return err
+	}
+	switch in[0].Type {
+	case nd.Float32:
+		softmax(nd.MustAs[float32](in[0]), nd.MustAs[float32](out[0]), outer, n, inner, k.log)
+	case nd.Float64:
+		softmax(nd.MustAs[float64](in[0]), nd.MustAs[float64](out[0]), outer, n, inner, k.log)
+	default:
+		return fmt.Errorf("%s of %v is not supported", k.name, in[0].Type)
+	}
+	return nil
+}
+
+// softmax computes softmaxes of n values at stride inner, outer*inner of
+// them.
+func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
+	if len(x) == 0 {
+		return
+	}
+	if inner == 1 {
+		ParallelFor(outer, 12*n, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				softmaxRow(x[r*n:(r+1)*n], y[r*n:(r+1)*n], log)
+			}
+		})
+		return
+	}
+	// Along a strided axis: each block of n x inner values is n rows; a
+	// segment of columns is reduced row by row (contiguous reads).
+	split := (inner + ewSegment - 1) / ewSegment
+	seg := (inner + split - 1) / split
+	ParallelFor(outer*split, 12*n*seg, func(lo, hi int) {
+		m := make([]T, seg)
+		s := make([]float64, seg)
+		for t := lo; t < hi; t++ {
+			b, p := t/split, t%split
+			j0, j1 := p*seg, min(inner, (p+1)*seg)
+			xb, yb := x[b*n*inner:(b+1)*n*inner], y[b*n*inner:(b+1)*n*inner]
+			softmaxCols(xb, yb, n, inner, j0, j1, m[:j1-j0], s[:j1-j0], log)
+		}
+	})
+}
+
+// softmaxRow is the softmax of the contiguous x, into y.
+func softmaxRow[T ewFloat](x, y []T, log bool) {
+	y = y[:len(x)]
+	m := T(math.Inf(-1))
+	for _, v := range x {
+		m = maxNaN(m, v)
+	}
+	for i, v := range x {
+		y[i] = v - m
+	}
+	expInPlace(y)
+	sum := reduceRow[T, float64](redSum, y, 0)
+	if log {
+		ls := T(math.Log(sum))
+		for i, v := range x {
+			y[i] = (v - m) - ls
+		}
+		return
+	}
+	inv := T(1 / sum)
+	for i := range y {
+		y[i] *= inv
+	}
+}
+
+// softmaxCols computes the softmaxes of columns [j0, j1) of the n rows of
+// x (rows of length inner), into y; m and s are scratch of j1-j0.
+func softmaxCols[T ewFloat](x, y []T, n, inner, j0, j1 int, m []T, s []float64, log bool) {
+	for j := range m {
+		m[j] = T(math.Inf(-1))
+		s[j] = 0
+	}
+	for a := range n {
+		for j, v := range x[a*inner+j0 : a*inner+j1] {
+			m[j] = maxNaN(m[j], v)
+		}
+	}
+	for a := range n {
+		xr, yr := x[a*inner+j0:a*inner+j1], y[a*inner+j0:a*inner+j1]
+		for j, v := range xr {
+			yr[j] = v - m[j]
+		}
+		expInPlace(yr)
+		for j, v := range yr {
+			s[j] += float64(v)
+		}
+	}
+	if log {
+		for j := range s {
+			s[j] = math.Log(s[j])
+		}
+		for a := range n {
+			xr, yr := x[a*inner+j0:a*inner+j1], y[a*inner+j0:a*inner+j1]
+			for j, v := range xr {
+				yr[j] = (v - m[j]) - T(s[j])
+			}
+		}
+		return
+	}
+	for j := range s {
+		s[j] = 1 / s[j]
+	}
+	for a := range n {
+		yr := y[a*inner+j0 : a*inner+j1]
+		for j := range yr {
+			yr[j] *= T(s[j])
+		}
+	}
+}
+
+// expInPlace replaces each value by its exponential (expf for float32).
+func expInPlace[T ewFloat](v []T) {
+	switch s := any(v).(type) {
+	case []float32:
+		for i, x := range s {
+			s[i] = expf(x)
+		}
+	case []float64:
+		for i, x := range s {
+			s[i] = math.Exp(x)
+		}
+	}
+}
