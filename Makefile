@@ -107,7 +107,7 @@ vet-cuda:
 ## test-cuda: the launch tests of the step families with -tags cuda (no GPU; needs the CUDA environment)
 test-cuda:
 	$(CUDA_ENV)
-	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/
+	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/ ./transforms/onnx/
 
 ## ptx: regenerate every committed kernels.ptx from its kernels.cu (cmd/beamgpu-ptx; fetches nvcc once)
 ptx:
