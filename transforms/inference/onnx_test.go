@@ -148,7 +148,9 @@ func (gpuPresent) Available() (bool, string) { return true, "" }
 // a user's own operator would be): y = 2x.
 type twice struct{}
 
-func (twice) Infer(in []onnx.Meta) ([]onnx.Meta, error) { return []onnx.Meta{{Type: in[0].Type, Shape: in[0].Shape}}, nil }
+func (twice) Infer(in []onnx.Meta) ([]onnx.Meta, error) {
+	return []onnx.Meta{{Type: in[0].Type, Shape: in[0].Shape}}, nil
+}
 
 func (twice) Run(in, out []nd.Array) error {
 	y := nd.MustAs[float32](out[0])
