@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/onnx/internal/kernelemu"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -210,4 +212,31 @@ func TestLaunchRunGatherOutOfRange(t *testing.T) {
 	_, err = launch(0, 3)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "index 3 (element 1 of indices) is out of range for axis 0 of size 3")
+}
+
+// The Fashion-MNIST CNN on the emulated device: wholly on it, the same
+// classes as the CPU for 100 test images and logits within the step's
+// tolerance.
+func TestDeviceFashionCNN(t *testing.T) {
+	dev := emulator(t)
+	m, err := onnx.Load(t.Context(), fashionCNN)
+	require.NoError(t, err)
+	images, err := tensor.ReadImagesSize(filepath.Join(fashionDir, "t10k-images-idx3-ubyte.gz"), 28, 28)
+	require.NoError(t, err)
+	const rows = 100
+	x := nd.Zeros(nd.Float32, rows, 1, 28, 28)
+	xs := nd.MustAs[float32](x)
+	for i, v := range images.X[:rows*784] {
+		xs[i] = v / 255
+	}
+	cpu, err := m.Run([]nd.Array{x})
+	require.NoError(t, err)
+	got, onHost, err := runOnDevice(dev, m, []nd.Array{x})
+	require.NoError(t, err)
+	assert.Empty(t, onHost)
+	require.NoError(t, onnx.CompareOutputs(nil, onnx.Output{Outputs: cpu}, onnx.Output{Outputs: got}))
+	cl, gl := nd.Float64s(cpu[0]), nd.Float64s(got[0])
+	for r := range rows {
+		assert.Equal(t, argmax(cl[r*10:(r+1)*10]), argmax(gl[r*10:(r+1)*10]), "image %d", r)
+	}
 }
