@@ -3,6 +3,8 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"log"
+	"strings"
 	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
@@ -429,7 +431,8 @@ func (p *Plan) residentConsts(c gpu.Call) (gpu.Ptr, error) {
 	})
 }
 
-// deviceState is what a model and a plan keep for the device.
+// deviceWeights and deviceConsts are what a model and a plan keep for the
+// device.
 type deviceWeights struct {
 	weightsOnce sync.Once
 	weights     devLayout
@@ -437,6 +440,7 @@ type deviceWeights struct {
 }
 
 type deviceConsts struct {
+	hostOnce   sync.Once // the log of the nodes run on the host, once per plan
 	constsOnce sync.Once
 	consts     devLayout
 	constAt    map[int]int64
@@ -456,7 +460,13 @@ func LaunchRun(c gpu.Call, in Input) (Output, error) {
 	if err != nil {
 		return Run(in)
 	}
-	outs, _, err := p.RunDevice(c, in.Inputs)
+	outs, run, err := p.RunDevice(c, in.Inputs)
+	if len(run.OnHost) > 0 {
+		p.hostOnce.Do(func() {
+			log.Printf("onnx: %s, inputs %s: %d node(s) ran on the host (types the device kernels do not take): %s",
+				in.Model.Name, in.ID(), len(run.OnHost), strings.Join(run.OnHost, ", "))
+		})
+	}
 	if errors.Is(err, errIndexRange) {
 		return Run(in)
 	}
