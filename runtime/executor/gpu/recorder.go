@@ -235,7 +235,7 @@ func GemmOperands(transA, transB bool, m, n, k int, lda int, strideA int64, ldb 
 		br, bc = n, k
 	}
 	if batch < 1 {
-		return spans, fmt.Errorf("%d products", batch)
+		return spans, fmt.Errorf("gpu: %d products", batch)
 	}
 	for i, op := range []struct {
 		name           string
@@ -243,14 +243,14 @@ func GemmOperands(transA, transB bool, m, n, k int, lda int, strideA int64, ldb 
 		stride         int64
 	}{{"A", ar, ac, lda, strideA}, {"B", br, bc, ldb, strideB}, {"C", m, n, ldc, strideC}} {
 		if op.rows < 1 || op.cols < 1 || op.ld < op.cols {
-			return spans, fmt.Errorf("%s is %dx%d with row stride %d", op.name, op.rows, op.cols, op.ld)
+			return spans, fmt.Errorf("gpu: %s is %dx%d with row stride %d", op.name, op.rows, op.cols, op.ld)
 		}
 		extent := int64(op.rows-1)*int64(op.ld) + int64(op.cols)
 		if op.stride < 0 {
-			return spans, fmt.Errorf("%s's stride is %d: strides must not be negative", op.name, op.stride)
+			return spans, fmt.Errorf("gpu: %s's stride is %d: strides must not be negative", op.name, op.stride)
 		}
 		if op.name == "C" && batch > 1 && op.stride < extent {
-			return spans, fmt.Errorf("the matrices of C are %d elements apart and span %d each: they overlap", op.stride, extent)
+			return spans, fmt.Errorf("gpu: the matrices of C are %d elements apart and span %d each: they overlap", op.stride, extent)
 		}
 		spans[i] = int64(batch-1)*op.stride + extent
 	}
@@ -260,7 +260,7 @@ func GemmOperands(transA, transB bool, m, n, k int, lda int, strideA int64, ldb 
 func (r *Recorder) checkGemm(what string, transA, transB bool, m, n, k int, a Ptr, lda int, strideA int64, b Ptr, ldb int, strideB int64, c Ptr, ldc int, strideC int64, batch int) error {
 	spans, err := GemmOperands(transA, transB, m, n, k, lda, strideA, ldb, strideB, ldc, strideC, batch)
 	if err != nil {
-		return fmt.Errorf("gpu: %s: %w", what, err)
+		return fmt.Errorf("%w (%s)", err, what)
 	}
 	for i, p := range []Ptr{a, b, c} {
 		if _, err := r.span(p, 4*spans[i]); err != nil {

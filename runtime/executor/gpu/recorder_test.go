@@ -66,7 +66,7 @@ func TestRecorderChecksLaunches(t *testing.T) {
 	require.NoError(t, r.Gemm(false, false, 2, 2, 3, a, 3, b, 2, c, 2))
 	require.NoError(t, r.Gemm(true, true, 2, 2, 3, b, 2, a, 3, c, 2))
 	assert.ErrorContains(t, r.Gemm(false, false, 3, 2, 3, a, 3, b, 2, c, 2), "gemm: A")
-	assert.ErrorContains(t, r.Gemm(false, false, 2, 2, 3, a, 3, b, 2, c, 1), "gemm: C is 2x2 with row stride 1")
+	assert.ErrorContains(t, r.Gemm(false, false, 2, 2, 3, a, 3, b, 2, c, 1), "gpu: C is 2x2 with row stride 1 (gemm)")
 
 	out := make([]float32, 3)
 	require.NoError(t, gpu.Download(r, out, x))
