@@ -456,3 +456,33 @@ func (d *Device) Launch(ctx context.Context, op string, output func(n int) ([]by
 	c.finish()
 	return err // its errors match protocol.ErrOutOfMemory and ErrFatal as they are
 }
+
+// Visible returns how many GPUs the process can see (those
+// CUDA_VISIBLE_DEVICES lists, in its order, or all), after checking that
+// the list names no GPU that does not exist: the driver stops the list at
+// the first such entry, hiding the ones after it, so a list longer than
+// what the driver sees is an error naming it.
+func Visible() (int, error) {
+	if err := CheckDriver(cu.Version(), ReadDriverVersion()); err != nil {
+		return 0, err
+	}
+	n, err := cu.NumDevices()
+	if err != nil {
+		return 0, classify("count the devices", err)
+	}
+	if v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES"); set {
+		listed := 0
+		for _, e := range strings.Split(v, ",") {
+			if strings.TrimSpace(e) != "" {
+				listed++
+			}
+		}
+		if listed > n {
+			return 0, fmt.Errorf("no device visible as listed: CUDA_VISIBLE_DEVICES=%q lists %d device(s), the driver sees %d: an entry names a GPU that does not exist (the driver ignores it and every entry after it)", v, listed, n)
+		}
+	}
+	if n == 0 {
+		return 0, errors.New("no device visible: the driver reports 0 GPUs")
+	}
+	return n, nil
+}
