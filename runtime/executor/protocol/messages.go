@@ -452,7 +452,13 @@ func Decode(t Type, p []byte) (Message, error) {
 				s := &r.Devices[i]
 				s.Ordinal = d.u32()
 				s.Name = d.str(MaxText)
-				s.Serving = d.u8() == 1
+				switch d.u8() {
+				case 0:
+				case 1:
+					s.Serving = true
+				default:
+					d.fail("serving flag not 0 or 1")
+				}
 				s.Failure = d.str(MaxText)
 				s.Batches, s.Bytes, s.BusyNS, s.BatchNS, s.SideFills, s.FailedBatches = d.u64(), d.u64(), d.u64(), d.u64(), d.u64(), d.u64()
 			}
