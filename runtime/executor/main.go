@@ -147,6 +147,7 @@ func serve(args []string, stderr io.Writer) int {
 	withParent := fs.Bool("exit_with_parent", true, "exit when the process that started this one exits")
 	grace := fs.Duration("shutdown_grace", 10*time.Second, "on SIGTERM or SIGINT, how long running batches may take to finish")
 	idle := fs.Duration("idle_timeout", server.DefaultIdleTimeout, "close a connection that sends nothing for this long after its handshake while none of its batches runs (0: never)")
+	only := fs.String("devices", os.Getenv(EnvDevices), "ordinals of the devices to place batches on, e.g. 0 or 0,2 (default: every device; $"+EnvDevices+"); the others are left out, as bench does to measure one device")
 	poison := fs.Bool("poison_outputs", false, "fill output buffers with 0xFF (NaN) before each op writes them, to catch outputs left unwritten (for equivalence tests)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: beamgpu-executor serve --socket=PATH [flags]\n\nFlags:\n")
@@ -193,7 +194,12 @@ func serve(args []string, stderr io.Writer) int {
 	if dev == "" {
 		devs = nil
 	}
-	srv, err := server.New(server.Config{Device: dev, Devices: devs, NoDevice: why, Ops: ops, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena, IdleTimeout: idleTimeout})
+	leftOut, err := parseOnly(*only, len(devs))
+	if err != nil {
+		fmt.Fprintf(stderr, "beamgpu-executor: --devices: %v\n", err)
+		return exitUsage
+	}
+	srv, err := server.New(server.Config{Device: dev, Devices: devs, NoDevice: why, Ops: ops, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena, IdleTimeout: idleTimeout, LeftOut: leftOut})
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
 		return exitFailed
@@ -272,6 +278,35 @@ func watchParent(stop chan<- string) {
 			return
 		}
 	}
+}
+
+// EnvDevices is the default of serve's --devices: the ordinals of the
+// devices batches are placed on.
+const EnvDevices = "BEAMGPU_EXECUTOR_DEVICES"
+
+// parseOnly parses --devices ("" for all) into the ordinals left out.
+func parseOnly(v string, n int) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	use := map[int]bool{}
+	for _, f := range strings.Split(v, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 0 {
+			return nil, fmt.Errorf("%q: want device ordinals separated by commas, e.g. 0,2", v)
+		}
+		if k >= n {
+			return nil, fmt.Errorf("%q: there is no device %d (%d device(s))", v, k, n)
+		}
+		use[k] = true
+	}
+	var out []int
+	for k := range n {
+		if !use[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // parseBytes parses a byte count: an integer with an optional unit (B, KB,

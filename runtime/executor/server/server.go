@@ -37,6 +37,10 @@ type Config struct {
 	// ones); nil means one, Device. With several, MaxConcurrent and
 	// MemoryBudget hold for each, and Device, if empty, sums them up.
 	Devices []string
+	// LeftOut are ordinals of Devices no batch is placed on (serve
+	// --devices; bench measures one device so): they are announced, and
+	// reported as not serving.
+	LeftOut []int
 	// NoDevice says why there is no device (Device empty), announced in the
 	// handshake so that the clients' reason for not using the GPU names it.
 	NoDevice string
@@ -122,6 +126,23 @@ func New(cfg Config) (*Server, error) {
 			d.mem = newWeighted(cfg.MemoryBudget)
 		}
 		s.devices = append(s.devices, d)
+	}
+	for _, k := range cfg.LeftOut {
+		if k < 0 || k >= len(s.devices) {
+			return nil, fmt.Errorf("executor: device %d left out: there are %d", k, len(s.devices))
+		}
+		d := s.devices[k]
+		if !d.dead {
+			d.dead, d.deadWhy = true, "left out (--devices)"
+			close(d.gone)
+		}
+	}
+	alive := false
+	for _, d := range s.devices {
+		alive = alive || !d.dead
+	}
+	if !alive {
+		return nil, errors.New("executor: every device is left out")
 	}
 	s.lastFatal = fmt.Errorf("%w: %w", errNoDevice, protocol.ErrFatal)
 	for _, op := range cfg.Ops {
