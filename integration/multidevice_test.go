@@ -159,7 +159,7 @@ func TestVirtualDeviceLostMidRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, stats, 3)
 	assert.False(t, stats[1].Serving, "device 1 taken out")
-	assert.Contains(t, stats[1].Failure, "virtual device 1 failed after 4 batches")
+	assert.Contains(t, stats[1].Failure, "virtual device 1 failed after 4 batch(es)")
 	assert.Equal(t, uint64(4), stats[1].Batches, "device 1 ran its 4 batches, then none")
 	assert.GreaterOrEqual(t, stats[1].FailedBatches, uint64(1))
 	assert.True(t, stats[0].Serving && stats[2].Serving)

@@ -81,7 +81,7 @@ func (f *failingDevice) check(ctx context.Context, op string) error {
 	defer f.mu.Unlock()
 	f.n++
 	if f.n > f.m {
-		return fmt.Errorf("%w: virtual device %d failed after %d batches (%s), in op %s", protocol.ErrFatal, f.k, f.m, EnvReferenceFailDevice, op)
+		return fmt.Errorf("%w: virtual device %d failed after %d batch(es) (%s), in op %s", protocol.ErrFatal, f.k, f.m, EnvReferenceFailDevice, op)
 	}
 	return nil
 }

@@ -23,16 +23,9 @@ type StepCounts struct {
 	Fallbacks int64
 }
 
-// DeviceCounts are what the GPU executors ran on one device (by its
-// ordinal in its executor; on a worker with several GPUs, one per GPU),
-// summed over the steps and the workers: batches, their bytes (inputs and
-// outputs) and the time they ran there.
-type DeviceCounts struct {
-	Device  int   `json:"device"`
-	Batches int64 `json:"batches"`
-	Bytes   int64 `json:"bytes"`
-	BusyNS  int64 `json:"busy_ns"`
-}
+// DeviceCounts are what the GPU executors ran on one device: the explain
+// report's (backend.DeviceCounts).
+type DeviceCounts = backend.DeviceCounts
 
 // Metrics is what a run's Beam metrics say: the counts of every step of the
 // explain report, in its order, and every other counter of namespace
