@@ -205,3 +205,54 @@ func TestVirtualDevicesSelftestAndBadValues(t *testing.T) {
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, `BEAMGPU_REFERENCE_FAIL_DEVICE="2:1": there is no device 2 (2 device(s)`)
 }
+
+// On a GPU machine (make gpu-test: $BEAMGPU_EXECUTOR is the CUDA build),
+// the executor serves every visible GPU and names each in selftest; with
+// CUDA_VISIBLE_DEVICES empty, or naming a GPU that does not exist, it says
+// "no device visible" (exit status 4), and a client's probe carries that
+// reason, so that --backend=auto runs on the CPU. Skipped without a CUDA
+// executor (not run on the development machine, which has no GPU).
+func TestCUDAVisibleDevices(t *testing.T) {
+	exe := os.Getenv(client.EnvPath)
+	if exe == "" {
+		t.Skip("needs the CUDA executor in $BEAMGPU_EXECUTOR (make gpu-test)")
+	}
+	run := func(visible *string, args ...string) (string, int) {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = os.Environ()
+		if visible != nil {
+			cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+*visible)
+		}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	out, code := run(nil, "selftest")
+	require.Equal(t, 0, code, out)
+	n := strings.Count(out, "\ndevice ")
+	require.Greater(t, n, 0, out)
+	for d := range n {
+		assert.Contains(t, out, fmt.Sprintf("\ndevice %d: GPU %d: ", d, d))
+	}
+	zero := "0"
+	out, code = run(&zero, "selftest")
+	assert.Equal(t, 0, code, out)
+	assert.Equal(t, 1, strings.Count(out, "\ndevice "), "CUDA_VISIBLE_DEVICES=0: one device")
+
+	empty, missing := "", "99"
+	for _, v := range []*string{&empty, &missing} {
+		out, code = run(v, "selftest")
+		assert.Equal(t, 4, code, out)
+		assert.Contains(t, out, "no device visible", "CUDA_VISIBLE_DEVICES=%q", *v)
+
+		t.Setenv("CUDA_VISIBLE_DEVICES", *v)
+		c := client.New(client.Config{Path: exe})
+		ok, why := c.Available()
+		c.Close()
+		assert.False(t, ok)
+		assert.Contains(t, why, "no device visible", "the reason auto gives for the CPU")
+	}
+}

@@ -470,19 +470,9 @@ func Visible() (int, error) {
 	if err != nil {
 		return 0, classify("count the devices", err)
 	}
-	if v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES"); set {
-		listed := 0
-		for _, e := range strings.Split(v, ",") {
-			if strings.TrimSpace(e) != "" {
-				listed++
-			}
-		}
-		if listed > n {
-			return 0, fmt.Errorf("no device visible as listed: CUDA_VISIBLE_DEVICES=%q lists %d device(s), the driver sees %d: an entry names a GPU that does not exist (the driver ignores it and every entry after it)", v, listed, n)
-		}
-	}
-	if n == 0 {
-		return 0, errors.New("no device visible: the driver reports 0 GPUs")
+	v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	if err := CheckVisible(v, set, n); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
