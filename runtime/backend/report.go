@@ -42,13 +42,15 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", d.Label(), d.Impl, op, d.Hints, d.Reason)
 	}
-	if len(r.Devices) > 0 {
-		fmt.Fprintln(tw, "  GPU DEVICE\tBATCHES\tMB\tBUSY S\t")
-		for _, d := range r.Devices {
-			fmt.Fprintf(tw, "  %d\t%d\t%.2f\t%.3f\t\n", d.Device, d.Batches, float64(d.Bytes)/1e6, float64(d.BusyNS)/1e9)
-		}
+	if err := tw.Flush(); err != nil || len(r.Devices) == 0 {
+		return err
 	}
-	return tw.Flush()
+	dw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(dw, "  GPU DEVICE\tBATCHES\tMB\tBUSY S\t")
+	for _, d := range r.Devices {
+		fmt.Fprintf(dw, "  %d\t%d\t%.2f\t%.3f\t\n", d.Device, d.Batches, float64(d.Bytes)/1e6, float64(d.BusyNS)/1e9)
+	}
+	return dw.Flush()
 }
 
 // WriteJSON writes the report as indented JSON.
