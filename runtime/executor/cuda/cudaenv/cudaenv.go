@@ -40,10 +40,14 @@ func init() {
 	if r == 0 {
 		return
 	}
-	why := fmt.Sprintf("cuInit: %s", C.GoString(C.beamgpu_init_error(r)))
+	why := fmt.Sprintf("cuInit: %s (%d)", C.GoString(C.beamgpu_init_error(r)), int(r))
 	v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
 	if r != C.CUDA_ERROR_NO_DEVICE {
-		fmt.Fprintf(os.Stderr, "beamgpu-executor: no usable device: the CUDA driver does not start (%s; CUDA_VISIBLE_DEVICES=%q)\n", why, v)
+		list := "CUDA_VISIBLE_DEVICES not set"
+		if set {
+			list = fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q", v)
+		}
+		fmt.Fprintf(os.Stderr, "beamgpu-executor: no usable device: the CUDA driver does not start (%s; %s)\n", why, list)
 		os.Exit(ExitNoDevice)
 	}
 	switch {
