@@ -13,7 +13,7 @@ import (
 // naming the list. It is pure Go, so it is tested without a GPU.
 func CheckVisible(list string, set bool, seen int) error {
 	if set && strings.TrimSpace(list) == "" {
-		return errors.New("no device visible: CUDA_VISIBLE_DEVICES is set and empty")
+		return errors.New("cuda: no device visible: CUDA_VISIBLE_DEVICES is set and empty")
 	}
 	if set {
 		listed := 0
@@ -23,14 +23,14 @@ func CheckVisible(list string, set bool, seen int) error {
 			}
 		}
 		if seen == 0 {
-			return fmt.Errorf("no device visible: CUDA_VISIBLE_DEVICES=%q names no GPU that exists on this machine", list)
+			return fmt.Errorf("cuda: no device visible: CUDA_VISIBLE_DEVICES=%q names no GPU that exists on this machine", list)
 		}
 		if listed > seen {
-			return fmt.Errorf("no device visible as listed: CUDA_VISIBLE_DEVICES=%q lists %d device(s), the driver sees %d: an entry names a GPU that does not exist (the driver ignores it and every entry after it)", list, listed, seen)
+			return fmt.Errorf("cuda: no device visible as listed: CUDA_VISIBLE_DEVICES=%q lists %d device(s), the driver sees %d: an entry names a GPU that does not exist (the driver ignores it and every entry after it)", list, listed, seen)
 		}
 	}
 	if seen == 0 {
-		return errors.New("no device visible: the driver reports 0 GPUs")
+		return errors.New("cuda: no device visible: the driver reports 0 GPUs")
 	}
 	return nil
 }
