@@ -262,3 +262,20 @@ func TestLanesAndBudgetArePerDevice(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(4), g2.peak.Load(), "2 lanes on each of 2 devices")
 }
+
+// Devices left out (serve --devices) get no batch and are reported as not
+// serving; leaving every device out is an error.
+func TestLeftOutDevicesGetNoBatch(t *testing.T) {
+	r := start(t, server.Config{Devices: deviceNames(3), LeftOut: []int{0, 2}, Ops: []server.Op{&whereOp{}}})
+	byAnswer, _, _ := callMany(t, r.cl, 12, 3, nil)
+	assert.Equal(t, map[int]int{1: 12}, byAnswer)
+	st := r.srv.Devices()
+	assert.False(t, st[0].Serving)
+	assert.Equal(t, "left out (--devices)", st[0].Failure)
+	assert.True(t, st[1].Serving)
+
+	_, err := server.New(server.Config{Devices: deviceNames(2), LeftOut: []int{0, 1}})
+	assert.ErrorContains(t, err, "every device is left out")
+	_, err = server.New(server.Config{Devices: deviceNames(2), LeftOut: []int{2}})
+	assert.ErrorContains(t, err, "device 2 left out: there are 2")
+}
