@@ -51,8 +51,14 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 	m := Metrics{Counters: map[string]int64{}}
 	byStep := map[string]*StepCounts{}
 	byDevice := map[int]*DeviceCounts{}
+	// A step with several uses (the onnx step, once per model) has a
+	// decision per use and one for the step itself; its counts are the
+	// step's, once, with the implementation of its first decision (the
+	// pipeline's use, resolved as it was built).
 	for _, d := range report.Decisions {
-		byStep[d.Step] = &StepCounts{Step: d.Step, Impl: d.Impl}
+		if byStep[d.Step] == nil {
+			byStep[d.Step] = &StepCounts{Step: d.Step, Impl: d.Impl}
+		}
 	}
 	all := res.Metrics().AllMetrics()
 	for _, c := range all.Counters() {
@@ -100,8 +106,12 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 			sc.KernelNS += d.Result().Sum
 		}
 	}
+	listed := map[string]bool{}
 	for _, d := range report.Decisions {
-		m.Steps = append(m.Steps, *byStep[d.Step])
+		if !listed[d.Step] {
+			listed[d.Step] = true
+			m.Steps = append(m.Steps, *byStep[d.Step])
+		}
 	}
 	m.CPUInsteadOfGPU = CPUInsteadOfGPU(report)
 	for _, dc := range byDevice {
