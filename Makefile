@@ -121,13 +121,14 @@ ptx-check:
 
 ## gpu-test: on a GPU machine: the CUDA executor's selftest, the device tests, every step against the CUDA executor
 # Builds the CUDA executor, runs its selftest,
-# the device tests and the equivalence tests of every step against it
+# the device tests and the equivalence tests of every step against it, and every ONNX conformance model on it
 gpu-test:
 	containers/build-cuda.sh --out out/bin
 	out/bin/beamgpu-executor selftest
 	eval "$$(containers/cuda-headers.sh)"; CGO_ENABLED=1 CGO_CFLAGS="$$CGO_CFLAGS" CGO_LDFLAGS="$$CGO_LDFLAGS" \
 		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
 	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
+	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v -run TestExecutorServesOnnxRun ./transforms/onnx/
 
 ## gpu-bench: the GPU benchmark (beamgpu-executor bench): ceilings, transport, every GPU step against its floor
 # The machine's ceilings, the transport, and every
