@@ -115,7 +115,7 @@ vet-cuda:
 ## test-cuda: the launch tests of the step families with -tags cuda (no GPU; needs the CUDA environment)
 test-cuda:
 	$(CUDA_ENV)
-	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/
+	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/ ./transforms/onnx/
 
 ## ptx: regenerate every committed kernels.ptx from its kernels.cu (cmd/beamgpu-ptx; fetches nvcc once)
 ptx:
@@ -129,13 +129,14 @@ ptx-check:
 
 ## gpu-test: on a GPU machine: the CUDA executor's selftest, the device tests, every step against the CUDA executor
 # Builds the CUDA executor, runs its selftest,
-# the device tests and the equivalence tests of every step against it
+# the device tests and the equivalence tests of every step against it, and every ONNX conformance model on it
 gpu-test:
 	containers/build-cuda.sh --out out/bin
 	out/bin/beamgpu-executor selftest
 	eval "$$(containers/cuda-headers.sh)"; CGO_ENABLED=1 CGO_CFLAGS="$$CGO_CFLAGS" CGO_LDFLAGS="$$CGO_LDFLAGS" \
 		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
 	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
+	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v -run TestExecutorServesOnnxRun ./transforms/onnx/
 
 ## gpu-bench: the GPU benchmark (beamgpu-executor bench): ceilings, transport, every GPU step against its floor
 # The machine's ceilings, the transport, and every
@@ -152,14 +153,15 @@ gpu-bench:
 		out/bin/beamgpu-executor bench --size=ci $(BENCH_ARGS); \
 	fi
 
-## gpu-bench-peer: PyTorch on the same GPU for the same shapes (containers/gpu/torch_peer.py)
+## gpu-bench-peer: PyTorch on the same GPU for the same shapes (containers/gpu/torch_peer.py), and the ONNX models against it
 # Where python3
 # has PyTorch and a GPU; FASHION_DIR=... adds kNN on the real Fashion-MNIST files
 FASHION_DIR ?=
 gpu-bench-peer:
 	@python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || \
 		{ echo "gpu-bench-peer: needs python3 with PyTorch and a CUDA GPU (none here)" >&2; exit 1; }
-	python3 containers/gpu/torch_peer.py $(FASHION_DIR)
+	containers/build-cuda.sh --out out/bin
+	containers/gpu/onnx_bench.sh out/bin/beamgpu-executor $(FASHION_DIR)
 
 ## plan: write a reviewable Dataflow plan of each of PIPELINES, offline, into PLAN_DIR/<pipeline>
 # Files:

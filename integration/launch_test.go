@@ -323,6 +323,27 @@ func TestPlanGPUSharing(t *testing.T) {
 	assert.Equal(t, "processes=4,max_concurrent=1,memory_fraction=0.8", opts["beamgpu_gpu_sharing"], "the workers get the sharing as a pipeline option")
 }
 
+// On a worker with several GPUs every executor uses all of them, each GPU
+// shared by all the worker's SDK processes: the budget and the concurrent
+// batches hold per GPU, and the plan says how many GPUs a worker has
+// (whole-pipeline GPU: the worker accelerator's count; right fitting: the
+// hint's).
+func TestPlanGPUSharingOnSeveralGPUs(t *testing.T) {
+	p := plan(t, "landsat", "--sdk_container_image="+image, "--gpu_processes=2", "--worker_machine_type=a2-highgpu-4g",
+		"--worker_accelerator=type:nvidia-tesla-a100;count:4;install-nvidia-driver")
+	require.NotNil(t, p.plan.Sharing)
+	assert.Equal(t, 4, p.plan.Sharing.GPUs)
+	assert.Equal(t, 2, p.plan.Sharing.Processes)
+	assert.Equal(t, 1, p.plan.Sharing.MaxConcurrent)
+	txt, _ := os.ReadFile(filepath.Join(p.dir, launch.FilePlanText))
+	assert.Contains(t, string(txt), "GPU sharing: 4 GPU(s) per worker, each shared by 2 SDK process(es) (--gpu_processes)")
+	assert.Contains(t, string(txt), "on each: memory budget 0.4 of the GPU's memory (0.8 over 2), at most 1 batch(es) at once (4 on the worker's 4 GPU(s))")
+
+	rf := plan(t, "landsat", "--sdk_container_image="+image, "--gpu_accelerator=type:nvidia-l4;count:2;install-nvidia-driver:5xx")
+	require.NotNil(t, rf.plan.Sharing)
+	assert.Equal(t, 2, rf.plan.Sharing.GPUs, "the right-fitted environment's hint")
+}
+
 // Nothing in a plan is a credential: a service-account key named by
 // GOOGLE_APPLICATION_CREDENTIALS is never read into it.
 func TestPlanHoldsNoCredentials(t *testing.T) {

@@ -91,3 +91,20 @@ if d and os.path.exists(os.path.join(d, 'train-images-idx3-ubyte')):
     t = wall(full, reps=5)
     print(f'knn Fashion full (host arrays -> predictions on host): first {1e3*(t1-t0):.0f} ms, median {t*1e3:.1f} ms, accuracy {(p==tel).mean():.4f}')
     if save: np.save(save, p)
+# The ONNX models of transforms/onnx/testdata/models (containers/onnx/export_models.py builds them, seeded), in
+# PyTorch eager at batch 256, host to host (the input from a host array, the logits back in one): the peer of
+# 'BEAMGPU_BENCH_ONNX=<model> beamgpu-executor bench --steps=onnx' (containers/gpu/onnx_bench.sh prints both).
+# Needs torchvision and onnx (export_models imports them); lines 'peer onnx NAME MS' are for the script.
+try:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'onnx'))
+    import export_models
+except ImportError as e:
+    print(f'onnx models: skipped ({e}: install python3-torchvision and python3-onnx)')
+else:
+    for name, module, x in export_models.make_models():
+        module.eval().to(dev)
+        xb = torch.from_numpy(np.repeat(x[:1], 256, axis=0))
+        with torch.no_grad():
+            t = wall(lambda: module(xb.to(dev)).cpu(), reps=10, warm=3)
+        print(f'peer onnx {name} {t*1e3:.3f}')
+        print(f'onnx {name} batch 256 host->host (PyTorch eager): {t*1e3:.2f} ms')

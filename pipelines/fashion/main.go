@@ -1,8 +1,10 @@
 // Command fashion classifies Fashion-MNIST images on Apache Beam.
 //
 // It classifies with beamgpu's tensor steps: an MLP through RunInference
-// (the default, with the model trained by ./train and shipped in data/) or
-// brute-force k-nearest-neighbours against the training set.
+// (the default, with the model trained by ./train and shipped in data/),
+// brute-force k-nearest-neighbours against the training set, or an ONNX
+// model (the CNN shipped in data/, or --model_path) through
+// inference.RunONNX and inference.Classify.
 //
 // With no flags it classifies the embedded 10,000-image test set on Beam's
 // local runner (prism) and writes to out/fashion. Inputs, the model and the
@@ -33,18 +35,23 @@ import (
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/job"
+	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"
+	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 )
 
-//go:embed data/t10k-images-idx3-ubyte.gz data/t10k-labels-idx1-ubyte.gz data/mlp-784-256-128-10.bgmlp
+//go:embed data/t10k-images-idx3-ubyte.gz data/t10k-labels-idx1-ubyte.gz data/mlp-784-256-128-10.bgmlp data/cnn-fashion.onnx
 var embedded embed.FS
 
-const shippedModel = "mlp-784-256-128-10.bgmlp"
+const (
+	shippedModel = "mlp-784-256-128-10.bgmlp"
+	shippedONNX  = "cnn-fashion.onnx"
+)
 
 // embeddedScheme names the data embedded in this binary: the test set and
 // the shipped model. Every worker runs this binary, so embedded:// paths
@@ -55,6 +62,7 @@ const embeddedScheme = "embedded://"
 const (
 	embeddedImages = embeddedScheme + "t10k-images-idx3-ubyte.gz"
 	embeddedModel  = embeddedScheme + shippedModel
+	embeddedONNX   = embeddedScheme + shippedONNX
 )
 
 func embeddedPath(name string) string { return "data/" + strings.TrimPrefix(name, embeddedScheme) }
@@ -96,8 +104,8 @@ func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
 var (
 	input      = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
 	output     = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
-	model      = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference) or knn (k-nearest neighbours against the training set)")
-	modelPath  = flag.String("model_path", "", "MLP model file (local or gs://) written by ./pipelines/fashion/train; empty: the shipped "+embeddedModel)
+	model      = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference), knn (k-nearest neighbours against the training set) or onnx (the shipped CNN or a --model_path ONNX model taking [N,1,28,28] pixels/255, through RunONNX and Classify)")
+	modelPath  = flag.String("model_path", "", "model file (local or gs://): with --model=mlp one written by ./pipelines/fashion/train (empty: the shipped "+embeddedModel+"); with --model=onnx an ONNX model (empty: the shipped "+embeddedONNX+")")
 	dataDir    = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
 	k          = flag.Int("k", 5, "neighbours of --model=knn")
 	weights    = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
@@ -151,6 +159,9 @@ func pipeline(configure func() (Config, error), sum *summary) job.Pipeline {
 				return err
 			}
 			c.Steps = append(c.Steps, r.Options()...)
+			if err := c.checkONNX(); err != nil {
+				return err
+			}
 			cfg = c
 			Build(s, cfg)
 			return nil
@@ -164,16 +175,16 @@ func pipeline(configure func() (Config, error), sum *summary) job.Pipeline {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP or k-nearest neighbours).
+	fmt.Fprintf(w, `fashion: classify Fashion-MNIST images on Apache Beam (MLP, k-nearest neighbours or an ONNX model).
 
-Usage: fashion [--input=PATH] [--output=DIR] [--model=mlp|knn] [--backend=auto|cpu|gpu|stub] [Beam flags]
+Usage: fashion [--input=PATH] [--output=DIR] [--model=mlp|knn|onnx] [--backend=auto|cpu|gpu|stub] [Beam flags]
 
 With no --input it classifies the embedded 10,000-image test set with the shipped MLP.
 It runs on Beam's local runner (prism) unless --runner says otherwise.
-Steps (for --backend_override): %s with --model=mlp, %s with --model=knn.
+Steps (for --backend_override): %s with --model=mlp, %s with --model=knn, %s with --model=onnx.
 On Dataflow, --input, --output, --model_path and --data_dir are gs:// paths (the embedded data needs none).
 To train a model: go run ./pipelines/fashion/train --help
-`, stepNames(ModelMLP), stepNames(ModelKNN))
+`, stepNames(ModelMLP), stepNames(ModelKNN), stepNames(ModelONNX))
 }
 
 // stepNames lists the steps of the pipeline of model.
@@ -194,6 +205,8 @@ func workerPaths() []job.Path {
 		paths = append(paths, job.Path{Flag: "model_path", Path: orDefault(*modelPath, embeddedModel)})
 	case ModelKNN:
 		paths = append(paths, job.Path{Flag: "data_dir", Path: *dataDir})
+	case ModelONNX:
+		paths = append(paths, job.Path{Flag: "model_path", Path: orDefault(*modelPath, embeddedONNX)})
 	}
 	return paths
 }
@@ -216,9 +229,9 @@ func configFromFlags() (Config, error) {
 		return cfg, fmt.Errorf("--batch_rows=%d --max_batch_rows=%d: want positive numbers", *batchRows, *maxBatch)
 	}
 	switch cfg.Model {
-	case ModelMLP, ModelKNN:
+	case ModelMLP, ModelKNN, ModelONNX:
 	default:
-		return cfg, fmt.Errorf("--model=%s: want mlp or knn", cfg.Model)
+		return cfg, fmt.Errorf("--model=%s: want mlp, knn or onnx", cfg.Model)
 	}
 	if cfg.Model == ModelKNN && *k <= 0 {
 		return cfg, fmt.Errorf("--k=%d: want a positive number of neighbours", *k)
@@ -231,21 +244,8 @@ func configFromFlags() (Config, error) {
 	}
 	cfg.RunID, cfg.Started, cfg.Args, cfg.AllowEmpty = jobfiles.NewRunID(), time.Now(), os.Args[1:], *allowEmpty
 	if flags.Launch.PlanOut == "" {
-		// Temporaries of outputs a killed run was writing (each output is
-		// written under a temporary name and renamed whole) go first.
-		if !strings.Contains(cfg.Output, "://") {
-			if stale, err := jobfiles.RemoveStale(cfg.Output); err != nil {
-				return cfg, fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
-			} else if len(stale) > 0 {
-				fmt.Fprintf(os.Stderr, "fashion: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
-			}
-		}
-		// The previous run's outputs go before anything runs: a run that
-		// fails leaves none that would look like its own.
-		for _, n := range outputFiles {
-			if err := jobfiles.Remove(context.Background(), jobfiles.Join(cfg.Output, n)); err != nil {
-				return cfg, fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
-			}
+		if err := jobfiles.PrepareOutput(context.Background(), "fashion", cfg.Output, outputFiles); err != nil {
+			return cfg, err
 		}
 	}
 	in := *input
@@ -256,11 +256,18 @@ func configFromFlags() (Config, error) {
 	if cfg.Model == ModelMLP && cfg.MLP == "" {
 		cfg.MLP = embeddedModel
 	}
+	if cfg.Model == ModelONNX {
+		cfg.MLP, cfg.ONNXBatching = orDefault(*modelPath, embeddedONNX), batch.Params{MinBatchSize: 1, MaxBatchSize: min(*maxBatch, maxONNXBatch)}
+	}
 	var err error
 	if cfg.Sources, err = discoverSources(in, *batchRows); err != nil {
 		return cfg, err
 	}
 	switch {
+	case cfg.Model == ModelONNX:
+		if cfg.ONNX, err = inference.ONNX(context.Background(), cfg.MLP); err != nil {
+			return cfg, fmt.Errorf("--model_path: %w", err)
+		}
 	case cfg.Model == ModelKNN:
 		if cfg.Reference, err = trainingSet(*dataDir, *batchRows); err != nil {
 			return cfg, err

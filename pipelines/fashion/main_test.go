@@ -23,6 +23,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -294,7 +295,7 @@ func TestFlagErrors(t *testing.T) {
 	*output = t.TempDir()
 	*model = "svm"
 	_, err := configFromFlags()
-	assert.EqualError(t, err, "--model=svm: want mlp or knn")
+	assert.EqualError(t, err, "--model=svm: want mlp, knn or onnx")
 	*model, *k = ModelKNN, 0
 	_, err = configFromFlags()
 	assert.EqualError(t, err, "--k=0: want a positive number of neighbours")
@@ -459,4 +460,45 @@ func TestExecutorGoneAtRunTime(t *testing.T) {
 	for _, f := range readFailures(t, cfg.Output) {
 		assert.Contains(t, f.Reason, "GPU unavailable")
 	}
+}
+
+// --model=onnx: the shipped CNN (embedded) classifies the 10,000 test images
+// through RunONNX and Classify with accuracy 0.91 or better on every backend:
+// the CPU, and auto and gpu with the reference executor (every operator of
+// the CNN has a GPU kernel, so both run it there).
+// --model_path names another ONNX model.
+func TestONNXModelAccuracy(t *testing.T) {
+	ctx := context.Background()
+	srcs, err := discoverSources(embeddedImages, 256)
+	require.NoError(t, err)
+	h, err := inference.ONNX(ctx, embeddedONNX)
+	require.NoError(t, err)
+	cfg := Config{Sources: srcs, Model: ModelONNX, MLP: embeddedONNX, ONNX: h}
+	require.Empty(t, h.Model().OpsWithoutGPU())
+	for _, kind := range []backend.Kind{backend.CPU, backend.Auto, backend.GPU} {
+		sel, err := backend.New(backend.Config{Default: kind, Steps: append(step.Backends(tensor.StepDecode, tensor.StepStandardize), h.Use()),
+			Executor: steptest.UseExecutor()})
+		require.NoError(t, err)
+		sum, _ := runOutputs(t, cfg, sel)
+		assert.Equal(t, 10000, sum.In, kind)
+		assert.Equal(t, 10000, sum.Predicted, kind)
+		require.NotNil(t, sum.Accuracy)
+		assert.GreaterOrEqual(t, *sum.Accuracy, 0.91, kind)
+		t.Logf("%s: accuracy %.4f", kind, *sum.Accuracy)
+		for _, st := range sum.Steps {
+			if st.Step == onnx.StepRun.Name() && kind != backend.CPU {
+				assert.Equal(t, backend.GPU, st.Impl, kind)
+			}
+		}
+	}
+	*model, *modelPath, *output = ModelONNX, "data/cnn-fashion.onnx", t.TempDir()
+	defer func() { *model, *modelPath, *output = ModelMLP, "", "out/fashion" }()
+	c, err := configFromFlags()
+	require.NoError(t, err)
+	assert.Equal(t, "data/cnn-fashion.onnx", c.MLP)
+	require.NotNil(t, c.ONNX)
+	assert.Equal(t, h.Model().ID, c.ONNX.Model().ID, "the embedded model is the file's")
+	*modelPath = "data/" + shippedModel
+	_, err = configFromFlags()
+	assert.ErrorContains(t, err, "--model_path")
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,23 +20,33 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 )
 
 // The classifiers of --model.
 const (
-	ModelMLP = "mlp"
-	ModelKNN = "knn"
+	ModelMLP  = "mlp"
+	ModelKNN  = "knn"
+	ModelONNX = "onnx"
 )
+
+// maxONNXBatch bounds the rows of one call of an ONNX model (the CNN's
+// intermediate tensors grow with it: 256 rows, about 90 MB).
+const maxONNXBatch = 256
 
 // pipelineSteps are the steps Build builds for model, in their order: what
 // --backend_override and the explain report know.
 func pipelineSteps(model string) []step.Any {
-	if model == ModelKNN {
+	switch model {
+	case ModelKNN:
 		return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepKNN}
+	case ModelONNX:
+		return []step.Any{tensor.StepDecode, tensor.StepStandardize, onnx.StepRun}
 	}
 	return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP}
 }
@@ -46,10 +57,14 @@ type Config struct {
 	Sources []tensor.Source
 	// Output receives metrics.json, predictions.csv, confusion.png, failed.jsonl.
 	Output string
-	// Model is ModelMLP or ModelKNN.
+	// Model is ModelMLP, ModelKNN or ModelONNX.
 	Model string
-	// MLP is the model file of ModelMLP.
+	// MLP is the model file of ModelMLP or ModelONNX.
 	MLP string
+	// ONNX is the handler of ModelONNX's model, ONNXBatching its
+	// batching of rows (zero: up to maxONNXBatch rows).
+	ONNX         *inference.ONNXHandler
+	ONNXBatching batch.Params
 	// Reference is the labelled training set of ModelKNN.
 	Reference tensor.Source
 	KNN       tensorbeam.KNNParams
@@ -103,6 +118,8 @@ func Build(s beam.Scope, cfg Config) {
 		ref, refStdFailed := tensorbeam.StandardizeRows(rs, refRaw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
 		beam.ParDo0(rs, failOnReferenceError, beam.Flatten(rs, refDecodeFailed, refStdFailed))
 		preds, modelFailed = tensorbeam.KNNClassify(s, rows, ref, cfg.KNN, cfg.Steps...)
+	case ModelONNX:
+		preds, modelFailed = classifyONNX(s, rows, cfg)
 	default:
 		h := inference.MLPHandler{Path: cfg.MLP, Dims: imageDims}
 		preds, modelFailed = inference.RunInference(s, rows, h, cfg.Batching, cfg.Steps...)
@@ -121,12 +138,86 @@ func Build(s beam.Scope, cfg Config) {
 		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed), beam.AddFixedKey(rep, beam.Create(rep, 1))))
 }
 
+// checkONNX refuses, before the pipeline is built, an ONNX model that the
+// backend selector would put on the GPU where it cannot run (operators
+// without a GPU kernel under --backend=gpu); RunONNX would panic.
+func (c Config) checkONNX() error {
+	if c.Model != ModelONNX {
+		return nil
+	}
+	if c.ONNX == nil {
+		return fmt.Errorf("--model=onnx: no model loaded")
+	}
+	_, err := step.ResolveUse(onnx.StepRun, c.ONNX.Use(), c.Steps...)
+	return err
+}
+
+// classifyONNX classifies the standardized rows with the ONNX model of
+// cfg: each row an Example ([1,28,28], keyed by its source and label),
+// RunONNX, the top class of the first output (Classify), back to
+// Predictions of one row. A row the model or Classify fails is a failure
+// of one record.
+func classifyONNX(s beam.Scope, rows beam.PCollection, cfg Config) (preds, failed beam.PCollection) {
+	s = s.Scope("onnx")
+	ex := beam.ParDo(s, &rowsToExamplesFn{Input: cfg.ONNX.Model().Inputs[0].Name}, rows)
+	p := cfg.ONNXBatching
+	if p.MaxBatchSize == 0 {
+		p = batch.Params{MinBatchSize: 1, MaxBatchSize: maxONNXBatch}
+	}
+	results, runFailed := inference.RunONNX(s, ex, cfg.ONNX, p, cfg.Steps...)
+	classes, classFailed, err := inference.Classify(context.Background(), s, results, cfg.ONNX.Model().Outputs[0].Name, 1, "")
+	if err != nil {
+		panic(err) // k is 1 and there is no labels file: Classify cannot fail
+	}
+	preds = beam.ParDo(s, classToPredictions, classes)
+	failed = beam.ParDo(s, oneRecord, beam.Flatten(s, runFailed, classFailed))
+	return preds, failed
+}
+
+// rowsToExamplesFn turns a batch of standardized rows into one Example
+// per row: Key "source|label", Index the row's index in its source.
+type rowsToExamplesFn struct{ Input string }
+
+func (f *rowsToExamplesFn) ProcessElement(b tensor.Batch, emit func(inference.Example)) {
+	for i := 0; i < b.Rows; i++ {
+		label := int32(-1)
+		if b.Labels != nil {
+			label = b.Labels[i]
+		}
+		x := nd.Of(slices.Clone(b.Row(i)), 1, 28, 28)
+		emit(inference.Example{Key: b.Source + "|" + strconv.Itoa(int(label)), Index: int64(b.Offset + i),
+			Inputs: []inference.Tensor{{Name: f.Input, Array: x}}})
+	}
+}
+
+// classToPredictions is one row's Predictions: its source, index, label
+// (from its key) and top class.
+func classToPredictions(c inference.Classification) (tensor.Predictions, error) {
+	i := strings.LastIndex(c.Key, "|")
+	label, err := strconv.Atoi(c.Key[i+1:])
+	if i < 0 || err != nil {
+		return tensor.Predictions{}, fmt.Errorf("onnx: row key %q has no label", c.Key)
+	}
+	return tensor.Predictions{Source: c.Key[:i], Offset: int(c.Index), Labels: []int32{int32(label)},
+		Predicted: []int32{int32(c.Top[0].Index)}, Classes: len(ClassNames)}, nil
+}
+
+// oneRecord counts a row's failure as one failed record.
+func oneRecord(f step.Failure) step.Failure {
+	f.Items = 1
+	return f
+}
+
 // stubSteps returns the steps of the pipeline of cfg that run their
 // stand-ins: its outputs are then not results, and say so.
 func stubSteps(cfg Config) []string {
 	var out []string
 	for _, s := range pipelineSteps(cfg.Model) {
-		if d, err := step.Resolve(s, cfg.Steps...); err == nil && d.Impl == backend.Stub {
+		resolve := func() (backend.Decision, error) { return step.Resolve(s, cfg.Steps...) }
+		if s.Name() == onnx.StepRun.Name() && cfg.ONNX != nil {
+			resolve = func() (backend.Decision, error) { return step.ResolveUse(s, cfg.ONNX.Use(), cfg.Steps...) }
+		}
+		if d, err := resolve(); err == nil && d.Impl == backend.Stub {
 			out = append(out, s.Name())
 		}
 	}
@@ -151,6 +242,10 @@ func (f *countRowsFn) ProcessElement(ctx context.Context, b tensor.Batch) {
 
 func init() {
 	register.DoFn2x0[context.Context, tensor.Batch](&countRowsFn{})
+	register.DoFn2x0[tensor.Batch, func(inference.Example)](&rowsToExamplesFn{})
+	register.Emitter1[inference.Example]()
+	register.Function1x2(classToPredictions)
+	register.Function1x1(oneRecord)
 	register.Function1x1(failOnReferenceError)
 	register.DoFn5x1[context.Context, int, func(*tensor.Predictions) bool, func(*step.Failure) bool, func(*int) bool, error](&reportFn{})
 	register.Iter1[int]()

@@ -148,6 +148,13 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config) (summ
 		return sum, fmt.Errorf("reading the run's summary: %w", err)
 	}
 	sum.Done, sum.Failed = len(rs.Done), len(rs.Failed)
+	if len(res.Metrics.Devices) > 0 {
+		// The GPU devices' counts are known only now, from the run's metrics.
+		rs.Devices = res.Metrics.Devices
+		if err := jobfiles.WriteJSON(ctx, join(cfg.Output, summaryFile), rs); err != nil {
+			return sum, fmt.Errorf("adding the GPU devices to the run's summary: %w", err)
+		}
+	}
 	sum.Print(w)
 	if d, f := int(res.Counters["scenes_done"]), int(res.Counters["scenes_failed"]); d != sum.Done || f != sum.Failed {
 		fmt.Fprintf(w, "note: Beam's counters say %d done and %d failed; %s, from the scenes' outcomes, says %d and %d\n",

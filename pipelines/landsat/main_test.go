@@ -20,6 +20,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor"
+	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/job"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
@@ -395,4 +398,68 @@ func TestDiscoverRemoteScenes(t *testing.T) {
 	assert.Equal(t, []string{"memfs://b/many/S1", "memfs://b/many/S2"}, got)
 	_, err = discoverScenes("memfs://b/empty")
 	assert.ErrorContains(t, err, "neither a scene")
+}
+
+// On an executor with three (virtual) devices, --backend=gpu writes the
+// CPU's outputs byte for byte, the GPU steps' batches spread over the three,
+// and the run summary (printed, and summary.json) counts each device's
+// batches, bytes and busy time; the counts reconcile with the steps'. With
+// device 1 lost after its first batch, the outputs are still the CPU's and every
+// batch is counted once, on a device that served it.
+func TestGPUBackendOnSeveralDevices(t *testing.T) {
+	_, cpu := runScenes(t, []string{sceneDir()}, backend.CPU, 16)
+	for name, env := range map[string][]string{
+		"three devices":               {executor.EnvReferenceDevices, "3"},
+		"device 1 lost after 1 batch": {executor.EnvReferenceDevices, "3", executor.EnvReferenceFailDevice, "1:1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for i := 0; i < len(env); i += 2 {
+				t.Setenv(env[i], env[i+1])
+			}
+			require.NoError(t, client.CloseShared())
+			t.Cleanup(func() { client.CloseShared() })
+			sel, err := backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(pipelineSteps...), Executor: steptest.UseExecutor()})
+			require.NoError(t, err)
+			gpu := t.TempDir()
+			var buf bytes.Buffer
+			sum, err := execute(context.Background(), Config{Scenes: []string{sceneDir()}, Output: gpu, TileSize: 16}, sel, &buf)
+			require.NoError(t, err, buf.String())
+			t.Log("\n" + buf.String())
+			for _, name := range sceneOutputs {
+				a, err := os.ReadFile(filepath.Join(cpu, scene, name))
+				require.NoError(t, err)
+				b, err := os.ReadFile(filepath.Join(gpu, scene, name))
+				require.NoError(t, err)
+				assert.Equal(t, a, b, name)
+			}
+			var gpuBatches int64
+			for _, st := range sum.Steps {
+				if st.Impl == backend.GPU {
+					gpuBatches += st.Batches
+				}
+			}
+			require.NotEmpty(t, sum.Devices, buf.String())
+			var onDevices int64
+			for _, d := range sum.Devices {
+				assert.Greater(t, d.Batches, int64(0), "device %d", d.Device)
+				assert.Greater(t, d.Bytes, int64(0))
+				assert.Greater(t, d.BusyNS, int64(0))
+				onDevices += d.Batches
+			}
+			assert.Equal(t, gpuBatches, onDevices, "each GPU batch ran once, on one device")
+			if strings.Contains(name, "lost") {
+				assert.Equal(t, int64(1), sum.Devices[1].Batches, "device 1 ran 1 batch, then none")
+			} else {
+				assert.Len(t, sum.Devices, 3)
+			}
+			assert.Contains(t, buf.String(), "GPU device  batches")
+			var rs struct {
+				Devices []job.DeviceCounts `json:"devices"`
+			}
+			js, err := os.ReadFile(filepath.Join(gpu, summaryFile))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(js, &rs))
+			assert.Equal(t, sum.Devices, rs.Devices, "summary.json lists the devices")
+		})
+	}
 }

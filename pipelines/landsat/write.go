@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/job"
 	"log/slog"
 	"math"
 	"reflect"
@@ -360,6 +361,10 @@ type runSummary struct {
 	Failed    []string `json:"failed"`
 	Stub      bool     `json:"stub"`
 	StubSteps []string `json:"stub_steps,omitempty"`
+	// Devices are the GPU executors' per-device counts (batches, bytes,
+	// busy time), added by the launching program once the run is done and
+	// its metrics are read; absent when no batch ran on an executor.
+	Devices []job.DeviceCounts `json:"devices,omitempty"`
 }
 
 // runInfo names the run a summary.json belongs to.

@@ -12,6 +12,21 @@ import (
 type Report struct {
 	Default   Kind       `json:"default"`
 	Decisions []Decision `json:"steps"`
+	// Devices are what the GPU executors ran on each device, known once
+	// the run is done (--explain_json is then written again with them);
+	// none before, or when no batch ran on an executor.
+	Devices []DeviceCounts `json:"devices,omitempty"`
+}
+
+// DeviceCounts are what the GPU executors ran on one device (by its ordinal
+// in its executor; on a worker with several GPUs, one per GPU), summed over
+// the steps and the workers: batches, their bytes (inputs and outputs) and
+// the time they ran there (summed over batches).
+type DeviceCounts struct {
+	Device  int   `json:"device"`
+	Batches int64 `json:"batches"`
+	Bytes   int64 `json:"bytes"`
+	BusyNS  int64 `json:"busy_ns"`
 }
 
 // WriteText writes one line per step (per use, for a step with uses):
@@ -27,7 +42,15 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", d.Label(), d.Impl, op, d.Hints, d.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || len(r.Devices) == 0 {
+		return err
+	}
+	dw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(dw, "  GPU DEVICE\tBATCHES\tMB\tBUSY S\t")
+	for _, d := range r.Devices {
+		fmt.Fprintf(dw, "  %d\t%d\t%.2f\t%.3f\t\n", d.Device, d.Batches, float64(d.Bytes)/1e6, float64(d.BusyNS)/1e9)
+	}
+	return dw.Flush()
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -15,7 +15,9 @@
 //   - shm: the shared-memory arena that carries the bulk data, so that the
 //     socket only carries small frames and the transport costs about a memcpy.
 //   - server: the executor side: an op registry, the serving loop, the
-//     concurrency semaphore, the memory budget and graceful shutdown.
+//     devices (every GPU the process sees: placement on the least-loaded,
+//     a failed device taken out), each device's concurrency semaphore and
+//     memory budget, and graceful shutdown.
 //   - client: the worker side, pure Go: finds, starts, shares and restarts
 //     the executor; Call runs an op on a batch; Probe implements
 //     backend.Executor.

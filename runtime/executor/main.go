@@ -49,6 +49,14 @@ type Build struct {
 	Kind string
 	// Device describes the device ops run on; "" means none is usable.
 	Device func() string
+	// Devices, where set, describe each device ops run on, by ordinal (one
+	// per visible GPU), and Device is not called; none means none is
+	// usable (NoDevice says why). The server places each batch on one of
+	// them (server.DeviceOf).
+	Devices func() []string
+	// Virtual says the devices are virtual (the reference build's): the
+	// test hook BEAMGPU_REFERENCE_FAIL_DEVICE applies to them.
+	Virtual bool
 	// NoDevice, where set, says why none is usable (called when Device
 	// returns ""): the handshake carries it to the clients, whose reason for
 	// falling back to the CPU then names it (a driver too old, say).
@@ -75,10 +83,28 @@ func Main(b Build, args []string, stdout, stderr io.Writer) int {
 }
 
 func device() string {
+	if build.Devices != nil {
+		if devs := build.Devices(); len(devs) > 0 {
+			return server.Summary(devs)
+		}
+		return ""
+	}
 	if build.Device == nil {
 		return ""
 	}
 	return build.Device()
+}
+
+// devices returns the descriptions of the devices, by ordinal; nil when
+// there is none.
+func devices() []string {
+	if build.Devices != nil {
+		return build.Devices()
+	}
+	if d := device(); d != "" {
+		return []string{d}
+	}
+	return nil
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -123,11 +149,12 @@ func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", "", "Unix socket path to serve on (required; its directory is created at mode 0700, the socket is 0600)")
-	maxConc := fs.Int("max_concurrent", server.DefaultMaxConcurrent, "batches run at once, across connections (like spark-rapids' concurrentGpuTasks)")
-	budget := fs.String("memory_budget", "0", "bytes of inputs and outputs held at once, e.g. 8GiB or 500MB; a batch over it gets out-of-memory (0: unlimited)")
+	maxConc := fs.Int("max_concurrent", server.DefaultMaxConcurrent, "batches run at once on each device, across connections (like spark-rapids' concurrentGpuTasks)")
+	budget := fs.String("memory_budget", "0", "bytes of inputs and outputs each device holds at once, e.g. 8GiB or 500MB; a batch over it gets out-of-memory (0: unlimited)")
 	withParent := fs.Bool("exit_with_parent", true, "exit when the process that started this one exits")
 	grace := fs.Duration("shutdown_grace", 10*time.Second, "on SIGTERM or SIGINT, how long running batches may take to finish")
 	idle := fs.Duration("idle_timeout", server.DefaultIdleTimeout, "close a connection that sends nothing for this long after its handshake while none of its batches runs (0: never)")
+	only := fs.String("devices", os.Getenv(EnvDevices), "ordinals of the devices to place batches on, e.g. 0 or 0,2 (default: every device; $"+EnvDevices+"); the others are left out, as bench does to measure one device")
 	poison := fs.Bool("poison_outputs", false, "fill output buffers with 0xFF (NaN) before each op writes them, to catch outputs left unwritten (for equivalence tests)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: beamgpu-executor serve --socket=PATH [flags]\n\nFlags:\n")
@@ -156,7 +183,30 @@ func serve(args []string, stderr io.Writer) int {
 	if idleTimeout == 0 {
 		idleTimeout = -1 // never
 	}
-	srv, err := server.New(server.Config{Device: dev, NoDevice: why, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena, IdleTimeout: idleTimeout})
+	ops := server.Registered()
+	devs := devices()
+	if build.Virtual {
+		k, m, fail, err := failDevice(len(devs))
+		if err != nil {
+			fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
+			return exitUsage
+		}
+		if fail {
+			f := &failingDevice{k: k, m: m}
+			for i, op := range ops {
+				ops[i] = failingOp{Op: op, f: f}
+			}
+		}
+	}
+	if dev == "" {
+		devs = nil
+	}
+	leftOut, err := parseOnly(*only, len(devs))
+	if err != nil {
+		fmt.Fprintf(stderr, "beamgpu-executor: --devices: %v\n", err)
+		return exitUsage
+	}
+	srv, err := server.New(server.Config{Device: dev, Devices: devs, NoDevice: why, Ops: ops, MaxConcurrent: *maxConc, MemoryBudget: mem, Poison: *poison, OnArena: build.OnArena, IdleTimeout: idleTimeout, LeftOut: leftOut})
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
 		return exitFailed
@@ -237,6 +287,35 @@ func watchParent(stop chan<- string) {
 	}
 }
 
+// EnvDevices is the default of serve's --devices: the ordinals of the
+// devices batches are placed on.
+const EnvDevices = "BEAMGPU_EXECUTOR_DEVICES"
+
+// parseOnly parses --devices ("" for all) into the ordinals left out.
+func parseOnly(v string, n int) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	use := map[int]bool{}
+	for _, f := range strings.Split(v, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 0 {
+			return nil, fmt.Errorf("%q: want device ordinals separated by commas, e.g. 0,2", v)
+		}
+		if k >= n {
+			return nil, fmt.Errorf("%q: there is no device %d (%d device(s))", v, k, n)
+		}
+		use[k] = true
+	}
+	var out []int
+	for k := range n {
+		if !use[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
 // parseBytes parses a byte count: an integer with an optional unit (B, KB,
 // MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
 func parseBytes(s string) (int64, error) {
@@ -261,31 +340,45 @@ func parseBytes(s string) (int64, error) {
 	return int64(v * mult), nil
 }
 
-// selftest prints the device and runs every op that can check itself.
+// selftest prints the device and runs every op that can check itself, on
+// every device, each named on a line of its own ("device 0: ...").
 func selftest(stdout io.Writer) int {
 	dev := device()
 	fmt.Fprintf(stdout, "beamgpu-executor selftest: protocol v%d, %s build\ndevice: %s\n", protocol.Version, build.Kind, orNone(dev))
+	devs := devices()
+	if dev == "" {
+		devs = nil
+	}
 	failed := 0
-	for _, op := range server.Registered() {
-		st, ok := op.(server.SelfTester)
-		if !ok {
-			fmt.Fprintf(stdout, "  skip  %-24s (no self-test)\n", op.Name())
-			continue
+	runAll := func(ordinal int) {
+		for _, op := range server.Registered() {
+			st, ok := op.(server.SelfTester)
+			if !ok {
+				fmt.Fprintf(stdout, "  skip  %-24s (no self-test)\n", op.Name())
+				continue
+			}
+			params, in, check := st.SelfTest()
+			ctx, cancel := context.WithTimeout(server.WithDevice(context.Background(), ordinal), time.Minute)
+			start := time.Now()
+			out, err := server.RunLocal(ctx, op, params, in)
+			cancel()
+			if err == nil {
+				err = check(out)
+			}
+			if err != nil {
+				failed++
+				fmt.Fprintf(stdout, "  FAIL  %-24s %v\n", op.Name(), err)
+				continue
+			}
+			fmt.Fprintf(stdout, "  ok    %-24s %v\n", op.Name(), time.Since(start).Round(time.Microsecond))
 		}
-		params, in, check := st.SelfTest()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		start := time.Now()
-		out, err := server.RunLocal(ctx, op, params, in)
-		cancel()
-		if err == nil {
-			err = check(out)
-		}
-		if err != nil {
-			failed++
-			fmt.Fprintf(stdout, "  FAIL  %-24s %v\n", op.Name(), err)
-			continue
-		}
-		fmt.Fprintf(stdout, "  ok    %-24s %v\n", op.Name(), time.Since(start).Round(time.Microsecond))
+	}
+	if len(devs) == 0 {
+		runAll(0) // the ops' CPU side still says what works
+	}
+	for i, d := range devs {
+		fmt.Fprintf(stdout, "device %d: %s\n", i, d)
+		runAll(i)
 	}
 	for _, m := range build.Missing {
 		failed++
@@ -293,13 +386,19 @@ func selftest(stdout io.Writer) int {
 	}
 	switch {
 	case dev == "":
+		if build.NoDevice != nil {
+			if why := build.NoDevice(); why != "" {
+				fmt.Fprintf(stdout, "FAIL: no usable device: %s\n", why)
+				return exitNoDevice
+			}
+		}
 		fmt.Fprintln(stdout, "FAIL: no usable device")
 		return exitNoDevice
 	case failed > 0:
 		fmt.Fprintf(stdout, "FAIL: %d op(s) failed\n", failed)
 		return exitFailed
 	}
-	fmt.Fprintln(stdout, "PASS")
+	fmt.Fprintf(stdout, "PASS (%d device(s))\n", len(devs))
 	return exitOK
 }
 

@@ -81,6 +81,14 @@ func Execute(ctx context.Context, p Pipeline, sel *backend.Selector, w io.Writer
 	if res.Metrics, err = ReadMetrics(out.Result, sel.Report()); err != nil {
 		return res, err
 	}
+	if len(res.Metrics.Devices) > 0 && f.Backend.ExplainJSON != "" {
+		// The explain report again, with what ran on each GPU device.
+		report := sel.Report()
+		report.Devices = res.Metrics.Devices
+		if err := report.WriteJSONFile(f.Backend.ExplainJSON); err != nil {
+			return res, fmt.Errorf("--explain_json: %w", err)
+		}
+	}
 	if p.Report != nil {
 		err = p.Report(ctx, w, res)
 	} else {

@@ -3,6 +3,8 @@ package job
 import (
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -21,6 +23,10 @@ type StepCounts struct {
 	Fallbacks int64
 }
 
+// DeviceCounts are what the GPU executors ran on one device: the explain
+// report's (backend.DeviceCounts).
+type DeviceCounts = backend.DeviceCounts
+
 // Metrics is what a run's Beam metrics say: the counts of every step of the
 // explain report, in its order, and every other counter of namespace
 // stepbeam.Namespace by name.
@@ -32,6 +38,9 @@ type Metrics struct {
 	// reason, such as an executor that reports no device because its
 	// driver is too old.
 	CPUInsteadOfGPU string
+	// Devices are the GPU executors' per-device counts, by ordinal (none
+	// when no batch ran on an executor).
+	Devices []DeviceCounts
 }
 
 // ReadMetrics reads the step metrics of res for the steps of report.
@@ -41,8 +50,15 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 	}
 	m := Metrics{Counters: map[string]int64{}}
 	byStep := map[string]*StepCounts{}
+	byDevice := map[int]*DeviceCounts{}
+	// A step with several uses (the onnx step, once per model) has a
+	// decision per use and one for the step itself; its counts are the
+	// step's, once, with the implementation of its first decision (the
+	// pipeline's use, resolved as it was built).
 	for _, d := range report.Decisions {
-		byStep[d.Step] = &StepCounts{Step: d.Step, Impl: d.Impl}
+		if byStep[d.Step] == nil {
+			byStep[d.Step] = &StepCounts{Step: d.Step, Impl: d.Impl}
+		}
 	}
 	all := res.Metrics().AllMetrics()
 	for _, c := range all.Counters() {
@@ -51,6 +67,22 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 		}
 		m.Counters[c.Name()] += c.Result()
 		name, metric, _ := strings.Cut(c.Name(), ".")
+		if dev, what, ok := deviceMetric(metric); ok {
+			dc := byDevice[dev]
+			if dc == nil {
+				dc = &DeviceCounts{Device: dev}
+				byDevice[dev] = dc
+			}
+			switch what {
+			case stepbeam.MetricDeviceBatches:
+				dc.Batches += c.Result()
+			case stepbeam.MetricDeviceBytes:
+				dc.Bytes += c.Result()
+			case stepbeam.MetricDeviceBusyNS:
+				dc.BusyNS += c.Result()
+			}
+			continue
+		}
 		sc := byStep[name]
 		if sc == nil {
 			continue
@@ -74,11 +106,33 @@ func ReadMetrics(res beam.PipelineResult, report backend.Report) (Metrics, error
 			sc.KernelNS += d.Result().Sum
 		}
 	}
+	listed := map[string]bool{}
 	for _, d := range report.Decisions {
-		m.Steps = append(m.Steps, *byStep[d.Step])
+		if !listed[d.Step] {
+			listed[d.Step] = true
+			m.Steps = append(m.Steps, *byStep[d.Step])
+		}
 	}
 	m.CPUInsteadOfGPU = CPUInsteadOfGPU(report)
+	for _, dc := range byDevice {
+		m.Devices = append(m.Devices, *dc)
+	}
+	sort.Slice(m.Devices, func(i, j int) bool { return m.Devices[i].Device < m.Devices[j].Device })
 	return m, nil
+}
+
+// deviceMetric parses a step metric's name after the step's ("device2.batches").
+func deviceMetric(metric string) (device int, what string, ok bool) {
+	rest, found := strings.CutPrefix(metric, stepbeam.MetricDevicePrefix)
+	if !found {
+		return 0, "", false
+	}
+	num, what, found := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(num)
+	if !found || err != nil || n < 0 {
+		return 0, "", false
+	}
+	return n, what, true
 }
 
 // CPUInsteadOfGPU returns why the report's steps that have a GPU op run on
@@ -117,4 +171,28 @@ func (m Metrics) PrintSteps(w io.Writer, unit string) {
 	if fellBack > 0 {
 		fmt.Fprintf(w, "%d batch(es) of GPU steps ran on the CPU because the GPU executor could not run them (it could not start, has no device, or died twice); the workers' logs say why\n", fellBack)
 	}
+	m.PrintDevices(w)
+}
+
+// PrintDevices writes one line per device the GPU executors ran batches
+// on: batches, MB (inputs and outputs), busy seconds (the batches' time
+// there, summed) and share of the batches. Nothing when none ran there.
+func (m Metrics) PrintDevices(w io.Writer) {
+	if len(m.Devices) == 0 {
+		return
+	}
+	var total int64
+	for _, d := range m.Devices {
+		total += d.Batches
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "GPU device\tbatches\tMB\tbusy s\tshare\t\n")
+	for _, d := range m.Devices {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(d.Batches) / float64(total)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.2f\t%.3f\t%.0f%%\t\n", d.Device, d.Batches, float64(d.Bytes)/1e6, float64(d.BusyNS)/1e9, share)
+	}
+	tw.Flush()
 }

@@ -28,3 +28,36 @@ func TestSummarySaysWhyTheGPUWasNotUsed(t *testing.T) {
 	gpu.Resolve(backend.Step{Name: "toa_ndvi", GPUOp: "raster.toa_ndvi"})
 	assert.Empty(t, CPUInsteadOfGPU(gpu.Report()), "asked for the CPU: nothing to explain")
 }
+
+// The per-device metrics ("STEP.deviceN.METRIC") parse, and the summary
+// prints a line per device with its share of the batches.
+func TestSummaryShowsPerDeviceCounts(t *testing.T) {
+	for metric, want := range map[string]struct {
+		dev  int
+		what string
+		ok   bool
+	}{
+		"device0.batches":  {0, "batches", true},
+		"device12.busy_ns": {12, "busy_ns", true},
+		"device.batches":   {},
+		"devicex.bytes":    {},
+		"device3":          {},
+		"batches":          {},
+	} {
+		dev, what, ok := deviceMetric(metric)
+		assert.Equal(t, want.ok, ok, metric)
+		if ok {
+			assert.Equal(t, want.dev, dev, metric)
+			assert.Equal(t, want.what, what, metric)
+		}
+	}
+	m := Metrics{Devices: []DeviceCounts{{Device: 0, Batches: 3, Bytes: 2e6, BusyNS: 5e8}, {Device: 1, Batches: 1, Bytes: 1e6, BusyNS: 25e7}}}
+	var out bytes.Buffer
+	m.PrintSteps(&out, "items")
+	assert.Contains(t, out.String(), "GPU device  batches    MB  busy s  share")
+	assert.Contains(t, out.String(), "0        3  2.00   0.500    75%")
+	assert.Contains(t, out.String(), "1        1  1.00   0.250    25%")
+	out.Reset()
+	Metrics{}.PrintSteps(&out, "items")
+	assert.NotContains(t, out.String(), "GPU device", "no device table when no batch ran on an executor")
+}

@@ -106,6 +106,9 @@ func runDataflow(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error
 		return Outcome{}, fmt.Errorf("the job has GPU steps (%s) but no --sdk_container_image: Dataflow's default container has no GPU executor; build and push the beamgpu worker image (make image) and pass it", strings.Join(plan.Hinted, ", "))
 	}
 	plan.mps = cfg.WorkerAccelerator != nil && cfg.WorkerAccelerator.MPS
+	if cfg.WorkerAccelerator != nil {
+		plan.workerGPUs = cfg.WorkerAccelerator.Count
+	}
 	f.setSharing(plan, model, cfg.MachineType)
 	opts, err := jobOptions(ctx, cfg, image, streaming, planOnly)
 	if err != nil {

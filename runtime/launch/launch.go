@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"github.com/beamgpu/beamgpu/runtime/dataflow"
 	"net"
 	"os"
 	"sync"
@@ -213,8 +214,23 @@ func (f Flags) setSharing(plan *Plan, model *pipepb.Pipeline, machine string) {
 		processes, why = sdkProcesses(model, machine, plan)
 	}
 	s := client.ShareGPU(processes, server.DefaultMaxConcurrent)
-	plan.Sharing = &SharingPlan{Sharing: s, Why: why, MPS: plan.mps}
+	plan.Sharing = &SharingPlan{Sharing: s, Why: why, MPS: plan.mps, GPUs: gpusPerWorker(plan)}
 	beam.PipelineOptions.Set(client.OptionSharing, s.String())
+}
+
+// gpusPerWorker is the GPU count of a GPU worker: the worker accelerator's
+// (whole-pipeline GPU), else the largest of the GPU environments' hints; 1
+// where none says.
+func gpusPerWorker(plan *Plan) int {
+	n := max(1, plan.workerGPUs)
+	for _, e := range plan.Environments {
+		if h := e.Hints["accelerator"]; h != "" {
+			if g, err := dataflow.ParseAccelerator(h); err == nil {
+				n = max(n, g.Count)
+			}
+		}
+	}
+	return n
 }
 
 var prismServer struct {

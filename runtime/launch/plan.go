@@ -56,6 +56,7 @@ type Plan struct {
 	moved        []rightfit.Environment // environments right fitting made
 	why          string                 // why one environment (ModeOneEnvironment)
 	mps          bool
+	workerGPUs   int // the worker accelerator's count, where there is one
 }
 
 // PlanEnvironment is one environment of the pipeline and what runs in it.
@@ -76,6 +77,11 @@ type SharingPlan struct {
 	client.Sharing
 	// MPS reports use_nvidia_mps on the worker accelerator.
 	MPS bool `json:"mps"`
+	// GPUs is the GPUs of one GPU worker (the accelerator's count:N; 1
+	// where it is not known). Each executor uses every GPU its process
+	// sees, and on Dataflow every process sees all of them, so each GPU is
+	// shared by all Processes: the budget and MaxConcurrent hold per GPU.
+	GPUs int `json:"gpus"`
 	// Why says where Processes comes from.
 	Why string `json:"why"`
 }
@@ -242,9 +248,10 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if s.MPS {
 			mps = "on (use_nvidia_mps): the processes' kernels run side by side on the GPU"
 		}
-		fmt.Fprintf(&b, "\nGPU sharing: %d SDK process(es) per GPU (%s); MPS %s.\n", s.Processes, s.Why, mps)
-		fmt.Fprintf(&b, "  Each executor: memory budget %.3g of the GPU's memory (%.3g over %d), at most %d batch(es) at once.\n",
-			s.MemoryFraction/float64(s.Processes), s.MemoryFraction, s.Processes, s.MaxConcurrent)
+		gpus := max(1, s.GPUs)
+		fmt.Fprintf(&b, "\nGPU sharing: %d GPU(s) per worker, each shared by %d SDK process(es) (%s); MPS %s.\n", gpus, s.Processes, s.Why, mps)
+		fmt.Fprintf(&b, "  Each executor uses every GPU of its worker; on each: memory budget %.3g of the GPU's memory (%.3g over %d), at most %d batch(es) at once (%d on the worker's %d GPU(s)).\n",
+			s.MemoryFraction/float64(s.Processes), s.MemoryFraction, s.Processes, s.MaxConcurrent, s.MaxConcurrent*gpus, gpus)
 	}
 	if d := p.Dataflow; d != nil {
 		fmt.Fprintf(&b, "\nDataflow:\n  job name:        %s\n  project:         %s\n  region:          %s\n", d.JobName, d.Project, d.Region)

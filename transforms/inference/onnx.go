@@ -287,7 +287,7 @@ func (f *onnxFn) call(ctx context.Context, rows [][]nd.Array, ex []Example, stac
 	var out onnx.Output
 	start := time.Now()
 	if err == nil {
-		out, err = f.run(ctx, in)
+		out, err = f.run(f.m.WithPlacement(ctx), in)
 		if err != nil && f.cpu != nil && errors.Is(err, step.ErrGPUUnavailable) {
 			f.m.FellBack(ctx)
 			out, err = f.cpu(ctx, in)

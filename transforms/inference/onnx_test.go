@@ -16,6 +16,7 @@ import (
 	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -143,32 +144,67 @@ type gpuPresent struct{}
 
 func (gpuPresent) Available() (bool, string) { return true, "" }
 
+// twice is an operator with a CPU kernel only (registered by this test as
+// a user's own operator would be): y = 2x.
+type twice struct{}
+
+func (twice) Infer(in []onnx.Meta) ([]onnx.Meta, error) {
+	return []onnx.Meta{{Type: in[0].Type, Shape: in[0].Shape}}, nil
+}
+
+func (twice) Run(in, out []nd.Array) error {
+	y := nd.MustAs[float32](out[0])
+	for i, v := range nd.MustAs[float32](in[0]) {
+		y[i] = 2 * v
+	}
+	return nil
+}
+
+func init() {
+	onnx.RegisterOp(onnx.OpDef{Name: "TestTwiceCPUOnly", Versions: []int{1},
+		New: func(n *onnx.Node) (onnx.Kernel, error) { return twice{}, n.CheckArity(1, 1, 1, 1) }})
+}
+
 // The explain report has a line per model; under auto a model with
 // operators that have no GPU kernel runs on the CPU, the report naming
 // them, and under gpu it is an error before the pipeline is built.
 func TestONNXBackend(t *testing.T) {
-	h, err := inference.ONNX(t.Context(), writeDense(t, t.TempDir(), 4))
+	m := onnxtest.Model(17,
+		[]*onnxpb.NodeProto{
+			onnxtest.Node("Gemm", []string{"x", "w"}, []string{"g"}, onnxtest.Int("transB", 1)),
+			onnxtest.Node("TestTwiceCPUOnly", []string{"g"}, []string{"y"}),
+		},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, -1, 3)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 2)},
+		onnxtest.Init("w", nd.Of([]float32{1, 0, 0, 0, 1, 1}, 2, 3)))
+	path := filepath.Join(t.TempDir(), "twice.onnx")
+	require.NoError(t, os.WriteFile(path, onnxtest.Bytes(m), 0o644))
+	h, err := inference.ONNX(t.Context(), path)
 	require.NoError(t, err)
 	use := h.Use()
-	assert.Equal(t, "onnx["+h.Model().Name+"]", use.Label())
-	if len(h.Model().OpsWithoutGPU()) == 0 {
-		t.Skip("every operator of the model has a GPU kernel in this build")
-	}
-	assert.Contains(t, use.NoGPU, "Gemm")
+	assert.Equal(t, "onnx[twice.onnx]", use.Label())
+	assert.Equal(t, []string{"TestTwiceCPUOnly"}, h.Model().OpsWithoutGPU(), "Gemm has a GPU kernel")
+	assert.Contains(t, use.NoGPU, "TestTwiceCPUOnly")
 	auto := backend.MustNew(backend.Config{Steps: []backend.Step{use}, Executor: gpuPresent{}})
 	_, s := beam.NewPipelineWithRoot()
 	col := beam.Create(s, row("a", 0, nd.Of([]float32{1, 2, 3}, 3)))
 	inference.RunONNX(s, col, h, batch.Params{}, step.Using(auto))
 	var text strings.Builder
 	require.NoError(t, auto.Report().WriteText(&text))
-	assert.Regexp(t, `onnx\[dense4.onnx\]\s+cpu\s+onnx.run.*auto: operators Gemm of dense4.onnx have no GPU kernel`, text.String())
+	assert.Regexp(t, `onnx\[twice.onnx\]\s+cpu\s+onnx.run.*auto: operators TestTwiceCPUOnly of twice.onnx have no GPU kernel`, text.String())
 
 	_, err = backend.New(backend.Config{Default: backend.GPU, Steps: []backend.Step{use}, Executor: gpuPresent{}})
-	assert.ErrorContains(t, err, `backend gpu requested for step "onnx[dense4.onnx]" but operators Gemm of dense4.onnx have no GPU kernel`)
+	assert.ErrorContains(t, err, `backend gpu requested for step "onnx[twice.onnx]" but operators TestTwiceCPUOnly of twice.onnx have no GPU kernel`)
 	gpu := backend.MustNew(backend.Config{Default: backend.GPU, Executor: gpuPresent{}})
-	assert.PanicsWithValue(t, `backend gpu requested for step "onnx[dense4.onnx]" but operators Gemm of dense4.onnx have no GPU kernel (use --backend=auto to run it on the CPU, or --backend_override=onnx=cpu)`, func() {
+	assert.PanicsWithValue(t, `backend gpu requested for step "onnx[twice.onnx]" but operators TestTwiceCPUOnly of twice.onnx have no GPU kernel (use --backend=auto to run it on the CPU, or --backend_override=onnx=cpu)`, func() {
 		inference.RunONNX(s, col, h, batch.Params{}, step.Using(gpu))
 	})
+
+	// A model whose every operator has a GPU kernel runs there under auto.
+	h2, err := inference.ONNX(t.Context(), writeDense(t, t.TempDir(), 4))
+	require.NoError(t, err)
+	assert.Empty(t, h2.Model().OpsWithoutGPU())
+	assert.Empty(t, h2.Use().NoGPU)
 }
 
 // Classify after RunONNX: the top class of each result, labelled.

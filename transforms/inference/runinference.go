@@ -114,7 +114,7 @@ func (f *runInferenceFn) ProcessElement(ctx context.Context, in []tensor.Batch, 
 	if err == nil {
 		start := time.Now()
 		var preds tensor.Predictions
-		preds, err = f.model.Predict(ctx, x)
+		preds, err = f.model.Predict(f.m.WithPlacement(ctx), x)
 		if err != nil && f.cpuModel != nil && errors.Is(err, step.ErrGPUUnavailable) {
 			f.m.FellBack(ctx)
 			preds, err = f.cpuModel.Predict(ctx, x)

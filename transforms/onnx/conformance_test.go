@@ -282,12 +282,11 @@ func (s *Scoreboard) String() string {
 	return b.String()
 }
 
-// TestConformance runs the suite on the CPU.
-func TestConformance(t *testing.T) {
+// cpuConformance runs the suite on the CPU.
+func cpuConformance(t testing.TB) (board *Scoreboard, passed, run, skipped int) {
 	tests, outside := conformanceTests(t)
-	board := newScoreboard()
+	board = newScoreboard()
 	board.Outside = outside
-	passed, skipped := 0, 0
 	for _, c := range tests {
 		if why, ok := skips[c.ID()]; ok {
 			board.add(c, nil, why)
@@ -300,8 +299,14 @@ func TestConformance(t *testing.T) {
 			passed++
 		}
 	}
+	return board, passed, len(tests) - skipped, skipped
+}
+
+// TestConformance runs the suite on the CPU.
+func TestConformance(t *testing.T) {
+	board, passed, run, skipped := cpuConformance(t)
 	t.Logf("ONNX conformance on the CPU (libonnx-testdata, suites %s): %d passed of %d run, %d skipped; %d tests use operators outside the op set\n%s",
-		strings.Join(suites, ", "), passed, len(tests)-skipped, skipped, outside, board)
+		strings.Join(suites, ", "), passed, run, skipped, board.Outside, board)
 	for _, f := range board.Failed {
 		t.Error(f)
 	}

@@ -1,4 +1,5 @@
-// Package onnx loads ONNX models and runs them on the CPU, in pure Go.
+// Package onnx loads ONNX models and runs them on the CPU, in pure Go, and
+// on the GPU executor's device.
 //
 // Load or Parse reads a model, checks every node against the registered
 // operators (RegisterOp; Ops lists them with the opset versions they
@@ -6,6 +7,17 @@
 // input shape (Model.Plan: shapes inferred, known values computed, the rest
 // placed in one workspace) and runs it. A model with an operator outside
 // the set is refused at load, naming the operator, its node and the opset.
+//
+// On the GPU (Plan.RunDevice, LaunchRun) the same plan runs one node at a
+// time as launches of the kernels of kernels.cu and cuBLAS products, each
+// operator's launch beside its CPU code (gpu_ops.go, gpu_nn.go), the
+// model's weights resident on the device, the intermediate values in one
+// device workspace at the plan's offsets, one copy up per input and one
+// down per output. A node whose types the kernels do not take (float64,
+// integer division...) runs on the host. The tests run the conformance
+// suite and the exported models through that path without a GPU: a device
+// emulator (runtime/executor/gpu/gpuemu) with the kernels compiled for the
+// host (internal/kernelemu).
 //
 // StepRun is the onnx step (GPU op onnx.run): Model.Run on the CPU, the
 // model sent to the GPU executor once per content as side data; its stub

@@ -47,8 +47,9 @@ type Model struct {
 	// inputs that are not initializers); Outputs the values it returns.
 	Inputs, Outputs []ValueInfo
 
-	g     *graph
-	plans planCache
+	g             *graph
+	plans         planCache
+	deviceWeights // the weights' place on the device (gpu.go)
 }
 
 // ValueInfo is a graph input or output as the model declares it.

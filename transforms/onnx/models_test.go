@@ -15,6 +15,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 )
@@ -320,4 +321,16 @@ func repeatRows(a nd.Array, n int) nd.Array {
 		copy(out.Data[r*per:(r+1)*per], a.Data[(r%rows)*per:(r%rows+1)*per])
 	}
 	return out
+}
+
+// The products' work of a plan: positive, and linear in the batch.
+func TestProductFLOPs(t *testing.T) {
+	m, err := onnx.Load(t.Context(), filepath.Join(modelsDir, "resnet-opset17.onnx"))
+	require.NoError(t, err)
+	p, err := m.Plan([]nd.Array{nd.Zeros(nd.Float32, 2, 3, 64, 64)})
+	require.NoError(t, err)
+	assert.Positive(t, p.ProductFLOPs())
+	p8, err := m.Plan([]nd.Array{nd.Zeros(nd.Float32, 8, 3, 64, 64)})
+	require.NoError(t, err)
+	assert.InDelta(t, 4*p.ProductFLOPs(), p8.ProductFLOPs(), 1, "linear in the batch")
 }

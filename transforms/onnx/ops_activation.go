@@ -219,14 +219,10 @@ func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
 	}
 	ParallelFor(len(x), 1, func(l, h int) {
 		xs, ys := x[l:h], y[l:h]
+		// min and max, not branches: random values mispredict. NaN stays
+		// NaN (Go's min and max propagate it).
 		for i, v := range xs {
-			if v < lo {
-				v = lo
-			}
-			if v > hi {
-				v = hi
-			}
-			ys[i] = v
+			ys[i] = min(max(v, lo), hi)
 		}
 	})
 }

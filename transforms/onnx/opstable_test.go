@@ -18,19 +18,25 @@ var updateOpsTable = flag.Bool("update-ops-table", false, "rewrite docs/inferenc
 const opsDoc = "../../docs/inference.md"
 
 // opsTable returns the operator table of docs/inference.md as it must read:
-// a row per registered operator with its opset versions, keeping the GPU
-// and conformance columns of rows already there.
-func opsTable(old map[string][]string) string {
+// a row per registered operator with its opset versions, whether it has a
+// GPU launch and how many of its conformance tests ran wholly on the
+// (emulated) device, and its conformance on the CPU.
+func opsTable(cpu *Scoreboard, dev *deviceBoard) string {
 	var b strings.Builder
-	b.WriteString("| Operator | Opset versions | CPU | GPU | Conformance |\n|---|---|---|---|---|\n")
+	b.WriteString("| Operator | Opset versions | CPU | GPU (conformance tests wholly on the device) | Conformance (passed / run, skipped) |\n|---|---|---|---|---|\n")
 	for _, d := range onnx.Ops() {
 		vs := make([]string, len(d.Versions))
 		for i, v := range d.Versions {
 			vs[i] = fmt.Sprint(v)
 		}
-		gpu, conf := "", ""
-		if r, ok := old[d.Name]; ok && len(r) == 5 {
-			gpu, conf = r[3], r[4]
+		on, all := dev.Device[d.Name], dev.Device[d.Name]+dev.Host[d.Name]
+		gpu := fmt.Sprintf("yes (%d / %d)", on, all)
+		if on == 0 {
+			gpu = fmt.Sprintf("no (0 / %d)", all)
+		}
+		conf := fmt.Sprintf("%d / %d", cpu.Passed[d.Name], cpu.Run[d.Name])
+		if n := cpu.Skipped[d.Name]; n > 0 {
+			conf += fmt.Sprintf(", %d skipped", n)
 		}
 		fmt.Fprintf(&b, "| %s | %s | yes | %s | %s |\n", d.Name, strings.Join(vs, ", "), gpu, conf)
 	}
@@ -40,22 +46,16 @@ func opsTable(old map[string][]string) string {
 var tableRe = regexp.MustCompile(`(?s)<!-- ops: go test ./transforms/onnx -run TestOpsTable -update-ops-table -->\n(.*?)<!-- /ops -->`)
 
 // docs/inference.md lists every registered operator with the opset
-// versions it implements, and no other (go test ./transforms/onnx -run
+// versions it implements, its GPU launch and its conformance counts, and
+// no other (go test ./transforms/onnx -run
 // TestOpsTable -update-ops-table rewrites it).
 func TestOpsTable(t *testing.T) {
 	data, err := os.ReadFile(opsDoc)
 	require.NoError(t, err)
 	m := tableRe.FindSubmatchIndex(data)
 	require.NotNil(t, m, "%s has no operator table between its markers", opsDoc)
-	old := map[string][]string{}
-	for _, line := range strings.Split(string(data[m[2]:m[3]]), "\n") {
-		cells := strings.Split(strings.Trim(line, "| "), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
-		old[cells[0]] = cells
-	}
-	want := opsTable(old)
+	cpu, _, _, _ := cpuConformance(t)
+	want := opsTable(cpu, deviceConformance(t))
 	if *updateOpsTable {
 		out := append(append(append([]byte{}, data[:m[2]]...), want...), data[m[3]:]...)
 		require.NoError(t, os.WriteFile(opsDoc, out, 0o644))

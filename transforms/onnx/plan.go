@@ -25,8 +25,9 @@ type Plan struct {
 	// keyed are the inputs whose contents the plan depends on.
 	keyed []bool
 	// work is the workspace's size in bytes.
-	work int
-	pool sync.Pool
+	work         int
+	pool         sync.Pool
+	deviceConsts // the planned constants' place on the device (gpu.go)
 }
 
 type storage uint8

@@ -21,8 +21,9 @@ func (m *Model) Run(inputs []nd.Array) ([]nd.Array, error) {
 // safe for concurrent use: each run has a workspace of its own (pooled).
 func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
 	m := p.m
-	if len(inputs) != len(p.inputs) {
-		return nil, fmt.Errorf("%d inputs for a model of %d", len(inputs), len(p.inputs))
+	inputs, err := p.checkInputs(inputs)
+	if err != nil {
+		return nil, err
 	}
 	var ws []byte
 	if p.work > 0 {
@@ -35,19 +36,7 @@ func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
 	}
 	arrays := make([]nd.Array, len(p.vals))
 	for i, id := range p.inputs {
-		a := inputs[i]
-		if want := p.vals[id].meta; a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
-			if a.Type == nd.Float16 || a.Type == nd.BFloat16 {
-				var err error
-				if a, err = nd.Convert(a, nd.Float32); err != nil {
-					return nil, err
-				}
-			}
-			if a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
-				return nil, fmt.Errorf("input %q is %v, the plan is for %v", m.Inputs[i].Name, a, want)
-			}
-		}
-		arrays[id] = a
+		arrays[id] = inputs[i]
 	}
 	for i, v := range p.vals {
 		switch v.st {

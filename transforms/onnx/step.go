@@ -149,6 +149,7 @@ var StepRun = step.Register(step.Def[Input, Output]{
 		Split: splitInput, Merge: mergeOutputs},
 	Sample:    func() Input { return SampleInput(4, 1) },
 	Random:    func(seed uint64) Input { return SampleInput(1+int(seed%16), seed) },
+	Bench:     benchInput,
 	Tolerance: step.Tolerance{Check: CompareOutputs},
 })
 

@@ -8,6 +8,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"github.com/stretchr/testify/assert"
@@ -80,12 +81,18 @@ func TestStepBatched(t *testing.T) {
 	assert.EqualError(t, err, "onnx: no model")
 }
 
-// The onnx step's GPU op through a real executor process (this test binary,
-// serving onnx.run with the CPU code as the reference executor does): the
-// model goes as side data, and the outputs equal the CPU's on the sample,
-// on random inputs, and on every conformance model the CPU passes.
-func TestReferenceExecutorServesOnnxRun(t *testing.T) {
-	sel := backend.MustNew(backend.Config{Default: backend.GPU, Executor: steptest.UseExecutor()})
+// The onnx step's GPU op through a real executor process: the model goes as
+// side data, and the outputs equal the CPU's on the sample, on random
+// inputs, and on every conformance model the CPU passes. The executor is
+// this test binary (serving onnx.run with the CPU code, as the reference
+// executor does), or $BEAMGPU_EXECUTOR: make gpu-test names the CUDA build,
+// and every conformance model then runs on the GPU.
+func TestExecutorServesOnnxRun(t *testing.T) {
+	ex := steptest.UseExecutor()
+	if path := os.Getenv("BEAMGPU_EXECUTOR"); path != "" {
+		ex = step.UseExecutor(path)
+	}
+	sel := backend.MustNew(backend.Config{Default: backend.GPU, Executor: ex})
 	d, err := sel.Resolve(onnx.StepRun.Backend())
 	require.NoError(t, err)
 	require.Equal(t, backend.GPU, d.Impl)
@@ -127,5 +134,5 @@ func TestReferenceExecutorServesOnnxRun(t *testing.T) {
 			passed++
 		}
 	}
-	t.Logf("conformance models through the reference executor: %d of %d equal to the CPU and to the expected outputs", passed, run)
+	t.Logf("conformance models through the executor: %d of %d equal to the CPU and to the expected outputs", passed, run)
 }

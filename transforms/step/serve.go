@@ -107,6 +107,10 @@ func (o *stepOp[In, Out]) Run(ctx context.Context, params []byte, ins [][]byte, 
 		if err != nil {
 			return err
 		}
+		// Sent to the executor once, the side data is kept on each device
+		// it is used on, uploaded by the first batch there (a launch's
+		// Resident fill); the server counts these per device.
+		server.FirstUse(ctx, key)
 		if in, err = g.Side.With(in, side); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package jobfiles
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -154,4 +156,25 @@ func removeTemps(dir string, stale func(run string) bool, locks bool) ([]string,
 	}
 	sort.Strings(removed)
 	return removed, errors.Join(errs...)
+}
+
+// PrepareOutput readies the output directory dir of a run of program
+// prog: in a local dir it removes the temporaries of earlier runs that
+// were killed (RemoveStale; saying so on stderr), then, local or not, the
+// previous run's outputs (names, at dir's root), so that a run that fails
+// leaves none that would look like its own.
+func PrepareOutput(ctx context.Context, prog, dir string, names []string) error {
+	if !strings.Contains(dir, "://") {
+		if stale, err := RemoveStale(dir); err != nil {
+			return fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", dir, err)
+		} else if len(stale) > 0 {
+			fmt.Fprintf(os.Stderr, "%s: removed %d temporary files of earlier runs that were killed, in %s\n", prog, len(stale), dir)
+		}
+	}
+	for _, n := range names {
+		if err := Remove(ctx, Join(dir, n)); err != nil {
+			return fmt.Errorf("--output %s: removing the previous run's %s: %w", dir, n, err)
+		}
+	}
+	return nil
 }

@@ -97,8 +97,10 @@ type Info struct {
 	PID int
 	// Version is the protocol version.
 	Version uint16
-	// Device describes the device; empty means none.
-	Device string
+	// Device describes the device; empty means none. With several devices
+	// it sums them up; Devices lists them by ordinal.
+	Device  string
+	Devices []string
 	// NoDevice says why there is none, where the executor says.
 	NoDevice string
 	// Ops are the op names served.
@@ -116,7 +118,45 @@ func (c *Client) Info(ctx context.Context) (Info, error) {
 	p := s.p
 	c.put(s)
 	w := p.welcome
-	return Info{Path: p.path, Socket: p.socket, PID: int(w.PID), Version: w.Version, Device: w.Device, NoDevice: w.NoDevice, Ops: w.Ops, Limits: w.Limits}, nil
+	return Info{Path: p.path, Socket: p.socket, PID: int(w.PID), Version: w.Version, Device: w.Device, Devices: w.Devices, NoDevice: w.NoDevice, Ops: w.Ops, Limits: w.Limits}, nil
+}
+
+// Placement says where the executor ran one batch: the device's ordinal,
+// the time the batch ran there, and its bytes (inputs and outputs).
+type Placement struct {
+	Device int
+	Busy   time.Duration
+	Bytes  int64
+}
+
+type placementKey struct{}
+
+// WithPlacement returns ctx with f, which the calls made with it call with
+// the placement of each batch the executor ran (a split batch's halves each
+// call it). stepbeam counts them per device in the step's metrics.
+func WithPlacement(ctx context.Context, f func(Placement)) context.Context {
+	return context.WithValue(ctx, placementKey{}, f)
+}
+
+// DeviceStats starts the executor if needed and returns its devices'
+// statistics: batches, bytes, busy time, side data filled, and whether each
+// still serves.
+func (c *Client) DeviceStats(ctx context.Context) ([]protocol.DeviceStats, error) {
+	s, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ans, err := s.roundTrip(ctx, protocol.Stats{}, "stats", c.cfg.CallFloor)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("GPU executor: stats: %w", err)
+	}
+	c.put(s)
+	r, ok := ans.(protocol.StatsReply)
+	if !ok {
+		return nil, fmt.Errorf("GPU executor: stats: %w: answer %v", protocol.ErrFrame, ans)
+	}
+	return r.Devices, nil
 }
 
 // Stats counts what the client did.

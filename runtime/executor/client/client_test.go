@@ -361,8 +361,8 @@ func TestVersionMismatchWithAFakeServer(t *testing.T) {
 			}
 			c := protocol.NewConn(nc.(*net.UnixConn))
 			if _, _, err := c.ReadFrame(); err == nil {
-				// A v2 executor: its Welcome starts with its version.
-				protocol.WriteFrame(c, protocol.TWelcome, []byte{2, 0, 'v', '2'})
+				// A v3 executor: its Welcome starts with its version.
+				protocol.WriteFrame(c, protocol.TWelcome, []byte{3, 0, 'v', '3'})
 			}
 			c.Close()
 		}
@@ -371,7 +371,7 @@ func TestVersionMismatchWithAFakeServer(t *testing.T) {
 	defer c.Close()
 	_, err = c.Call(context.Background(), testops.Echo, nil, nil)
 	require.ErrorIs(t, err, protocol.ErrVersionMismatch)
-	assert.Contains(t, err.Error(), "client speaks v1, executor speaks v2")
+	assert.Contains(t, err.Error(), "client speaks v2, executor speaks v3")
 	ok, why := c.Available()
 	assert.False(t, ok)
 	assert.Contains(t, why, "version mismatch")

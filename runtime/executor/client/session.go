@@ -233,6 +233,9 @@ func (s *session) call(ctx context.Context, op string, params []byte, sizes []in
 				moved += int64(r.Len)
 			}
 			s.c.rates.observe(op, moved, time.Since(sent))
+			if f, ok := ctx.Value(placementKey{}).(func(Placement)); ok {
+				f(Placement{Device: int(resp.Device), Busy: time.Duration(resp.BusyNS), Bytes: moved})
+			}
 			for i, r := range resp.Outputs {
 				if r.Off < req.Out.Off || r.End() > req.Out.End() {
 					s.broken = true

@@ -22,17 +22,21 @@ const (
 	EnvProcesses      = "BEAMGPU_GPU_PROCESSES"
 )
 
-// Sharing is how one GPU is shared by the SDK processes of a worker, each
-// with its own executor: with NVIDIA MPS (use_nvidia_mps) their kernels run
-// side by side; without it the GPU time-slices between them. Either way
-// their device memory adds up, so each executor budgets
-// MemoryFraction/Processes of it and runs at most MaxConcurrent batches.
+// Sharing is how each GPU of a worker is shared by the SDK processes of the
+// worker, each with its own executor: with NVIDIA MPS (use_nvidia_mps)
+// their kernels run side by side; without it the GPU time-slices between
+// them. Either way their device memory adds up, so each executor budgets
+// MemoryFraction/Processes of it and runs at most MaxConcurrent batches on
+// it. On a worker with several GPUs every process sees all of them and
+// every executor uses all of them (each GPU shared by all the processes),
+// so these hold per GPU, unchanged by the number of GPUs.
 type Sharing struct {
 	// Processes is the number of SDK processes (executors) on one GPU.
 	Processes int `json:"processes"`
-	// MaxConcurrent is each executor's bound on batches run at once.
+	// MaxConcurrent is each executor's bound on batches run at once on
+	// each GPU.
 	MaxConcurrent int `json:"max_concurrent"`
-	// MemoryFraction is the fraction of the GPU's memory the executors
+	// MemoryFraction is the fraction of each GPU's memory the executors
 	// may use together.
 	MemoryFraction float64 `json:"memory_fraction"`
 }

@@ -456,3 +456,23 @@ func (d *Device) Launch(ctx context.Context, op string, output func(n int) ([]by
 	c.finish()
 	return err // its errors match protocol.ErrOutOfMemory and ErrFatal as they are
 }
+
+// Visible returns how many GPUs the process can see (those
+// CUDA_VISIBLE_DEVICES lists, in its order, or all), after checking that
+// the list names no GPU that does not exist: the driver stops the list at
+// the first such entry, hiding the ones after it, so a list longer than
+// what the driver sees is an error naming it.
+func Visible() (int, error) {
+	if err := CheckDriver(cu.Version(), ReadDriverVersion()); err != nil {
+		return 0, err
+	}
+	n, err := cu.NumDevices()
+	if err != nil {
+		return 0, classify("count the devices", err)
+	}
+	v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	if err := CheckVisible(v, set, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

@@ -24,6 +24,7 @@ package executortest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -70,7 +71,10 @@ func MaybeServe(ops func() []server.Op) {
 		}
 		server.Register(op)
 	}
-	b := executor.Build{Kind: "reference (CPU, test binary)", Device: func() string { return "cpu-reference (test binary)" }}
+	devs, err := executor.VirtualDevices("cpu-reference (test binary)")
+	b := executor.Build{Kind: "reference (CPU, test binary)", Virtual: true,
+		Devices:  func() []string { return devs },
+		NoDevice: func() string { return fmt.Sprint(err) }}
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "serve" {
 		// Test executors poison their outputs: an op that leaves part of

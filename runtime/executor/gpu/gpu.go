@@ -70,6 +70,12 @@ type Call interface {
 	// trans, its transpose; lda, ldb and ldc are the row strides. Full
 	// float32 (no TF32).
 	Gemm(transA, transB bool, m, n, k int, a Ptr, lda int, b Ptr, ldb int, c Ptr, ldc int) error
+	// GemmStridedBatched enqueues batch products C_i = op(A_i) op(B_i),
+	// each as Gemm's, of the matrices at a + i*strideA, b + i*strideB and
+	// c + i*strideC (strides in elements, not bytes). A stride of 0
+	// repeats an operand: one weight matrix for every image of a batch.
+	// The C_i must not overlap. Full float32 (no TF32).
+	GemmStridedBatched(transA, transB bool, m, n, k int, a Ptr, lda int, strideA int64, b Ptr, ldb int, strideB int64, c Ptr, ldc int, strideC int64, batch int) error
 	// Resident returns device memory of size bytes kept across calls under
 	// key (a model's weights, a reference set): the first Call with a key
 	// allocates it and runs fill to write it; later ones get it as it is.

@@ -209,6 +209,23 @@ func (r *Recorder) Launch(k Kernel, grid, block int, args ...any) error {
 func (r *Recorder) Gemm(transA, transB bool, m, n, k int, a Ptr, lda int, b Ptr, ldb int, c Ptr, ldc int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.checkGemm("gemm", transA, transB, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1)
+}
+
+// GemmStridedBatched implements Call: it checks that every product's
+// operands lie inside a buffer, and that the products' C do not overlap.
+func (r *Recorder) GemmStridedBatched(transA, transB bool, m, n, k int, a Ptr, lda int, strideA int64, b Ptr, ldb int, strideB int64, c Ptr, ldc int, strideC int64, batch int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.checkGemm("batched gemm", transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB, c, ldc, strideC, batch)
+}
+
+// GemmOperands describes the operands of a product (batched or not):
+// each operand's rows, columns and extent (the elements one matrix spans,
+// (rows-1) x ld + cols), and the span of all batch of them (elements from
+// the first one's start to the last one's end), or an error saying which
+// is malformed. Emulators and recorders share it.
+func GemmOperands(transA, transB bool, m, n, k int, lda int, strideA int64, ldb int, strideB int64, ldc int, strideC int64, batch int) (spans [3]int64, err error) {
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -217,16 +234,37 @@ func (r *Recorder) Gemm(transA, transB bool, m, n, k int, a Ptr, lda int, b Ptr,
 	if transB {
 		br, bc = n, k
 	}
-	for _, op := range []struct {
+	if batch < 1 {
+		return spans, fmt.Errorf("gpu: %d products", batch)
+	}
+	for i, op := range []struct {
 		name           string
-		p              Ptr
 		rows, cols, ld int
-	}{{"A", a, ar, ac, lda}, {"B", b, br, bc, ldb}, {"C", c, m, n, ldc}} {
+		stride         int64
+	}{{"A", ar, ac, lda, strideA}, {"B", br, bc, ldb, strideB}, {"C", m, n, ldc, strideC}} {
 		if op.rows < 1 || op.cols < 1 || op.ld < op.cols {
-			return fmt.Errorf("gpu: gemm: %s is %dx%d with row stride %d", op.name, op.rows, op.cols, op.ld)
+			return spans, fmt.Errorf("gpu: %s is %dx%d with row stride %d", op.name, op.rows, op.cols, op.ld)
 		}
-		if _, err := r.span(op.p, 4*int64((op.rows-1)*op.ld+op.cols)); err != nil {
-			return fmt.Errorf("gpu: gemm: %s: %w", op.name, err)
+		extent := int64(op.rows-1)*int64(op.ld) + int64(op.cols)
+		if op.stride < 0 {
+			return spans, fmt.Errorf("gpu: %s's stride is %d: strides must not be negative", op.name, op.stride)
+		}
+		if op.name == "C" && batch > 1 && op.stride < extent {
+			return spans, fmt.Errorf("gpu: the matrices of C are %d elements apart and span %d each: they overlap", op.stride, extent)
+		}
+		spans[i] = int64(batch-1)*op.stride + extent
+	}
+	return spans, nil
+}
+
+func (r *Recorder) checkGemm(what string, transA, transB bool, m, n, k int, a Ptr, lda int, strideA int64, b Ptr, ldb int, strideB int64, c Ptr, ldc int, strideC int64, batch int) error {
+	spans, err := GemmOperands(transA, transB, m, n, k, lda, strideA, ldb, strideB, ldc, strideC, batch)
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, what)
+	}
+	for i, p := range []Ptr{a, b, c} {
+		if _, err := r.span(p, 4*spans[i]); err != nil {
+			return fmt.Errorf("gpu: %s: %s: %w", what, "ABC"[i:i+1], err)
 		}
 	}
 	return nil

@@ -66,7 +66,7 @@ func TestRecorderChecksLaunches(t *testing.T) {
 	require.NoError(t, r.Gemm(false, false, 2, 2, 3, a, 3, b, 2, c, 2))
 	require.NoError(t, r.Gemm(true, true, 2, 2, 3, b, 2, a, 3, c, 2))
 	assert.ErrorContains(t, r.Gemm(false, false, 3, 2, 3, a, 3, b, 2, c, 2), "gemm: A")
-	assert.ErrorContains(t, r.Gemm(false, false, 2, 2, 3, a, 3, b, 2, c, 1), "gemm: C is 2x2 with row stride 1")
+	assert.ErrorContains(t, r.Gemm(false, false, 2, 2, 3, a, 3, b, 2, c, 1), "gpu: C is 2x2 with row stride 1 (gemm)")
 
 	out := make([]float32, 3)
 	require.NoError(t, gpu.Download(r, out, x))
@@ -75,4 +75,22 @@ func TestRecorderChecksLaunches(t *testing.T) {
 	host, err := gpu.Output[float32](r, 5)
 	require.NoError(t, err)
 	assert.Len(t, host, 5)
+}
+
+// A batched product's operands are checked over every product: the last
+// one must still lie inside the buffer, and the results must not overlap.
+func TestRecorderChecksBatchedProducts(t *testing.T) {
+	r := gpu.NewRecorder()
+	a, _ := r.Alloc(4 * 3 * 6) // 3 matrices 2x3
+	w, _ := r.Alloc(4 * 6)     // one 3x2, shared
+	c, _ := r.Alloc(4 * 3 * 4) // 3 results 2x2
+	require.NoError(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, 6, w, 2, 0, c, 2, 4, 3))
+	require.NoError(t, r.GemmStridedBatched(true, false, 2, 2, 3, a, 2, 6, w, 2, 0, c, 2, 4, 3))
+	assert.ErrorContains(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, 6, w, 2, 0, c, 2, 4, 4), "batched gemm: A")
+	assert.ErrorContains(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, 6, w, 2, 1, c, 2, 4, 3), "batched gemm: B")
+	assert.ErrorContains(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, 6, w, 2, 0, c, 2, 3, 3), "they overlap")
+	assert.ErrorContains(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, -6, w, 2, 0, c, 2, 4, 1), "must not be negative")
+	assert.ErrorContains(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, 6, w, 2, 0, c, 2, 4, 0), "0 products")
+	// One product: C's stride does not matter.
+	require.NoError(t, r.GemmStridedBatched(false, false, 2, 2, 3, a, 3, 0, w, 2, 0, c, 2, 0, 1))
 }

@@ -18,13 +18,19 @@
 //
 //	client                                server
 //	Hello{magic, Version, pid}     ->
-//	                               <-     Welcome{Version, pid, device, ops, limits[, no-device reason]}
+//	                               <-     Welcome{Version, pid, device, ops, limits, devices[, no-device reason]}
 //	                                      (or Reject{Version, message}, then close)
 //	Arena{id, size} + fd           ->
 //	                               <-     ArenaAck{id, status}
 //	Request{id, op, params, arena, inputs, out}  ->
-//	                               <-     Response{id, status, message, need, outputs}
+//	                               <-     Response{id, status, message, need, outputs, device, busy}
+//	Stats{}                        ->
+//	                               <-     StatsReply{per device: batches, bytes, busy, side fills, serving}
 //	...
+//
+// Version 2 added the devices: an executor serves every device it sees,
+// named by ordinal in Welcome.Devices; each Response names the device that
+// ran the batch and for how long, and Stats asks for each device's counts.
 //
 // The magic and the version come first in Hello and the version first in
 // Welcome and Reject, so peers of different versions can always tell each

@@ -9,7 +9,7 @@ import (
 
 // Version is the protocol version this package speaks. Bump it on any change
 // to a message's layout; peers of different versions refuse each other.
-const Version uint16 = 1
+const Version uint16 = 2
 
 // Magic opens every Hello, so a server can tell a beamgpu client from a
 // stray connection.
@@ -32,6 +32,8 @@ const (
 	MaxText = 16 << 10
 	// MaxOps bounds the op list of a Welcome.
 	MaxOps = 4096
+	// MaxDevices bounds the devices of a Welcome or a StatsReply.
+	MaxDevices = 1024
 )
 
 // Type is a frame's type byte.
@@ -46,9 +48,12 @@ const (
 	TArenaAck Type = 5 // server -> client
 	TRequest  Type = 6 // client -> server
 	TResponse Type = 7 // server -> client
+	// Since version 2:
+	TStats      Type = 8 // client -> server: the devices' statistics, please
+	TStatsReply Type = 9 // server -> client
 )
 
-func (t Type) valid() bool { return t >= THello && t <= TResponse }
+func (t Type) valid() bool { return t >= THello && t <= TStatsReply }
 
 func (t Type) String() string {
 	switch t {
@@ -66,6 +71,10 @@ func (t Type) String() string {
 		return "Request"
 	case TResponse:
 		return "Response"
+	case TStats:
+		return "Stats"
+	case TStatsReply:
+		return "StatsReply"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }

@@ -82,7 +82,11 @@ type Welcome struct {
 	// PID is the executor's process id.
 	PID uint32
 	// Device describes the device the executor runs ops on; empty means none.
+	// With several devices it sums them up ("2 devices: [0] ...; [1] ...").
 	Device string
+	// Devices describe each device the executor serves, by ordinal (version
+	// 2); empty when there is none.
+	Devices []string
 	// Ops are the names of the ops the executor serves, sorted.
 	Ops []string
 	// Limits are the executor's limits.
@@ -97,9 +101,10 @@ type Welcome struct {
 
 // Limits are the executor's resource limits, as announced in Welcome.
 type Limits struct {
-	// MaxConcurrent is how many batches run at once (across connections).
+	// MaxConcurrent is how many batches run at once on each device (across
+	// connections).
 	MaxConcurrent uint32
-	// MemoryBudget is the bytes of inputs and outputs the executor holds at
+	// MemoryBudget is the bytes of inputs and outputs each device holds at
 	// once; 0 means unlimited. A request over it gets StatusOutOfMemory.
 	MemoryBudget uint64
 	// MaxFrame is the largest frame the executor accepts.
@@ -164,6 +169,42 @@ type Response struct {
 	Need uint64
 	// Outputs are the op's outputs, inside the request's Out region.
 	Outputs []Ref
+	// Device is the ordinal of the device the batch ran on, and BusyNS the
+	// nanoseconds it ran there (version 2; for StatusOK).
+	Device uint32
+	BusyNS uint64
+}
+
+// Stats asks the server for its devices' statistics (version 2); the
+// server answers with a StatsReply.
+type Stats struct{}
+
+// StatsReply answers Stats: one entry per device, by ordinal.
+type StatsReply struct {
+	Devices []DeviceStats
+}
+
+// DeviceStats are one device's statistics since the executor started.
+type DeviceStats struct {
+	Ordinal uint32
+	// Name describes the device, as in Welcome.Devices.
+	Name string
+	// Serving is false once the device has been taken out after a fatal
+	// error (Failure says which); its batches then run on the others.
+	Serving bool
+	Failure string
+	// Batches and Bytes (inputs and outputs) count the batches that ran
+	// there successfully.
+	Batches, Bytes uint64
+	// BusyNS is the time at least one batch ran on the device; BatchNS sums
+	// the batches' own times (more than BusyNS where batches overlapped).
+	BusyNS, BatchNS uint64
+	// SideFills counts the side data (model weights, kNN reference sets)
+	// first used on the device: uploaded there once each.
+	SideFills uint64
+	// FailedBatches counts the batches that failed fatally there (and were
+	// run again on another device, while one served).
+	FailedBatches uint64
 }
 
 // Type implements Message.
@@ -187,6 +228,34 @@ func (Request) Type() Type { return TRequest }
 // Type implements Message.
 func (Response) Type() Type { return TResponse }
 
+// Type implements Message.
+func (Stats) Type() Type { return TStats }
+
+// Type implements Message.
+func (StatsReply) Type() Type { return TStatsReply }
+
+// Append implements Message.
+func (Stats) Append(b []byte) []byte { return b }
+
+// Append implements Message.
+func (m StatsReply) Append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Devices)))
+	for _, d := range m.Devices {
+		b = binary.LittleEndian.AppendUint32(b, d.Ordinal)
+		b = appendStr(b, d.Name)
+		if d.Serving {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		b = appendStr(b, d.Failure)
+		for _, v := range []uint64{d.Batches, d.Bytes, d.BusyNS, d.BatchNS, d.SideFills, d.FailedBatches} {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+	}
+	return b
+}
+
 // Append implements Message.
 func (m Hello) Append(b []byte) []byte {
 	b = append(b, Magic...)
@@ -207,6 +276,10 @@ func (m Welcome) Append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint64(b, m.Limits.MemoryBudget)
 	b = binary.LittleEndian.AppendUint32(b, m.Limits.MaxFrame)
 	b = binary.LittleEndian.AppendUint32(b, m.Limits.MaxBuffers)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Devices)))
+	for _, d := range m.Devices {
+		b = appendStr(b, d)
+	}
 	if m.NoDevice != "" {
 		b = appendStr(b, m.NoDevice)
 	}
@@ -249,7 +322,9 @@ func (m Response) Append(b []byte) []byte {
 	b = append(b, byte(m.Status))
 	b = appendStr(b, m.Message)
 	b = binary.LittleEndian.AppendUint64(b, m.Need)
-	return appendRefs(b, m.Outputs)
+	b = appendRefs(b, m.Outputs)
+	b = binary.LittleEndian.AppendUint32(b, m.Device)
+	return binary.LittleEndian.AppendUint64(b, m.BusyNS)
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -334,6 +409,12 @@ func Decode(t Type, p []byte) (Message, error) {
 		w.Limits.MemoryBudget = d.u64()
 		w.Limits.MaxFrame = d.u32()
 		w.Limits.MaxBuffers = d.u32()
+		if n := d.count(MaxDevices, 4); n > 0 {
+			w.Devices = make([]string, n)
+			for i := range w.Devices {
+				w.Devices[i] = d.str(MaxText)
+			}
+		}
 		if d.err == nil && len(d.b) > 0 {
 			if w.NoDevice = d.str(MaxText); d.err == nil && w.NoDevice == "" {
 				d.fail("empty no-device reason (it is sent only when there is one)")
@@ -358,6 +439,30 @@ func Decode(t Type, p []byte) (Message, error) {
 	case TResponse:
 		r := Response{ID: d.u64(), Status: Status(d.u8()), Message: d.str(MaxText), Need: d.u64()}
 		r.Outputs = d.refs()
+		r.Device = d.u32()
+		r.BusyNS = d.u64()
+		m = r
+	case TStats:
+		m = Stats{}
+	case TStatsReply:
+		var r StatsReply
+		if n := d.count(MaxDevices, 4+4+1+4+6*8); n > 0 {
+			r.Devices = make([]DeviceStats, n)
+			for i := range r.Devices {
+				s := &r.Devices[i]
+				s.Ordinal = d.u32()
+				s.Name = d.str(MaxText)
+				switch d.u8() {
+				case 0:
+				case 1:
+					s.Serving = true
+				default:
+					d.fail("serving flag not 0 or 1")
+				}
+				s.Failure = d.str(MaxText)
+				s.Batches, s.Bytes, s.BusyNS, s.BatchNS, s.SideFills, s.FailedBatches = d.u64(), d.u64(), d.u64(), d.u64(), d.u64(), d.u64()
+			}
+		}
 		m = r
 	default:
 		return nil, fmt.Errorf("%w: unknown type %d", ErrFrame, uint8(t))

@@ -32,6 +32,14 @@ func samples() []protocol.Message {
 		protocol.Request{ID: 10, Arena: 1, Op: "x"},
 		protocol.Response{ID: 9, Status: protocol.StatusOK, Outputs: []protocol.Ref{{Off: 128, Len: 10}}},
 		protocol.Response{ID: 9, Status: protocol.StatusNoSpace, Message: "more", Need: 1 << 21},
+		protocol.Welcome{Version: protocol.Version, PID: 8, Device: "2 devices: [0] a; [1] b", Devices: []string{"a", "b"}, Ops: []string{"echo"}},
+		protocol.Response{ID: 11, Status: protocol.StatusOK, Outputs: []protocol.Ref{{Off: 0, Len: 1}}, Device: 3, BusyNS: 12345},
+		protocol.Stats{},
+		protocol.StatsReply{},
+		protocol.StatsReply{Devices: []protocol.DeviceStats{
+			{Ordinal: 0, Name: "a", Serving: true, Batches: 5, Bytes: 1 << 20, BusyNS: 7, BatchNS: 9, SideFills: 1},
+			{Ordinal: 1, Name: "b", Failure: "sticky", FailedBatches: 2},
+		}},
 	}
 }
 
@@ -69,7 +77,7 @@ func TestReadFrameBounds(t *testing.T) {
 		"over MaxFrame":    {frame(protocol.MaxFrame+1, 1), protocol.ErrFrame},
 		"huge length":      {frame(0xFFFFFFFF, 6), protocol.ErrFrame},
 		"unknown type":     {frame(1, 0), protocol.ErrFrame},
-		"type past last":   {frame(1, 8), protocol.ErrFrame},
+		"type past last":   {frame(1, 10), protocol.ErrFrame},
 		"short header":     {[]byte{1, 0}, io.ErrUnexpectedEOF},
 		"short payload":    {frame(10, 6, 1, 2, 3), io.ErrUnexpectedEOF},
 		"header, then EOF": {frame(2, 6), io.ErrUnexpectedEOF},
@@ -122,7 +130,7 @@ func TestDecodeVersionMismatch(t *testing.T) {
 	_, err = protocol.Decode(protocol.TWelcome, append(w, 1, 2, 3))
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, uint16(99), ve.Server)
-	assert.Contains(t, err.Error(), "client speaks v1, executor speaks v99")
+	assert.Contains(t, err.Error(), "client speaks v2, executor speaks v99")
 }
 
 // pair returns two connected protocol.Conns.
@@ -181,12 +189,12 @@ func TestClientHandshake(t *testing.T) {
 			return c.Send(protocol.Welcome{Version: protocol.Version, Device: "d", Ops: []string{"echo"}})
 		}},
 		"server of another version": {answer: func(c *protocol.Conn) error {
-			// A v2 server's Welcome: the version, then a layout v1 cannot read.
-			return protocol.WriteFrame(c, protocol.TWelcome, []byte{2, 0, 0xde, 0xad})
-		}, wantErr: protocol.ErrVersionMismatch, msg: "client speaks v1, executor speaks v2"},
+			// A v3 server's Welcome: the version, then a layout v2 cannot read.
+			return protocol.WriteFrame(c, protocol.TWelcome, []byte{3, 0, 0xde, 0xad})
+		}, wantErr: protocol.ErrVersionMismatch, msg: "client speaks v2, executor speaks v3"},
 		"server rejects our version": {answer: func(c *protocol.Conn) error {
-			return c.Send(protocol.Reject{Version: 2, Message: "executor speaks protocol v2, client speaks v1"})
-		}, wantErr: protocol.ErrVersionMismatch, msg: "executor speaks protocol v2"},
+			return c.Send(protocol.Reject{Version: 3, Message: "executor speaks protocol v3, client speaks v2"})
+		}, wantErr: protocol.ErrVersionMismatch, msg: "executor speaks protocol v3"},
 		"server hangs up": {answer: func(c *protocol.Conn) error { return nil }, wantErr: io.EOF},
 	} {
 		t.Run(name, func(t *testing.T) {

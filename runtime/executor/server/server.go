@@ -32,16 +32,25 @@ type Config struct {
 	// handshake ("NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)", "cpu-reference");
 	// empty means no usable device, and clients will not use the executor.
 	Device string
+	// Devices describe each device the server places batches on, by
+	// ordinal (one per visible GPU; the reference executor's virtual
+	// ones); nil means one, Device. With several, MaxConcurrent and
+	// MemoryBudget hold for each, and Device, if empty, sums them up.
+	Devices []string
+	// LeftOut are ordinals of Devices no batch is placed on (serve
+	// --devices; bench measures one device so): they are announced, and
+	// reported as not serving.
+	LeftOut []int
 	// NoDevice says why there is no device (Device empty), announced in the
 	// handshake so that the clients' reason for not using the GPU names it.
 	NoDevice string
 	// Ops are the ops served; nil means Registered().
 	Ops []Op
-	// MaxConcurrent bounds the batches running at once, across connections;
-	// 0 means DefaultMaxConcurrent.
+	// MaxConcurrent bounds the batches running at once on each device,
+	// across connections; 0 means DefaultMaxConcurrent.
 	MaxConcurrent int
 	// MemoryBudget bounds the bytes of inputs and outputs of the batches
-	// running at once; 0 means unlimited.
+	// running at once on each device; 0 means unlimited.
 	MemoryBudget int64
 	// HandshakeTimeout bounds the handshake of a new connection; 0 means 10s.
 	HandshakeTimeout time.Duration
@@ -68,8 +77,10 @@ type Server struct {
 	cfg   Config
 	ops   map[string]Op
 	names []string
-	slots chan struct{}
-	mem   *weighted // nil: unlimited
+
+	placeMu   sync.Mutex
+	devices   []*device
+	lastFatal error // the error of a batch that finds every device taken out
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -99,7 +110,41 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = log.New(os.Stderr, "beamgpu-executor: ", log.LstdFlags).Printf
 	}
-	s := &Server{cfg: cfg, ops: map[string]Op{}, slots: make(chan struct{}, cfg.MaxConcurrent), conns: map[*conn]struct{}{}}
+	if len(cfg.Devices) > protocol.MaxDevices {
+		return nil, fmt.Errorf("executor: %d devices exceed the protocol's limit of %d", len(cfg.Devices), protocol.MaxDevices)
+	}
+	names := cfg.Devices
+	if len(names) == 0 {
+		names = []string{cfg.Device}
+	} else if cfg.Device == "" {
+		cfg.Device = Summary(names)
+	}
+	s := &Server{cfg: cfg, ops: map[string]Op{}, conns: map[*conn]struct{}{}}
+	for i, name := range names {
+		d := &device{ordinal: i, name: name, slots: make(chan struct{}, cfg.MaxConcurrent), gone: make(chan struct{})}
+		if cfg.MemoryBudget > 0 {
+			d.mem = newWeighted(cfg.MemoryBudget)
+		}
+		s.devices = append(s.devices, d)
+	}
+	for _, k := range cfg.LeftOut {
+		if k < 0 || k >= len(s.devices) {
+			return nil, fmt.Errorf("executor: device %d left out: there are %d", k, len(s.devices))
+		}
+		d := s.devices[k]
+		if !d.dead {
+			d.dead, d.deadWhy = true, "left out (--devices)"
+			close(d.gone)
+		}
+	}
+	alive := false
+	for _, d := range s.devices {
+		alive = alive || !d.dead
+	}
+	if !alive {
+		return nil, errors.New("executor: every device is left out")
+	}
+	s.lastFatal = fmt.Errorf("%w: %w", errNoDevice, protocol.ErrFatal)
 	for _, op := range cfg.Ops {
 		name := op.Name()
 		if name == "" || len(name) > protocol.MaxName {
@@ -115,10 +160,24 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("executor: %d ops exceed the protocol's limit of %d", len(s.names), protocol.MaxOps)
 	}
 	sort.Strings(s.names)
-	if cfg.MemoryBudget > 0 {
-		s.mem = newWeighted(cfg.MemoryBudget)
-	}
 	return s, nil
+}
+
+// Summary describes devices in one line: the one device's description, or
+// "N devices: [0] ...; [1] ...".
+func Summary(devices []string) string {
+	if len(devices) == 1 {
+		return devices[0]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d devices: ", len(devices))
+	for i, d := range devices {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "[%d] %s", i, d)
+	}
+	return b.String()
 }
 
 // Limits are the limits the server announces in its handshake.
@@ -181,8 +240,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.shutting.Load() {
 		ln.Close()
 	}
-	s.cfg.Logf("serving %d ops on %s (device %q, max_concurrent=%d, memory_budget=%d)",
-		len(s.names), ln.Addr(), s.cfg.Device, s.cfg.MaxConcurrent, s.cfg.MemoryBudget)
+	s.cfg.Logf("serving %d ops on %s (device %q, %d device(s), each max_concurrent=%d, memory_budget=%d)",
+		len(s.names), ln.Addr(), s.cfg.Device, len(s.devices), s.cfg.MaxConcurrent, s.cfg.MemoryBudget)
 	var acceptErr error
 	for {
 		nc, err := ln.Accept()
@@ -368,6 +427,10 @@ func (c *conn) serve() {
 			if err := c.attach(m, in.fd); err != nil {
 				return
 			}
+		case protocol.Stats:
+			if err := c.pc.Send(protocol.StatsReply{Devices: c.s.Devices()}); err != nil {
+				return
+			}
 		case protocol.Request:
 			if !c.begin() {
 				return
@@ -449,10 +512,17 @@ func (c *conn) handshake() error {
 		return fmt.Errorf("executor: first frame is %s, want Hello", m.Type())
 	}
 	c.pid = h.PID
+	var devices []string
+	if c.s.cfg.Device != "" {
+		for _, d := range c.s.devices {
+			devices = append(devices, d.name)
+		}
+	}
 	return c.pc.Send(protocol.Welcome{
 		Version:  protocol.Version,
 		PID:      uint32(os.Getpid()),
 		Device:   c.s.cfg.Device,
+		Devices:  devices,
 		NoDevice: c.s.cfg.NoDevice,
 		Ops:      c.s.names,
 		Limits:   c.s.Limits(),
@@ -545,26 +615,59 @@ func (c *conn) handle(req protocol.Request) (resp protocol.Response, fatal error
 		return fail(protocol.StatusOutOfMemory, "inputs of %d bytes exceed the executor's memory budget of %d bytes: split the batch", inBytes, budget)
 	}
 
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return fail(protocol.StatusError, "cancelled: %v", ctx.Err())
+	for {
+		d, err := s.place()
+		if err != nil { // every device has been taken out
+			resp.Status, resp.Message = protocol.StatusFatal, err.Error()
+			return trim(resp), err
+		}
+		r, fatal, moved := c.runOn(ctx, d, op, req, ins, inBytes)
+		s.unplace(d)
+		if !moved {
+			return trim(r), fatal
+		}
 	}
-	defer func() { <-s.slots }()
+}
+
+func trim(resp protocol.Response) protocol.Response {
+	if len(resp.Message) > protocol.MaxText {
+		resp.Message = resp.Message[:protocol.MaxText]
+	}
+	return resp
+}
+
+// runOn runs a request on device d. moved says that d was taken out (the
+// batch failed fatally there, or d failed while it waited) while another
+// device serves: the caller places the batch again, on another device.
+func (c *conn) runOn(ctx context.Context, d *device, op Op, req protocol.Request, ins [][]byte, inBytes int64) (resp protocol.Response, fatal error, moved bool) {
+	s := c.s
+	resp.ID = req.ID
+	budget := s.cfg.MemoryBudget
+	fail := func(st protocol.Status, format string, args ...any) (protocol.Response, error, bool) {
+		resp.Status, resp.Message = st, fmt.Sprintf(format, args...)
+		return resp, nil, false
+	}
+	if err := d.acquireLane(ctx); errors.Is(err, errMoved) {
+		return resp, nil, true
+	} else if err != nil {
+		return fail(protocol.StatusError, "cancelled: %v", err)
+	}
+	defer func() { <-d.slots }()
 	var held int64
-	if s.mem != nil {
-		if err := s.mem.Acquire(ctx, inBytes); err != nil {
+	if d.mem != nil {
+		if err := d.mem.Acquire(ctx, inBytes); err != nil {
 			return fail(protocol.StatusError, "cancelled: %v", err)
 		}
 		held = inBytes
-		defer func() { s.mem.Release(held) }()
+		defer func() { d.mem.Release(held) }()
 	}
 
 	alloc := shm.NewAllocator(int64(req.Out.Off), int64(req.Out.Len))
 	var (
-		outs    []protocol.Ref
-		oom     bool
-		noSpace int64
+		outs     []protocol.Ref
+		outBytes int64
+		oom      bool
+		noSpace  int64
 	)
 	data := c.arena.Bytes()
 	out := func(sizes ...int) ([][]byte, error) {
@@ -580,20 +683,20 @@ func (c *conn) handle(req protocol.Request) (resp protocol.Response, fatal error
 		if len(outs)+len(sizes) > protocol.MaxBuffers {
 			return nil, fmt.Errorf("executor: %d outputs exceed the protocol's limit of %d", len(outs)+len(sizes), protocol.MaxBuffers)
 		}
-		if s.mem != nil {
+		if d.mem != nil {
 			if held+total > budget {
 				oom = true
 				return nil, fmt.Errorf("%w: inputs and outputs of %d bytes exceed the executor's memory budget of %d bytes: split the batch", protocol.ErrOutOfMemory, held+total, budget)
 			}
-			if s.mem.TryAcquire(total) {
+			if d.mem.TryAcquire(total) {
 				held += total
 			} else {
 				// Wait holding nothing, so two requests each holding part
 				// of the budget cannot wait for each other.
 				h := held
-				s.mem.Release(held)
+				d.mem.Release(held)
 				held = 0
-				if err := s.mem.Acquire(ctx, h+total); err != nil {
+				if err := d.mem.Acquire(ctx, h+total); err != nil {
 					return nil, err
 				}
 				held = h + total
@@ -611,16 +714,33 @@ func (c *conn) handle(req protocol.Request) (resp protocol.Response, fatal error
 				poison(bufs[i])
 			}
 			outs = append(outs, protocol.Ref{Off: uint64(r.Off), Len: uint64(r.Len)})
+			outBytes += n
 		}
 		return bufs, nil
 	}
-	err := runOp(ctx, op, req.Params, ins, out)
+	s.started(d)
+	start := time.Now()
+	err := runOp(withDevice(ctx, d), op, req.Params, ins, out)
+	took := time.Since(start)
+	s.stopped(d)
 	switch {
 	case err == nil:
 		resp.Status, resp.Outputs = protocol.StatusOK, outs
+		resp.Device, resp.BusyNS = uint32(d.ordinal), uint64(took)
+		d.batches.Add(1)
+		d.bytes.Add(uint64(inBytes + outBytes))
+		d.batchNS.Add(uint64(took))
 	case errors.Is(err, protocol.ErrFatal):
+		d.failedBatches.Add(1)
+		if s.takeOut(d, err) {
+			if ctx.Err() != nil { // nobody waits for it: the others serve on
+				return fail(protocol.StatusError, "cancelled: %v (and device %d failed: %v)", ctx.Err(), d.ordinal, err)
+			}
+			s.cfg.Logf("op %q failed fatally on device %d (client pid %d): running it again on another device", req.Op, d.ordinal, c.pid)
+			return resp, nil, true
+		}
 		resp.Status, resp.Message = protocol.StatusFatal, err.Error()
-		return resp, err
+		return resp, err, false
 	case noSpace > 0:
 		resp.Status, resp.Need, resp.Message = protocol.StatusNoSpace, uint64(noSpace), err.Error()
 	case oom || errors.Is(err, protocol.ErrOutOfMemory):
@@ -628,8 +748,5 @@ func (c *conn) handle(req protocol.Request) (resp protocol.Response, fatal error
 	default:
 		resp.Status, resp.Message = protocol.StatusError, err.Error()
 	}
-	if len(resp.Message) > protocol.MaxText {
-		resp.Message = resp.Message[:protocol.MaxText]
-	}
-	return resp, nil
+	return resp, nil, false
 }

@@ -35,7 +35,7 @@ func start(t *testing.T, cfg server.Config) *running {
 	if cfg.Ops == nil {
 		cfg.Ops = testops.All()
 	}
-	if cfg.Device == "" {
+	if cfg.Device == "" && cfg.Devices == nil {
 		cfg.Device = "test-device"
 	}
 	cfg.Logf = t.Logf
@@ -91,15 +91,15 @@ func TestServerRejectsAnotherVersion(t *testing.T) {
 	c, err := protocol.Dial(context.Background(), r.socket)
 	require.NoError(t, err)
 	defer c.Close()
-	// A client of protocol v2: magic, version 2, then whatever v2 sends.
-	hello := binary.LittleEndian.AppendUint16([]byte(protocol.Magic), 2)
+	// A client of protocol v3: magic, version 3, then whatever v3 sends.
+	hello := binary.LittleEndian.AppendUint16([]byte(protocol.Magic), 3)
 	require.NoError(t, protocol.WriteFrame(c, protocol.THello, append(hello, 1, 2, 3, 4, 5, 6)))
 	m, err := c.Recv()
 	require.NoError(t, err)
 	rej, ok := m.(protocol.Reject)
 	require.True(t, ok, "got %T", m)
 	assert.Equal(t, protocol.Version, rej.Version)
-	assert.Equal(t, "executor speaks protocol v1, client speaks v2", rej.Message)
+	assert.Equal(t, "executor speaks protocol v2, client speaks v3", rej.Message)
 	_, err = c.Recv()
 	assert.Error(t, err, "the server closes after a Reject")
 

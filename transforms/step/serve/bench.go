@@ -9,10 +9,13 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/beamgpu/beamgpu/runtime/executor/testops"
@@ -31,6 +34,13 @@ limit): on a GPU the larger of the batch's bytes over the pinned bus and its
 products' FLOPs at cuBLAS's rate; on the CPU reference executor the CPU
 function's own time plus one copy (shm.Copy) of the batch's bytes. The echo line
 is the transport alone (448 MiB there and back) against two such copies.
+
+With several devices (every visible GPU; the reference executor's
+BEAMGPU_REFERENCE_DEVICES virtual ones), each step's throughput is then
+measured on each device alone (an executor started with --devices=N) and on
+all of them at once, with enough batches in flight to fill them: the "all"
+line gives the aggregate over the first device's (N devices scaling
+perfectly: Nx).
 
 Flags:
 `
@@ -106,6 +116,11 @@ func runBench(ctx context.Context, w io.Writer, exe, size string, reps int, phas
 	full := size == "full" || size == "auto" && !strings.HasPrefix(info.Device, "cpu-reference")
 	fmt.Fprintf(w, "beamgpu-executor bench: executor %s (pid %d)\ndevice: %s\nsizes: %s, median of %d runs\n\n",
 		exe, info.PID, info.Device, map[bool]string{true: "full", false: "ci"}[full], reps)
+	for i, d := range info.Devices {
+		if len(info.Devices) > 1 {
+			fmt.Fprintf(w, "device %d: %s\n", i, d)
+		}
+	}
 
 	tw := &table{w: w}
 	tw.row("ceiling", "host copy, one core", gbps(c.memcpy1), "", "", "")
@@ -180,8 +195,87 @@ func runBench(ctx context.Context, w io.Writer, exe, size string, reps int, phas
 			tw.row("", "  phases: "+p.String(), "", "", "", "")
 		}
 	}
+	if len(info.Devices) > 1 {
+		if err := benchDevices(ctx, tw, exe, info, full, reps, only); err != nil {
+			return err
+		}
+	}
 	tw.flush()
 	return nil
+}
+
+// benchDevices measures each step's throughput on each device alone and on
+// all of them at once: batches from enough goroutines to keep every lane of
+// the devices used busy. Each measurement starts its own executor (the
+// shared one, restarted with --devices through its environment).
+func benchDevices(ctx context.Context, tw *table, exe string, info client.Info, full bool, reps int, only string) error {
+	defer os.Unsetenv(executor.EnvDevices)
+	lanes := max(1, int(info.Limits.MaxConcurrent))
+	n := len(info.Devices)
+	steps := step.All()
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Name() < steps[j].Name() })
+	for _, s := range steps {
+		if only != "" && !slices.Contains(strings.Split(only, ","), s.Name()) {
+			continue
+		}
+		in, work, ok := s.BenchInput(full)
+		if !ok || s.Backend().GPUOp == "" {
+			continue
+		}
+		rate := func(devices string, used int) (float64, error) {
+			os.Setenv(executor.EnvDevices, devices)
+			if err := client.CloseShared(); err != nil {
+				return 0, err
+			}
+			if _, err := client.Shared(exe); err != nil {
+				return 0, err
+			}
+			workers := 2 * lanes * used
+			batches := max(reps, 2) * workers
+			if _, err := s.OffloadAny(ctx, in); err != nil { // warm-up: the executor, side data
+				return 0, err
+			}
+			start := time.Now()
+			var next atomic.Int64
+			errs := make(chan error, workers)
+			for range workers {
+				go func() {
+					for next.Add(1) <= int64(batches) {
+						if _, err := s.OffloadAny(ctx, in); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			var first error
+			for range workers {
+				if err := <-errs; err != nil && first == nil {
+					first = err
+				}
+			}
+			return float64(batches) / time.Since(start).Seconds(), first
+		}
+		var one float64
+		for d := range n {
+			r, err := rate(strconv.Itoa(d), 1)
+			if err != nil {
+				return fmt.Errorf("%s on device %d: %w", s.Name(), d, err)
+			}
+			if d == 0 {
+				one = r
+			}
+			tw.row("devices", fmt.Sprintf("%s %s: device %d alone", s.Name(), work.Name, d), fmt.Sprintf("%.1f batches/s", r), "", "", "")
+		}
+		all, err := rate("", n)
+		if err != nil {
+			return fmt.Errorf("%s on all %d devices: %w", s.Name(), n, err)
+		}
+		tw.row("devices", fmt.Sprintf("%s %s: all %d devices at once", s.Name(), work.Name, n), fmt.Sprintf("%.1f batches/s", all),
+			fmt.Sprintf("aggregate %.2fx device 0's", all/one), fmt.Sprintf("(%d perfect)", n), "")
+	}
+	return client.CloseShared()
 }
 
 // benchEcho times the transport alone: n MiB to the executor and back by

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
 	_ "github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
@@ -33,4 +34,22 @@ func TestBenchRuns(t *testing.T) {
 		assert.Contains(t, s, want)
 	}
 	assert.NotContains(t, s, "knn", "--steps chooses")
+}
+
+// With several devices (here 2 virtual ones) the benchmark measures each
+// step on each device alone and on all at once, with the aggregate over one
+// device's.
+func TestBenchMeasuresEachDeviceAndAll(t *testing.T) {
+	t.Setenv(executor.EnvReferenceDevices, "2")
+	var out bytes.Buffer
+	err := runBench(context.Background(), &out, executortest.Use(), "ci", 1, false, 0, "dense")
+	require.NoError(t, err, out.String())
+	s := out.String()
+	t.Log(s)
+	for _, want := range []string{"device 0: cpu-reference (test binary), virtual device 0 of 2", "device 1: ",
+		"dense 1024x784 -> 256, ReLU: device 0 alone", "dense 1024x784 -> 256, ReLU: device 1 alone",
+		"dense 1024x784 -> 256, ReLU: all 2 devices at once", "batches/s", "aggregate ", "x device 0's", "(2 perfect)"} {
+		assert.Contains(t, s, want)
+	}
+	assert.Empty(t, os.Getenv(executor.EnvDevices), "the benchmark leaves no device choice behind")
 }

@@ -12,7 +12,9 @@ import (
 )
 
 // build is the CPU reference executor: every GPU op served by its step's CPU
-// function. Its device says so, so that nobody mistakes it for a GPU.
+// function. Its device says so, so that nobody mistakes it for a GPU. With
+// BEAMGPU_REFERENCE_DEVICES=N it announces N virtual devices, each a queue
+// of its own, so that CI tests what the executor does with several GPUs.
 func build() (executor.Build, []server.Op) {
 	var ops []server.Op
 	for _, s := range step.All() {
@@ -20,7 +22,21 @@ func build() (executor.Build, []server.Op) {
 			ops = append(ops, op)
 		}
 	}
-	return executor.Build{Kind: "reference (CPU)", Device: func() string {
-		return fmt.Sprintf("cpu-reference (%s/%s, %d CPUs; no GPU: ops run the steps' CPU code)", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	}}, ops
+	base := fmt.Sprintf("cpu-reference (%s/%s, %d CPUs; no GPU: ops run the steps' CPU code)", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	return referenceBuild("reference (CPU)", base), ops
+}
+
+// referenceBuild is the reference executor's Build: one device described as
+// base, or the virtual devices BEAMGPU_REFERENCE_DEVICES asks for (a
+// malformed value is no device, with the reason).
+func referenceBuild(kind, base string) executor.Build {
+	devs, err := executor.VirtualDevices(base)
+	return executor.Build{Kind: kind, Virtual: true,
+		Devices: func() []string { return devs },
+		NoDevice: func() string {
+			if err != nil {
+				return err.Error()
+			}
+			return ""
+		}}
 }

@@ -123,6 +123,23 @@ const (
 	MetricRecycled = "recycled"
 )
 
+// Per-device metrics of a GPU step, named "STEP.deviceN.METRIC" (N the
+// device's ordinal in its executor, as client.Placement gives it): the
+// batches the executor ran there, their bytes (inputs and outputs) and the
+// time they ran there (summed over batches). A worker with several GPUs
+// spreads a step's batches over them; these say how evenly.
+const (
+	MetricDevicePrefix  = "device"
+	MetricDeviceBatches = "batches"
+	MetricDeviceBytes   = "bytes"
+	MetricDeviceBusyNS  = "busy_ns"
+)
+
+// DeviceMetric is the name of a step's per-device metric.
+func DeviceMetric(step string, device int, metric string) string {
+	return fmt.Sprintf("%s.%s%d.%s", step, MetricDevicePrefix, device, metric)
+}
+
 // Exec is a step's resolved implementation, as a DoFn carries it (its
 // exported fields are serialized with the DoFn), with the step's metrics.
 type Exec[In, Out any] struct {
@@ -142,6 +159,24 @@ type Exec[In, Out any] struct {
 type Metrics struct {
 	batches, items, bytes, failures, fallbacks, recycled beam.Counter
 	kernel                                               beam.Distribution
+	step                                                 string
+}
+
+// WithPlacement returns ctx, for a call of the step's GPU implementation,
+// such that each batch the executor runs is counted on its device (Placed)
+// in ctx's metrics.
+func (m Metrics) WithPlacement(ctx context.Context) context.Context {
+	return client.WithPlacement(ctx, func(p client.Placement) { m.Placed(ctx, p) })
+}
+
+// Placed counts a batch the executor ran on a device (client.Placement).
+func (m Metrics) Placed(ctx context.Context, p client.Placement) {
+	if m.step == "" {
+		return
+	}
+	beam.NewCounter(Namespace, DeviceMetric(m.step, p.Device, MetricDeviceBatches)).Inc(ctx, 1)
+	beam.NewCounter(Namespace, DeviceMetric(m.step, p.Device, MetricDeviceBytes)).Inc(ctx, p.Bytes)
+	beam.NewCounter(Namespace, DeviceMetric(m.step, p.Device, MetricDeviceBusyNS)).Inc(ctx, p.Busy.Nanoseconds())
 }
 
 // NewMetrics returns the metrics of the step called name; call it from a
@@ -156,6 +191,7 @@ func NewMetrics(name string) Metrics {
 		fallbacks: beam.NewCounter(Namespace, p+MetricFallback),
 		recycled:  beam.NewCounter(Namespace, p+MetricRecycled),
 		kernel:    beam.NewDistribution(Namespace, p+MetricKernelNS),
+		step:      name,
 	}
 }
 
@@ -223,7 +259,11 @@ func (e *Exec[In, Out]) run(ctx context.Context, in In, fail func(step.Failure))
 		panic(fmt.Sprintf("step %q: Exec used before Setup", e.Step))
 	}
 	start := time.Now()
-	out, err := e.call(ctx, in)
+	callCtx := ctx
+	if e.Impl == backend.GPU {
+		callCtx = e.m.WithPlacement(ctx)
+	}
+	out, err := e.call(callCtx, in)
 	cpu = e.Impl == backend.CPU
 	if err != nil && e.Fallback && errors.Is(err, step.ErrGPUUnavailable) {
 		e.m.FellBack(ctx)

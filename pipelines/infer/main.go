@@ -1,0 +1,365 @@
+// Command infer runs any ONNX model over a .npy array or a set of images on
+// Apache Beam, and writes its first output as predictions.npy, rows in the
+// input's order.
+//
+//	go run ./pipelines/infer --model=M.onnx --input=X.npy --output=DIR [--backend=auto|cpu|gpu|stub]
+//	go run ./pipelines/infer --model=M.onnx --input='photos/*.jpg' --resize=224x224 \
+//	    --mean=0.485,0.456,0.406 --std=0.229,0.224,0.225 --labels_file=labels.txt --top_k=5 --output=DIR
+//
+// A .npy input's rows (axis 0) feed the model's input; images are decoded
+// (PNG, JPEG), resized bilinearly, scaled to [0,1], normalized per channel
+// and laid out NCHW or NHWC. Paths are local or any Beam filesystem's
+// (gs://). It writes, in --output and nowhere else:
+//
+//	predictions.npy    the model's first output, one row per input row, in input order;
+//	                   a failed row is NaN (zeros for an integer output)
+//	predictions.jsonl  images: {"row", "key" (the image's path), "predicted"} per row, in order
+//	classes.jsonl      with --labels_file or --top_k: {"row", "key", "top": [{"index", "label", "score"}]}
+//	                   per predicted row, in order
+//	summary.json       rows in, predicted, failed (in = predicted + failed), backend per step, elapsed
+//	failed.jsonl       one failure per line: input (row "#index", or the image's path), step, reason
+//
+// See docs/infer.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/runtime/job"
+	_ "github.com/beamgpu/beamgpu/stubs/onnx"
+	"github.com/beamgpu/beamgpu/transforms/batch"
+	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+var (
+	model     = flag.String("model", "", "the ONNX model file (local or gs://); required")
+	input     = flag.String("input", "", "a .npy array (rows along axis 0 feed the model's input), or a glob of PNG/JPEG images ('dir/*.png', gs://b/x/*.jpg; a directory means dir/*); required")
+	output    = flag.String("output", "out/infer", "output directory (or gs:// prefix): predictions.npy, predictions.jsonl (images), classes.jsonl (labels), summary.json, failed.jsonl")
+	labels    = flag.String("labels_file", "", "labels file, one label a line, for the first output's scores: writes classes.jsonl (top --top_k classes per row)")
+	topK      = flag.Int("top_k", 0, "classes per row in classes.jsonl (0: 5 with --labels_file, else no classes.jsonl)")
+	resize    = flag.String("resize", "", "images: HEIGHTxWIDTH to resize to (bilinear); empty: the model input's height and width")
+	mean      = flag.String("mean", "0", "images: per-channel mean, comma-separated, subtracted after scaling to [0,1] (one value: every channel)")
+	std       = flag.String("std", "1", "images: per-channel standard deviation, comma-separated, divided by after the mean (one value: every channel)")
+	layout    = flag.String("layout", LayoutNCHW, "images: the model input's layout, NCHW or NHWC")
+	channels  = flag.Int("channels", 0, "images: 1 (gray) or 3 (RGB); 0: the model input's channel dimension, else 3")
+	shardRows = flag.Int("shard_rows", 1024, "rows per read shard (the unit of parallelism; a worker holds one shard's outputs at most)")
+	minBatch  = flag.Int("min_batch_size", 1, "fewest rows per model call (but a bundle's last); equal to --max_batch_size: batches of that fixed size")
+	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt between --min_batch_size and this)")
+	strict    = flag.Bool("strict", false, "exit with status 1 if any row failed (failures are always listed in failed.jsonl)")
+
+	// flags are package job's: backend selection, the launcher's, --progress.
+	flags job.Flags
+)
+
+func init() { flags.Register(flag.CommandLine) }
+
+func main() { job.Main(pipeline(configFromFlags, new(summary))) }
+
+// run runs the pipeline of the (parsed) flags, prints its summary to out
+// and returns the exit status.
+func run(ctx context.Context, out io.Writer) (int, error) {
+	return job.RunMain(ctx, pipeline(configFromFlags, new(summary)), out)
+}
+
+// execute builds and runs the pipeline of cfg with sel and prints the summary.
+func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
+	var sum summary
+	_, err := job.Execute(ctx, pipeline(func(context.Context) (Config, error) { return cfg, nil }, &sum), sel, out)
+	return sum, err
+}
+
+// pipeline is the pipeline of the configuration configure returns; a run's
+// summary goes to sum.
+func pipeline(configure func(context.Context) (Config, error), sum *summary) job.Pipeline {
+	var cfg Config
+	return job.Pipeline{
+		Name:  "infer",
+		Usage: usage,
+		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
+			"shard_rows", "min_batch_size", "max_batch_size", "strict"},
+		Flags: &flags,
+		Steps: job.Steps(onnx.StepRun),
+		WorkerPaths: func() []job.Path {
+			paths := []job.Path{{Flag: "model", Path: *model}, {Flag: "input", Path: *input}, {Flag: "output", Path: *output}}
+			if *labels != "" {
+				paths = append(paths, job.Path{Flag: "labels_file", Path: *labels})
+			}
+			return paths
+		},
+		Build: func(ctx context.Context, s beam.Scope, r *job.Run) error {
+			c, err := configure(ctx)
+			if err != nil {
+				return err
+			}
+			c.Steps = append(c.Steps, r.Options()...)
+			d, err := step.ResolveUse(onnx.StepRun, c.Handler.Use(), c.Steps...)
+			if err != nil {
+				return err
+			}
+			c.Impl = d.Impl
+			if r.Flags().Launch.PlanOut == "" {
+				if err := jobfiles.CheckWritable("output", c.Output); err != nil {
+					return err
+				}
+				if !strings.Contains(c.Output, "://") {
+					release, err := jobfiles.LockRun(c.Output, c.RunID)
+					if err != nil {
+						return fmt.Errorf("--output: %w", err)
+					}
+					out, run := c.Output, c.RunID
+					r.Cleanup(func() {
+						jobfiles.RemoveRun(out, run)
+						release()
+					})
+				}
+				if err := jobfiles.PrepareOutput(ctx, "infer", c.Output, outputFiles); err != nil {
+					return err
+				}
+			}
+			cfg = c
+			return Build(ctx, s, cfg)
+		},
+		Report: func(ctx context.Context, w io.Writer, res *job.Result) error {
+			var err error
+			*sum, err = report(ctx, w, res, cfg, cfg.inputName())
+			return err
+		},
+	}
+}
+
+func (c Config) inputName() string {
+	if c.NPY != nil {
+		return c.NPYPath
+	}
+	return *input
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `infer: run an ONNX model over a .npy array or images on Apache Beam.
+
+Usage: infer --model=M.onnx --input=X.npy|'GLOB' [--output=DIR] [--backend=auto|cpu|gpu|stub] [flags] [Beam flags]
+
+The rows of a .npy array (axis 0) feed the model's (only) input; their dtype and
+shape must be the input's. Images (PNG, JPEG) are decoded, resized (bilinear),
+scaled to [0,1], normalized ((x-mean)/std per channel) and laid out NCHW or NHWC.
+Writes in --output: predictions.npy (the first output, rows in input order;
+failed rows NaN), predictions.jsonl (images: row -> path), classes.jsonl (with
+--labels_file/--top_k), summary.json and failed.jsonl. Paths are local or gs://.
+
+Examples:
+  infer --model=model.onnx --input=x.npy --output=out/x
+  infer --model=resnet50.onnx --input='photos/*.jpg' --resize=224x224 \
+      --mean=0.485,0.456,0.406 --std=0.229,0.224,0.225 --labels_file=imagenet.txt --top_k=5 --output=out/photos
+  infer --model=cnn-fashion.onnx --input='digits/*.png' --channels=1 --labels_file=classes.txt --backend=stub
+
+It runs on Beam's local runner (prism) unless --runner says otherwise; the
+model's step is "onnx" (--backend_override=onnx=cpu). See docs/infer.md.
+`)
+}
+
+// configFromFlags checks the flags, loads the model, reads the .npy header
+// or lists the images, and checks them against the model.
+func configFromFlags(ctx context.Context) (Config, error) {
+	cfg := Config{Model: *model, Output: *output, ShardRows: *shardRows, Labels: *labels, TopK: *topK,
+		Batching: batch.Params{MinBatchSize: *minBatch, MaxBatchSize: *maxBatch},
+		RunID:    jobfiles.NewRunID(), Started: time.Now().UTC().Format(time.RFC3339), Args: os.Args[1:]}
+	if cfg.Model == "" || *input == "" {
+		return cfg, errors.New("--model and --input are required (infer --help shows examples)")
+	}
+	if cfg.ShardRows <= 0 || *minBatch <= 0 || *maxBatch < *minBatch {
+		return cfg, fmt.Errorf("--shard_rows=%d --min_batch_size=%d --max_batch_size=%d: want positive numbers, min <= max", *shardRows, *minBatch, *maxBatch)
+	}
+	if cfg.TopK < 0 {
+		return cfg, fmt.Errorf("--top_k=%d: want 0 or more", cfg.TopK)
+	}
+	if cfg.TopK == 0 && cfg.Labels != "" {
+		cfg.TopK = 5
+	}
+	h, err := inference.ONNX(ctx, cfg.Model)
+	if err != nil {
+		return cfg, fmt.Errorf("--model: %w", err)
+	}
+	cfg.Handler = h
+	if isNPY(*input) {
+		cfg.NPYPath = *input
+		hdr, err := readNPYHeader(ctx, *input)
+		if err != nil {
+			return cfg, fmt.Errorf("--input: %w", err)
+		}
+		cfg.NPY = &hdr
+	} else {
+		if cfg.Images, err = listImages(ctx, *input); err != nil {
+			return cfg, err
+		}
+		c := *channels
+		cfg.Preprocess = Preprocess{Layout: strings.ToUpper(*layout), Channels: c}
+		if *resize != "" {
+			if cfg.Preprocess.Height, cfg.Preprocess.Width, err = parseSize(*resize); err != nil {
+				return cfg, err
+			}
+		}
+		if cfg.Preprocess, err = fitImages(h.Model(), cfg.Preprocess); err != nil {
+			return cfg, err
+		}
+		if cfg.Preprocess.Mean, err = parseFloats("mean", *mean, cfg.Preprocess.Channels); err != nil {
+			return cfg, err
+		}
+		if cfg.Preprocess.Std, err = parseFloats("std", *std, cfg.Preprocess.Channels); err != nil {
+			return cfg, err
+		}
+		if err := cfg.Preprocess.Check(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, checkConfig(ctx, cfg)
+}
+
+func isNPY(p string) bool { return strings.HasSuffix(strings.ToLower(p), ".npy") }
+
+// listImages lists the files of a glob (a directory: its files), sorted.
+func listImages(ctx context.Context, glob string) ([]string, error) {
+	if !strings.Contains(glob, "://") {
+		if st, err := os.Stat(glob); err == nil && st.IsDir() {
+			glob = filepath.Join(glob, "*")
+		}
+	} else if strings.HasSuffix(glob, "/") {
+		glob += "*"
+	}
+	found, err := files.List(ctx, glob)
+	if err != nil {
+		return nil, fmt.Errorf("--input %s: %w", glob, err)
+	}
+	var out []string
+	for _, f := range found {
+		if strings.HasSuffix(f, "/") {
+			continue
+		}
+		if !strings.Contains(f, "://") {
+			if st, err := os.Stat(f); err != nil || st.IsDir() {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--input %s: no files match (a .npy file, or a glob of PNG/JPEG images)", glob)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// fitImages completes p from the model's first input: its layout's
+// channels, height and width where p leaves them out, and checks that
+// they agree where the model fixes them.
+func fitImages(m *onnx.Model, p Preprocess) (Preprocess, error) {
+	v := m.Inputs[0]
+	if v.Type != nd.Float32 {
+		return p, fmt.Errorf("--input images: the model's input %s is %v; images are fed as float32", v.Name, v.Type)
+	}
+	if len(v.Shape) != 4 {
+		return p, fmt.Errorf("--input images: the model's input %s has rank %d; images need a rank-4 input (%s)", v, len(v.Shape), p.Layout)
+	}
+	c, hd, wd := v.Shape[1], v.Shape[2], v.Shape[3]
+	if p.Layout == LayoutNHWC {
+		hd, wd, c = v.Shape[1], v.Shape[2], v.Shape[3]
+	}
+	if p.Channels == 0 {
+		p.Channels = 3
+		if c.Size > 0 {
+			p.Channels = c.Size
+		}
+		if p.Channels != 1 && p.Channels != 3 {
+			return p, fmt.Errorf("--input images: the model's input %s has %d channels in the %s layout, not 1 or 3: is its layout the other one (--layout)?", v, p.Channels, p.Layout)
+		}
+	}
+	if p.Height == 0 {
+		if hd.Size <= 0 || wd.Size <= 0 {
+			return p, fmt.Errorf("--input images: the model's input %s has no fixed height and width: give --resize=HxW", v)
+		}
+		p.Height, p.Width = hd.Size, wd.Size
+	}
+	for _, d := range []struct {
+		name      string
+		got, want int
+	}{{"channels", p.Channels, c.Size}, {"height", p.Height, hd.Size}, {"width", p.Width, wd.Size}} {
+		if d.want > 0 && d.got != d.want {
+			return p, fmt.Errorf("--input images: %s %d, but the model's input %s takes %d (%s layout; see --layout, --resize, --channels)", d.name, d.got, v, d.want, p.Layout)
+		}
+	}
+	return p, nil
+}
+
+// checkConfig checks the model against the input: one input, a .npy's
+// dtype and row shape, an output; the labels against the scores.
+func checkConfig(ctx context.Context, cfg Config) error {
+	m := cfg.Handler.Model()
+	if len(m.Inputs) != 1 {
+		return fmt.Errorf("--model %s takes %d inputs (%s); infer feeds one", cfg.Model, len(m.Inputs), inputNames(m))
+	}
+	if len(m.Outputs) == 0 {
+		return fmt.Errorf("--model %s has no outputs", cfg.Model)
+	}
+	v := m.Inputs[0]
+	if n := cfg.NPY; n != nil {
+		want := v.Type
+		if want == nd.Float16 || want == nd.BFloat16 {
+			want = nd.Float32 // as RunONNX takes them
+		}
+		if n.Type != want && n.Type != v.Type {
+			return fmt.Errorf("--input %s: dtype %v, but the model %s's input %q is %v (%s): convert it (x.astype(np.%v))", cfg.NPYPath, n.Type, cfg.Model, v.Name, v.Type, v, want)
+		}
+		if v.Shape != nil {
+			dims := v.Shape[1:]
+			if len(v.Shape) == 0 || n.Shape == nil || len(n.Shape) != len(v.Shape) {
+				return fmt.Errorf("--input %s: shape %s, but the model %s's input is %s: want the rows along axis 0 and the input's other axes", cfg.NPYPath, nd.ShapeString(n.Shape), cfg.Model, v)
+			}
+			for i, d := range dims {
+				if d.Size >= 0 && n.Shape[i+1] != d.Size {
+					return fmt.Errorf("--input %s: shape %s, but the model %s's input is %s (axis %d: %d, want %d)", cfg.NPYPath, nd.ShapeString(n.Shape), cfg.Model, v, i+1, n.Shape[i+1], d.Size)
+				}
+			}
+			if !m.Batched() && v.Shape[0].Size > 1 {
+				return fmt.Errorf("--model %s: input %s has a fixed batch of %d; infer feeds rows one at a time (export it with a dynamic batch axis)", cfg.Model, v, v.Shape[0].Size)
+			}
+		}
+	}
+	if o := m.Outputs[0]; cfg.TopK > 0 && !o.Type.IsFloat() {
+		return fmt.Errorf("--top_k: the model's first output %s is not float scores", o)
+	}
+	if cfg.TopK > 0 && cfg.Labels != "" {
+		b, err := files.ReadAll(ctx, cfg.Labels, 64<<20)
+		if err != nil {
+			return fmt.Errorf("--labels_file: %w", err)
+		}
+		n := len(strings.Split(strings.TrimRight(string(b), "\n"), "\n"))
+		o := m.Outputs[0]
+		if k := len(o.Shape); k > 0 && o.Shape[k-1].Size > 0 && o.Shape[k-1].Size != n {
+			return fmt.Errorf("--labels_file %s has %d labels, but the model's first output %s has %d scores", cfg.Labels, n, o, o.Shape[k-1].Size)
+		}
+	}
+	return nil
+}
+
+func inputNames(m *onnx.Model) string {
+	var s []string
+	for _, v := range m.Inputs {
+		s = append(s, v.String())
+	}
+	return strings.Join(s, "; ")
+}

@@ -1,0 +1,493 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/batch"
+	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
+	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+)
+
+// Output files.
+const (
+	predictionsFile = "predictions.npy"
+	rowsFile        = "predictions.jsonl"
+	classesFile     = "classes.jsonl"
+	summaryFile     = "summary.json"
+)
+
+// outputFiles are the files a run writes at the output's root; a run
+// removes those of the previous run first.
+var outputFiles = []string{predictionsFile, rowsFile, classesFile, summaryFile, jobfiles.FailedFile}
+
+// The steps of failures this pipeline makes itself (RunONNX's are "onnx",
+// Classify's "classify").
+const (
+	stepRead   = "read"
+	stepDecode = "decode"
+	stepOutput = "output"
+)
+
+// Config is one run of the pipeline.
+type Config struct {
+	// Model is the ONNX model file; Handler its handler.
+	Model   string
+	Handler *inference.ONNXHandler
+	// NPY is the .npy input (its header), or nil for images.
+	NPY     *npyInfo
+	NPYPath string
+	// Images are the image files, sorted, and how to preprocess them.
+	Images     []string
+	Preprocess Preprocess
+	// Output receives predictions.npy, predictions.jsonl (images),
+	// classes.jsonl (labels), summary.json and failed.jsonl.
+	Output string
+	// ShardRows is the rows of a read shard.
+	ShardRows int
+	// Batching groups rows for the model (RunONNX).
+	Batching batch.Params
+	// Labels and TopK: classes.jsonl, when TopK > 0.
+	Labels string
+	TopK   int
+	// Steps are passed to every step (the backend selector); Impl is the
+	// implementation they chose for the model.
+	Steps []step.Option
+	Impl  backend.Kind
+	// RunID, Started and Args name the run in summary.json.
+	RunID   string
+	Started string
+	Args    []string
+}
+
+// Rows is the number of rows of the input.
+func (c Config) Rows() int {
+	if c.NPY != nil {
+		return c.NPY.Rows()
+	}
+	return len(c.Images)
+}
+
+// shard is a range of rows [Lo, Hi) of the input, read by one DoFn call;
+// an image shard carries its files.
+type shard struct {
+	Index  int
+	Lo, Hi int64
+	Paths  []string
+}
+
+// part is a part file a writer wrote: rows of one shard of an output
+// file, each record its row's index in the shard and its bytes.
+type part struct {
+	File  string
+	Shard int
+	Path  string
+	Rows  int
+}
+
+func init() {
+	beam.RegisterType(reflect.TypeOf(shard{}))
+	beam.RegisterType(reflect.TypeOf(part{}))
+	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readNPYFn{})
+	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readImagesFn{})
+	register.Emitter1[inference.Example]()
+	register.Emitter1[step.Failure]()
+	register.DoFn4x1[context.Context, beam.EventTime, inference.Result, func(beam.EventTime, part), error](&writePredictionsFn{})
+	register.DoFn4x1[context.Context, beam.EventTime, inference.Classification, func(beam.EventTime, part), error](&writeClassesFn{})
+	register.Emitter2[beam.EventTime, part]()
+	register.DoFn5x1[context.Context, int, func(*part) bool, func(*step.Failure) bool, func(*int) bool, error](&reportFn{})
+	register.Iter1[part]()
+	register.Iter1[step.Failure]()
+	register.Iter1[int]()
+}
+
+// shards cuts the input into shards of cfg.ShardRows rows.
+func shards(cfg Config) []shard {
+	n := cfg.Rows()
+	var out []shard
+	for lo := 0; lo < n; lo += cfg.ShardRows {
+		hi := min(n, lo+cfg.ShardRows)
+		sh := shard{Index: len(out), Lo: int64(lo), Hi: int64(hi)}
+		if cfg.NPY == nil {
+			sh.Paths = cfg.Images[lo:hi]
+		}
+		out = append(out, sh)
+	}
+	return out
+}
+
+// Build adds the pipeline to s.
+//
+//	shards (row ranges) -> Reshuffle -> read rows | RunONNX | write part files   (one fused stage)
+//	                                                       '-> Classify -> write part files
+//	part files' names and every failure -> report: predictions.npy (rows in input order), classes.jsonl, failed.jsonl
+//
+// Rows never cross a stage boundary: each worker reads its ranges, runs
+// the model on them and writes their outputs to part files, so memory stays
+// bounded whatever the input's size; the report joins the parts in order.
+func Build(ctx context.Context, s beam.Scope, cfg Config) error {
+	h := cfg.Handler
+	m := h.Model()
+	input := m.Inputs[0].Name
+	sh := beam.Reshuffle(s, beam.CreateList(s, shards(cfg)))
+	var examples, readFailed beam.PCollection
+	if cfg.NPY != nil {
+		rowShape := cfg.NPY.Shape[1:]
+		if !m.Batched() {
+			rowShape = append([]int{1}, rowShape...)
+		}
+		examples, readFailed = beam.ParDo2(s, &readNPYFn{Path: cfg.NPYPath, Offset: cfg.NPY.Offset, Type: cfg.NPY.Type,
+			RowShape: rowShape, RowBytes: cfg.NPY.RowBytes(), Input: input}, sh)
+	} else {
+		examples, readFailed = beam.ParDo2(s, &readImagesFn{Pre: cfg.Preprocess, Input: input, Batched: m.Batched()}, sh)
+	}
+	results, modelFailed := inference.RunONNX(s, examples, h, cfg.Batching, cfg.Steps...)
+	w := partWriter{Output: cfg.Output, RunID: cfg.RunID, ShardRows: cfg.ShardRows, N: cfg.Rows()}
+	w.File = predictionsFile
+	parts := []beam.PCollection{beam.ParDo(s, &writePredictionsFn{W: w, Batched: m.Batched()}, results)}
+	failed := []beam.PCollection{readFailed, modelFailed}
+	if cfg.TopK > 0 {
+		classes, classFailed, err := inference.Classify(ctx, s, results, m.Outputs[0].Name, cfg.TopK, cfg.Labels)
+		if err != nil {
+			return err
+		}
+		w.File = classesFile
+		parts = append(parts, beam.ParDo(s, &writeClassesFn{W: w}, classes))
+		failed = append(failed, classFailed)
+	}
+	rep := s.Scope("report")
+	out := m.Outputs[0]
+	fn := &reportFn{Output: cfg.Output, RunID: cfg.RunID, N: cfg.Rows(), ShardRows: cfg.ShardRows, Keys: cfg.Images,
+		OutType: out.Type, Classes: cfg.TopK > 0}
+	for _, d := range out.Shape[min(1, len(out.Shape)):] {
+		fn.OutShape = append(fn.OutShape, max(d.Size, 0))
+	}
+	// The report runs once even when nothing came in, so that every run
+	// writes its own outputs: a third input of one element makes sure the
+	// group exists.
+	beam.ParDo0(rep, fn, beam.CoGroupByKey(rep, beam.AddFixedKey(rep, beam.Flatten(rep, parts...)),
+		beam.AddFixedKey(rep, beam.Flatten(rep, failed...)), beam.AddFixedKey(rep, beam.Create(rep, 1))))
+	return nil
+}
+
+// rowFailure is the failure of row index (named key, or "#index") in st.
+func rowFailure(st string, index int64, key string, err error) step.Failure {
+	return step.NewFailure(st, inference.Example{Key: key, Index: index}, err)
+}
+
+// readNPYFn reads the rows of a shard of a .npy file: it skips to the
+// range (a seek where the file can seek, else by discarding bytes, as on
+// object stores) and emits one Example per row.
+type readNPYFn struct {
+	Path     string
+	Offset   int64
+	Type     nd.DType
+	RowShape []int
+	RowBytes int
+	Input    string
+
+	rows beam.Counter
+}
+
+func (f *readNPYFn) Setup() { f.rows = beam.NewCounter(stepbeam.Namespace, "records_read") }
+
+func (f *readNPYFn) ProcessElement(ctx context.Context, sh shard, emit func(inference.Example), fail func(step.Failure)) error {
+	r, err := files.OpenRead(ctx, f.Path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	defer r.Close()
+	start := f.Offset + sh.Lo*int64(f.RowBytes)
+	if sk, ok := r.(io.Seeker); ok {
+		_, err = sk.Seek(start, io.SeekStart)
+	} else {
+		_, err = io.CopyN(io.Discard, r, start)
+	}
+	i := sh.Lo
+	if err == nil {
+		br := bufio.NewReaderSize(r, 1<<16)
+		for ; i < sh.Hi; i++ {
+			row := make([]byte, f.RowBytes)
+			if _, err = io.ReadFull(br, row); err != nil {
+				break
+			}
+			f.rows.Inc(ctx, 1)
+			emit(inference.Example{Index: i, Inputs: []inference.Tensor{{Name: f.Input, Array: nd.Array{Type: f.Type, Shape: f.RowShape, Data: row}}}})
+		}
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("%s ends before row %d (its header promises more rows: a truncated file)", f.Path, i)
+	} else if err != nil {
+		err = fmt.Errorf("%s: %w", f.Path, err)
+	}
+	for ; i < sh.Hi; i++ {
+		f.rows.Inc(ctx, 1)
+		fail(rowFailure(stepRead, i, "", err))
+	}
+	return nil
+}
+
+// readImagesFn reads, decodes and preprocesses the images of a shard; an
+// image that cannot be read or decoded is its row's failure.
+type readImagesFn struct {
+	Pre     Preprocess
+	Input   string
+	Batched bool
+
+	rows beam.Counter
+}
+
+func (f *readImagesFn) Setup() { f.rows = beam.NewCounter(stepbeam.Namespace, "records_read") }
+
+// maxImageBytes bounds an image file.
+const maxImageBytes = 256 << 20
+
+func (f *readImagesFn) ProcessElement(ctx context.Context, sh shard, emit func(inference.Example), fail func(step.Failure)) error {
+	for j, path := range sh.Paths {
+		i := sh.Lo + int64(j)
+		f.rows.Inc(ctx, 1)
+		data, err := files.ReadAll(ctx, path, maxImageBytes)
+		if err != nil {
+			fail(rowFailure(stepRead, i, path, err))
+			continue
+		}
+		a, err := f.Pre.Image(data)
+		if err != nil {
+			fail(rowFailure(stepDecode, i, path, err))
+			continue
+		}
+		if !f.Batched {
+			a.Shape = append([]int{1}, a.Shape...)
+		}
+		emit(inference.Example{Key: path, Index: i, Inputs: []inference.Tensor{{Name: f.Input, Array: a}}})
+	}
+	return nil
+}
+
+// partWriter gathers the records of an output file's rows by shard and
+// writes each shard's as a part file as soon as the shard is complete, the
+// incomplete ones (rows that failed) when the bundle ends. A part's name
+// carries the run ID (.<file>.<first>.<run>.<shard>.part), so that the
+// temporaries of a killed run are recognised (jobfiles.RemoveStale).
+type partWriter struct {
+	File      string
+	Output    string
+	RunID     string
+	ShardRows int
+	N         int
+
+	open map[int]map[int][]byte
+}
+
+func (w *partWriter) size(s int) int { return min(w.N, (s+1)*w.ShardRows) - s*w.ShardRows }
+
+func (w *partWriter) add(ctx context.Context, ts beam.EventTime, index int64, rec []byte, emit func(beam.EventTime, part)) error {
+	if w.open == nil {
+		w.open = map[int]map[int][]byte{}
+	}
+	s := int(index) / w.ShardRows
+	rows := w.open[s]
+	if rows == nil {
+		rows = map[int][]byte{}
+		w.open[s] = rows
+	}
+	rows[int(index)%w.ShardRows] = rec
+	if len(rows) == w.size(s) {
+		return w.flush(ctx, ts, s, emit)
+	}
+	return nil
+}
+
+func (w *partWriter) flush(ctx context.Context, ts beam.EventTime, s int, emit func(beam.EventTime, part)) error {
+	rows := w.open[s]
+	delete(w.open, s)
+	idx := make([]int, 0, len(rows))
+	for i := range rows {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	path := jobfiles.Join(w.Output, fmt.Sprintf(".%s.%d.%s.%08d.part", w.File, idx[0], w.RunID, s))
+	err := jobfiles.WriteFile(ctx, path, func(out io.Writer) error {
+		bw := bufio.NewWriter(out)
+		var hdr [2 * binary.MaxVarintLen64]byte
+		for _, i := range idx {
+			n := binary.PutUvarint(hdr[:], uint64(i))
+			n += binary.PutUvarint(hdr[n:], uint64(len(rows[i])))
+			bw.Write(hdr[:n])
+			bw.Write(rows[i])
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	emit(ts, part{File: w.File, Shard: s, Path: path, Rows: len(idx)})
+	return nil
+}
+
+func (w *partWriter) finish(ctx context.Context, emit func(beam.EventTime, part)) error {
+	open := make([]int, 0, len(w.open))
+	for s := range w.open {
+		open = append(open, s)
+	}
+	sort.Ints(open)
+	for _, s := range open {
+		if err := w.flush(ctx, beam.EventTime(0), s, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readPart reads a part file's records.
+func readPart(ctx context.Context, path string, rec func(i int, data []byte) error) error {
+	r, err := files.OpenRead(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 1<<16)
+	for {
+		i, err := binary.ReadUvarint(br)
+		if err == io.EOF {
+			return nil
+		}
+		var n uint64
+		if err == nil {
+			n, err = binary.ReadUvarint(br)
+		}
+		if err == nil && n > 1<<32 {
+			err = fmt.Errorf("record of %d bytes", n)
+		}
+		data := make([]byte, n)
+		if err == nil {
+			_, err = io.ReadFull(br, data)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: a corrupt part file: %w", path, err)
+		}
+		if err := rec(int(i), data); err != nil {
+			return err
+		}
+	}
+}
+
+// writePredictionsFn writes the first output of each result to part files
+// of predictions.npy: a record is the row's type, shape and data.
+type writePredictionsFn struct {
+	W       partWriter
+	Batched bool
+}
+
+func (f *writePredictionsFn) StartBundle(_ context.Context, _ func(beam.EventTime, part)) error {
+	return nil
+}
+
+func (f *writePredictionsFn) ProcessElement(ctx context.Context, ts beam.EventTime, r inference.Result, emit func(beam.EventTime, part)) error {
+	if len(r.Outputs) == 0 {
+		return fmt.Errorf("row %d: the model returned no outputs", r.Index)
+	}
+	a := r.Outputs[0].Array
+	if !f.Batched && len(a.Shape) > 0 && a.Shape[0] == 1 {
+		a.Shape = a.Shape[1:]
+	}
+	if a.Type == nd.BFloat16 { // NumPy has no bfloat16
+		var err error
+		if a, err = nd.Convert(a, nd.Float32); err != nil {
+			return fmt.Errorf("row %d: %w", r.Index, err)
+		}
+	}
+	return f.W.add(ctx, ts, r.Index, encodeRow(a), emit)
+}
+
+func (f *writePredictionsFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, part)) error {
+	return f.W.finish(ctx, emit)
+}
+
+// encodeRow is a row's record: type, rank, dims, data.
+func encodeRow(a nd.Array) []byte {
+	b := make([]byte, 0, 2+len(a.Shape)*binary.MaxVarintLen64+len(a.Data))
+	b = append(b, byte(a.Type), byte(len(a.Shape)))
+	for _, d := range a.Shape {
+		b = binary.AppendUvarint(b, uint64(d))
+	}
+	return append(b, a.Data...)
+}
+
+func decodeRow(b []byte) (nd.DType, []int, []byte, error) {
+	if len(b) < 2 {
+		return 0, nil, nil, fmt.Errorf("short row record")
+	}
+	t, rank := nd.DType(b[0]), int(b[1])
+	b = b[2:]
+	shape := make([]int, rank)
+	for i := range shape {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, nil, nil, fmt.Errorf("bad row record")
+		}
+		shape[i], b = int(d), b[n:]
+	}
+	return t, shape, b, nil
+}
+
+// classLine is a line of classes.jsonl.
+type classLine struct {
+	Row int64       `json:"row"`
+	Key string      `json:"key,omitempty"`
+	Top []classJSON `json:"top"`
+}
+
+type classJSON struct {
+	Index int     `json:"index"`
+	Label string  `json:"label,omitempty"`
+	Score float32 `json:"score"`
+}
+
+// writeClassesFn writes each classification as a line of classes.jsonl,
+// to part files.
+type writeClassesFn struct{ W partWriter }
+
+func (f *writeClassesFn) StartBundle(_ context.Context, _ func(beam.EventTime, part)) error {
+	return nil
+}
+
+func (f *writeClassesFn) ProcessElement(ctx context.Context, ts beam.EventTime, c inference.Classification, emit func(beam.EventTime, part)) error {
+	l := classLine{Row: c.Index, Key: c.Key}
+	for _, t := range c.Top {
+		l.Top = append(l.Top, classJSON{Index: t.Index, Label: t.Label, Score: t.Score})
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return f.W.add(ctx, ts, c.Index, append(b, '\n'), emit)
+}
+
+func (f *writeClassesFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, part)) error {
+	return f.W.finish(ctx, emit)
+}
+
+// rowIndex is the row a failure names: "#index", or an image's path.
+func rowIndex(fl step.Failure, keys map[string]int) (int, bool) {
+	if len(fl.Input) > 1 && fl.Input[0] == '#' {
+		i, err := strconv.Atoi(fl.Input[1:])
+		return i, err == nil
+	}
+	i, ok := keys[fl.Input]
+	return i, ok
+}
