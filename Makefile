@@ -79,7 +79,7 @@ lint: fmt-check vet staticcheck
 
 ## fmt-check: fail if gofmt would change a file
 fmt-check:
-	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## vet: go vet of this module and of the example module
 vet:
@@ -221,15 +221,17 @@ worker:
 ## image: build the worker image IMAGE (default beamgpu-worker:dev) from the root Dockerfile
 # Needs a
 # Docker engine with BuildKit (without one, `make worker` runs the same build steps).
-# EXECUTOR=./path/to/main builds the image with that executor (a module's own). The ops it
-# serves go into the label org.beamgpu.executor.ops and out/image/executor-ops.txt, which
-# make plan and make dataflow pass as --executor_ops.
+# EXECUTOR=path/to/main builds the image with that executor (a module's own, here or
+# elsewhere: containers/stage-executor.sh copies a module outside this checkout into the
+# build context). The ops it serves go into the label org.beamgpu.executor.ops and
+# out/image/executor-ops.txt, which make plan and make dataflow pass as --executor_ops.
 image:
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: '$(DOCKER)' not found: install the Docker client (or set DOCKER=podman)" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable ('$(DOCKER) info' failed: start the daemon or set DOCKER_HOST); without one, make worker runs the image's build steps" >&2; exit 1; }
 	@mkdir -p out/image
 	containers/executor-ops.sh $(EXECUTOR) > out/image/executor-ops.txt
-	DOCKER_BUILDKIT=1 $(DOCKER) build $(if $(EXECUTOR),--build-arg EXECUTOR=$(EXECUTOR)) \
+	@set -e; exe=$$(containers/stage-executor.sh "$(or $(EXECUTOR),./pipelines/beamgpu-executor)"); set -x; \
+	DOCKER_BUILDKIT=1 $(DOCKER) build --build-arg EXECUTOR=$$exe \
 		--build-arg EXECUTOR_OPS=$$(paste -sd, out/image/executor-ops.txt) -t $(IMAGE) .
 
 ## image-push: push IMAGE, built by `make image` with the same IMAGE=REGISTRY/PATH:TAG
@@ -289,6 +291,6 @@ fuzz:
 		done; \
 	done
 
-## clean: remove out/
+## clean: remove out/ and .executor/ (a staged executor module)
 clean:
-	rm -rf out
+	rm -rf out .executor

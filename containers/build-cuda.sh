@@ -162,7 +162,7 @@ echo "build-cuda: the example module: go vet and test -tags cuda ./..., go build
 )
 if [[ -n $executor ]]; then
 	echo "build-cuda: in $executor_mod: go build -tags cuda -o $out/beamgpu-executor $executor_rel" >&2
-	(cd "$executor_mod" && GOWORK=off go build -tags cuda -o "$out/beamgpu-executor" "$executor_rel")
+	executor_go build -tags cuda -o "$out/beamgpu-executor" "$executor_rel"
 fi
 if [[ -n $out ]]; then
 	echo "build-cuda: binaries in $out" >&2

@@ -71,9 +71,8 @@ echo "build-rehearsal: go build -o $out/opt/beamgpu/bin/beamgpu-boot ./cmd/beamg
 go build -o "$out/opt/beamgpu/bin/beamgpu-boot" ./cmd/beamgpu-boot
 cp containers/worker.env "$out/opt/beamgpu/worker.env"
 
-cd "$executor_mod"
 echo "build-rehearsal: in $executor_mod: go build -o $out/opt/beamgpu/bin/beamgpu-executor $executor_rel (the CPU reference executor)" >&2
-GOWORK=off go build -o "$out/opt/beamgpu/bin/beamgpu-executor" "$executor_rel"
+executor_go build -o "$out/opt/beamgpu/bin/beamgpu-executor" "$executor_rel"
 # The ops it serves, as the image lists its CUDA executor's (containers/executor-ops.sh):
 # the reference executor serves every GPU op of the steps it links.
 "$out/opt/beamgpu/bin/beamgpu-executor" ops >"$out/opt/beamgpu/executor-ops.txt"

@@ -19,5 +19,4 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/executor-pkg.sh"
 pkg=${1:-$here/../pipelines/beamgpu-executor}
 executor_pkg "$pkg"
-cd "$executor_mod"
-GOWORK=off CGO_ENABLED=0 go run -tags cuda,beamgpu_oplist "$executor_rel" ops
+CGO_ENABLED=0 executor_go run -tags cuda,beamgpu_oplist "$executor_rel" ops
