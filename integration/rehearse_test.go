@@ -252,7 +252,11 @@ func TestPlanChecksTheImageOps(t *testing.T) {
 	var gpuSteps []string
 	for _, e := range p.plan.Environments {
 		if e.Hints["accelerator"] != "" {
-			gpuSteps = append(gpuSteps, e.Steps...)
+			for _, st := range e.Steps {
+				if !strings.HasPrefix(st, "fusion_break_") {
+					gpuSteps = append(gpuSteps, st)
+				}
+			}
 		}
 	}
 	assert.Equal(t, []string{"composite"}, gpuSteps, "only the step the image serves is planned on the GPU")
@@ -269,8 +273,40 @@ func TestPlanChecksTheImageOps(t *testing.T) {
 	gpuSteps = nil
 	for _, e := range p.plan.Environments {
 		if e.Hints["accelerator"] != "" {
-			gpuSteps = append(gpuSteps, e.Steps...)
+			for _, st := range e.Steps {
+				if !strings.HasPrefix(st, "fusion_break_") {
+					gpuSteps = append(gpuSteps, st)
+				}
+			}
 		}
 	}
 	assert.ElementsMatch(t, []string{"composite", "toa_ndvi"}, gpuSteps)
+}
+
+// A pipeline binary that cannot be a worker itself (built with cgo, as `go
+// run` builds it) is cross-compiled from its source for the workers, as
+// Beam does for Dataflow: the rehearsal builds it from the program's main
+// package (Beam, called on the rehearsal's goroutine, would find only the
+// launcher's package and stage its archive: "exec format error" on every
+// worker), and the job completes.
+func TestRehearsalBuildsTheWorkerFromSource(t *testing.T) {
+	root := rehearsalLayout(t)
+	bin := filepath.Join(t.TempDir(), "landsat-cgo")
+	build := exec.Command("go", "build", "-o", bin, "github.com/beamgpu/beamgpu/pipelines/landsat")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--progress=0", "--rehearse="+root, "--backend=gpu", "--output="+t.TempDir())
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	require.NoError(t, ctx.Err(), "a hang:\n%s", stderr.String())
+	require.NoError(t, err, "%s\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "rehearsal: building the worker binary from the pipeline's source")
+	assert.Contains(t, stdout.String(), "1 done, 0 failed")
+	noProcessesLeft(t, root)
 }

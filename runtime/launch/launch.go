@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/beamgpu/beamgpu/runtime/dataflow"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -187,6 +188,22 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 		// as Dataflow's do: --worker_binary, else this binary where it can be
 		// one, else Beam cross-compiles the pipeline from its source.
 		opt.Worker = workerBinary()
+		if opt.Worker == "" {
+			// Beam would cross-compile the pipeline inside Execute, which
+			// the rehearsal calls on a goroutine of its own; Beam finds the
+			// main package by walking the caller's stack
+			// (runnerlib/compile.go, buildWorkerBinary), which on that
+			// goroutine ends in this package, and would stage this package's
+			// archive as the worker ("exec format error" on the workers).
+			// Built here, on the program's own stack, it finds main.
+			slog.Info("rehearsal: building the worker binary from the pipeline's source (GOOS=linux GOARCH=amd64 CGO_ENABLED=0); a built binary, or --worker_binary, is staged as it is")
+			w, err := runnerlib.BuildTempWorkerBinary(ctx, runnerlib.CompileOpts{})
+			if err != nil {
+				return Outcome{Plan: plan}, fmt.Errorf("rehearsal: building the worker binary: %w", err)
+			}
+			defer os.Remove(w)
+			opt.Worker = w
+		}
 		start := time.Now()
 		res, err = rh.execute(ctx, model, endpoint, opt, reports)
 		rh.cleanUp(opt.Name, opt.Worker, start)

@@ -52,7 +52,7 @@ const (
 // image instead of a directory: prism's DOCKER environments.
 const rehearsalImagePrefix = "image:"
 
-// StartTimeout bounds how long a rehearsal waits, after a worker reported
+// cancelTimeout bounds how long a rehearsal waits, after a worker reported
 // that its boot loader failed, for prism to cancel the job.
 const cancelTimeout = 30 * time.Second
 
