@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 FUZZMINTIME ?= 5s
 BENCHTIME ?= 2s
 
-.PHONY: help test-cuda run run-fashion train test test-large soak lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan dataflow k8s worker image image-push ptx ptx-check
+.PHONY: help test-cuda run run-fashion train test test-large soak lint vet fmt-check staticcheck bench fuzz clean executor cuda-check vet-cuda gpu-test gpu-bench gpu-bench-peer ci plan rehearse dataflow k8s worker image image-push ptx ptx-check
 
 # Launch settings of `make plan` and `make dataflow`.
 PIPELINES ?= landsat fashion
@@ -24,6 +24,14 @@ export ARGS
 
 # The example module (examples/clipstep), a module of its own: lint checks it too.
 EXAMPLE ?= examples/clipstep
+
+# The executor of the worker image (make image, make worker) and of the rehearsal (make
+# rehearse): its main package directory; empty is the project's ./pipelines/beamgpu-executor.
+# A module's own executor, e.g. EXECUTOR=./examples/clipstep/cmd/clip-executor, serves its ops.
+EXECUTOR ?=
+# The ops the image's executor serves, as make image wrote them: plans and submissions
+# check the GPU steps against them (--executor_ops).
+EXECUTOR_OPS ?= $(wildcard out/image/executor-ops.txt)
 
 ## help: list the targets with what each does
 help:
@@ -71,7 +79,7 @@ lint: fmt-check vet staticcheck
 
 ## fmt-check: fail if gofmt would change a file
 fmt-check:
-	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## vet: go vet of this module and of the example module
 vet:
@@ -162,9 +170,29 @@ plan:
 	@set -f; for p in $(PIPELINES); do \
 		echo "== $$p: $(PLAN_DIR)/$$p"; \
 		$(GO) run ./pipelines/$$p --runner=dataflow --region=$(REGION) --sdk_container_image=$(PLAN_IMAGE) \
-			--plan_out=$(PLAN_DIR)/$$p --progress=0 $$ARGS || exit 1; \
+			$(if $(EXECUTOR_OPS),--executor_ops=$(EXECUTOR_OPS)) --plan_out=$(PLAN_DIR)/$$p --progress=0 $$ARGS || exit 1; \
 	done; \
 	echo "note: GPU workers need shared memory for the executors' batches (see 'Worker container' in each plan.txt): check df -h /dev/shm on a first worker"
+
+## rehearse: PIPELINE on prism as on Dataflow's workers: a worker process per environment, started by Beam's boot loader
+# The worker image's layout under REHEARSE_DIR (containers/build-rehearsal.sh: Beam's boot
+# loader built from go.mod's Beam module, the image's entrypoint cmd/beamgpu-boot, the
+# reference executor of EXECUTOR, containers/worker.env), then the pipeline with
+# --rehearse=REHEARSE_DIR: right fitting on, each environment a PROCESS worker that retrieves
+# the pipeline binary through prism's artifact service. No GPU or Docker needed. With
+# REHEARSE_IMAGE=IMAGE (a worker image, e.g. from make image) prism runs that image
+# instead (DOCKER environments; needs a Docker engine; not tested here).
+REHEARSE_DIR ?= out/rehearse
+REHEARSE_BACKEND ?= gpu
+REHEARSE_IMAGE ?=
+rehearse:
+	CGO_ENABLED=0 $(GO) build -o out/bin/$(PIPELINE)-worker ./pipelines/$(PIPELINE)
+	@set -f; if [ -n "$(REHEARSE_IMAGE)" ]; then \
+		out/bin/$(PIPELINE)-worker --rehearse=image:$(REHEARSE_IMAGE) --backend=$(REHEARSE_BACKEND) $$ARGS; \
+	else \
+		containers/build-rehearsal.sh --out $(REHEARSE_DIR) $(if $(EXECUTOR),--executor $(EXECUTOR)) && \
+		out/bin/$(PIPELINE)-worker --rehearse=$(REHEARSE_DIR) --backend=$(REHEARSE_BACKEND) $$ARGS; \
+	fi
 
 ## dataflow: submit PIPELINE to Dataflow with the worker image IMAGE (needs PROJECT and STAGING=gs://...)
 # Needs PROJECT, STAGING=gs://...,
@@ -177,7 +205,8 @@ dataflow:
 	@case "$(IMAGE)" in */*) ;; *) echo "make dataflow: IMAGE=$(IMAGE) names no registry: set IMAGE=REGION-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG (make image-push)" >&2; exit 2;; esac
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o out/bin/$(PIPELINE)-worker ./pipelines/$(PIPELINE)
 	@set -f; $(GO) run ./pipelines/$(PIPELINE) --runner=dataflow --project=$(PROJECT) --region=$(REGION) \
-		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) --worker_binary=out/bin/$(PIPELINE)-worker $$ARGS
+		--staging_location=$(STAGING) --sdk_container_image=$(IMAGE) --worker_binary=out/bin/$(PIPELINE)-worker \
+		$(if $(EXECUTOR_OPS),--executor_ops=$(EXECUTOR_OPS)) $$ARGS
 
 ## k8s: regenerate the GKE flex-start example manifests in containers/k8s (checked by TestGKEExamplesUpToDate)
 k8s:
@@ -187,15 +216,23 @@ k8s:
 # What the Dockerfile's builder stage runs:
 # the CUDA executor and the pure-Go pipeline and trainer binaries, into out/worker
 worker:
-	containers/build-worker.sh --out out/worker
+	containers/build-worker.sh --out out/worker $(if $(EXECUTOR),--executor $(EXECUTOR))
 
 ## image: build the worker image IMAGE (default beamgpu-worker:dev) from the root Dockerfile
 # Needs a
-# Docker engine with BuildKit (without one, `make worker` runs the same build steps)
+# Docker engine with BuildKit (without one, `make worker` runs the same build steps).
+# EXECUTOR=path/to/main builds the image with that executor (a module's own, here or
+# elsewhere: containers/stage-executor.sh copies a module outside this checkout into the
+# build context). The ops it serves go into the label org.beamgpu.executor.ops and
+# out/image/executor-ops.txt, which make plan and make dataflow pass as --executor_ops.
 image:
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make image: '$(DOCKER)' not found: install the Docker client (or set DOCKER=podman)" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "make image: no Docker engine reachable ('$(DOCKER) info' failed: start the daemon or set DOCKER_HOST); without one, make worker runs the image's build steps" >&2; exit 1; }
-	DOCKER_BUILDKIT=1 $(DOCKER) build -t $(IMAGE) .
+	@mkdir -p out/image
+	containers/executor-ops.sh $(EXECUTOR) > out/image/executor-ops.txt
+	@set -e; exe=$$(containers/stage-executor.sh "$(or $(EXECUTOR),./pipelines/beamgpu-executor)"); set -x; \
+	DOCKER_BUILDKIT=1 $(DOCKER) build --build-arg EXECUTOR=$$exe \
+		--build-arg EXECUTOR_OPS=$$(paste -sd, out/image/executor-ops.txt) -t $(IMAGE) .
 
 ## image-push: push IMAGE, built by `make image` with the same IMAGE=REGISTRY/PATH:TAG
 # (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/beamgpu-worker:TAG), with registry credentials configured
@@ -254,6 +291,6 @@ fuzz:
 		done; \
 	done
 
-## clean: remove out/
+## clean: remove out/ and .executor/ (a staged executor module)
 clean:
-	rm -rf out
+	rm -rf out .executor

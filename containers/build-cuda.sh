@@ -20,8 +20,11 @@
 #   CUDA 13) is an error where $CUDA_HOME names it, and skipped (with a note) where
 #   it is only the default /usr/local/cuda.
 #
-# Usage: containers/build-cuda.sh [--out DIR]
-#   --out DIR  also write the commands' binaries (beamgpu-executor, cudaprobe) into DIR
+# Usage: containers/build-cuda.sh [--out DIR] [--executor PKG]
+#   --out DIR       also write the commands' binaries (beamgpu-executor, cudaprobe) into DIR
+#   --executor PKG  with --out: DIR/beamgpu-executor is the CUDA build of this executor main
+#                   package (a directory relative to the current one; in a module of its own,
+#                   built there: containers/executor-pkg.sh) instead of ./pipelines/beamgpu-executor
 #
 # The binaries need, where they run, the NVIDIA driver (libcuda.so.1, R520 or newer
 # for the PTX) and the cuBLAS of the CUDA they were built with: libcublas.so.12 and
@@ -29,6 +32,7 @@
 set -euo pipefail
 
 out=
+executor=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out)
@@ -39,6 +43,14 @@ while [[ $# -gt 0 ]]; do
 		out=$2
 		shift 2
 		;;
+	--executor)
+		[[ $# -ge 2 && -n $2 ]] || {
+			echo "build-cuda: --executor needs a package directory" >&2
+			exit 2
+		}
+		executor=$2
+		shift 2
+		;;
 	*)
 		echo "build-cuda: unknown argument $1" >&2
 		exit 2
@@ -47,6 +59,17 @@ while [[ $# -gt 0 ]]; do
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ -n $executor ]]; then
+	[[ -n $out ]] || {
+		echo "build-cuda: --executor needs --out" >&2
+		exit 2
+	}
+	# shellcheck source=executor-pkg.sh
+	source "$here/executor-pkg.sh"
+	executor_pkg "$executor"
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+fi
 cd "$here/.."
 
 # toolkit_version DIR: the CUDA_VERSION of DIR/include/cuda.h (12040 for 12.4), or nothing.
@@ -137,6 +160,10 @@ echo "build-cuda: the example module: go vet and test -tags cuda ./..., go build
 	go test -tags cuda -count=1 ./...
 	go build -tags cuda -o /dev/null ./cmd/clip-executor
 )
+if [[ -n $executor ]]; then
+	echo "build-cuda: in $executor_mod: go build -tags cuda -o $out/beamgpu-executor $executor_rel" >&2
+	executor_go build -tags cuda -o "$out/beamgpu-executor" "$executor_rel"
+fi
 if [[ -n $out ]]; then
 	echo "build-cuda: binaries in $out" >&2
 fi

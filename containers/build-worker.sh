@@ -2,7 +2,13 @@
 # build-worker.sh: build every binary of the worker image (the root Dockerfile)
 # into one directory; the image copies them to /opt/beamgpu/bin:
 #
-#   beamgpu-executor  the CUDA executor (-tags cuda, cgo), at client.DefaultPath
+#   beamgpu-executor  the CUDA executor (-tags cuda, cgo), at client.DefaultPath: the
+#                     CUDA build of --executor PKG (default ./pipelines/beamgpu-executor)
+#   executor-ops.txt  the GPU ops it serves, one a line (containers/executor-ops.sh):
+#                     the image's /opt/beamgpu/executor-ops.txt; make image puts the
+#                     same list in the label org.beamgpu.executor.ops
+#   beamgpu-boot      the image's entrypoint (cmd/beamgpu-boot): applies worker.env,
+#                     then starts Beam's boot loader
 #   cudaprobe         what the GPU and driver are, from inside the container
 #   landsat           ./pipelines/landsat       \
 #   fashion           ./pipelines/fashion        > pure Go (CGO_ENABLED=0)
@@ -14,12 +20,29 @@
 # Dockerfile runs this script and CI runs it on every change, so the image's build
 # steps are proven without a Docker engine.
 #
-# Usage: containers/build-worker.sh --out DIR
+# Usage: containers/build-worker.sh --out DIR [--executor PKG]
+#   --executor PKG  the executor's main package directory, relative to the current
+#                   directory: a module's own executor (./examples/clipstep/cmd/clip-executor,
+#                   a module of its own, is built in that module), so that the image serves
+#                   that module's ops. Default: ./pipelines/beamgpu-executor.
 set -euo pipefail
 
 out=
+executor=
 while [[ $# -gt 0 ]]; do
 	case $1 in
+	--executor)
+		[[ $# -ge 2 && -n $2 ]] || {
+			echo "build-worker: --executor needs a package directory" >&2
+			exit 2
+		}
+		executor=$2
+		shift 2
+		;;
+	--executor=*)
+		executor=${1#--executor=}
+		shift
+		;;
 	--out)
 		[[ $# -ge 2 && -n $2 ]] || {
 			echo "build-worker: --out needs a directory" >&2
@@ -50,10 +73,19 @@ done
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+executor=${executor:-$here/../pipelines/beamgpu-executor}
+executor=$(cd "$executor" 2>/dev/null && pwd) || {
+	echo "build-worker: --executor: not a directory" >&2
+	exit 2
+}
 cd "$here/.."
 
 start=$SECONDS
-"$here/build-cuda.sh" --out "$out"
+"$here/build-cuda.sh" --out "$out" --executor "$executor"
+echo "build-worker: containers/executor-ops.sh $executor > $out/executor-ops.txt" >&2
+"$here/executor-ops.sh" "$executor" >"$out/executor-ops.txt"
+echo "build-worker: CGO_ENABLED=0 go build -o $out/beamgpu-boot ./cmd/beamgpu-boot" >&2
+CGO_ENABLED=0 go build -o "$out/beamgpu-boot" ./cmd/beamgpu-boot
 
 # The pipelines and the trainer stay pure Go: a Dataflow launch cross-compiles the
 # worker with CGO_ENABLED=0 anyway, and none of them may import gorgonia.org/cu.
@@ -67,10 +99,14 @@ for name in landsat fashion fashion-train; do
 	CGO_ENABLED=0 go build -o "$out/$name" "${pure[$name]}"
 done
 
-for name in beamgpu-executor cudaprobe landsat fashion fashion-train; do
+[[ -s $out/executor-ops.txt ]] || {
+	echo "build-worker: $out/executor-ops.txt is empty" >&2
+	exit 1
+}
+for name in beamgpu-executor beamgpu-boot cudaprobe landsat fashion fashion-train; do
 	[[ -x $out/$name ]] || {
 		echo "build-worker: $out/$name was not built" >&2
 		exit 1
 	}
 done
-echo "build-worker: ok in $((SECONDS - start)) s: beamgpu-executor cudaprobe landsat fashion fashion-train in $out" >&2
+echo "build-worker: ok in $((SECONDS - start)) s: beamgpu-executor (of $executor; ops in executor-ops.txt) beamgpu-boot cudaprobe landsat fashion fashion-train in $out" >&2

@@ -15,6 +15,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/gke/workload"
+	"github.com/beamgpu/beamgpu/runtime/launch"
 	"github.com/distribution/reference"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
@@ -39,6 +40,16 @@ const (
 	cudaImage  = "nvidia/cuda"
 	// buildScript is what the builder stage runs; CI (.ci/run) runs it too.
 	buildScript = "containers/build-worker.sh"
+	// entrypoint is the image's entrypoint (cmd/beamgpu-boot), which applies
+	// workerEnv (copied from the build context to workerEnvPath) and then
+	// starts Beam's boot loader (worker.env's BEAM_BOOT).
+	entrypoint    = "/opt/beamgpu/bin/beamgpu-boot"
+	workerEnv     = "containers/worker.env"
+	workerEnvPath = "/opt/beamgpu/worker.env"
+	// opsLabel and opsFile list the ops the image's executor serves
+	// (launch.ImageOpsLabel, launch.ImageOpsFile).
+	opsLabel = "org.beamgpu.executor.ops"
+	opsFile  = "/opt/beamgpu/executor-ops.txt"
 )
 
 // imageBinaries are the binaries the worker image holds beside the executor,
@@ -220,7 +231,8 @@ func dockerfileProblems(src []byte, beam string) []string {
 		bad("the final stage does not COPY --from=%s:%s %s %s", beamImage, beam, beamDir, beamDir)
 	}
 
-	// The entrypoint: Beam's boot loader, in exec form.
+	// The entrypoint: beamgpu-boot, in exec form, which starts Beam's boot
+	// loader after applying worker.env.
 	var entry *instructions.EntrypointCommand
 	for _, c := range final.Commands {
 		if e, ok := c.(*instructions.EntrypointCommand); ok {
@@ -229,11 +241,45 @@ func dockerfileProblems(src []byte, beam string) []string {
 	}
 	switch {
 	case entry == nil:
-		bad("the final stage has no ENTRYPOINT: want ENTRYPOINT [%q]", beamBoot)
+		bad("the final stage has no ENTRYPOINT: want ENTRYPOINT [%q]", entrypoint)
 	case entry.PrependShell:
-		bad("%s: shell form; want exec form ENTRYPOINT [%q]", entry.String(), beamBoot)
-	case !slices.Equal(entry.CmdLine, []string{beamBoot}):
-		bad("%s: want ENTRYPOINT [%q]", entry.String(), beamBoot)
+		bad("%s: shell form; want exec form ENTRYPOINT [%q]", entry.String(), entrypoint)
+	case !slices.Equal(entry.CmdLine, []string{entrypoint}):
+		bad("%s: want ENTRYPOINT [%q]", entry.String(), entrypoint)
+	}
+
+	// The worker's environment is worker.env's alone: copied from the build
+	// context, and no ENV of the final stage sets what it sets.
+	envCopied := false
+	for _, c := range final.Commands {
+		switch c := c.(type) {
+		case *instructions.CopyCommand:
+			if c.From == "" && len(c.SourcePaths) == 1 && path.Clean(c.SourcePaths[0]) == workerEnv && path.Clean(c.DestPath) == workerEnvPath {
+				envCopied = true
+			}
+		case *instructions.EnvCommand:
+			for _, kv := range c.Env {
+				if workerEnvKeys[kv.Key] {
+					bad("%s: %s is set by %s (the one source of the worker's environment, which the rehearsal applies too): set it there", c.String(), kv.Key, workerEnv)
+				}
+			}
+		}
+	}
+	if !envCopied {
+		bad("the final stage does not COPY %s %s (the worker's environment, which %s applies)", workerEnv, workerEnvPath, entrypoint)
+	}
+	// The label listing the executor's ops, from the build argument make
+	// image fills in.
+	labelled := false
+	for _, c := range final.Commands {
+		if l, ok := c.(*instructions.LabelCommand); ok {
+			for _, kv := range l.Labels {
+				labelled = labelled || kv.Key == opsLabel
+			}
+		}
+	}
+	if !labelled {
+		bad("the final stage has no LABEL %s (the ops its executor serves, which a launch checks)", opsLabel)
 	}
 
 	// The executor at the client's default path, and the binaries the GKE
@@ -275,7 +321,7 @@ func dockerfileProblems(src []byte, beam string) []string {
 	if outDir == "" || outDir == "?" {
 		bad("the builder stage %q does not RUN %s --out DIR", builder.Name, buildScript)
 	}
-	for _, want := range append([]string{client.DefaultPath}, binPaths()...) {
+	for _, want := range append([]string{client.DefaultPath, entrypoint, opsFile}, binPaths()...) {
 		f, ok := files[want]
 		if !ok {
 			bad("nothing is copied to %s in the final stage", want)
@@ -287,12 +333,27 @@ func dockerfileProblems(src []byte, beam string) []string {
 		if outDir != "" && path.Dir(f.src) != outDir {
 			bad("%s comes from %s, not from the build script's --out directory %s", want, f.src, outDir)
 		}
-		if want != client.DefaultPath && path.Base(f.src) != path.Base(want) {
+		if want != client.DefaultPath && want != opsFile && path.Base(f.src) != path.Base(want) {
 			bad("%s comes from %s: want %s", want, f.src, path.Base(want))
+		}
+		if want == opsFile && path.Base(f.src) != "executor-ops.txt" {
+			bad("%s comes from %s: want the build script's executor-ops.txt", want, f.src)
 		}
 	}
 	return problems
 }
+
+// workerEnvKeys are the variables containers/worker.env sets.
+var workerEnvKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	data, _ := os.ReadFile(filepath.Join("..", workerEnv))
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, _, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			keys[k] = true
+		}
+	}
+	return keys
+}()
 
 // binPaths are the paths of imageBinaries in the image.
 func binPaths() []string {
@@ -319,6 +380,21 @@ func TestDockerfile(t *testing.T) {
 	fi, err := os.Stat(filepath.Join("..", buildScript))
 	require.NoError(t, err)
 	assert.NotZero(t, fi.Mode()&0o111, "%s is not executable", buildScript)
+
+	// worker.env, read as the image reads it (BEAMGPU_ROOT empty), names the
+	// image's boot loader and the executor where the client looks.
+	data, err := os.ReadFile(filepath.Join("..", workerEnv))
+	require.NoError(t, err)
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			vars[k] = strings.ReplaceAll(v, "${BEAMGPU_ROOT}", "")
+		}
+	}
+	assert.Equal(t, beamBoot, vars["BEAM_BOOT"], "%s: BEAM_BOOT", workerEnv)
+	assert.Equal(t, client.DefaultPath, vars["BEAMGPU_EXECUTOR"], "%s: BEAMGPU_EXECUTOR", workerEnv)
+	assert.Equal(t, launch.ImageOpsLabel, opsLabel)
+	assert.Equal(t, launch.ImageOpsFile, opsFile)
 }
 
 // .dockerignore (read with the matcher docker uses) leaves no tracked file
@@ -369,15 +445,21 @@ func TestDockerfileChecksCatchMistakes(t *testing.T) {
 	require.NotEmpty(t, scriptRun, "the build script's RUN")
 
 	beamCopy := fmt.Sprintf("COPY --from=%s:%s %s %s", beamImage, beam, beamDir, beamDir)
-	entry := fmt.Sprintf("ENTRYPOINT [%q]", beamBoot)
+	entry := fmt.Sprintf("ENTRYPOINT [%q]", entrypoint)
 	for _, tc := range []struct {
 		name, old, new, want string
 	}{
 		{"beam version", beamImage + ":" + beam, beamImage + ":2.0.0", `Beam image version "2.0.0", but go.mod's Beam is ` + beam},
 		{"no beam copy", beamCopy, "", "does not COPY --from=" + beamImage},
 		{"beam copied elsewhere", beamCopy, beamCopy + "/sdk", "want COPY --from=" + beamImage},
-		{"shell-form entrypoint", entry, "ENTRYPOINT " + beamBoot, "shell form"},
-		{"other entrypoint", entry, `ENTRYPOINT ["/bin/sh", "-c", "exec ` + beamBoot + `"]`, "want ENTRYPOINT"},
+		{"shell-form entrypoint", entry, "ENTRYPOINT " + entrypoint, "shell form"},
+		{"other entrypoint", entry, `ENTRYPOINT ["/bin/sh", "-c", "exec ` + entrypoint + `"]`, "want ENTRYPOINT"},
+		{"boot loader as entrypoint", entry, fmt.Sprintf("ENTRYPOINT [%q]", beamBoot), "want ENTRYPOINT [\"" + entrypoint + "\"]"},
+		{"env beside worker.env", entry, "ENV PATH=/opt/beamgpu/bin:$PATH\n" + entry, "PATH is set by " + workerEnv},
+		{"no worker.env", "COPY " + workerEnv + " " + workerEnvPath, "", "does not COPY " + workerEnv},
+		{"no ops label", "LABEL " + opsLabel, "LABEL other", "has no LABEL " + opsLabel},
+		{"no ops file", " " + opsFile + "\n", " /opt/beamgpu/other.txt\n", "nothing is copied to " + opsFile},
+		{"no boot wrapper", " /out/beamgpu-boot ", " ", "nothing is copied to " + entrypoint},
 		{"no entrypoint", entry, "", "has no ENTRYPOINT"},
 		{"executor elsewhere", client.DefaultPath, "/usr/local/bin/beamgpu-executor", "nothing is copied to " + client.DefaultPath},
 		{"trainer missing", " /out/fashion-train ", " ", "nothing is copied to " + workload.BinDir + "/fashion-train"},

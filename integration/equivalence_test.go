@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	client.CloseShared()
 	removeBinaries()
+	removeRehearsalLayout()
 	os.Exit(code)
 }
 

@@ -271,8 +271,10 @@ func TestPlanJobOptions(t *testing.T) {
 		"worker binary:   /opt/beamgpu/bin/landsat (--worker_binary)",
 		"Worker container: each GPU executor moves batches through shared memory",
 		"check `df -h /dev/shm` on a first worker",
-		"Warnings (1; the job is valid by the rules, but check):",
+		"Warnings (2; the job is valid by the rules, but check):",
 		"gpu-region: region me-central2 is not known to offer nvidia-tesla-t4 to Dataflow",
+		// No --executor_ops: the plan says what it could not check.
+		"executor-ops: the GPU steps (composite, toa_ndvi) were not checked against the ops the worker image's executor serves (no --executor_ops)",
 	} {
 		assert.Contains(t, string(txt), want)
 	}

@@ -37,6 +37,8 @@ Usage:
       whether this executor is usable
   beamgpu-executor version
       print the protocol version, the build and the ops served
+  beamgpu-executor ops
+      print the ops served, one a line (the worker image's label lists them)
 
 Run "beamgpu-executor serve --help" for the flags of serve.
 `
@@ -120,6 +122,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			protocol.Version, build.Kind, device(), strings.Join(opNames(), ", "))
 		for _, m := range build.Missing {
 			fmt.Fprintf(stdout, "not served: %s\n", m)
+		}
+		return exitOK
+	case "ops":
+		for _, name := range opNames() {
+			fmt.Fprintln(stdout, name)
 		}
 		return exitOK
 	case "help", "-h", "-help", "--help":

@@ -101,6 +101,14 @@ func runDataflow(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error
 	for _, w := range cfg.Warnings() {
 		plan.Warnings = append(plan.Warnings, w.Error())
 	}
+	plan.Warnings = append(plan.Warnings, f.imageOpsWarnings()...)
+	if plan.usesGPU() && f.ExecutorOps == "" {
+		steps := "every step"
+		if len(plan.Hinted) > 0 {
+			steps = strings.Join(plan.Hinted, ", ")
+		}
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("executor-ops: the GPU steps (%s) were not checked against the ops the worker image's executor serves (no --executor_ops): an image whose executor lacks one runs that step on the CPU of its GPU worker; pass --executor_ops=out/image/executor-ops.txt (make image writes it) or a file with the image's label %s (docker inspect)", steps, ImageOpsLabel))
+	}
 	if plan.usesGPU() && cfg.ContainerImage == "" {
 		return Outcome{}, fmt.Errorf("the job has GPU steps (%s) but no --sdk_container_image: Dataflow's default container has no GPU executor; build and push the beamgpu worker image (make image) and pass it", strings.Join(plan.Hinted, ", "))
 	}

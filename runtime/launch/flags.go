@@ -45,6 +45,21 @@ type Flags struct {
 	// file (on prism the SDK workers run in this process, so it covers
 	// the steps; on a remote runner only the submission).
 	CPUProfile string
+	// Rehearse is --rehearse=ROOT: run on prism as on Dataflow's workers,
+	// each environment (right fitting on) a worker process started by
+	// Beam's boot loader from the worker image's layout under ROOT
+	// (containers/build-rehearsal.sh), with the image's environment
+	// (containers/worker.env); or --rehearse=image:IMAGE, the worker image
+	// itself in prism's DOCKER environments.
+	Rehearse string
+	// ExecutorOps is --executor_ops=FILE: the GPU ops the workers' image's
+	// executor serves (the list its build wrote, make image:
+	// out/image/executor-ops.txt, or its label org.beamgpu.executor.ops).
+	// Steps planned on the GPU whose op it lacks are refused under
+	// --backend=gpu and run on the CPU under auto.
+	ExecutorOps string
+
+	imageOps *refusals // the ops the image does not serve that steps asked for
 }
 
 // Switch is a flag that is on, off, or left to the launcher (auto, the zero
@@ -85,7 +100,7 @@ func (f Flags) rightFitting(t Target) bool {
 	case Off:
 		return false
 	}
-	return t != Prism
+	return t != Prism || f.Rehearse != ""
 }
 
 // Register adds the launcher's flags to fs.
@@ -102,6 +117,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 		"SDK processes sharing one GPU on a worker, which divide its memory and concurrent batches among their executors (0: derived: 1 for a Go SDK container, which is multi-core)")
 	fs.StringVar(&f.CPUProfile, "cpuprofile", "",
 		"write a CPU profile of the run to this file, for go tool pprof (on prism the steps run in this process, so it shows where a run's time goes)")
+	fs.StringVar(&f.Rehearse, "rehearse", "",
+		"rehearse the Dataflow workers on prism: ROOT, a directory laid out as the worker image (containers/build-rehearsal.sh --out ROOT; make rehearse), runs each environment (right fitting on) as a worker process started by Beam's boot loader with the image's environment (containers/worker.env), which retrieves the worker binary through prism's artifact service; image:IMAGE runs the worker image instead (prism's DOCKER environments; needs docker)")
+	fs.StringVar(&f.ExecutorOps, "executor_ops", "",
+		"a file listing the GPU ops the worker image's executor serves (make image writes out/image/executor-ops.txt; the image's label org.beamgpu.executor.ops holds the same list): a step planned on the GPU whose op it lacks is refused under --backend=gpu and runs on the CPU under auto. For Dataflow, portable runners and --rehearse=image:IMAGE")
 	fs.StringVar(&f.SkipRules, "skip_gpu_rules", "",
 		"comma-separated Dataflow GPU rules not to check, for a region or machine type newer than the rule tables (see runtime/dataflow)")
 }
@@ -155,13 +174,19 @@ func (f *Flags) Executor(local backend.Executor) (backend.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, err := f.rehearsal(); err != nil || r != nil {
+		if err != nil {
+			return nil, err
+		}
+		return r.executor(f, local)
+	}
 	if !remote(t) {
 		return local, nil
 	}
 	if t == Dataflow && !f.wholePipelineGPU() && flagValue("sdk_container_image") == "" {
 		return backend.NoExecutor{Why: "Dataflow's default container has no GPU executor: pass --sdk_container_image with the beamgpu worker image (make image)"}, nil
 	}
-	return remoteExecutor{}, nil
+	return f.imageExecutor()
 }
 
 type remoteExecutor struct{}
@@ -239,6 +264,25 @@ func (f *Flags) Validate() error {
 	}
 	if t == Portable && *jobopts.Endpoint == "" {
 		return fmt.Errorf("--runner=%s needs --endpoint=HOST:PORT of the job server", *runners.Runner)
+	}
+	if f.Rehearse != "" {
+		if t != Prism || *jobopts.Endpoint != "" {
+			return fmt.Errorf("--rehearse runs the pipeline on a prism started here: it takes neither --runner=%s nor --endpoint", *runners.Runner)
+		}
+		if *jobopts.EnvironmentType != "" {
+			return fmt.Errorf("--rehearse sets the environments itself (PROCESS, or DOCKER for image:IMAGE): drop --environment_type=%s", *jobopts.EnvironmentType)
+		}
+		if _, err := f.rehearsal(); err != nil {
+			return err
+		}
+	}
+	if f.ExecutorOps != "" {
+		if !remote(t) && !strings.HasPrefix(f.Rehearse, rehearsalImagePrefix) {
+			return fmt.Errorf("--executor_ops checks the executor of workers started from an image (--runner=dataflow, a portable runner, --rehearse=image:IMAGE); here the executor is probed itself")
+		}
+		if _, err := ReadExecutorOps(f.ExecutorOps); err != nil {
+			return err
+		}
 	}
 	if f.WorkerAccelerator != "" && t != Dataflow {
 		return fmt.Errorf("--worker_accelerator is a Dataflow service option; --runner=%s does not take it", t)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"github.com/beamgpu/beamgpu/runtime/dataflow"
+	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
@@ -118,19 +121,34 @@ func place(model *pipepb.Pipeline, f Flags, t Target) (*pipepb.Pipeline, *Plan, 
 // on a portable job server.
 func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outcome, error) {
 	endpoint := *jobopts.Endpoint
-	if t == Prism && *jobopts.EnvironmentType == "" {
-		*jobopts.EnvironmentType = "loopback"
+	rh, err := f.rehearsal()
+	if err != nil {
+		return Outcome{}, err
 	}
-	getEnvCfg := jobopts.GetEnvironmentConfig
-	if jobopts.IsLoopback() && f.PlanOut == "" {
-		srv, err := extworker.StartLoopback(ctx, 0)
-		if err != nil {
+	var env *pipepb.Environment
+	var reports string
+	if rh != nil {
+		// The workers' failure reports (cmd/beamgpu-boot).
+		if reports, err = os.MkdirTemp("", "beamgpu-rehearsal-"); err != nil {
 			return Outcome{}, err
 		}
-		defer srv.Stop(ctx)
-		getEnvCfg = srv.EnvironmentConfig
+		defer os.RemoveAll(reports)
+		env, err = rh.environment(ctx, reports)
+	} else {
+		if t == Prism && *jobopts.EnvironmentType == "" {
+			*jobopts.EnvironmentType = "loopback"
+		}
+		getEnvCfg := jobopts.GetEnvironmentConfig
+		if jobopts.IsLoopback() && f.PlanOut == "" {
+			srv, err := extworker.StartLoopback(ctx, 0)
+			if err != nil {
+				return Outcome{}, err
+			}
+			defer srv.Stop(ctx)
+			getEnvCfg = srv.EnvironmentConfig
+		}
+		env, err = graphx.CreateEnvironment(ctx, jobopts.GetEnvironmentUrn(ctx), getEnvCfg)
 	}
-	env, err := graphx.CreateEnvironment(ctx, jobopts.GetEnvironmentUrn(ctx), getEnvCfg)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("creating the environment: %w", err)
 	}
@@ -143,6 +161,11 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 		return Outcome{}, err
 	}
 	f.setSharing(plan, model, "")
+	if rh != nil {
+		if err := nameEnvironments(model); err != nil {
+			return Outcome{}, err
+		}
+	}
 	if f.PlanOut != "" {
 		return Outcome{Plan: plan, Planned: true}, plan.Write(f.PlanOut, model, nil)
 	}
@@ -157,9 +180,36 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 		Worker:       *jobopts.WorkerBinary,
 		RetainDocker: *jobopts.RetainDockerContainers,
 		Parallelism:  *jobopts.Parallelism,
-		Loopback:     jobopts.IsLoopback(),
+		Loopback:     rh == nil && jobopts.IsLoopback(),
 	}
-	res, err := runnerlib.Execute(ctx, model, endpoint, opt, *jobopts.Async)
+	var res beam.PipelineResult
+	if rh != nil {
+		// The workers retrieve this binary through prism's artifact service,
+		// as Dataflow's do: --worker_binary, else this binary where it can be
+		// one, else Beam cross-compiles the pipeline from its source.
+		opt.Worker = workerBinary()
+		if opt.Worker == "" {
+			// Beam would cross-compile the pipeline inside Execute, which
+			// the rehearsal calls on a goroutine of its own; Beam finds the
+			// main package by walking the caller's stack
+			// (runnerlib/compile.go, buildWorkerBinary), which on that
+			// goroutine ends in this package, and would stage this package's
+			// archive as the worker ("exec format error" on the workers).
+			// Built here, on the program's own stack, it finds main.
+			slog.Info("rehearsal: building the worker binary from the pipeline's source (GOOS=linux GOARCH=amd64 CGO_ENABLED=0); a built binary, or --worker_binary, is staged as it is")
+			w, err := runnerlib.BuildTempWorkerBinary(ctx, runnerlib.CompileOpts{})
+			if err != nil {
+				return Outcome{Plan: plan}, fmt.Errorf("rehearsal: building the worker binary: %w", err)
+			}
+			defer os.Remove(w)
+			opt.Worker = w
+		}
+		start := time.Now()
+		res, err = rh.execute(ctx, model, endpoint, opt, reports)
+		rh.cleanUp(opt.Name, opt.Worker, start)
+	} else {
+		res, err = runnerlib.Execute(ctx, model, endpoint, opt, *jobopts.Async)
+	}
 	if err != nil {
 		return Outcome{Plan: plan}, err
 	}
