@@ -3,7 +3,9 @@
 //
 // Load or Parse reads a model, checks every node against the registered
 // operators (RegisterOp; Ops lists them with the opset versions they
-// implement) and folds its constants; Model.Run plans the graph once per
+// implement), folds its constants and folds each inference-mode
+// BatchNormalization that follows a Conv into the Conv's weights and bias
+// (graph_fuse.go); Model.Run plans the graph once per
 // input shape (Model.Plan: shapes inferred, known values computed, the rest
 // placed in one workspace) and runs it. A model with an operator outside
 // the set is refused at load, naming the operator, its node and the opset.

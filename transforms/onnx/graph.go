@@ -136,6 +136,7 @@ func build(mp *onnxpb.ModelProto) (*Model, error) {
 	if err := g.fold(); err != nil {
 		return nil, err
 	}
+	g.foldBatchNorm()
 	return m, nil
 }
 
@@ -333,6 +334,13 @@ func (g *graph) fold() error {
 		}
 	}
 	g.nodes = kept
+	g.dropUnused()
+	return nil
+}
+
+// dropUnused drops the constants that no node reads and that are not
+// outputs.
+func (g *graph) dropUnused() {
 	used := map[int]bool{}
 	for _, n := range g.nodes {
 		for _, in := range n.in {
@@ -348,7 +356,6 @@ func (g *graph) fold() error {
 			v.typ = nd.Undefined
 		}
 	}
-	return nil
 }
 
 func (g *graph) foldNode(n *node) (bool, error) {
