@@ -38,8 +38,12 @@ func (k *ewUnary) activate32(x, y []float32) {
 	alpha, beta := k.alpha, k.beta
 	switch k.op {
 	case unRelu:
-		// max, not a branch: random signs mispredict; max keeps NaN and
-		// turns -0 into 0.
+		// Clip's vector kernel where there is one (-0 stays -0 there);
+		// else max, not a branch: random signs mispredict; max keeps NaN
+		// and turns -0 into 0.
+		if clampF32(y[:len(x)], x, 0, float32(math.Inf(1))) {
+			return
+		}
 		for i, v := range x {
 			y[i] = max(v, 0)
 		}
@@ -219,6 +223,9 @@ func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
 	}
 	ParallelFor(len(x), 1, func(l, h int) {
 		xs, ys := x[l:h], y[l:h]
+		if x32, ok := any(xs).([]float32); ok && clampF32(any(ys).([]float32), x32, float32(lo), float32(hi)) {
+			return
+		}
 		// min and max, not branches: random values mispredict. NaN stays
 		// NaN (Go's min and max propagate it).
 		for i, v := range xs {
