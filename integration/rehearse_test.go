@@ -79,9 +79,16 @@ func markExecutor(t *testing.T, root string) string {
 // is a hang, and fails the test (the process is killed).
 func runWithin(t *testing.T, limit time.Duration, name string, args ...string) (code int, stdout, stderr string, took time.Duration) {
 	t.Helper()
+	return runWithinDir(t, limit, "", name, args...)
+}
+
+// runWithinDir is runWithin in the working directory dir ("": this one).
+func runWithinDir(t *testing.T, limit time.Duration, dir, name string, args ...string) (code int, stdout, stderr string, took time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, pipelineBin(t, name), append([]string{"--progress=0"}, args...)...)
+	cmd.Dir = dir
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -140,8 +147,11 @@ func TestRehearsal(t *testing.T) {
 	code, stdout, stderr := runBin(t, "landsat", "--backend=cpu", "--output="+cpuOut)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 
-	gpuOut := t.TempDir()
-	code, stdout, stderr, took := runWithin(t, 3*time.Minute, "landsat", "--rehearse="+root, "--backend=gpu", "--output="+gpuOut)
+	// A relative --output, as make rehearse passes: the workers run in
+	// directories of their own, and write where an in-process run would.
+	cwd := t.TempDir()
+	gpuOut := filepath.Join(cwd, "out", "landsat")
+	code, stdout, stderr, took := runWithinDir(t, 3*time.Minute, cwd, "landsat", "--rehearse="+root, "--backend=gpu", "--output=out/landsat")
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	t.Logf("rehearsal: %.1f s", took.Seconds())
 	assert.Contains(t, stdout, "1 done, 0 failed")
@@ -191,6 +201,7 @@ func TestRehearsal(t *testing.T) {
 	assert.Empty(t, append(left, work...), "the workers' semi-persistent and working directories are removed")
 	// The boot loader writes the job's options into its working directory:
 	// the worker's own, not the launcher's.
+	assert.NoFileExists(t, filepath.Join(cwd, "pipeline_options.json"))
 	assert.NoFileExists(t, "pipeline_options.json")
 }
 

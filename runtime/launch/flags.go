@@ -3,6 +3,7 @@ package launch
 import (
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -118,7 +119,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.CPUProfile, "cpuprofile", "",
 		"write a CPU profile of the run to this file, for go tool pprof (on prism the steps run in this process, so it shows where a run's time goes)")
 	fs.StringVar(&f.Rehearse, "rehearse", "",
-		"rehearse the Dataflow workers on prism: ROOT, a directory laid out as the worker image (containers/build-rehearsal.sh --out ROOT; make rehearse), runs each environment (right fitting on) as a worker process started by Beam's boot loader with the image's environment (containers/worker.env), which retrieves the worker binary through prism's artifact service; image:IMAGE runs the worker image instead (prism's DOCKER environments; needs docker)")
+		"rehearse the Dataflow workers on prism: ROOT, a directory laid out as the worker image (containers/build-rehearsal.sh --out ROOT; make rehearse), runs each environment (right fitting on) as a worker process started by Beam's boot loader with the image's environment (containers/worker.env), which retrieves the worker binary through prism's artifact service (the workers run in directories of their own: relative input and output paths are made absolute first); image:IMAGE runs the worker image instead (prism's DOCKER environments; needs docker)")
 	fs.StringVar(&f.ExecutorOps, "executor_ops", "",
 		"a file listing the GPU ops the worker image's executor serves (make image writes out/image/executor-ops.txt; the image's label org.beamgpu.executor.ops holds the same list): a step planned on the GPU whose op it lacks is refused under --backend=gpu and runs on the CPU under auto. For Dataflow, portable runners and --rehearse=image:IMAGE")
 	fs.StringVar(&f.SkipRules, "skip_gpu_rules", "",
@@ -329,7 +330,23 @@ func RemoteWorkers() bool {
 // (or written) by them: any path when they run in this process, else only a
 // URL such as gs://bucket/x, not a path on this machine. Plans are not
 // checked: nothing runs. flag names the flag in the error.
+//
+// In a rehearsal (--rehearse) the workers are processes on this machine,
+// each in a working directory of its own (as a container has its own
+// filesystem): a relative path is made absolute here, against this
+// process's working directory, and the flag set to it, so that the
+// workers read and write where an in-process run would.
 func (f *Flags) WorkerPath(flagName, path string) error {
+	if f.Rehearse != "" && path != "" && !strings.Contains(path, "://") && !filepath.IsAbs(path) {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("--%s=%s: %w", flagName, path, err)
+		}
+		if err := flag.Set(flagName, abs); err != nil {
+			return fmt.Errorf("--%s=%s: %w", flagName, path, err)
+		}
+		return nil
+	}
 	t, err := Runner()
 	if err != nil || !remote(t) || f.PlanOut != "" || strings.Contains(path, "://") {
 		return err
