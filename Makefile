@@ -181,7 +181,8 @@ plan:
 # --rehearse=REHEARSE_DIR: right fitting on, each environment a PROCESS worker that retrieves
 # the pipeline binary through prism's artifact service. No GPU or Docker needed. With
 # REHEARSE_IMAGE=IMAGE (a worker image, e.g. from make image) prism runs that image
-# instead (DOCKER environments; needs a Docker engine; not tested here).
+# instead (DOCKER environments; needs a Docker engine and gs:// paths in ARGS, since the
+# containers see no local file; not tested here).
 REHEARSE_DIR ?= out/rehearse
 REHEARSE_BACKEND ?= gpu
 REHEARSE_IMAGE ?=

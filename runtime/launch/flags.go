@@ -337,6 +337,14 @@ func RemoteWorkers() bool {
 // process's working directory, and the flag set to it, so that the
 // workers read and write where an in-process run would.
 func (f *Flags) WorkerPath(flagName, path string) error {
+	if strings.HasPrefix(f.Rehearse, rehearsalImagePrefix) && !strings.Contains(path, "://") {
+		// Prism starts the image's containers with no mounts
+		// (internal/environments.go): they see none of this machine's files.
+		if path == "" {
+			return fmt.Errorf("--%s: the workers of --rehearse=%s are containers that cannot read this machine's files (the embedded default data included); pass a gs:// path", flagName, f.Rehearse)
+		}
+		return fmt.Errorf("--%s=%s: the workers of --rehearse=%s are containers that cannot read a path on this machine; pass a gs:// path", flagName, path, f.Rehearse)
+	}
 	if f.Rehearse != "" && path != "" && !strings.Contains(path, "://") && !filepath.IsAbs(path) {
 		abs, err := filepath.Abs(path)
 		if err != nil {

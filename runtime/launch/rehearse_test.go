@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,4 +181,29 @@ func TestWorkerReportString(t *testing.T) {
 	rs := readReports(dir)
 	require.Len(t, rs, 1)
 	assert.Equal(t, "go", rs[0].Environment)
+}
+
+// In a rehearsal a relative worker path becomes absolute (the workers run
+// in directories of their own) and the flag is set to it; an absolute one
+// or a URL stays; with the image's containers (image:IMAGE), which see none
+// of this machine's files, a local path is refused, naming the flag.
+func TestWorkerPathInARehearsal(t *testing.T) {
+	out := flag.String("test_rehearsal_out", "", "")
+	require.NoError(t, flag.Set("test_rehearsal_out", "out/x"))
+	f := Flags{Rehearse: t.TempDir()}
+	require.NoError(t, f.WorkerPath("test_rehearsal_out", *out))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(wd, "out/x"), *out)
+	for _, p := range []string{"/data/x", "gs://b/x", ""} {
+		require.NoError(t, flag.Set("test_rehearsal_out", p))
+		require.NoError(t, f.WorkerPath("test_rehearsal_out", p))
+		assert.Equal(t, p, *out)
+	}
+
+	f = Flags{Rehearse: "image:beamgpu-worker:dev"}
+	assert.EqualError(t, f.WorkerPath("test_rehearsal_out", "/data/x"),
+		"--test_rehearsal_out=/data/x: the workers of --rehearse=image:beamgpu-worker:dev are containers that cannot read a path on this machine; pass a gs:// path")
+	assert.ErrorContains(t, f.WorkerPath("test_rehearsal_out", ""), "(the embedded default data included)")
+	assert.NoError(t, f.WorkerPath("test_rehearsal_out", "gs://b/x"))
 }
