@@ -348,10 +348,22 @@ func transposeInto(dst []float32, ld int, t []float32, n, m int, b []float32) {
 // output's spatial axes) of the cg channels at x into col, k = cg x kernel
 // rows of n values: col[(c, kd, kh, kw)][p] is the input under kernel tap
 // (kd, kh, kw) of channel c at position p0+p, 0 in the padding.
+//
+// The positions are cut once into runs along the output's last axis (one
+// output row (d, h) each), the same for every row of col.
 func im2col(col, x []float32, cg int, g geometry, p0, n int) {
-	od, oh, ow := g.out[0], g.out[1], g.out[2]
-	_ = od
+	oh, ow := g.out[1], g.out[2]
 	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
+	type run struct{ at, d, h, w0, cnt int }
+	var stack [64]run
+	runs := stack[:0]
+	for p := p0; p < p0+n; {
+		r, w0 := p/ow, p%ow
+		cnt := min(ow-w0, p0+n-p)
+		runs = append(runs, run{at: p - p0, d: r / oh, h: r % oh, w0: w0, cnt: cnt})
+		p += cnt
+	}
+	s := g.stride[2]
 	row := 0
 	for c := range cg {
 		xc := x[c*g.inSize():]
@@ -361,23 +373,16 @@ func im2col(col, x []float32, cg int, g geometry, p0, n int) {
 					dst := col[row*n : (row+1)*n]
 					row++
 					offD, offH, offW := kd*g.dil[0]-g.padLo[0], kh*g.dil[1]-g.padLo[1], kw*g.dil[2]-g.padLo[2]
-					// Walk the positions by output row (d, h): one run of w
-					// values each.
-					p := p0
-					for p < p0+n {
-						r, w0 := p/ow, p%ow
-						d, h := r/oh, r%oh
-						cnt := min(ow-w0, p0+n-p)
-						out := dst[p-p0 : p-p0+cnt]
-						p += cnt
-						id, ih := d*g.stride[0]+offD, h*g.stride[1]+offH
+					for _, ru := range runs {
+						out := dst[ru.at : ru.at+ru.cnt]
+						id, ih := ru.d*g.stride[0]+offD, ru.h*g.stride[1]+offH
 						if id < 0 || id >= in0 || ih < 0 || ih >= in1 {
 							clear(out)
 							continue
 						}
 						src := xc[(id*in1+ih)*in2:][:in2]
-						s := g.stride[2]
-						iw := w0*s + offW
+						cnt := ru.cnt
+						iw := ru.w0*s + offW
 						// Positions whose iw falls left of the input, inside,
 						// right of it.
 						lo := 0
