@@ -21,67 +21,91 @@ import "unsafe"
 // group.
 func convDepthwise(p convProblem, x, w, bias, y []float32) {
 	g := p.geo
+	k2 := g.k[1] * g.k[2]
+	_, hp, rowLen := dwLayout(g)
+	// Planes go to the cores in runs of about minParallel work each (a
+	// task per plane spent more on scheduling and buffers than on the
+	// small planes of a network's later layers).
+	planes, cost := p.n*p.group, p.m/p.group*g.outSize()*g.kSize()
+	per := max(1, minParallel/max(1, cost))
+	parallelTasks((planes+per-1)/per, per*cost, func(task int) {
+		buf := getFloats(hp * rowLen)
+		defer putFloats(buf)
+		padded := *buf
+		srcs := make([]*float32, 0, k2)
+		for t := task * per; t < min(planes, (task+1)*per); t++ {
+			depthwisePlane(p, x, w, bias, y, t, padded, srcs)
+		}
+	})
+}
+
+// dwLayout is the padded buffer's layout: wq columns per phase, hp rows of
+// rowLen (= stride x wq) values.
+func dwLayout(g geometry) (wq, hp, rowLen int) {
+	sh, sw := g.stride[1], g.stride[2]
+	wq = g.out[2] + (g.k[2]-1)*g.dil[2]/sw
+	hp = (g.out[1]-1)*sh + (g.k[1]-1)*g.dil[1] + 1
+	return wq, hp, sw * wq
+}
+
+// depthwisePlane computes the outputs of plane t (image t/group, group
+// t%group) of convDepthwise, with padded as its buffer.
+func depthwisePlane(p convProblem, x, w, bias, y []float32, t int, padded []float32, srcs []*float32) {
+	g := p.geo
 	mg := p.m / p.group
 	kvol, k2 := g.kSize(), g.k[1]*g.k[2]
 	sh, sw := g.stride[1], g.stride[2]
 	oh, ow := g.out[1], g.out[2]
-	wq := ow + (g.k[2]-1)*g.dil[2]/sw
-	hp := (oh-1)*sh + (g.k[1]-1)*g.dil[1] + 1
-	rowLen := sw * wq
+	wq, hp, rowLen := dwLayout(g)
 	planeOut, inSize := g.outSize(), g.inSize()
-	parallelTasks(p.n*p.group, mg*planeOut*kvol, func(t int) {
-		buf := getFloats(hp * rowLen)
-		defer putFloats(buf)
-		padded := *buf
-		clear(padded) // the padding; dwPad writes the rest
-		img, grp := t/p.group, t%p.group
-		xc := x[(img*p.c+grp)*inSize:][:inSize]
-		srcs := make([]*float32, 0, k2)
-		built := -1
-		for j := range mg {
-			m := grp*mg + j
-			var b float32
-			if bias != nil {
-				b = bias[m]
-			}
-			yp := y[(img*p.m+m)*planeOut:][:planeOut]
-			for od := range g.out[0] {
-				out := yp[od*oh*ow : (od+1)*oh*ow]
-				first := true
-				for kd := range g.k[0] {
-					id := od*g.stride[0] - g.padLo[0] + kd*g.dil[0]
-					if id < 0 || id >= g.in[0] {
-						continue
-					}
-					if id != built {
-						dwPad(padded, xc[id*g.in[1]*g.in[2]:], g, hp, wq)
-						built = id
-					}
-					srcs = srcs[:0]
-					for kh := range g.k[1] {
-						for kw := range g.k[2] {
-							c := kw * g.dil[2]
-							srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
-						}
-					}
-					wk := w[m*kvol+kd*k2 : m*kvol+(kd+1)*k2]
-					if first {
-						dwRows(out, ow, oh, ow, srcs, sh*rowLen, wk, b)
-						first = false
-						continue
-					}
-					// A later depth tap of a 3-D kernel: add to what the
-					// earlier ones wrote.
-					dwRowsAdd(out, ow, oh, ow, srcs, sh*rowLen, wk)
+	padded = padded[:hp*rowLen]
+	clear(padded) // the padding; dwPad writes the rest
+	img, grp := t/p.group, t%p.group
+	xc := x[(img*p.c+grp)*inSize:][:inSize]
+	built := -1
+	for j := range mg {
+		m := grp*mg + j
+		var b float32
+		if bias != nil {
+			b = bias[m]
+		}
+		yp := y[(img*p.m+m)*planeOut:][:planeOut]
+		for od := range g.out[0] {
+			out := yp[od*oh*ow : (od+1)*oh*ow]
+			first := true
+			for kd := range g.k[0] {
+				id := od*g.stride[0] - g.padLo[0] + kd*g.dil[0]
+				if id < 0 || id >= g.in[0] {
+					continue
 				}
-				if first { // every depth tap in the padding
-					for i := range out {
-						out[i] = b
+				if id != built {
+					dwPad(padded, xc[id*g.in[1]*g.in[2]:], g, hp, wq)
+					built = id
+				}
+				srcs = srcs[:0]
+				for kh := range g.k[1] {
+					for kw := range g.k[2] {
+						c := kw * g.dil[2]
+						srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
 					}
+				}
+				wk := w[m*kvol+kd*k2 : m*kvol+(kd+1)*k2]
+				if first {
+					dwRows(out, ow, oh, ow, srcs, sh*rowLen, wk, b)
+					first = false
+					continue
+				}
+				// A later depth tap of a 3-D kernel: add to what the
+				// earlier ones wrote.
+				dwRowsAdd(out, ow, oh, ow, srcs, sh*rowLen, wk)
+			}
+			if first { // every depth tap in the padding
+				for i := range out {
+					out[i] = b
 				}
 			}
 		}
-	})
+	}
 }
 
 // dwRowsAdd is dwRows adding to y instead of starting from a bias.
