@@ -297,10 +297,7 @@ func convGemmRows(p convProblem, x, w, bias, y []float32) {
 			beta = 1
 			for co := range mg {
 				row := yc[co*P : co*P+n]
-				b := bias[g*mg+co]
-				for i := range row {
-					row[i] = b
-				}
+				fillCopies(row, bias[g*mg+co])
 			}
 		}
 		wg := w[g*mg*k : (g+1)*mg*k]

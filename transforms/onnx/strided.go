@@ -251,6 +251,19 @@ func fillWords[E word](dst []E, v E) {
 	}
 }
 
+// fillCopies sets every element of dst to v by doubling what is written
+// (copy is vectorized; a loop storing v is not): for rows of more than a
+// few dozen values.
+func fillCopies[T any](dst []T, v T) {
+	if len(dst) == 0 {
+		return
+	}
+	dst[0] = v
+	for n := 1; n < len(dst); {
+		n += copy(dst[n:], dst[:n])
+	}
+}
+
 // fillBytes fills dst with copies of the element elem (len(dst) a multiple
 // of len(elem)), doubling what is written: a few copies, whatever the size.
 func fillBytes(dst, elem []byte) {
