@@ -313,6 +313,7 @@ func TestFastMath(t *testing.T) {
 		{"tanhf", tanhf, math.Tanh, math.MaxFloat32},
 		{"sigmoidf", sigmoidf, sigmoid64, math.MaxFloat32},
 		{"expm1f", expm1f, math.Expm1, 0}, // negative arguments only (Elu)
+		{"erff", erff, math.Erf, math.MaxFloat32},
 	} {
 		worst, at := 0.0, float32(0)
 		check := func(x float32) {
@@ -494,4 +495,14 @@ func BenchmarkReduce(b *testing.B) {
 			ewBench(b, "ReduceSum", 11, attrs, x)
 		})
 	}
+}
+
+// erff's special values: NaN stays NaN, ±Inf gives ±1, ±0 keeps its sign.
+func TestErffSpecials(t *testing.T) {
+	nan := erff(float32(math.NaN()))
+	assert.True(t, nan != nan)
+	assert.Equal(t, float32(1), erff(float32(math.Inf(1))))
+	assert.Equal(t, float32(-1), erff(float32(math.Inf(-1))))
+	assert.True(t, math.Signbit(float64(erff(float32(math.Copysign(0, -1))))))
+	assert.Equal(t, float32(0), erff(0))
 }
