@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"fmt"
-	"github.com/beamgpu/beamgpu/runtime/dataflow"
 	"log/slog"
 	"net"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/extworker"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
+	"github.com/beamgpu/beamgpu/runtime/dataflow"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"github.com/beamgpu/beamgpu/runtime/rightfit"
