@@ -16,11 +16,13 @@
 //     prism passes --id='ID' with literal quotes (see fixID), which Beam's
 //     boot loader sends on as the worker id, so that the runner knows no such
 //     worker and the boot loader fails.
-//  3. In a rehearsal (BEAMGPU_ROOT set) and without a --semi_persist_dir, it
-//     gives each worker its own semi-persistent directory under
-//     ROOT/tmp, as each container has its own /tmp: the workers of one
-//     machine would otherwise retrieve their staged files into the same
-//     /tmp/staged.
+//  3. In a rehearsal (BEAMGPU_ROOT set) it gives each worker directories of
+//     its own, as each container has its own filesystem: a semi-persistent
+//     directory under ROOT/tmp (unless --semi_persist_dir is given; the
+//     workers of one machine would otherwise retrieve their staged files
+//     into the same /tmp/staged) and a working directory under ROOT/work
+//     (the boot loader writes pipeline_options.json into its working
+//     directory).
 //  4. It starts Beam's Go boot loader ($BEAM_BOOT, /opt/apache/beam/boot in
 //     the image) with the arguments it was given: in the image it becomes the
 //     boot loader (exec). Where $BEAMGPU_WORKER_REPORT names a directory (the
