@@ -278,29 +278,17 @@ func (c constant) Launch(d *Device, _, out []DevArray) error {
 }
 
 func (k *transpose) Launch(d *Device, in, out []DevArray) error {
-	p, err := k.permOf(len(in[0].Shape))
+	c, err := k.copyPlan(in[0].Shape, out[0].Shape)
 	if err != nil {
 		return err
 	}
-	st := Strides(in[0].Shape)
-	src := make([]int, len(p))
-	for i, a := range p {
-		src[i] = st[a]
-	}
-	return d.copyStrided(out[0].Ptr, in[0].Ptr, in[0].Type.Size(),
-		strided{shape: out[0].Shape, dstSt: Strides(out[0].Shape), srcSt: src})
+	return d.copyStrided(out[0].Ptr, in[0].Ptr, in[0].Type.Size(), c)
 }
 
 func (k *slice) Launch(d *Device, in, out []DevArray) error {
-	first, step, count, err := k.window(devMetas(in))
+	c, err := k.copyPlan(devMetas(in))
 	if err != nil {
 		return err
-	}
-	st := Strides(in[0].Shape)
-	c := strided{shape: count, dstSt: Strides(count), srcSt: make([]int, len(st))}
-	for i := range st {
-		c.srcSt[i] = st[i] * step[i]
-		c.srcOff += first[i] * st[i]
 	}
 	return d.copyStrided(out[0].Ptr, in[0].Ptr, in[0].Type.Size(), c)
 }

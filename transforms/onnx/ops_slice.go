@@ -133,9 +133,20 @@ func (k *slice) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *slice) Run(in, out []nd.Array) error {
-	first, step, count, err := k.window(ValueMetas(in))
+	c, err := k.copyPlan(ValueMetas(in))
 	if err != nil {
 		return err
+	}
+	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
+	return nil
+}
+
+// copyPlan is the strided copy of the slice's window out of the data; the
+// CPU and the device run it.
+func (k *slice) copyPlan(in []Meta) (strided, error) {
+	first, step, count, err := k.window(in)
+	if err != nil {
+		return strided{}, err
 	}
 	st := Strides(in[0].Shape)
 	c := strided{shape: count, dstSt: Strides(count), srcSt: make([]int, len(st))}
@@ -143,8 +154,7 @@ func (k *slice) Run(in, out []nd.Array) error {
 		c.srcSt[i] = st[i] * step[i]
 		c.srcOff += first[i] * st[i]
 	}
-	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
-	return nil
+	return c, nil
 }
 
 type expand struct{}

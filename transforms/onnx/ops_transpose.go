@@ -62,16 +62,25 @@ func (k *transpose) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *transpose) Run(in, out []nd.Array) error {
-	p, err := k.permOf(len(in[0].Shape))
+	c, err := k.copyPlan(in[0].Shape, out[0].Shape)
 	if err != nil {
 		return err
 	}
-	st := Strides(in[0].Shape)
+	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
+	return nil
+}
+
+// copyPlan is the strided copy from X (shape x) to the output (shape y)
+// that transposes it; the CPU and the device run it.
+func (k *transpose) copyPlan(x, y []int) (strided, error) {
+	p, err := k.permOf(len(x))
+	if err != nil {
+		return strided{}, err
+	}
+	st := Strides(x)
 	src := make([]int, len(p))
 	for i, a := range p {
 		src[i] = st[a]
 	}
-	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(),
-		strided{shape: out[0].Shape, dstSt: Strides(out[0].Shape), srcSt: src})
-	return nil
+	return strided{shape: y, dstSt: Strides(y), srcSt: src}, nil
 }
