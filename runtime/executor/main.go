@@ -217,19 +217,22 @@ func serve(args []string, stderr io.Writer) int {
 	dir := filepath.Dir(*socket)
 	_, statErr := os.Stat(dir)
 	ownDir := errors.Is(statErr, os.ErrNotExist) || strings.HasPrefix(filepath.Base(dir), protocol.SocketDirPrefix)
+	// The executor's stderr is a pipe to the process that started it, which
+	// may be gone when the executor logs its shutdown: a write there must
+	// fail, not kill the executor (SIGPIPE) before it removes its socket.
+	signal.Ignore(syscall.SIGPIPE)
+	// SIGTERM is caught before the socket exists: one that comes as soon as
+	// the socket appears (a client waiting for it) must not kill the
+	// executor by default and leave the socket behind.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	ln, err := server.Listen(*socket)
 	if err != nil {
 		fmt.Fprintf(stderr, "beamgpu-executor: %v\n", err)
 		return exitFailed
 	}
 
-	// The executor's stderr is a pipe to the process that started it, which
-	// may be gone when the executor logs its shutdown: a write there must
-	// fail, not kill the executor (SIGPIPE) before it removes its socket.
-	signal.Ignore(syscall.SIGPIPE)
 	stop := make(chan string, 2)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() { stop <- (<-sigs).String() }()
 	if *withParent {
 		go watchParent(stop)
