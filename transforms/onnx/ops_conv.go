@@ -27,6 +27,9 @@ import (
 // into the output's planes with the bias added; for thin ones (the RGB
 // stems, 1x1 convolutions of few channels), W x patches written straight
 // into the planes, which costs packing W per chunk but no transpose.
+// Convolutions of few channels (at most 64 per group) with stride 1 or 2,
+// where AVX-512 runs and there are images enough for every core, take a
+// direct kernel instead, with no patches at all (ops_conv_flat.go).
 // Grouped convolutions with one input channel per group (depthwise,
 // MobileNet's) take a direct kernel (ops_conv_depthwise.go); float64 ones a
 // plain loop.
@@ -42,6 +45,7 @@ type conv struct {
 	// packing is then kept in packed.
 	constW atomic.Bool
 	packed atomic.Pointer[convWeights]
+	flat   atomic.Pointer[flatWeights]
 }
 
 // convWeights are W packed for gemm, one matrix per group (op(B) = the
@@ -135,6 +139,10 @@ func (c *conv) Run(in, out []nd.Array) error {
 	}
 	if p.c/p.group == 1 && p.group > 1 {
 		convDepthwise(p, xs, ws, bs, ys)
+		return nil
+	}
+	if useFlat(p) {
+		convFlat(p, xs, c.flatWeightsOf(ws, p), bs, ys)
 		return nil
 	}
 	if convByRows(p) {

@@ -66,3 +66,65 @@ func TestDepthwiseVectorAndGo(t *testing.T) {
 		}
 	}
 }
+
+// The shifted-sum kernel gives the direct loops' results with its vector
+// kernel and in plain Go, on shapes that exercise every part of a tile
+// left over (output channels past a block of 8, positions past a tile of
+// 48), 1-D and 2-D kernels up to 5 wide, strides 1 and 2 (phases), dilations,
+// padding asymmetric and wider than the kernel, groups, images, and no
+// bias.
+func TestFlatVectorAndGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	saved := flatVector
+	defer func() { flatVector = saved }()
+	for trial := range 160 {
+		nsp := 1 + trial%2
+		var in, k, s, d, pads []int
+		for range nsp {
+			in = append(in, 1+r.IntN(40))
+			k = append(k, 1+r.IntN(5))
+			s = append(s, 1+r.IntN(2))
+			d = append(d, 1+r.IntN(2))
+		}
+		for range 2 * nsp {
+			pads = append(pads, r.IntN(4))
+		}
+		w := window{strides: s, dilations: d, pads: pads, autoPad: "NOTSET"}
+		geo, err := w.geometry(in, k)
+		if err != nil {
+			continue
+		}
+		group := 1 + r.IntN(3)
+		p := convProblem{geo: geo, n: 1 + r.IntN(3), c: group * (1 + r.IntN(20)), m: group * (1 + r.IntN(20)), group: group}
+		rnd := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = 2*r.Float32() - 1
+			}
+			return v
+		}
+		x := rnd(p.n * p.c * geo.inSize())
+		wt := rnd(p.m * p.c / group * geo.kSize())
+		var bias []float32
+		if trial%3 != 0 {
+			bias = rnd(p.m)
+		}
+		want := make([]float32, p.n*p.m*geo.outSize())
+		convDirect(p, x, wt, bias, want)
+		for _, vector := range []bool{true, false} {
+			if vector && !saved {
+				continue
+			}
+			flatVector = vector
+			got := make([]float32, len(want))
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			c := &conv{}
+			convFlat(p, x, c.flatWeightsOf(wt, p), bias, got)
+			for i := range want {
+				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (vector %t) in %v k %v s %v d %v pads %v group %d c %d m %d: element %d", trial, vector, in, k, s, d, pads, group, p.c, p.m, i)
+			}
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package onnx
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Conv with stride 1 by shifted sums over a padded, flattened image (a
+// direct convolution: no patches matrix).
+//
+// Each image's channels are copied once into planes padded on every side
+// (Hp x Wp, Hp = output rows + kernel extent - 1, Wp likewise). Flattened,
+// the output at q = oh*Wp + ow is then sum over channels c and taps (kh,
+// kw) of w[c,kh,kw] * xp[c][q + kh*dil*Wp + kw*dil]: every tap is one
+// offset into the same flat plane, so a run of consecutive q (across
+// rows: the Wp-OW positions past each row's end are computed and dropped)
+// is a product of full vectors. The kernel keeps 8 output channels x 48
+// positions of sums in registers and reads each input vector once per
+// 8 channels and each weight once per 48 positions, from L1, where
+// im2col writes K x positions patches (9 values per input value for a 3x3
+// kernel) and gemm reads them again to pack: for the few channels of
+// small CNNs (ResNet's 16 to 64, an RGB stem) moving patches cost more
+// than the products (measured: 4 of 5 ms of a 16-channel 3x3 layer,
+// batch 64, 2 cores). This is the zero-memory-overhead direct convolution
+// of Zhang, Franchetti and Low, ICML 2018
+// (https://proceedings.mlr.press/v80/zhang18d.html), with the rows
+// flattened instead of blocked.
+
+// flatRows and flatCols are the kernel's tile: output channels x flat
+// positions.
+const (
+	flatRows = 8
+	flatCols = 48
+)
+
+// flatWeights are W packed for the kernel: per group and block of
+// flatRows output channels, [channel][tap][flatRows] (zero rows past the
+// group's output channels), and the W they were packed from.
+type flatWeights struct {
+	src    *byte
+	blocks int // per group
+	w      []float32
+}
+
+// useFlat reports whether the convolution takes the shifted-sum kernel:
+// float32 (checked by the caller), stride 1, at most two spatial axes in
+// effect, an AVX-512 kernel here, and at least two tasks (images x
+// groups) per core, since its tasks are whole images. The patches path
+// stays for the thick layers (more than 64 input channels per group), whose
+// products outweigh their patches.
+func useFlat(p convProblem) bool {
+	g := p.geo
+	if !flatVector || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 || g.stride[1] > 2 || g.stride[2] > 2 {
+		return false
+	}
+	if p.c/p.group > flatMaxChannels || p.n*p.group < 2*runtime.GOMAXPROCS(0) {
+		return false
+	}
+	return true
+}
+
+// flatMaxChannels is the most input channels per group useFlat takes.
+const flatMaxChannels = 64
+
+// flatWeightsOf returns W packed for the kernel: kept when W is a
+// constant, else packed for this run.
+func (c *conv) flatWeightsOf(w []float32, p convProblem) *flatWeights {
+	src := (*byte)(unsafe.Pointer(unsafe.SliceData(w)))
+	if fw := c.flat.Load(); fw != nil && fw.src == src {
+		return fw
+	}
+	cg, mg, taps := p.c/p.group, p.m/p.group, p.geo.kSize()
+	blocks := (mg + flatRows - 1) / flatRows
+	fw := &flatWeights{src: src, blocks: blocks, w: make([]float32, p.group*blocks*cg*taps*flatRows)}
+	for g := range p.group {
+		for co := range mg {
+			b, r := co/flatRows, co%flatRows
+			blk := fw.w[(g*blocks+b)*cg*taps*flatRows:]
+			wm := w[(g*mg+co)*cg*taps:]
+			for ci := range cg {
+				for t := range taps {
+					blk[(ci*taps+t)*flatRows+r] = wm[ci*taps+t]
+				}
+			}
+		}
+	}
+	if c.constW.Load() {
+		c.flat.Store(fw)
+	}
+	return fw
+}
+
+// flatLayout is where the kernel finds each tap of a convolution: the
+// padded input of each channel is cut into the stride's phases (the rows
+// congruent to a mod stride[1] and columns to b mod stride[2]; one phase
+// for stride 1), each a plane of hq x wq, and only the phases some tap
+// reads are kept. Tap (kh, kw) of output (oh, ow) then reads phase
+// (kh*dil%s, kw*dil%s) at (oh + kh*dil/s, ow + kw*dil/s): the flat
+// position oh*wq + ow plus the tap's offset.
+type flatLayout struct {
+	oh, ow, hq, wq int
+	phases         [][2]int // the phases kept, in the order of their planes
+	plane          int      // floats per channel: len(phases) planes
+	offs           []int    // per tap (kh, kw), row-major
+}
+
+func newFlatLayout(g geometry) flatLayout {
+	sh, sw := g.stride[1], g.stride[2]
+	l := flatLayout{oh: g.out[1], ow: g.out[2]}
+	l.hq = l.oh + (g.k[1]-1)*g.dil[1]/sh
+	l.wq = l.ow + (g.k[2]-1)*g.dil[2]/sw
+	index := map[[2]int]int{}
+	for kh := range g.k[1] {
+		for kw := range g.k[2] {
+			dh, dw := kh*g.dil[1], kw*g.dil[2]
+			ph := [2]int{dh % sh, dw % sw}
+			i, ok := index[ph]
+			if !ok {
+				i = len(l.phases)
+				index[ph] = i
+				l.phases = append(l.phases, ph)
+			}
+			l.offs = append(l.offs, i*l.hq*l.wq+dh/sh*l.wq+dw/sw)
+		}
+	}
+	l.plane = len(l.phases) * l.hq * l.wq
+	return l
+}
+
+// convFlat computes a float32 convolution (useFlat) by the shifted-sum
+// kernel, one task per image and group.
+func convFlat(p convProblem, x []float32, fw *flatWeights, bias, y []float32) {
+	g := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	l := newFlatLayout(g)
+	oh, ow, wq := l.oh, l.ow, l.wq
+	qs := oh * wq                                   // flat positions computed
+	qn := (qs + flatCols - 1) / flatCols * flatCols // rounded up to tiles
+	// The last tile reads the last channel's planes up to qn-1+max(offs):
+	// under its end + qn-qs + wq.
+	xlen := cg*l.plane + (qn - qs) + wq
+	ylen := fw.blocks * flatRows * qn
+	P, inSize := g.outSize(), g.inSize()
+	taps := len(l.offs)
+	blk := cg * taps * flatRows
+	// The bias in blocks of flatRows, zero past each group's channels.
+	bb := make([]float32, p.group*fw.blocks*flatRows)
+	if bias != nil {
+		for grp := range p.group {
+			copy(bb[grp*fw.blocks*flatRows:], bias[grp*mg:(grp+1)*mg])
+		}
+	}
+	parallelTasks(p.n*p.group, 2*cg*taps*mg*qs, func(t int) {
+		img, grp := t/p.group, t%p.group
+		buf := getFloats(xlen + ylen)
+		defer putFloats(buf)
+		xp, yt := (*buf)[:xlen], (*buf)[xlen:]
+		flatPad(xp, x[(img*p.c+grp*cg)*inSize:], cg, g, l)
+		wg := fw.w[grp*fw.blocks*blk:]
+		for q0 := 0; q0 < qs; q0 += flatCols {
+			for b := range fw.blocks {
+				bo := (grp*fw.blocks + b) * flatRows
+				flatTile(yt[b*flatRows*qn+q0:], qn, xp[q0:], l.plane, l.offs, wg[b*blk:(b+1)*blk], cg, bb[bo:bo+flatRows])
+			}
+		}
+		// The computed rows, less the positions past each row's end, into
+		// the output's planes.
+		yg := y[(img*p.m+grp*mg)*P:]
+		for co := range mg {
+			src, dst := yt[co*qn:], yg[co*P:(co+1)*P]
+			if wq == ow {
+				copy(dst, src[:P])
+				continue
+			}
+			for r := range oh {
+				copy(dst[r*ow:(r+1)*ow], src[r*wq:r*wq+ow])
+			}
+		}
+	})
+}
+
+// flatPad writes the cg channels at x (2-D geometry g) into xp as l's
+// phase planes: phase (a, b)'s element (i, j) is the padded input's at
+// (stride*i + a, stride*j + b), the input's at that less padLo, zero in
+// the padding and in xp's tail past the planes.
+func flatPad(xp, x []float32, cg int, g geometry, l flatLayout) {
+	ih, iw := g.in[1], g.in[2]
+	sh, sw := g.stride[1], g.stride[2]
+	top, left := g.padLo[1], g.padLo[2]
+	if sh == 1 && sw == 1 && top == 0 && left == 0 && l.wq == iw && l.hq == ih {
+		n := copy(xp, x[:cg*ih*iw])
+		clear(xp[n:])
+		return
+	}
+	clear(xp)
+	for c := range cg {
+		xc := x[c*ih*iw:]
+		for k, ph := range l.phases {
+			pl := xp[c*l.plane+k*l.hq*l.wq:]
+			// Columns j of the phase whose input column sw*j+b-left is in
+			// [0, iw).
+			j0 := max(0, (left-ph[1]+sw-1)/sw)
+			j1 := min(l.wq, (iw+left-ph[1]+sw-1)/sw)
+			if j1 <= j0 {
+				continue
+			}
+			for i := range l.hq {
+				r := sh*i + ph[0] - top
+				if r < 0 || r >= ih {
+					continue
+				}
+				src := xc[r*iw:]
+				dst := pl[i*l.wq:]
+				if sw == 1 {
+					c0 := j0 + ph[1] - left
+					copy(dst[j0:j1], src[c0:c0+j1-j0])
+					continue
+				}
+				for j := j0; j < j1; j++ {
+					dst[j] = src[sw*j+ph[1]-left]
+				}
+			}
+		}
+	}
+}
+
+// flatTileGo is flatTileAVX512 in Go: out[r*ldo+j] = bias[r] + sum over
+// c < chans, t < len(offs) of w[(c*len(offs)+t)*flatRows+r] *
+// x[c*plane+offs[t]+j].
+func flatTileGo(out []float32, ldo int, x []float32, plane int, offs []int, w []float32, chans int, bias []float32) {
+	var acc [flatRows][flatCols]float32
+	for r := range acc {
+		fillCopies(acc[r][:], bias[r])
+	}
+	taps := len(offs)
+	for c := range chans {
+		xc := x[c*plane:]
+		for t, off := range offs {
+			xs := xc[off : off+flatCols]
+			ws := w[(c*taps+t)*flatRows : (c*taps+t+1)*flatRows]
+			for r, wv := range ws {
+				a := &acc[r]
+				for j, v := range xs {
+					a[j] += wv * v
+				}
+			}
+		}
+	}
+	for r := range flatRows {
+		copy(out[r*ldo:r*ldo+flatCols], acc[r][:])
+	}
+}
