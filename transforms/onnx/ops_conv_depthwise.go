@@ -22,7 +22,7 @@ import "unsafe"
 func convDepthwise(p convProblem, x, w, bias, y []float32) {
 	g := p.geo
 	k2 := g.k[1] * g.k[2]
-	_, hp, rowLen := dwLayout(g)
+	wq, hp, rowLen := dwLayout(g)
 	// Planes go to the cores in runs of about minParallel work each (a
 	// task per plane spent more on scheduling and buffers than on the
 	// small planes of a network's later layers).
@@ -31,10 +31,20 @@ func convDepthwise(p convProblem, x, w, bias, y []float32) {
 	parallelTasks((planes+per-1)/per, per*cost, func(task int) {
 		buf := getFloats(hp * rowLen)
 		defer putFloats(buf)
-		padded := *buf
+		padded := (*buf)[:hp*rowLen]
+		// Where each tap reads the padded plane: the same for every plane
+		// (and depth) of the task, which reuses the buffer.
 		srcs := make([]*float32, 0, k2)
+		sw := g.stride[2]
+		for kh := range g.k[1] {
+			for kw := range g.k[2] {
+				c := kw * g.dil[2]
+				srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
+			}
+		}
+		b := dwBuf{padded: padded, srcs: srcs, wq: wq, hp: hp, rowLen: rowLen}
 		for t := task * per; t < min(planes, (task+1)*per); t++ {
-			depthwisePlane(p, x, w, bias, y, t, padded, srcs)
+			depthwisePlane(p, x, w, bias, y, t, b)
 		}
 	})
 }
@@ -48,17 +58,24 @@ func dwLayout(g geometry) (wq, hp, rowLen int) {
 	return wq, hp, sw * wq
 }
 
+// dwBuf is a task's padded plane (dwLayout's: hp rows of rowLen, wq
+// columns per phase) and where each tap reads it.
+type dwBuf struct {
+	padded         []float32
+	srcs           []*float32
+	wq, hp, rowLen int
+}
+
 // depthwisePlane computes the outputs of plane t (image t/group, group
-// t%group) of convDepthwise, with padded as its buffer.
-func depthwisePlane(p convProblem, x, w, bias, y []float32, t int, padded []float32, srcs []*float32) {
+// t%group) of convDepthwise in the buffer buf.
+func depthwisePlane(p convProblem, x, w, bias, y []float32, t int, buf dwBuf) {
 	g := p.geo
 	mg := p.m / p.group
 	kvol, k2 := g.kSize(), g.k[1]*g.k[2]
-	sh, sw := g.stride[1], g.stride[2]
+	sh := g.stride[1]
 	oh, ow := g.out[1], g.out[2]
-	wq, hp, rowLen := dwLayout(g)
+	padded, srcs, wq, hp, rowLen := buf.padded, buf.srcs, buf.wq, buf.hp, buf.rowLen
 	planeOut, inSize := g.outSize(), g.inSize()
-	padded = padded[:hp*rowLen]
 	clear(padded) // the padding; dwPad writes the rest
 	img, grp := t/p.group, t%p.group
 	xc := x[(img*p.c+grp)*inSize:][:inSize]
@@ -81,13 +98,6 @@ func depthwisePlane(p convProblem, x, w, bias, y []float32, t int, padded []floa
 				if id != built {
 					dwPad(padded, xc[id*g.in[1]*g.in[2]:], g, hp, wq)
 					built = id
-				}
-				srcs = srcs[:0]
-				for kh := range g.k[1] {
-					for kw := range g.k[2] {
-						c := kw * g.dil[2]
-						srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
-					}
 				}
 				wk := w[m*kvol+kd*k2 : m*kvol+(kd+1)*k2]
 				if first {
