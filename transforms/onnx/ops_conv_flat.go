@@ -5,11 +5,12 @@ import (
 	"unsafe"
 )
 
-// Conv with stride 1 by shifted sums over a padded, flattened image (a
-// direct convolution: no patches matrix).
+// Conv with stride 1 or 2 by shifted sums over a padded, flattened image
+// (a direct convolution: no patches matrix).
 //
 // Each image's channels are copied once into planes padded on every side
-// (Hp x Wp, Hp = output rows + kernel extent - 1, Wp likewise). Flattened,
+// (Hp x Wp, Hp = output rows + kernel extent - 1, Wp likewise; with stride
+// 2, cut into its phases: flatLayout). Flattened,
 // the output at q = oh*Wp + ow is then sum over channels c and taps (kh,
 // kw) of w[c,kh,kw] * xp[c][q + kh*dil*Wp + kw*dil]: every tap is one
 // offset into the same flat plane, so a run of consecutive q (across
@@ -43,11 +44,14 @@ type flatWeights struct {
 }
 
 // useFlat reports whether the convolution takes the shifted-sum kernel:
-// float32 (checked by the caller), stride 1, at most two spatial axes in
-// effect, an AVX-512 kernel here, and at least two tasks (images x
-// groups) per core, since its tasks are whole images. The patches path
-// stays for the thick layers (more than 64 input channels per group), whose
-// products outweigh their patches.
+// float32 (checked by the caller), stride 1 or 2, at most two spatial axes
+// in effect, an AVX-512 kernel here, at least two tasks (images x groups)
+// per core, since its tasks are whole images, and images small enough that
+// a task's buffers (its padded input and its output, about one image's
+// each) stay under flatMaxBuffer: a large image (a satellite scene) takes
+// the patches path, whose buffers are chunks of 512 KiB. The patches path
+// also stays for the thick layers (more than 64 input channels per
+// group), whose products outweigh their patches.
 func useFlat(p convProblem) bool {
 	g := p.geo
 	if !flatVector || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 || g.stride[1] > 2 || g.stride[2] > 2 {
@@ -56,11 +60,21 @@ func useFlat(p convProblem) bool {
 	if p.c/p.group > flatMaxChannels || p.n*p.group < 2*runtime.GOMAXPROCS(0) {
 		return false
 	}
-	return true
+	// A bound of convFlat's buffer (every phase kept, the positions past
+	// the last tile counted whole).
+	hq := g.out[1] + (g.k[1]-1)*g.dil[1]/g.stride[1]
+	wq := g.out[2] + (g.k[2]-1)*g.dil[2]/g.stride[2]
+	mg := (p.m/p.group + flatRows - 1) / flatRows * flatRows
+	floats := p.c/p.group*g.stride[1]*g.stride[2]*hq*wq + mg*(g.out[1]*wq+flatCols) + wq + flatCols
+	return floats <= flatMaxBuffer/4
 }
 
 // flatMaxChannels is the most input channels per group useFlat takes.
 const flatMaxChannels = 64
+
+// flatMaxBuffer bounds a task's buffer in the shifted-sum path (bytes):
+// the largest of the exported test models' layers needs 0.3 MiB.
+const flatMaxBuffer = 4 << 20
 
 // flatWeightsOf returns W packed for the kernel: kept when W is a
 // constant, else packed for this run.

@@ -3,6 +3,7 @@ package onnx
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -127,4 +128,27 @@ func TestFlatVectorAndGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The shifted-sum path takes the small images of CNN layers, and leaves
+// large ones (a task's buffers are whole images), thick layers, strides
+// past 2 and too few images for the cores to the patches path.
+func TestUseFlat(t *testing.T) {
+	if !flatVector {
+		t.Skip("no AVX-512 kernel here: the path is never taken")
+	}
+	problem := func(n, c, m, size, stride int) convProblem {
+		w := window{strides: []int{stride, stride}, pads: []int{1, 1, 1, 1}, autoPad: "NOTSET"}
+		geo, err := w.geometry([]int{size, size}, []int{3, 3})
+		require.NoError(t, err)
+		return convProblem{geo: geo, n: n, c: c, m: m, group: 1}
+	}
+	many := 2 * runtime.GOMAXPROCS(0)
+	require.True(t, useFlat(problem(many, 16, 16, 32, 1)), "ResNet's 16-channel layer")
+	require.True(t, useFlat(problem(many, 3, 16, 64, 1)), "an RGB stem")
+	require.True(t, useFlat(problem(many, 32, 64, 16, 2)), "a stride-2 layer")
+	require.False(t, useFlat(problem(many, 3, 16, 2048, 1)), "a large image")
+	require.False(t, useFlat(problem(many, 128, 128, 16, 1)), "a thick layer")
+	require.False(t, useFlat(problem(many, 16, 16, 32, 3)), "stride 3")
+	require.False(t, useFlat(problem(1, 16, 16, 32, 1)), "one image")
 }
