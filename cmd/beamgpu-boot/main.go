@@ -139,14 +139,17 @@ func supervise(boot string, args []string, stderr io.Writer) int {
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = io.MultiWriter(stderr, &tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Signals are caught before the child starts: one that comes while it
+	// starts is forwarded to it, not the default death of this process.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		signal.Stop(sigs)
 		report(Report{Environment: os.Getenv(envEnvironment), WorkerID: workerID(args), Boot: boot, Status: "not started", Stderr: err.Error()})
 		fmt.Fprintf(stderr, "beamgpu-boot: starting the boot loader %s: %v\n", boot, err)
 		return 1
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		for s := range sigs {
 			cmd.Process.Signal(s)
