@@ -39,16 +39,9 @@ func TestDepthwiseVectorAndGo(t *testing.T) {
 		}
 		group, mult := 1+r.IntN(4), 1+r.IntN(2)
 		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: group, m: group * mult, group: group}
-		rnd := func(n int) []float32 {
-			v := make([]float32, n)
-			for i := range v {
-				v[i] = 2*r.Float32() - 1
-			}
-			return v
-		}
-		x := rnd(p.n * p.c * geo.inSize())
-		wt := rnd(p.m * geo.kSize())
-		bias := rnd(p.m)
+		x := uniform(r, p.n*p.c*geo.inSize())
+		wt := uniform(r, p.m*geo.kSize())
+		bias := uniform(r, p.m)
 		want := make([]float32, p.n*p.m*geo.outSize())
 		convDirect(p, x, wt, bias, want)
 		for _, vector := range []bool{true, false} {
@@ -97,18 +90,11 @@ func TestFlatVectorAndGo(t *testing.T) {
 		}
 		group := 1 + r.IntN(3)
 		p := convProblem{geo: geo, n: 1 + r.IntN(3), c: group * (1 + r.IntN(20)), m: group * (1 + r.IntN(20)), group: group}
-		rnd := func(n int) []float32 {
-			v := make([]float32, n)
-			for i := range v {
-				v[i] = 2*r.Float32() - 1
-			}
-			return v
-		}
-		x := rnd(p.n * p.c * geo.inSize())
-		wt := rnd(p.m * p.c / group * geo.kSize())
+		x := uniform(r, p.n*p.c*geo.inSize())
+		wt := uniform(r, p.m*p.c/group*geo.kSize())
 		var bias []float32
 		if trial%3 != 0 {
-			bias = rnd(p.m)
+			bias = uniform(r, p.m)
 		}
 		want := make([]float32, p.n*p.m*geo.outSize())
 		convDirect(p, x, wt, bias, want)
@@ -151,4 +137,13 @@ func TestUseFlat(t *testing.T) {
 	require.False(t, useFlat(problem(many, 128, 128, 16, 1)), "a thick layer")
 	require.False(t, useFlat(problem(many, 16, 16, 32, 3)), "stride 3")
 	require.False(t, useFlat(problem(1, 16, 16, 32, 1)), "one image")
+}
+
+// uniform returns n values drawn uniformly from [-1, 1).
+func uniform(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = 2*r.Float32() - 1
+	}
+	return v
 }
