@@ -33,8 +33,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/job"
 	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	_ "github.com/beamgpu/beamgpu/stubs/tensor"
 	"github.com/beamgpu/beamgpu/transforms/batch"

@@ -36,8 +36,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/runtime/job"
 	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
-	"github.com/beamgpu/beamgpu/runtime/job"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor/nd"

@@ -19,10 +19,10 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
-	"github.com/beamgpu/beamgpu/runtime/job"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/beamgpu/beamgpu/runtime/job"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 )
 
 // summary is the end-of-run report.

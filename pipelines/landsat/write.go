@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/runtime/job"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"log/slog"
 	"math"
 	"reflect"

@@ -26,7 +26,7 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"   // gs:// outputs (Dataflow)
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local outputs
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/beamgpu/beamgpu/runtime/job"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )

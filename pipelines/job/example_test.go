@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/beamgpu/beamgpu/runtime/job"
+	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 )
 
