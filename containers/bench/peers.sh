@@ -65,7 +65,7 @@ echo "bench: load before: $(cut -d' ' -f1-3 /proc/loadavg)" | result
 
 # GEMM against numpy.
 if ensure python3-numpy "$PY" -c 'import numpy'; then
-	"$GO" test -c -o "$OUT/gemm.test" ./transforms/tensor/gemm
+	"$GO" test -c -o "$OUT/gemm.test" ./transforms/gemm
 	for shape in 8192x784x256 10000x784x60000; do
 		IFS=x read -r m k n <<<"$shape"
 		iters=20

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"golang.org/x/image/draw"
 )
 

@@ -41,10 +41,10 @@ import (
 	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 var (

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // npyInfo is what the header of a .npy file says: the element type, the

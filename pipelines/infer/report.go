@@ -14,9 +14,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/pipelines/job"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // reportFn joins the part files in row order into predictions.npy (and

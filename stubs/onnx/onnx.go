@@ -14,9 +14,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 func init() { step.RegisterStub(onnx.StepRun, Run) }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // Class is one of a classification's top classes: its index among the

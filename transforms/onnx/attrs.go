@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // Attrs are a node's attributes. Each getter returns the attribute's value,

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // On the GPU executor a model runs the same plan as on the CPU (plan.go),

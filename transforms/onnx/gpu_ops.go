@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // The operators' launches: each Kernel's Launch enqueues the kernels of

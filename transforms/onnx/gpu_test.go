@@ -9,12 +9,12 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu/gpuemu"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/internal/kernelemu"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // graph is a model's graph: values (each produced once) and nodes in an

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // foldBatchNorm folds each inference-mode BatchNormalization that follows a

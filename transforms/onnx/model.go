@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"google.golang.org/protobuf/proto"
 )
 

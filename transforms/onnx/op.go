@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // An operator is implemented once, as an OpDef registered from the file

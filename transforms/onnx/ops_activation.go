@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Relu (opsets 1, 6, 13, 14), LeakyRelu (1, 6, 16), HardSigmoid (1, 6),

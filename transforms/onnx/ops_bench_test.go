@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beamgpu/beamgpu/transforms/gemm"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // The benchmarks run a kernel as a plan does: made from its node, its

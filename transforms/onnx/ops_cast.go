@@ -6,8 +6,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // Cast (opsets 1, 6, 9, 13): between every supported type. Opset 1 names

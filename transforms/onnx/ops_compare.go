@@ -3,7 +3,7 @@ package onnx
 import (
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Equal (opsets 1, 7, 11, 13), Less and Greater (1, 7, 9, 13), Not (1) and

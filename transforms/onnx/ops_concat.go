@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Concat (opsets 1, 4, 11 negative axis, 13) and Split (1, 2, 11, 13 split

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Conv (opsets 1, 11): N-dimensional convolution (1 to 3 spatial axes) with

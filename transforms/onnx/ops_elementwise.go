@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Add, Sub, Mul, Div (opsets 1, 6, 7, 13, 14), Pow (1, 7, 12, 13, 15),

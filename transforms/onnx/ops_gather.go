@@ -3,7 +3,7 @@ package onnx
 import (
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Gather (opsets 1, 11 negative indices, 13): data's slices along axis

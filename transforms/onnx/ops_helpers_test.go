@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"github.com/stretchr/testify/require"
 )
 

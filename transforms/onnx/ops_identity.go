@@ -3,7 +3,7 @@ package onnx
 import (
 	"errors"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Identity (opsets 1, 13, 14, 16): its output is its input, as a view.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Sqrt, Exp, Log, Neg, Abs, Reciprocal, Tanh, Sigmoid (opsets 1, 6, 13)

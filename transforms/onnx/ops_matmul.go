@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // MatMul (opsets 1, 9, 13) and Gemm (opsets 1, 6, 7, 9, 11, 13): matrix

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // BatchNormalization (opsets 1, 6, 7, 9, 14, 15) and LayerNormalization

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // MaxPool (opsets 1, 8, 10, 11, 12), AveragePool (1, 7, 10, 11) and

@@ -6,7 +6,7 @@ import (
 	"math"
 	"runtime"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // ReduceSum (opsets 1, 11, 13), ReduceMean (1, 11, 13, 18), ReduceMax and

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // The views: operators whose output is their input's data under another

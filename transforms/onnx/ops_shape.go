@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // The operators of shape arithmetic and inference-time no-ops:

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Slice (opset 1 with attributes; 10, 11, 13 with inputs and steps),

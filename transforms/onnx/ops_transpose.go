@@ -3,7 +3,7 @@ package onnx
 import (
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Transpose (opsets 1, 13): the axes permuted by perm (default: reversed).

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // The sliding window of Conv (opsets 1, 11), MaxPool (1, 8, 10, 11, 12) and

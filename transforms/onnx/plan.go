@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // A Plan is a model planned for one set of input shapes: every value's type

@@ -3,7 +3,7 @@ package onnx
 import (
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
 // Run runs the model on the CPU: inputs in the order of m.Inputs, outputs

@@ -3,8 +3,8 @@ package onnx
 import (
 	"math/rand/v2"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -16,8 +16,8 @@ import (
 	"sync"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // Input is the onnx step's batch: a model and its inputs, in the order of

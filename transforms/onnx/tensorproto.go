@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // Tensors in a model (initializers, Constant values, attribute tensors) and

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/mat"

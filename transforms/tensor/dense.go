@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
 )
 
 // Dense is a fully connected layer: y = x W + B, then max(y, 0) if ReLU.

@@ -20,7 +20,7 @@
 //   - KNN, brute-force k-nearest-neighbours classification.
 //
 // Why this shape: matrix products go through package gemm
-// (transforms/tensor/gemm), a float32 GEMM in pure Go and Go assembly
+// (transforms/gemm), a float32 GEMM in pure Go and Go assembly
 // (AVX-512 and AVX2+FMA micro-kernels chosen at run time, a portable Go
 // kernel elsewhere), so the pipeline binary builds with CGO_ENABLED=0 and
 // cross-compiles for Dataflow workers; a GPU executor can serve the same

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
 )
 
 // kNN weighting schemes.

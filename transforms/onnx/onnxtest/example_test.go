@@ -3,10 +3,10 @@ package onnxtest_test
 import (
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 )
 
 // A one-node model, encoded as an .onnx file holds it, loaded and run.

@@ -12,9 +12,9 @@ package onnxtest
 import (
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
 )
 
 // Learning-rate schedules.

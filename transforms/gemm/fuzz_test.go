@@ -11,7 +11,7 @@ import (
 // scalars and data, with one and several goroutines. Seeds are in
 // testdata/fuzz/FuzzSgemm; run it longer with
 //
-//	go test -run '^$' -fuzz FuzzSgemm -fuzztime 1m ./transforms/tensor/gemm/
+//	go test -run '^$' -fuzz FuzzSgemm -fuzztime 1m ./transforms/gemm/
 func FuzzSgemm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, transA, transB bool, m, n uint8, k uint16, pad uint8, alpha, beta float32, seed uint64, workers uint8) {
 		if !finite(alpha) || !finite(beta) || math.Abs(float64(alpha)) > 1e6 || math.Abs(float64(beta)) > 1e6 {

@@ -25,5 +25,5 @@ func TestGeneratedKernelsUpToDate(t *testing.T) {
 	require.NoError(t, err)
 	got, err := os.ReadFile("kernel_amd64.s")
 	require.NoError(t, err)
-	require.True(t, string(want) == string(got), "kernel_amd64.s differs from what gen_amd64.go writes: run go generate ./transforms/tensor/gemm")
+	require.True(t, string(want) == string(got), "kernel_amd64.s differs from what gen_amd64.go writes: run go generate ./transforms/gemm")
 }

@@ -3,7 +3,7 @@ package gemm_test
 import (
 	"fmt"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/gemm"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
 )
 
 // A dense layer's product: C = X W + C, with C holding the bias beforehand

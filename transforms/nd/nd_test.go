@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/beamgpu/beamgpu/transforms/tensor/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
