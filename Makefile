@@ -115,7 +115,7 @@ vet-cuda:
 ## test-cuda: the launch tests of the step families with -tags cuda (no GPU; needs the CUDA environment)
 test-cuda:
 	$(CUDA_ENV)
-	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/ ./transforms/onnx/
+	CGO_ENABLED=1 $(GO) test -tags cuda -run Launch ./transforms/raster/ ./transforms/tensor/ ./transforms/onnx/onnxstep/
 
 ## ptx: regenerate every committed kernels.ptx from its kernels.cu (cmd/beamgpu-ptx; fetches nvcc once)
 ptx:
@@ -136,7 +136,7 @@ gpu-test:
 	eval "$$(containers/cuda-headers.sh)"; CGO_ENABLED=1 CGO_CFLAGS="$$CGO_CFLAGS" CGO_LDFLAGS="$$CGO_LDFLAGS" \
 		$(GO) test -tags cuda -count=1 ./runtime/executor/cuda/
 	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v ./integration/
-	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v -run TestExecutorServesOnnxRun ./transforms/onnx/
+	BEAMGPU_EXECUTOR=$(CURDIR)/out/bin/beamgpu-executor $(GO) test -count=1 -v -run TestExecutorServesOnnxRun ./transforms/onnx/onnxstep/
 
 ## gpu-bench: the GPU benchmark (beamgpu-executor bench): ceilings, transport, every GPU step against its floor
 # The machine's ceilings, the transport, and every

@@ -145,7 +145,7 @@ echo "build-cuda: go test -tags cuda -c ./runtime/executor/cuda/ (its tests need
 go test -tags cuda -c -o /dev/null ./runtime/executor/cuda/
 # The launches are pure Go against gpu.Call: their tests run here, without a GPU
 # (a package that links gorgonia.org/cu could not start: its init exits).
-launch_tests=(./transforms/raster/ ./transforms/tensor/ ./transforms/onnx/)
+launch_tests=(./transforms/raster/ ./transforms/tensor/ ./transforms/onnx/onnxstep/)
 echo "build-cuda: go test -tags cuda -run Launch ${launch_tests[*]} (no GPU needed)" >&2
 go test -tags cuda -count=1 -run 'Launch' "${launch_tests[@]}"
 # A step from another module: the example module (examples/clipstep, its own go.mod,

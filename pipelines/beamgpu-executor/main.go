@@ -27,7 +27,7 @@ package main
 import (
 	"os"
 
-	_ "github.com/beamgpu/beamgpu/transforms/onnx"
+	_ "github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	_ "github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step/serve"
 	_ "github.com/beamgpu/beamgpu/transforms/tensor"

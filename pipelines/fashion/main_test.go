@@ -23,7 +23,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -486,7 +486,7 @@ func TestONNXModelAccuracy(t *testing.T) {
 		assert.GreaterOrEqual(t, *sum.Accuracy, 0.91, kind)
 		t.Logf("%s: accuracy %.4f", kind, *sum.Accuracy)
 		for _, st := range sum.Steps {
-			if st.Step == onnx.StepRun.Name() && kind != backend.CPU {
+			if st.Step == onnxstep.StepRun.Name() && kind != backend.CPU {
 				assert.Equal(t, backend.GPU, st.Impl, kind)
 			}
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -46,7 +46,7 @@ func pipelineSteps(model string) []step.Any {
 	case ModelKNN:
 		return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepKNN}
 	case ModelONNX:
-		return []step.Any{tensor.StepDecode, tensor.StepStandardize, onnx.StepRun}
+		return []step.Any{tensor.StepDecode, tensor.StepStandardize, onnxstep.StepRun}
 	}
 	return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP}
 }
@@ -148,7 +148,7 @@ func (c Config) checkONNX() error {
 	if c.ONNX == nil {
 		return fmt.Errorf("--model=onnx: no model loaded")
 	}
-	_, err := step.ResolveUse(onnx.StepRun, c.ONNX.Use(), c.Steps...)
+	_, err := step.ResolveUse(onnxstep.StepRun, c.ONNX.Use(), c.Steps...)
 	return err
 }
 
@@ -214,7 +214,7 @@ func stubSteps(cfg Config) []string {
 	var out []string
 	for _, s := range pipelineSteps(cfg.Model) {
 		resolve := func() (backend.Decision, error) { return step.Resolve(s, cfg.Steps...) }
-		if s.Name() == onnx.StepRun.Name() && cfg.ONNX != nil {
+		if s.Name() == onnxstep.StepRun.Name() && cfg.ONNX != nil {
 			resolve = func() (backend.Decision, error) { return step.ResolveUse(s, cfg.ONNX.Use(), cfg.Steps...) }
 		}
 		if d, err := resolve(); err == nil && d.Impl == backend.Stub {

@@ -43,6 +43,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
 )
@@ -94,7 +95,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
 			"shard_rows", "min_batch_size", "max_batch_size", "strict"},
 		Flags: &flags,
-		Steps: job.Steps(onnx.StepRun),
+		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
 			paths := []job.Path{{Flag: "model", Path: *model}, {Flag: "input", Path: *input}, {Flag: "output", Path: *output}}
 			if *labels != "" {
@@ -108,7 +109,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 				return err
 			}
 			c.Steps = append(c.Steps, r.Options()...)
-			d, err := step.ResolveUse(onnx.StepRun, c.Handler.Use(), c.Steps...)
+			d, err := step.ResolveUse(onnxstep.StepRun, c.Handler.Use(), c.Steps...)
 			if err != nil {
 				return err
 			}

@@ -15,24 +15,24 @@ import (
 	"fmt"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
 )
 
-func init() { step.RegisterStub(onnx.StepRun, Run) }
+func init() { step.RegisterStub(onnxstep.StepRun, Run) }
 
 // Run is the onnx step's stand-in: zero outputs of the model's output types
 // and of the shapes its plan for these inputs infers.
-func Run(in onnx.Input) (onnx.Output, error) {
+func Run(in onnxstep.Input) (onnxstep.Output, error) {
 	if in.Model == nil {
-		return onnx.Output{}, errors.New("onnx: no model")
+		return onnxstep.Output{}, errors.New("onnx: no model")
 	}
 	p, err := in.Model.Plan(in.Inputs)
 	if err != nil {
-		return onnx.Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
+		return onnxstep.Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
 	}
 	metas := p.OutputMeta()
-	out := onnx.Output{Outputs: make([]nd.Array, len(metas))}
+	out := onnxstep.Output{Outputs: make([]nd.Array, len(metas))}
 	for i, m := range metas {
 		t := m.Type
 		if d := in.Model.Outputs[i].Type; d == nd.Float16 || d == nd.BFloat16 {

@@ -5,8 +5,8 @@ import (
 
 	stub "github.com/beamgpu/beamgpu/stubs/onnx"
 	"github.com/beamgpu/beamgpu/transforms/nd"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,23 +25,23 @@ func TestStubShapes(t *testing.T) {
 		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 2), onnxtest.Value("ho", nd.Float16, -1)},
 		onnxtest.Init("w", nd.Of([]float32{1, 2, 3, 4, 5, 6}, 2, 3))))
 	require.NoError(t, err)
-	in := onnx.Input{Model: m, Inputs: []nd.Array{nd.Of([]float32{1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5}, 5, 3), nd.Zeros(nd.Float32, 5)}}
+	in := onnxstep.Input{Model: m, Inputs: []nd.Array{nd.Of([]float32{1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5}, 5, 3), nd.Zeros(nd.Float32, 5)}}
 	out, err := stub.Run(in)
 	require.NoError(t, err)
 	require.Len(t, out.Outputs, 2)
 	assert.Equal(t, "float32[5x2]", out.Outputs[0].String())
 	assert.Equal(t, "float16[5]", out.Outputs[1].String())
 	assert.Equal(t, make([]float32, 10), nd.MustAs[float32](out.Outputs[0]))
-	cpu, err := onnx.Run(in)
+	cpu, err := onnxstep.Run(in)
 	require.NoError(t, err)
 	assert.Equal(t, cpu.Outputs[0].Shape, out.Outputs[0].Shape)
 	assert.Equal(t, cpu.Outputs[1].Type, out.Outputs[1].Type)
 
 	in.Inputs[0] = nd.Zeros(nd.Float32, 5, 4)
 	_, err = stub.Run(in)
-	_, cpuErr := onnx.Run(in)
+	_, cpuErr := onnxstep.Run(in)
 	require.Error(t, err)
 	assert.EqualError(t, err, cpuErr.Error())
-	_, err = stub.Run(onnx.Input{})
+	_, err = stub.Run(onnxstep.Input{})
 	assert.EqualError(t, err, "onnx: no model")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
@@ -125,7 +126,7 @@ func (h *ONNXHandler) Model() *onnx.Model { return h.model }
 // --backend=gpu with such a model fails at backend.New, before the
 // pipeline is built.
 func (h *ONNXHandler) Use() backend.Step {
-	u := onnx.StepRun.Backend()
+	u := onnxstep.StepRun.Backend()
 	u.Use = h.model.Name
 	if ops := h.model.OpsWithoutGPU(); len(ops) > 0 {
 		u.NoGPU = fmt.Sprintf("operators %s of %s have no GPU kernel", strings.Join(ops, ", "), h.model.Name)
@@ -190,7 +191,7 @@ func RunONNX(s beam.Scope, examples beam.PCollection, h *ONNXHandler, p batch.Pa
 	}
 	s = s.Scope("RunInference")
 	grouped := batch.Elements(s, examples, p)
-	ms, d := stepbeam.ScopeUse(s, onnx.StepRun, h.Use(), opts...)
+	ms, d := stepbeam.ScopeUse(s, onnxstep.StepRun, h.Use(), opts...)
 	fn := &onnxFn{Path: h.Path, CheckFinite: h.CheckFinite, Impl: d.Impl,
 		Fallback: d.Impl == backend.GPU && d.Requested == backend.Auto}
 	return beam.ParDo2(ms, fn, grouped)
@@ -203,8 +204,8 @@ type onnxFn struct {
 	Fallback    bool
 
 	model   *onnx.Model
-	run     func(context.Context, onnx.Input) (onnx.Output, error)
-	cpu     func(context.Context, onnx.Input) (onnx.Output, error)
+	run     func(context.Context, onnxstep.Input) (onnxstep.Output, error)
+	cpu     func(context.Context, onnxstep.Input) (onnxstep.Output, error)
 	m       stepbeam.Metrics
 	took    time.Duration
 	started bool
@@ -220,15 +221,15 @@ func (f *onnxFn) Setup(ctx context.Context) error {
 	}
 	f.model, f.started = m, !first
 	f.took = took
-	if f.run, err = onnx.StepRun.ImplContext(f.Impl); err != nil {
+	if f.run, err = onnxstep.StepRun.ImplContext(f.Impl); err != nil {
 		return err
 	}
 	if f.Fallback {
-		if f.cpu, err = onnx.StepRun.ImplContext(backend.CPU); err != nil {
+		if f.cpu, err = onnxstep.StepRun.ImplContext(backend.CPU); err != nil {
 			return err
 		}
 	}
-	f.m = stepbeam.NewMetrics(onnx.StepRun.Name())
+	f.m = stepbeam.NewMetrics(onnxstep.StepRun.Name())
 	p := "runinference."
 	f.inferences = beam.NewCounter(stepbeam.Namespace, p+MetricInferences)
 	f.failedBatches = beam.NewCounter(stepbeam.Namespace, p+MetricFailed)
@@ -251,7 +252,7 @@ func (f *onnxFn) ProcessElement(ctx context.Context, in []Example, emit func(Res
 		f.modelBytes.Update(ctx, f.model.SizeBytes())
 		f.started = true
 	}
-	name := onnx.StepRun.Name()
+	name := onnxstep.StepRun.Name()
 	var good [][]nd.Array
 	var goodEx []Example
 	for _, e := range in {
@@ -279,12 +280,12 @@ func (f *onnxFn) ProcessElement(ctx context.Context, in []Example, emit func(Res
 // call runs the model on rows (stacked along a new batch axis when stack)
 // and emits a result per example, or fails every example.
 func (f *onnxFn) call(ctx context.Context, rows [][]nd.Array, ex []Example, stack bool, emit func(Result), fail func(step.Failure)) {
-	in := onnx.Input{Model: f.model, Inputs: rows[0]}
+	in := onnxstep.Input{Model: f.model, Inputs: rows[0]}
 	var err error
 	if stack {
 		in.Inputs, err = stackRows(rows)
 	}
-	var out onnx.Output
+	var out onnxstep.Output
 	start := time.Now()
 	if err == nil {
 		out, err = f.run(f.m.WithPlacement(ctx), in)
@@ -303,7 +304,7 @@ func (f *onnxFn) call(ctx context.Context, rows [][]nd.Array, ex []Example, stac
 	if err != nil {
 		f.failedBatches.Inc(ctx, 1)
 		for _, e := range ex {
-			fail(step.NewFailure(onnx.StepRun.Name(), e, err))
+			fail(step.NewFailure(onnxstep.StepRun.Name(), e, err))
 		}
 		return
 	}
@@ -403,7 +404,7 @@ func stackRows(rows [][]nd.Array) ([]nd.Array, error) {
 }
 
 // splitResults cuts the outputs back into one Result per example.
-func splitResults(m *onnx.Model, out onnx.Output, ex []Example, stacked bool) ([]Result, error) {
+func splitResults(m *onnx.Model, out onnxstep.Output, ex []Example, stacked bool) ([]Result, error) {
 	res := make([]Result, len(ex))
 	for i, e := range ex {
 		res[i] = Result{Key: e.Key, Index: e.Index, ModelID: m.ID, Outputs: make([]Tensor, len(out.Outputs))}

@@ -21,8 +21,10 @@
 // emulator (runtime/executor/gpu/gpuemu) with the kernels compiled for the
 // host (internal/kernelemu).
 //
-// StepRun is the onnx step (GPU op onnx.run): Model.Run on the CPU, the
-// model sent to the GPU executor once per content as side data; its stub
-// is in stubs/onnx, and package inference runs it in pipelines (RunONNX).
-// The package imports no Beam package, so that the executor links it alone.
+// The package is the runtime alone: it imports no Beam package, nothing of
+// the step framework and nothing of the executor but the device API that
+// its launches are written against (runtime/executor/gpu). The onnx step,
+// the runtime as a beamgpu step with its codecs and its GPU op, is package
+// onnxstep; its stub is in stubs/onnx; package inference runs models in
+// pipelines.
 package onnx

@@ -97,17 +97,26 @@ type DeviceRun struct {
 	OnHost []string
 }
 
-// errIndexRange is a kernel's report of an input out of its domain.
-var errIndexRange = errors.New("onnx: an index out of range on the device")
+// ErrIndexRange is RunDevice's report of an input out of a kernel's domain
+// (Gather's indices out of range): a kernel cannot return an error, so the
+// caller runs the batch on the CPU for its message.
+var ErrIndexRange = errors.New("onnx: an index out of range on the device")
 
 // RunDevice computes the plan's model on inputs of its shapes on the device
 // of c. Its outputs lie in memory from c.Output (the response's). An input
 // out of a kernel's domain (Gather's indices out of range) is reported
 // after the run as an error: the caller runs the batch on the CPU for its
 // message.
-func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) ([]nd.Array, DeviceRun, error) {
-	var run DeviceRun
-	inputs, err := p.checkInputs(inputs)
+func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run DeviceRun, err error) {
+	defer func() {
+		if len(run.OnHost) > 0 {
+			p.hostOnce.Do(func() {
+				log.Printf("onnx: %s, inputs %s: %d node(s) ran on the host (types the device kernels do not take): %s",
+					p.m.Name, shapesOf(inputs), len(run.OnHost), strings.Join(run.OnHost, ", "))
+			})
+		}
+	}()
+	inputs, err = p.checkInputs(inputs)
 	if err != nil {
 		return nil, run, err
 	}
@@ -196,7 +205,7 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) ([]nd.Array, DeviceRun, 
 			}
 		}
 	}
-	outs := make([]nd.Array, len(p.outputs))
+	outs = make([]nd.Array, len(p.outputs))
 	for i, id := range p.outputs {
 		v := p.vals[id]
 		switch v.st {
@@ -227,7 +236,7 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) ([]nd.Array, DeviceRun, 
 			return nil, run, err
 		}
 		if flag[0] != 0 {
-			return nil, run, errIndexRange
+			return nil, run, ErrIndexRange
 		}
 	}
 	for i := range outs {
@@ -446,32 +455,11 @@ type deviceConsts struct {
 	constAt    map[int]int64
 }
 
-// LaunchRun is the onnx step's GPU implementation, what the CUDA executor
-// runs for op onnx.run (launch_cuda.go registers it): the batch's plan run
-// on the device of c. A batch the plan
-// refuses, or whose run finds an input out of a kernel's domain, runs on
-// the CPU, for its error (or, for an index out of range, the CPU's own
-// result).
-func LaunchRun(c gpu.Call, in Input) (Output, error) {
-	if in.Model == nil {
-		return Run(in)
+// shapesOf writes arrays as "float32[8x3x224x224], int64[8]" for messages.
+func shapesOf(arrays []nd.Array) string {
+	s := make([]string, len(arrays))
+	for i, a := range arrays {
+		s[i] = a.String()
 	}
-	p, err := in.Model.Plan(in.Inputs)
-	if err != nil {
-		return Run(in)
-	}
-	outs, run, err := p.RunDevice(c, in.Inputs)
-	if len(run.OnHost) > 0 {
-		p.hostOnce.Do(func() {
-			log.Printf("onnx: %s, inputs %s: %d node(s) ran on the host (types the device kernels do not take): %s",
-				in.Model.Name, in.ID(), len(run.OnHost), strings.Join(run.OnHost, ", "))
-		})
-	}
-	if errors.Is(err, errIndexRange) {
-		return Run(in)
-	}
-	if err != nil {
-		return Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
-	}
-	return Output{Outputs: outs}, nil
+	return strings.Join(s, ", ")
 }

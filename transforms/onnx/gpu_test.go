@@ -82,14 +82,14 @@ type deviceBoard struct {
 // through the device plan on the emulated device.
 func deviceConformance(t testing.TB) *deviceBoard {
 	dev := emulator(t)
-	tests, _ := conformanceTests(t)
+	tests, _ := onnxtest.ConformanceTests(t)
 	b := &deviceBoard{Device: map[string]int{}, Host: map[string]int{}, HostIn: map[string]map[string]bool{}}
 	for _, c := range tests {
-		if _, ok := skips[c.ID()]; ok {
+		if _, ok := onnxtest.Skips[c.ID()]; ok {
 			continue
 		}
 		var onHost []string
-		err := runConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) {
+		err := onnxtest.RunConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) {
 			outs, host, err := runOnDevice(dev, m, in)
 			onHost = append(onHost, host...)
 			return outs, err
@@ -166,7 +166,7 @@ func TestDeviceModels(t *testing.T) {
 		t.Run(tm.Name, func(t *testing.T) {
 			m, err := onnx.Load(t.Context(), tm.Model)
 			require.NoError(t, err)
-			in, want := readTensor(t, tm.Input), readTensor(t, tm.Output)
+			in, want := onnxtest.ReadTensor(t, tm.Input), onnxtest.ReadTensor(t, tm.Output)
 			for _, n := range []int{in.Shape[0], 3} {
 				dev.ResetStats()
 				got, onHost, err := runOnDevice(dev, m, []nd.Array{repeatRows(in, n)})
@@ -186,9 +186,10 @@ func TestDeviceModels(t *testing.T) {
 }
 
 // An index out of range on the device (a kernel cannot return an error)
-// leaves the batch to the CPU, whose error names it; a good batch's
-// outputs come from the device.
-func TestLaunchRunGatherOutOfRange(t *testing.T) {
+// is reported after the run as ErrIndexRange, for the caller to run the
+// batch on the CPU (onnxstep.LaunchRun does); a good batch's outputs come
+// from the device.
+func TestRunDeviceGatherOutOfRange(t *testing.T) {
 	dev := emulator(t)
 	m, err := onnxtest.Load(onnxtest.Model(13,
 		[]*onnxpb.NodeProto{onnxtest.Node("Gather", []string{"table", "ids"}, []string{"y"})},
@@ -196,22 +197,12 @@ func TestLaunchRunGatherOutOfRange(t *testing.T) {
 		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 2)},
 		onnxtest.Init("table", nd.Of([]float32{1, 2, 3, 4, 5, 6}, 3, 2))))
 	require.NoError(t, err)
-	launch := func(ids ...int64) (onnx.Output, error) {
-		var out onnx.Output
-		err := dev.Launch(func(c gpu.Call) error {
-			var err error
-			out, err = onnx.LaunchRun(c, onnx.Input{Model: m, Inputs: []nd.Array{nd.Of(ids, len(ids))}})
-			return err
-		})
-		return out, err
-	}
-	out, err := launch(2, -3, 1)
+	out, _, err := runOnDevice(dev, m, []nd.Array{nd.Of([]int64{2, -3, 1}, 3)})
 	require.NoError(t, err)
-	assert.Equal(t, []float32{5, 6, 1, 2, 3, 4}, nd.MustAs[float32](out.Outputs[0]))
+	assert.Equal(t, []float32{5, 6, 1, 2, 3, 4}, nd.MustAs[float32](out[0]))
 	assert.Positive(t, dev.Stats().Kernels["transforms/onnx.gather"])
-	_, err = launch(0, 3)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "index 3 (element 1 of indices) is out of range for axis 0 of size 3")
+	_, _, err = runOnDevice(dev, m, []nd.Array{nd.Of([]int64{0, 3}, 2)})
+	require.ErrorIs(t, err, onnx.ErrIndexRange)
 }
 
 // The Fashion-MNIST CNN on the emulated device: wholly on it, the same
@@ -234,7 +225,7 @@ func TestDeviceFashionCNN(t *testing.T) {
 	got, onHost, err := runOnDevice(dev, m, []nd.Array{x})
 	require.NoError(t, err)
 	assert.Empty(t, onHost)
-	require.NoError(t, onnx.CompareOutputs(nil, onnx.Output{Outputs: cpu}, onnx.Output{Outputs: got}))
+	require.NoError(t, onnx.CompareOutputs(cpu, got))
 	cl, gl := nd.Float64s(cpu[0]), nd.Float64s(got[0])
 	for r := range rows {
 		assert.Equal(t, argmax(cl[r*10:(r+1)*10]), argmax(gl[r*10:(r+1)*10]), "image %d", r)

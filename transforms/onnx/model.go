@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -295,5 +296,67 @@ func (m *Model) OpsUsed() []string {
 		}
 	}
 	sortStrings(out)
+	return out
+}
+
+// Batched reports whether the model's first axis is a batch axis of free
+// size: every input and output declares a shape of rank 1 or more whose
+// first dimension is not a fixed size, with one name where it is named
+// ("N", "batch_size"). The rows of such a model's inputs are taken to be
+// independent, as exporters mean by a dynamic batch axis: a batch may be
+// cut into parts along it and the parts' outputs joined (the GPU executor
+// halves a batch it cannot hold; RunInference joins examples into one call).
+func (m *Model) Batched() bool {
+	name := ""
+	for _, vs := range [][]ValueInfo{m.Inputs, m.Outputs} {
+		for _, v := range vs {
+			if len(v.Shape) == 0 || v.Shape[0].Size >= 0 {
+				return false
+			}
+			if p := v.Shape[0].Param; p != "" {
+				if name != "" && p != name {
+					return false
+				}
+				name = p
+			}
+		}
+	}
+	return len(m.Inputs) > 0
+}
+
+// RandomInputs returns inputs for m drawn with seed: declared sizes as
+// declared, every free dimension rows (1 where a shape is undeclared);
+// floats normal, integers in [0, 4), booleans true three times in four.
+func RandomInputs(m *Model, rows int, seed uint64) []nd.Array {
+	r := rand.New(rand.NewPCG(seed, 18))
+	out := make([]nd.Array, len(m.Inputs))
+	for i, v := range m.Inputs {
+		shape := []int{rows}
+		if v.Shape != nil {
+			shape = make([]int, len(v.Shape))
+			for d, dim := range v.Shape {
+				shape[d] = rows
+				if dim.Size >= 0 {
+					shape[d] = dim.Size
+				}
+			}
+		}
+		t := internal(v.Type)
+		a := nd.Zeros(t, shape...)
+		if t.IsFloat() {
+			f := make([]float64, a.Len())
+			for j := range f {
+				f[j] = r.NormFloat64()
+			}
+			nd.ConvertInto(a, nd.Of(f, shape...))
+		} else {
+			f := make([]int64, a.Len())
+			for j := range f {
+				f[j] = int64(r.IntN(4))
+			}
+			nd.ConvertInto(a, nd.Of(f, shape...))
+		}
+		out[i] = a
+	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,8 +140,8 @@ func TestModels(t *testing.T) {
 			if err != nil {
 				t.Fatalf("model %s: %v%s", tm.Name, err, missingOps(t, tm.Model))
 			}
-			in := readTensor(t, tm.Input)
-			want := readTensor(t, tm.Output)
+			in := onnxtest.ReadTensor(t, tm.Input)
+			want := onnxtest.ReadTensor(t, tm.Output)
 			got, err := m.Run([]nd.Array{in})
 			if err != nil {
 				t.Fatalf("model %s: %v", tm.Name, err)
@@ -285,7 +286,7 @@ func BenchmarkModels(b *testing.B) {
 			if err != nil {
 				b.Fatalf("model %s: %v", tm.Name, err)
 			}
-			in := repeatRows(readTensor(b, tm.Input), batch)
+			in := repeatRows(onnxtest.ReadTensor(b, tm.Input), batch)
 			p, err := m.Plan([]nd.Array{in})
 			if err != nil {
 				b.Fatalf("model %s: %v", tm.Name, err)

@@ -387,3 +387,38 @@ func (p *Plan) place() {
 }
 
 func align(n int) int { return (n + 63) &^ 63 }
+
+// ProductFLOPs is the floating-point work of the plan's matrix products
+// (Conv, Gemm, MatMul): 2 per multiply-add, the compute floor of a run at
+// the device's product rate.
+func (p *Plan) ProductFLOPs() float64 {
+	var f float64
+	for _, s := range p.steps {
+		shape := func(i int) []int {
+			if i >= len(s.in) || s.in[i] < 0 {
+				return nil
+			}
+			return p.vals[s.in[i]].meta.Shape
+		}
+		var out []int
+		if len(s.out) > 0 && s.out[0] >= 0 {
+			out = p.vals[s.out[0]].meta.Shape
+		}
+		switch k := s.n.kernel.(type) {
+		case *conv:
+			w := shape(1)
+			if len(w) >= 2 && len(out) >= 2 {
+				f += 2 * float64(numel(out)) * float64(numel(w[1:])) // each output: C/group x kernel products
+			}
+		case *matMul:
+			if ms, err := matMulShape(shape(0), shape(1)); err == nil {
+				f += 2 * float64(numel(ms.batch)) * float64(ms.m) * float64(ms.n) * float64(ms.k)
+			}
+		case *gemmOp:
+			if m, kk, n, err := k.shape(shape(0), shape(1), nil, false); err == nil {
+				f += 2 * float64(m) * float64(n) * float64(kk)
+			}
+		}
+	}
+	return f
+}

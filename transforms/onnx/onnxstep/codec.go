@@ -1,10 +1,10 @@
-package onnx
+package onnxstep
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
@@ -82,7 +82,7 @@ var InputCodec = step.Codec[Input]{
 }
 
 // OutputCodec moves the onnx step's outputs; it is also their Beam coder
-// (package onnxbeam registers it).
+// (package inference uses it).
 var OutputCodec = step.Codec[Output]{
 	Encode: func(o Output) (step.Parts, error) {
 		h, raw, err := appendArrays(nil, o.Outputs)
@@ -97,13 +97,13 @@ var OutputCodec = step.Codec[Output]{
 	},
 }
 
-// Encode encodes the model for the GPU executor (the onnx step's side
-// data): the header holds its identity and its graph as a ModelProto, as
-// loaded (constants folded), whose initializers hold no data; the arrays
-// are the initializers' data, in the ModelProto's order, raw (views of the
-// model's own, no copies). DecodeModel is its inverse.
-func (m *Model) Encode() step.Parts {
-	mp, data := m.proto()
+// EncodeModel encodes m for the GPU executor (the onnx step's side data):
+// the header holds its identity and its graph as a ModelProto, as loaded
+// (constants folded), whose initializers hold no data; the arrays are the
+// initializers' data, in the ModelProto's order, raw (views of the model's
+// own, no copies): onnx.Model.Proto. DecodeModel is its inverse.
+func EncodeModel(m *onnx.Model) step.Parts {
+	mp, data := m.Proto()
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(mp)
 	if err != nil { // the graph came from a ModelProto: it marshals again
 		panic(fmt.Sprintf("onnx: encoding model %s: %v", m.Name, err))
@@ -118,7 +118,7 @@ func (m *Model) Encode() step.Parts {
 // DecodeModel decodes what Model.Encode wrote: a model with the same graph,
 // identity and name, checked as Parse checks a file. Its constants are
 // copied out of p (which the caller may reuse).
-func DecodeModel(p step.Parts) (*Model, error) {
+func DecodeModel(p step.Parts) (*onnx.Model, error) {
 	d := wire.NewDecoder(p.Header, "onnx model")
 	if v := d.Bytes(1); d.Err() == nil && v[0] != codecVersion {
 		d.Fail("version %d, want %d", v[0], codecVersion)
@@ -147,72 +147,10 @@ func DecodeModel(p step.Parts) (*Model, error) {
 			t.RawData = []byte{}
 		}
 	}
-	m, err := build(&mp)
+	m, err := onnx.FromProto(&mp)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %s (sent to the executor): %w", name, err)
 	}
 	m.ID, m.Name = id, name
 	return m, nil
-}
-
-// proto returns the model's graph as loaded, as a ModelProto whose
-// initializers (the constants, after folding) hold no data, and their data.
-func (m *Model) proto() (*onnxpb.ModelProto, [][]byte) {
-	g := m.g
-	name := m.Name
-	gp := &onnxpb.GraphProto{Name: &name}
-	var data [][]byte
-	for _, v := range g.values {
-		if v.init == nil {
-			continue
-		}
-		dims := make([]int64, len(v.init.Shape))
-		for i, s := range v.init.Shape {
-			dims[i] = int64(s)
-		}
-		vname, dt := v.name, int32(v.init.Type)
-		gp.Initializer = append(gp.Initializer, &onnxpb.TensorProto{Name: &vname, DataType: &dt, Dims: dims})
-		data = append(data, v.init.Data)
-	}
-	for _, v := range m.Inputs {
-		gp.Input = append(gp.Input, valueInfoProto(v))
-	}
-	for _, v := range m.Outputs {
-		gp.Output = append(gp.Output, valueInfoProto(v))
-	}
-	for _, n := range g.nodes {
-		np := &onnxpb.NodeProto{Name: proto.String(n.Name), OpType: proto.String(n.Op),
-			Input: append([]string{}, n.Inputs...), Output: append([]string{}, n.Outputs...)}
-		names := make([]string, 0, len(n.Attrs.byName))
-		for a := range n.Attrs.byName {
-			names = append(names, a)
-		}
-		sort.Strings(names)
-		for _, a := range names {
-			np.Attribute = append(np.Attribute, n.Attrs.byName[a])
-		}
-		gp.Node = append(gp.Node, np)
-	}
-	ir, opset := m.IRVersion, int64(m.Opset)
-	return &onnxpb.ModelProto{IrVersion: &ir, ProducerName: proto.String(m.Producer), Graph: gp,
-		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: &opset}}}, data
-}
-
-func valueInfoProto(v ValueInfo) *onnxpb.ValueInfoProto {
-	et := int32(v.Type)
-	tt := &onnxpb.TypeProto_Tensor{ElemType: &et}
-	if v.Shape != nil {
-		tt.Shape = &onnxpb.TensorShapeProto{}
-		for _, d := range v.Shape {
-			dim := &onnxpb.TensorShapeProto_Dimension{}
-			switch {
-			case d.Size >= 0:
-				dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d.Size)}
-			case d.Param != "":
-				dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d.Param}
-			}
-			tt.Shape.Dim = append(tt.Shape.Dim, dim)
-		}
-	}
-	return &onnxpb.ValueInfoProto{Name: proto.String(v.Name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: tt}}}
 }

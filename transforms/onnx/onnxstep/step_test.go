@@ -1,4 +1,4 @@
-package onnx_test
+package onnxstep_test
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
@@ -23,9 +24,9 @@ func TestMain(m *testing.M) {
 // A model crosses to the executor as Model.Encode's parts and comes back,
 // by DecodeModel, with its identity and the same outputs.
 func TestModelCodec(t *testing.T) {
-	in := onnx.SampleInput(5, 3)
-	p := in.Model.Encode()
-	m, err := onnx.DecodeModel(p)
+	in := onnxstep.SampleInput(5, 3)
+	p := onnxstep.EncodeModel(in.Model)
+	m, err := onnxstep.DecodeModel(p)
 	require.NoError(t, err)
 	assert.Equal(t, in.Model.ID, m.ID)
 	assert.Equal(t, in.Model.Name, m.Name)
@@ -38,16 +39,16 @@ func TestModelCodec(t *testing.T) {
 	assert.Equal(t, want, got)
 
 	p.Arrays = p.Arrays[1:]
-	_, err = onnx.DecodeModel(p)
+	_, err = onnxstep.DecodeModel(p)
 	assert.ErrorContains(t, err, "initializers")
 }
 
 // Arrays cross as raw parts and are viewed in place.
 func TestArrayCodec(t *testing.T) {
-	out := onnx.Output{Outputs: []nd.Array{nd.Of([]float32{1, 2, 3, 4}, 2, 2), nd.Of([]int64{7}, 1), nd.Of([]bool{true}), nd.Zeros(nd.Uint8, 0, 3)}}
-	p, err := onnx.OutputCodec.Encode(out)
+	out := onnxstep.Output{Outputs: []nd.Array{nd.Of([]float32{1, 2, 3, 4}, 2, 2), nd.Of([]int64{7}, 1), nd.Of([]bool{true}), nd.Zeros(nd.Uint8, 0, 3)}}
+	p, err := onnxstep.OutputCodec.Encode(out)
 	require.NoError(t, err)
-	got, err := onnx.OutputCodec.Decode(p)
+	got, err := onnxstep.OutputCodec.Decode(p)
 	require.NoError(t, err)
 	require.Len(t, got.Outputs, 4)
 	for i := range out.Outputs {
@@ -56,17 +57,17 @@ func TestArrayCodec(t *testing.T) {
 		assert.Equal(t, len(out.Outputs[i].Data), len(got.Outputs[i].Data))
 	}
 	p.Header = p.Header[:len(p.Header)-1]
-	_, err = onnx.OutputCodec.Decode(p)
+	_, err = onnxstep.OutputCodec.Decode(p)
 	assert.Error(t, err)
 }
 
 // The onnx step on its sample: the stub contract is checked in package
 // stubs; here its batching: a Batched model is cut in halves and joined.
 func TestStepBatched(t *testing.T) {
-	in := onnx.SampleInput(6, 1)
+	in := onnxstep.SampleInput(6, 1)
 	assert.True(t, in.Model.Batched())
 	assert.Equal(t, 6, in.Items())
-	out, err := onnx.Run(in)
+	out, err := onnxstep.Run(in)
 	require.NoError(t, err)
 	require.Len(t, out.Outputs, 1)
 	assert.Equal(t, []int{6, 4}, out.Outputs[0].Shape)
@@ -77,7 +78,7 @@ func TestStepBatched(t *testing.T) {
 		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, 2, 3)}))
 	require.NoError(t, err)
 	assert.False(t, fixed.Batched(), "a fixed first dimension is not a batch axis")
-	_, err = onnx.Run(onnx.Input{})
+	_, err = onnxstep.Run(onnxstep.Input{})
 	assert.EqualError(t, err, "onnx: no model")
 }
 
@@ -93,42 +94,42 @@ func TestExecutorServesOnnxRun(t *testing.T) {
 		ex = step.UseExecutor(path)
 	}
 	sel := backend.MustNew(backend.Config{Default: backend.GPU, Executor: ex})
-	d, err := sel.Resolve(onnx.StepRun.Backend())
+	d, err := sel.Resolve(onnxstep.StepRun.Backend())
 	require.NoError(t, err)
 	require.Equal(t, backend.GPU, d.Impl)
 	require.Equal(t, "onnx.run", d.GPUOp)
-	check := func(in onnx.Input) ([]nd.Array, error) {
-		cpu, err := steptest.Apply(onnx.StepRun, backend.CPU, in)
+	check := func(in onnxstep.Input) ([]nd.Array, error) {
+		cpu, err := steptest.Apply(onnxstep.StepRun, backend.CPU, in)
 		if err != nil {
 			return nil, err
 		}
-		gpu, err := steptest.Apply(onnx.StepRun, backend.GPU, in)
+		gpu, err := steptest.Apply(onnxstep.StepRun, backend.GPU, in)
 		if err != nil {
 			return nil, err
 		}
-		if err := steptest.Equal(in, cpu, gpu, onnx.StepRun.Tolerance()); err != nil {
+		if err := steptest.Equal(in, cpu, gpu, onnxstep.StepRun.Tolerance()); err != nil {
 			return nil, err
 		}
-		return gpu.(onnx.Output).Outputs, nil
+		return gpu.(onnxstep.Output).Outputs, nil
 	}
 	for seed := range uint64(4) {
-		in, _ := onnx.StepRun.RandomInput(seed)
-		_, err := check(in.(onnx.Input))
+		in, _ := onnxstep.StepRun.RandomInput(seed)
+		_, err := check(in.(onnxstep.Input))
 		assert.NoError(t, err, "seed %d", seed)
 	}
 
-	tests, _ := conformanceTests(t)
+	tests, _ := onnxtest.ConformanceTests(t)
 	run, passed := 0, 0
 	for _, c := range tests {
-		if _, ok := skips[c.ID()]; ok {
+		if _, ok := onnxtest.Skips[c.ID()]; ok {
 			continue
 		}
-		if runConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) { return m.Run(in) }) != nil {
+		if onnxtest.RunConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) { return m.Run(in) }) != nil {
 			continue // failures on the CPU are TestConformance's
 		}
 		run++
-		err := runConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) {
-			return check(onnx.Input{Model: m, Inputs: in})
+		err := onnxtest.RunConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) {
+			return check(onnxstep.Input{Model: m, Inputs: in})
 		})
 		if assert.NoError(t, err, c.ID()) {
 			passed++

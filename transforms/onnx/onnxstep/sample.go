@@ -1,9 +1,10 @@
-package onnx
+package onnxstep
 
 import (
 	"math/rand/v2"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -42,9 +43,9 @@ func sampleBytes() []byte {
 		Input:  []*onnxpb.ValueInfoProto{value("x", 8)},
 		Output: []*onnxpb.ValueInfoProto{value("y", 4)},
 		Initializer: []*onnxpb.TensorProto{
-			TensorOf("w1", weights(16, 8)), TensorOf("b1", weights(16)),
-			TensorOf("scale", weights(16)), TensorOf("bias", weights(16)),
-			TensorOf("w2", weights(4, 16)), TensorOf("b2", weights(4)),
+			onnx.TensorOf("w1", weights(16, 8)), onnx.TensorOf("b1", weights(16)),
+			onnx.TensorOf("scale", weights(16)), onnx.TensorOf("bias", weights(16)),
+			onnx.TensorOf("w2", weights(4, 16)), onnx.TensorOf("b2", weights(4)),
 		}}
 	m := &onnxpb.ModelProto{IrVersion: proto.Int64(8), ProducerName: proto.String("beamgpu"), Graph: g,
 		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: proto.Int64(17)}}}

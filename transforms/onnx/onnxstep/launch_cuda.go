@@ -1,9 +1,9 @@
 //go:build cuda
 
-package onnx
+package onnxstep
 
 // The onnx step's launch in the CUDA executor: the model's plan run on the
-// device (gpu.go, gpu_ops.go, gpu_nn.go and the kernels of kernels.cu).
+// device (LaunchRun: package onnx's Plan.RunDevice).
 
 import "github.com/beamgpu/beamgpu/transforms/step"
 

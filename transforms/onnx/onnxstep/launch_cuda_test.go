@@ -1,6 +1,6 @@
 //go:build cuda
 
-package onnx_test
+package onnxstep_test
 
 import (
 	"testing"
