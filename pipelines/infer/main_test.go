@@ -28,8 +28,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/nd"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
@@ -160,7 +160,7 @@ func readLines[T any](t *testing.T, path string) []T {
 // modelRun is onnx.Model.Run of path on x, in one call.
 func modelRun(t *testing.T, path string, x nd.Array) []float32 {
 	t.Helper()
-	m, err := onnx.Load(context.Background(), path)
+	m, err := onnxstep.Load(context.Background(), path)
 	require.NoError(t, err)
 	out, err := m.Run([]nd.Array{x})
 	require.NoError(t, err)

@@ -167,7 +167,7 @@ func loadShared(ctx context.Context, path string) (m *onnx.Model, took time.Dura
 	e.once.Do(func() {
 		first = true
 		start := time.Now()
-		e.m, e.err = onnx.Load(ctx, path)
+		e.m, e.err = onnxstep.Load(ctx, path)
 		e.took = time.Since(start)
 	})
 	if e.err != nil {

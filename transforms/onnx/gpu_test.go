@@ -164,7 +164,7 @@ func TestDeviceModels(t *testing.T) {
 	dev := emulator(t)
 	for _, tm := range testModels(t) {
 		t.Run(tm.Name, func(t *testing.T) {
-			m, err := onnx.Load(t.Context(), tm.Model)
+			m, err := onnxtest.LoadFile(tm.Model)
 			require.NoError(t, err)
 			in, want := onnxtest.ReadTensor(t, tm.Input), onnxtest.ReadTensor(t, tm.Output)
 			for _, n := range []int{in.Shape[0], 3} {
@@ -210,7 +210,7 @@ func TestRunDeviceGatherOutOfRange(t *testing.T) {
 // tolerance.
 func TestDeviceFashionCNN(t *testing.T) {
 	dev := emulator(t)
-	m, err := onnx.Load(t.Context(), fashionCNN)
+	m, err := onnxtest.LoadFile(fashionCNN)
 	require.NoError(t, err)
 	images, err := tensor.ReadImagesSize(filepath.Join(fashionDir, "t10k-images-idx3-ubyte.gz"), 28, 28)
 	require.NoError(t, err)

@@ -136,7 +136,7 @@ func argmax(v []float64) int {
 func TestModels(t *testing.T) {
 	for _, tm := range testModels(t) {
 		t.Run(tm.Name, func(t *testing.T) {
-			m, err := onnx.Load(t.Context(), tm.Model)
+			m, err := onnxtest.LoadFile(tm.Model)
 			if err != nil {
 				t.Fatalf("model %s: %v%s", tm.Name, err, missingOps(t, tm.Model))
 			}
@@ -182,7 +182,7 @@ const (
 // TestFashionCNN classifies the Fashion-MNIST test set with the shipped CNN
 // (pixels x/255, batches of 500 through one Plan) and checks its accuracy.
 func TestFashionCNN(t *testing.T) {
-	m, err := onnx.Load(t.Context(), fashionCNN)
+	m, err := onnxtest.LoadFile(fashionCNN)
 	require.NoError(t, err, missingOps(t, fashionCNN))
 	images, err := tensor.ReadImagesSize(filepath.Join(fashionDir, "t10k-images-idx3-ubyte.gz"), 28, 28)
 	require.NoError(t, err)
@@ -282,7 +282,7 @@ func BenchmarkModels(b *testing.B) {
 			continue
 		}
 		b.Run(tm.Name, func(b *testing.B) {
-			m, err := onnx.Load(b.Context(), tm.Model)
+			m, err := onnxtest.LoadFile(tm.Model)
 			if err != nil {
 				b.Fatalf("model %s: %v", tm.Name, err)
 			}
@@ -326,7 +326,7 @@ func repeatRows(a nd.Array, n int) nd.Array {
 
 // The products' work of a plan: positive, and linear in the batch.
 func TestProductFLOPs(t *testing.T) {
-	m, err := onnx.Load(t.Context(), filepath.Join(modelsDir, "resnet-opset17.onnx"))
+	m, err := onnxtest.LoadFile(filepath.Join(modelsDir, "resnet-opset17.onnx"))
 	require.NoError(t, err)
 	p, err := m.Plan([]nd.Array{nd.Zeros(nd.Float32, 2, 3, 64, 64)})
 	require.NoError(t, err)

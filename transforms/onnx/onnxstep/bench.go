@@ -24,7 +24,7 @@ func benchInput(full bool) (Input, step.Work) {
 	}
 	m, err := SampleModel()
 	if path := os.Getenv(BenchModelEnv); path != "" {
-		if m, err = onnx.Load(context.Background(), path); err != nil {
+		if m, err = Load(context.Background(), path); err != nil {
 			fmt.Fprintf(os.Stderr, "onnx: %s=%s: %v; benchmarking the sample model\n", BenchModelEnv, path, err)
 			m, err = SampleModel()
 		}

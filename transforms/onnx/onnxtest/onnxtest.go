@@ -11,6 +11,8 @@ package onnxtest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
@@ -53,6 +55,12 @@ func Bytes(m *onnxpb.ModelProto) []byte {
 
 // Load parses m with the runtime (onnx.Parse).
 func Load(m *onnxpb.ModelProto) (*onnx.Model, error) { return onnx.Parse(Bytes(m), "test.onnx") }
+
+// LoadFile loads the model file at a local path with the runtime
+// (onnx.Load of the file's directory).
+func LoadFile(name string) (*onnx.Model, error) {
+	return onnx.Load(os.DirFS(filepath.Dir(name)), filepath.Base(name))
+}
 
 // Node returns a node of op with inputs, outputs and attributes; "" in
 // inputs leaves an optional input out.

@@ -1,0 +1,73 @@
+package onnx_test
+
+import (
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/tensor"
+)
+
+// Load reads a model through an io/fs.FS: here the Fashion-MNIST CNN that
+// the fashion pipeline ships. The model declares its inputs and outputs;
+// batch is its batch axis.
+func ExampleLoad() {
+	m, err := onnx.Load(os.DirFS("../../pipelines/fashion/data"), "cnn-fashion.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(m.Name, "opset", m.Opset)
+	fmt.Println("in: ", m.Inputs[0])
+	fmt.Println("out:", m.Outputs[0])
+	fmt.Println("operators:", m.OpsUsed())
+	// Output:
+	// cnn-fashion.onnx opset 17
+	// in:  input: float32[batchx1x28x28]
+	// out: logits: float32[batchx10]
+	// operators: [Conv Flatten Gemm MaxPool Relu]
+}
+
+// Model.Run computes a model's outputs on the CPU: here the CNN's scores
+// for the first eight Fashion-MNIST test images, in one batch, and the
+// class of each, against the test set's labels.
+func ExampleModel_Run() {
+	m, err := onnx.Load(os.DirFS("../../pipelines/fashion/data"), "cnn-fashion.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	test, err := tensor.ReadDataset("../../pipelines/fashion/data/t10k-images-idx3-ubyte.gz",
+		"../../pipelines/fashion/data/t10k-labels-idx1-ubyte.gz")
+	if err != nil {
+		log.Fatal(err)
+	}
+	const rows = 8
+	pixels := make([]float32, rows*28*28)
+	for i, v := range test.X[:len(pixels)] {
+		pixels[i] = v / 255 // the CNN was trained on [0, 1]
+	}
+	out, err := m.Run([]nd.Array{nd.Of(pixels, rows, 1, 28, 28)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	logits := nd.MustAs[float32](out[0]) // rows x 10
+	for r := range rows {
+		best := 0
+		for c, v := range logits[r*10 : r*10+10] {
+			if v > logits[r*10+best] {
+				best = c
+			}
+		}
+		fmt.Printf("image %d: class %d, label %d\n", r, best, test.Labels[r])
+	}
+	// Output:
+	// image 0: class 9, label 9
+	// image 1: class 2, label 2
+	// image 2: class 1, label 1
+	// image 3: class 1, label 1
+	// image 4: class 6, label 6
+	// image 5: class 1, label 1
+	// image 6: class 4, label 4
+	// image 7: class 6, label 6
+}

@@ -1,0 +1,70 @@
+package onnxstep_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+)
+
+// withExternal is y = x + w, its weight w (float32[2]) in the external data
+// file at location.
+func withExternal(location string) []byte {
+	m := onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Add", []string{"x", "w"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, 2)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, 2)})
+	dt := int32(nd.Float32)
+	m.Graph.Initializer = []*onnxpb.TensorProto{{Name: proto.String("w"), DataType: &dt, Dims: []int64{2},
+		DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+		ExternalData: []*onnxpb.StringStringEntryProto{{Key: proto.String("location"), Value: proto.String(location)}}}}
+	return onnxtest.Bytes(m)
+}
+
+// Load reads a model at a local path with its external data; a link that
+// leads out of the model's directory, a named pipe and a missing file are
+// refused, each error naming the model's path.
+func TestLoadLocal(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "models")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	w := nd.Of([]float32{1, 2}, 2)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.bin"), w.Data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "secret.bin"), w.Data, 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(root, "secret.bin"), filepath.Join(dir, "link.bin")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo.bin"), 0o644))
+	write := func(name, location string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, withExternal(location), 0o644))
+		return p
+	}
+
+	m, err := onnxstep.Load(t.Context(), write("m.onnx", "w.bin"))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{10, 20}, 2)})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{11, 22}, nd.MustAs[float32](out[0]))
+
+	link := write("link.onnx", "link.bin")
+	_, err = onnxstep.Load(t.Context(), link)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "onnx: "+link+`: initializer "w": external data: open link.bin: link.bin leads outside `+dir)
+
+	fifo := write("fifo.onnx", "fifo.bin")
+	_, err = onnxstep.Load(t.Context(), fifo)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "named pipe (FIFO)")
+
+	missing := filepath.Join(dir, "none.onnx")
+	_, err = onnxstep.Load(t.Context(), missing)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "onnx: "+missing+": ")
+}
