@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -221,7 +222,7 @@ func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
 		}
 		return
 	}
-	ParallelFor(len(x), 1, func(l, h int) {
+	parallel.For(len(x), 1, func(l, h int) {
 		xs, ys := x[l:h], y[l:h]
 		if x32, ok := any(xs).([]float32); ok && clampF32(any(ys).([]float32), x32, float32(lo), float32(hi)) {
 			return

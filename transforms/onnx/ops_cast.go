@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 )
@@ -76,7 +77,7 @@ func (k *castKernel) Infer(in []Meta) ([]Meta, error) {
 func (k *castKernel) Run(in, out []nd.Array) error {
 	src, dst := in[0], out[0]
 	ss, ds := src.Type.Size(), dst.Type.Size()
-	ParallelFor(src.Len(), 2, func(lo, hi int) {
+	parallel.For(src.Len(), 2, func(lo, hi int) {
 		castInto(nd.Array{Type: dst.Type, Shape: []int{hi - lo}, Data: dst.Data[lo*ds : hi*ds]},
 			nd.Array{Type: src.Type, Shape: []int{hi - lo}, Data: src.Data[lo*ss : hi*ss]}, k.to)
 	})

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -135,7 +136,7 @@ func (notKernel) Infer(in []Meta) ([]Meta, error) {
 
 func (notKernel) Run(in, out []nd.Array) error {
 	x, y := in[0].Data, out[0].Data
-	ParallelFor(len(x), 1, func(lo, hi int) {
+	parallel.For(len(x), 1, func(lo, hi int) {
 		for i, v := range x[lo:hi] {
 			y[lo+i] = v ^ 1 // bools hold 0 or 1
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -77,7 +78,7 @@ func moveAlong(whole nd.Array, parts [][]byte, shapes []nd.Array, axis int, gath
 	for i, p := range parts {
 		blk := shapes[i].Shape[axis] * inner
 		o := off
-		ParallelFor(outer, blk, func(lo, hi int) {
+		parallel.For(outer, blk, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				w := whole.Data[r*row+o : r*row+o+blk]
 				if gather {

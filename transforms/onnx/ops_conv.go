@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -213,7 +214,7 @@ func convGemm(p convProblem, x []float32, w []*gemm.Packed, bias, y []float32) {
 	pc := convChunk(p, k)
 	chunks := (P + pc - 1) / pc
 	tasks := p.n * p.group * chunks
-	parallelTasks(tasks, 2*pc*k*mg, func(t int) {
+	parallel.Each(tasks, 2*pc*k*mg, func(t int) {
 		buf := getFloats(pc*mg + pcIf(!pointwise, pc*k))
 		defer putFloats(buf)
 		tmp := (*buf)[:pc*mg]
@@ -294,7 +295,7 @@ func convGemmRows(p convProblem, x, w, bias, y []float32) {
 	pointwise := p.pointwise()
 	pc := convRowsChunk(p, k)
 	chunks := (P + pc - 1) / pc
-	parallelTasks(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
+	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
 		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
 		p0 := ch * pc
 		n := min(pc, P-p0)
@@ -425,7 +426,7 @@ func convDirect[T float32 | float64](p convProblem, x, w, bias, y []T) {
 	g := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	P, inSize, kSize := g.outSize(), g.inSize(), g.kSize()
-	ParallelFor(p.n*p.m, P*cg*kSize, func(lo, hi int) {
+	parallel.For(p.n*p.m, P*cg*kSize, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			img, m := t/p.m, t%p.m
 			grp := m / mg

@@ -1,6 +1,10 @@
 package onnx
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+)
 
 // Conv (opsets 1, 11) with one input channel per group: depthwise
 // convolution (group == channels, MobileNet's 3x3) and depthwise with a
@@ -23,12 +27,12 @@ func convDepthwise(p convProblem, x, w, bias, y []float32) {
 	g := p.geo
 	k2 := g.k[1] * g.k[2]
 	wq, hp, rowLen := dwLayout(g)
-	// Planes go to the cores in runs of about minParallel work each (a
+	// Planes go to the cores in runs of about parallel.MinWork work each (a
 	// task per plane spent more on scheduling and buffers than on the
 	// small planes of a network's later layers).
 	planes, cost := p.n*p.group, p.m/p.group*g.outSize()*g.kSize()
-	per := max(1, minParallel/max(1, cost))
-	parallelTasks((planes+per-1)/per, per*cost, func(task int) {
+	per := max(1, parallel.MinWork/max(1, cost))
+	parallel.Each((planes+per-1)/per, per*cost, func(task int) {
 		buf := getFloats(hp * rowLen)
 		defer putFloats(buf)
 		padded := (*buf)[:hp*rowLen]

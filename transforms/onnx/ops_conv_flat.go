@@ -3,6 +3,8 @@ package onnx
 import (
 	"runtime"
 	"unsafe"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
 )
 
 // Conv with stride 1 or 2 by shifted sums over a padded, flattened image
@@ -164,7 +166,7 @@ func convFlat(p convProblem, x []float32, fw *flatWeights, bias, y []float32) {
 			copy(bb[grp*fw.blocks*flatRows:], bias[grp*mg:(grp+1)*mg])
 		}
 	}
-	parallelTasks(p.n*p.group, 2*cg*taps*mg*qs, func(t int) {
+	parallel.Each(p.n*p.group, 2*cg*taps*mg*qs, func(t int) {
 		img, grp := t/p.group, t%p.group
 		buf := getFloats(xlen + ylen)
 		defer putFloats(buf)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -159,7 +160,7 @@ func (l *ewLoop) walk(cost int, fn func(o int, off []int, n int)) {
 	rows := l.n / rowLen
 	split := (rowLen + ewSegment - 1) / ewSegment
 	seg := (rowLen + split - 1) / split
-	ParallelFor(rows*split, seg*cost, func(lo, hi int) {
+	parallel.For(rows*split, seg*cost, func(lo, hi int) {
 		k := len(l.st)
 		off := make([]int, k)
 		base := make([]int, k)
@@ -588,7 +589,7 @@ func (k *ewVariadic) Run(in, out []nd.Array) error {
 
 // scaleBy divides every element of x by n.
 func scaleBy[T ewFloat](x []T, n T) {
-	ParallelFor(len(x), 1, func(lo, hi int) {
+	parallel.For(len(x), 1, func(lo, hi int) {
 		for i := range x[lo:hi] {
 			x[lo+i] /= n
 		}

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -52,7 +53,7 @@ func (k *gather) Run(in, out []nd.Array) error {
 	block := numel(data.Shape[axis+1:]) * size
 	outer := numel(data.Shape[:axis])
 	src, dst := data.Data, out[0].Data
-	ParallelFor(outer*len(idx), block, func(lo, hi int) {
+	parallel.For(outer*len(idx), block, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			o, j := t/len(idx), t%len(idx)
 			s := (o*n + int(idx[j])) * block

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -129,10 +130,10 @@ func (k *ewUnary) Run(in, out []nd.Array) error {
 	switch x.Type {
 	case nd.Float32:
 		xs, ys := nd.MustAs[float32](x), nd.MustAs[float32](y)
-		ParallelFor(n, k.op.cost(), func(lo, hi int) { k.float32s(xs[lo:hi], ys[lo:hi]) })
+		parallel.For(n, k.op.cost(), func(lo, hi int) { k.float32s(xs[lo:hi], ys[lo:hi]) })
 	case nd.Float64:
 		xs, ys := nd.MustAs[float64](x), nd.MustAs[float64](y)
-		ParallelFor(n, k.op.cost(), func(lo, hi int) { k.float64s(xs[lo:hi], ys[lo:hi]) })
+		parallel.For(n, k.op.cost(), func(lo, hi int) { k.float64s(xs[lo:hi], ys[lo:hi]) })
 	case nd.Int8:
 		unaryInts(k.op, nd.MustAs[int8](x), nd.MustAs[int8](y))
 	case nd.Int16:

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -233,14 +234,14 @@ func (k *matMul) runF32(s mmShape, a, b, y nd.Array) {
 		}
 		return
 	}
-	parallelTasks(nb, s.m*s.n*s.k, func(t int) { one(t, 1) })
+	parallel.Each(nb, s.m*s.n*s.k, func(t int) { one(t, 1) })
 }
 
 // matMulLoop is MatMul by plain loops (other types than float32).
 func matMulLoop[T mmElem](s mmShape, a, b, y []T) {
 	ao, bo := s.batchOffsets()
 	m, n, k := s.m, s.n, s.k
-	ParallelFor(len(ao)*m, n*k, func(lo, hi int) {
+	parallel.For(len(ao)*m, n*k, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			t, i := r/m, r%m
 			row := y[r*n : (r+1)*n]
@@ -440,7 +441,7 @@ func gemmLoop[T mmElem](g *gemmOp, a, b, c, y nd.Array, m, k, n int, as func(nd.
 	}
 	hasC := fillC(yv, cv, c.Shape, m, n, float64(g.beta))
 	alpha := float64(g.alpha)
-	ParallelFor(m, n*k, func(lo, hi int) {
+	parallel.For(m, n*k, func(lo, hi int) {
 		acc := make([]T, n)
 		for i := lo; i < hi; i++ {
 			clear(acc)

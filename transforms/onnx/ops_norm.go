@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -226,7 +227,7 @@ func setFloats(a nd.Array, v []float64) {
 // a and b indexed by channel (per == 1) or by channel and element (per ==
 // inner).
 func affinePlanes[T float32 | float64](x, y []T, n, c, per, inner int, a, b []T) {
-	ParallelFor(n*c, inner, func(lo, hi int) {
+	parallel.For(n*c, inner, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			ch := t % c
 			xs, ys := x[t*inner:(t+1)*inner], y[t*inner:(t+1)*inner]
@@ -251,7 +252,7 @@ func (k *batchNorm) batchStats(x nd.Array, n, c, per, inner int) (mean, variance
 	mean, variance = make([]float64, c*per), make([]float64, c*per)
 	xs := nd.Float64s(x)
 	cnt := float64(n * inner / per)
-	ParallelFor(c, n*inner, func(lo, hi int) {
+	parallel.For(c, n*inner, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			for img := range n {
 				plane := xs[(img*c+ch)*inner : (img*c+ch+1)*inner]
@@ -417,7 +418,7 @@ type lnProblem struct {
 // layerNormRows normalises each row of x into y.
 func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
 	size := p.size
-	ParallelFor(p.rows, 3*size, func(lo, hi int) {
+	parallel.For(p.rows, 3*size, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
 			var s0, s1, s2, s3 float64

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -176,7 +177,7 @@ func maxPool[T float32 | float64 | int8 | uint8](g geometry, planes int, colMajo
 	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
 	wd, wh, ww := axisWindows(g, 0), axisWindows(g, 1), axisWindows(g, 2)
 	dd, dh, dw := g.dil[0], g.dil[1], g.dil[2]
-	ParallelFor(planes, outSize*g.kSize(), func(lo, hi int) {
+	parallel.For(planes, outSize*g.kSize(), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*inSize : (pl+1)*inSize]
 			yp := y[pl*outSize : (pl+1)*outSize]
@@ -263,7 +264,7 @@ func maxPoolVector(g geometry, planes int, x, y []float32) (ok bool) {
 	rowLen := sw * wq
 	inSize, outSize := g.inSize(), g.outSize()
 	negInf := float32(math.Inf(-1))
-	ParallelFor(planes, inSize+outSize*g.kSize()/4, func(lo, hi int) {
+	parallel.For(planes, inSize+outSize*g.kSize()/4, func(lo, hi int) {
 		buf := getFloats(hp * rowLen)
 		defer putFloats(buf)
 		padded := (*buf)[:hp*rowLen]
@@ -295,7 +296,7 @@ func avgPool[T float32 | float64](g geometry, planes int, inclPad bool, x, y []T
 	for d := range 3 {
 		end[d] = g.in[d] + g.padHi[d]
 	}
-	ParallelFor(planes, outSize*g.kSize(), func(lo, hi int) {
+	parallel.For(planes, outSize*g.kSize(), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			xp := x[pl*inSize : (pl+1)*inSize]
 			yp := y[pl*outSize : (pl+1)*outSize]
@@ -368,7 +369,7 @@ func (globalAvgPool) Run(in, out []nd.Array) error {
 // planeMeans writes the mean of each of x's planes of size elements to y,
 // summed in float64.
 func planeMeans[T float32 | float64](x, y []T, planes, size int) {
-	ParallelFor(planes, size, func(lo, hi int) {
+	parallel.For(planes, size, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			var s0, s1, s2, s3 float64
 			xs := x[p*size : (p+1)*size]

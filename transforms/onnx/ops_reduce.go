@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -270,7 +271,7 @@ func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys 
 			parts = min(2*w, rowLen/ewSegment)
 		}
 		if parts == 1 {
-			ParallelFor(len(ys), count, func(lo, hi int) {
+			parallel.For(len(ys), count, func(lo, hi int) {
 				for o := lo; o < hi; o++ {
 					acc := init
 					for _, r := range roffs {
@@ -283,7 +284,7 @@ func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys 
 		}
 		seg := (rowLen + parts - 1) / parts
 		partial := make([]A, len(ys)*parts)
-		ParallelFor(len(partial), count/parts, func(lo, hi int) {
+		parallel.For(len(partial), count/parts, func(lo, hi int) {
 			for t := lo; t < hi; t++ {
 				o, p := t/parts, t%parts
 				j0, j1 := min(rowLen, p*seg), min(rowLen, (p+1)*seg)
@@ -309,7 +310,7 @@ func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys 
 	koffs := offsetsOf(dims, strides, kept[:len(kept)-1])
 	split := (rowLen + ewSegment - 1) / ewSegment
 	seg := (rowLen + split - 1) / split
-	ParallelFor(len(koffs)*split, seg*len(roffs), func(lo, hi int) {
+	parallel.For(len(koffs)*split, seg*len(roffs), func(lo, hi int) {
 		acc := make([]A, seg)
 		for t := lo; t < hi; t++ {
 			o, p := t/split, t%split

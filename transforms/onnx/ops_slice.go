@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -305,7 +306,7 @@ func (k *pad) Run(in, out []nd.Array) error {
 	sst := Strides(src.Shape)
 	n := numel(dst.Shape)
 	r := len(dst.Shape)
-	ParallelFor(n, r, func(lo, hi int) {
+	parallel.For(n, r, func(lo, hi int) {
 		idx := make([]int, r)
 		for o := lo; o < hi; o++ {
 			rem, s := o, 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -107,7 +108,7 @@ func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
 		return
 	}
 	if inner == 1 {
-		ParallelFor(outer, 12*n, func(lo, hi int) {
+		parallel.For(outer, 12*n, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				softmaxRow(x[r*n:(r+1)*n], y[r*n:(r+1)*n], log)
 			}
@@ -118,7 +119,7 @@ func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
 	// segment of columns is reduced row by row (contiguous reads).
 	split := (inner + ewSegment - 1) / ewSegment
 	seg := (inner + split - 1) / split
-	ParallelFor(outer*split, 12*n*seg, func(lo, hi int) {
+	parallel.For(outer*split, 12*n*seg, func(lo, hi int) {
 		m := make([]T, seg)
 		s := make([]float64, seg)
 		for t := lo; t < hi; t++ {

@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"unsafe"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
 )
 
 // Strided copies: the engine under the data-movement operators
@@ -118,7 +120,7 @@ func copyRuns(dst, src []byte, size int, c strided) {
 	k := len(c.shape) - 1
 	run := c.shape[k] * size
 	outer := strided{shape: c.shape[:k], dstSt: c.dstSt[:k], srcSt: c.srcSt[:k], dstOff: c.dstOff, srcOff: c.srcOff}
-	ParallelFor(numel(outer.shape), c.shape[k], func(lo, hi int) {
+	parallel.For(numel(outer.shape), c.shape[k], func(lo, hi int) {
 		outer.rows(lo, hi, func(d, s int) {
 			copy(dst[d*size:d*size+run], src[s*size:s*size+run])
 		})
@@ -145,7 +147,7 @@ func copyElems[E word](dst, src []E, c strided) {
 	}
 	n, dk, sk := c.shape[k], c.dstSt[k], c.srcSt[k]
 	outer := strided{shape: c.shape[:k], dstSt: c.dstSt[:k], srcSt: c.srcSt[:k], dstOff: c.dstOff, srcOff: c.srcOff}
-	ParallelFor(numel(outer.shape), n, func(lo, hi int) {
+	parallel.For(numel(outer.shape), n, func(lo, hi int) {
 		outer.rows(lo, hi, func(d, s int) {
 			switch {
 			case dk == 1 && sk == 1:
@@ -189,7 +191,7 @@ func transposeTiles[E word](dst, src []E, c strided, a int) {
 	}
 	outer.dstOff, outer.srcOff = c.dstOff, c.srcOff
 	tilesA := (na + ta - 1) / ta
-	ParallelFor(numel(outer.shape)*tilesA, ta*nb, func(lo, hi int) {
+	parallel.For(numel(outer.shape)*tilesA, ta*nb, func(lo, hi int) {
 		// Items are (outer row, tile of a), row-major.
 		row := lo / tilesA
 		outer.rows(row, (hi+tilesA-1)/tilesA, func(d, s int) {
@@ -289,7 +291,7 @@ func fillParallel(dst, elem []byte) {
 	size := len(elem)
 	const chunk = 1 << 16
 	n := len(dst) / size
-	ParallelFor((n+chunk-1)/chunk, chunk, func(lo, hi int) {
+	parallel.For((n+chunk-1)/chunk, chunk, func(lo, hi int) {
 		fillBytes(dst[lo*chunk*size:min(n, hi*chunk)*size], elem)
 	})
 }

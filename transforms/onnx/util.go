@@ -2,16 +2,13 @@ package onnx
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
-// What the operators share: axes, broadcasting, running a loop on all
-// cores.
+// What the operators share: axes, broadcasting.
 
 // NormAxis turns an axis in [-rank, rank) into [0, rank).
 func NormAxis(axis, rank int) (int, error) {
@@ -95,40 +92,6 @@ func Strides(shape []int) []int {
 	return st
 }
 
-// minParallel is the work (elements, or a kernel's own unit) below which a
-// loop runs on one goroutine: a goroutine costs about a microsecond.
-const minParallel = 1 << 14
-
-// ParallelFor runs fn over [0, n) in contiguous chunks on up to GOMAXPROCS
-// goroutines; cost is the work of one index (in elements touched), so that
-// small loops stay on one goroutine. It returns when every chunk is done.
-func ParallelFor(n, cost int, fn func(lo, hi int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if cost < 1 {
-		cost = 1
-	}
-	if w := n * cost / minParallel; w < workers {
-		workers = max(1, w)
-	}
-	if workers <= 1 || n < 2 {
-		if n > 0 {
-			fn(0, n)
-		}
-		return
-	}
-	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(n, lo+chunk)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	wg.Wait()
-}
-
 // The helpers below came with Conv, MatMul, Gemm, the normalisations and
 // the pools (several of them use each).
 
@@ -180,38 +143,6 @@ func unidirectional(s, to []int) bool {
 		}
 	}
 	return true
-}
-
-// parallelTasks runs fn(0..n-1) on up to GOMAXPROCS goroutines taking tasks
-// from a counter (busy cores even out); cost is one task's work in
-// multiply-adds or elements, so that small jobs stay on one goroutine.
-func parallelTasks(n, cost int, fn func(t int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if w := n * max(cost, 1) / minParallel; w < workers {
-		workers = max(1, w)
-	}
-	if workers <= 1 {
-		for t := range n {
-			fn(t)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				t := int(next.Add(1)) - 1
-				if t >= n {
-					return
-				}
-				fn(t)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // floatPool holds scratch buffers of float32s (im2col patches, product

@@ -1,0 +1,112 @@
+// Package parallel runs a loop's iterations on several goroutines: the one
+// worker pool of the project's CPU code (the ONNX operators, the float32
+// product, k-nearest neighbours, the raster decoders and writers).
+//
+// A loop is n tasks. Each hands them out one at a time from a shared
+// counter, so that goroutines on busy cores take fewer; For gives each
+// goroutine one contiguous run. Both choose how many goroutines the loop is
+// worth from the work of one task (Workers): no more than GOMAXPROCS and
+// the tasks, and one per MinWork units of work, so that a small loop stays
+// on the calling goroutine (starting one costs about a microsecond). Do,
+// DoWith (with state of each goroutine's own, a scratch buffer) and Chunks
+// take the number of goroutines from the caller.
+//
+// Every function returns when every task has run; fn must be safe to call
+// from several goroutines at once for different tasks.
+package parallel
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// MinWork is the work (elements touched, or multiply-adds) below which a
+// loop is not worth another goroutine.
+const MinWork = 1 << 14
+
+// Workers is the number of goroutines for n tasks of cost units of work
+// each: at most GOMAXPROCS and n, at least 1, and no more than one per
+// MinWork units in all.
+func Workers(n, cost int) int {
+	w := min(runtime.GOMAXPROCS(0), n)
+	if byWork := n * max(cost, 1) / MinWork; byWork < w {
+		w = byWork
+	}
+	return max(1, w)
+}
+
+// For runs fn(lo, hi) over [0, n) in contiguous runs, one per goroutine,
+// on Workers(n, cost) goroutines: cost is the work of one index.
+func For(n, cost int, fn func(lo, hi int)) { Chunks(Workers(n, cost), n, fn) }
+
+// Each runs fn(i) for every i in [0, n) on Workers(n, cost) goroutines
+// taking tasks from a shared counter (busy cores even out): cost is the
+// work of one task.
+func Each(n, cost int, fn func(i int)) { Do(Workers(n, cost), n, fn) }
+
+// Do runs fn(i) for every i in [0, n) on up to workers goroutines (0:
+// GOMAXPROCS), which take the tasks in order from a shared counter. With one
+// worker it runs them on the calling goroutine.
+func Do(workers, n int, fn func(i int)) {
+	DoWith(workers, n, func() func(int) { return fn })
+}
+
+// DoWith is Do with state of each goroutine's own: every goroutine calls
+// newWorker once and runs the tasks it takes with the function it returns.
+func DoWith(workers, n int, newWorker func() func(i int)) {
+	if n <= 0 {
+		return
+	}
+	workers = limit(workers, n)
+	if workers == 1 {
+		fn := newWorker()
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			fn := newWorker()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Chunks runs fn(lo, hi) over [0, n) cut into one contiguous run per
+// goroutine, on up to workers goroutines (0: GOMAXPROCS); with one worker,
+// fn(0, n) on the calling goroutine.
+func Chunks(workers, n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	workers = limit(workers, n)
+	if workers == 1 {
+		fn(0, n)
+		return
+	}
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		wg.Go(func() { fn(lo, hi) })
+	}
+	wg.Wait()
+}
+
+func limit(workers, n int) int {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return max(1, min(workers, n))
+}

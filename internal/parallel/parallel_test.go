@@ -1,0 +1,66 @@
+package parallel_test
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/stretchr/testify/assert"
+)
+
+// Every task runs once, whatever the workers and the tasks.
+func TestEveryTaskOnce(t *testing.T) {
+	for _, workers := range []int{0, 1, 2, 3, 7, 64} {
+		for _, n := range []int{0, 1, 2, 5, 100, 1001} {
+			seen := make([]atomic.Int32, n)
+			parallel.Do(workers, n, func(i int) { seen[i].Add(1) })
+			chunks := make([]atomic.Int32, n)
+			parallel.Chunks(workers, n, func(lo, hi int) {
+				assert.Less(t, lo, hi)
+				for i := lo; i < hi; i++ {
+					chunks[i].Add(1)
+				}
+			})
+			for i := range n {
+				assert.EqualValues(t, 1, seen[i].Load(), "Do: workers %d, n %d, task %d", workers, n, i)
+				assert.EqualValues(t, 1, chunks[i].Load(), "Chunks: workers %d, n %d, task %d", workers, n, i)
+			}
+		}
+	}
+}
+
+// DoWith gives each goroutine its own state, made once per goroutine.
+func TestDoWithState(t *testing.T) {
+	var mu sync.Mutex
+	made := 0
+	sums := map[*int]int{}
+	parallel.DoWith(4, 1000, func() func(int) {
+		mu.Lock()
+		made++
+		own := new(int)
+		mu.Unlock()
+		return func(i int) {
+			*own += i
+			mu.Lock()
+			sums[own] = *own
+			mu.Unlock()
+		}
+	})
+	assert.LessOrEqual(t, made, 4)
+	total := 0
+	for _, s := range sums {
+		total += s
+	}
+	assert.Equal(t, 999*1000/2, total)
+}
+
+// Small loops stay on one goroutine; large ones get at most GOMAXPROCS.
+func TestWorkers(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	assert.Equal(t, 1, parallel.Workers(10, 1))
+	assert.Equal(t, 1, parallel.Workers(0, 1))
+	assert.Equal(t, min(procs, 2), parallel.Workers(2, parallel.MinWork))
+	assert.Equal(t, procs, parallel.Workers(1<<20, 1<<10))
+}
