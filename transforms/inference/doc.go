@@ -37,6 +37,13 @@
 // Classify turns any model's results into top-k classes, labelled: the
 // best scores of a float output, or the classes of an integer one (the
 // kNN's vote). RowExamples turns the rows of tensor.Batch (the IDX decoder's
-// output) into examples. See
-// docs/inference.md for your own model and a handler of your own.
+// output) into examples. An ONNX model is loaded (and checked), run and
+// classified so:
+//
+//	h, err := inference.ONNX(ctx, *model, inference.CheckFinite())
+//	results, failed, err := inference.TryRunInference(s, examples, h, batch.Params{}, r.Options()...)
+//	classes, classFailed, err := inference.Classify(ctx, s, results, h.Model().Outputs[0].Name, *topK, *labels)
+//
+// examples/classify is a whole program around these lines (job.Main);
+// docs/inference.md covers your own model and a handler of your own.
 package inference
