@@ -1,10 +1,11 @@
 // Command fashion classifies Fashion-MNIST images on Apache Beam.
 //
-// It classifies with beamgpu's tensor steps: an MLP through RunInference
-// (the default, with the model trained by ./train and shipped in data/),
-// brute-force k-nearest-neighbours against the training set, or an ONNX
-// model (the CNN shipped in data/, or --model_path) through
-// inference.RunONNX and inference.Classify.
+// It decodes and standardises the images with beamgpu's tensor steps and
+// classifies them through RunInference (transforms/inference) and
+// Classify, with one of three handlers: an MLP (the default, with the model
+// trained by ./train and shipped in data/), brute-force
+// k-nearest-neighbours against the training set, or an ONNX model (the CNN
+// shipped in data/, or --model_path).
 //
 // With no flags it classifies the embedded 10,000-image test set on Beam's
 // local runner (prism) and writes to out/fashion. Inputs, the model and the
@@ -42,7 +43,6 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 )
 
 //go:embed data/t10k-images-idx3-ubyte.gz data/t10k-labels-idx1-ubyte.gz data/mlp-784-256-128-10.bgmlp data/cnn-fashion.onnx
@@ -104,13 +104,13 @@ func (embeddedFS) List(_ context.Context, glob string) ([]string, error) {
 var (
 	input      = flag.String("input", "", "an IDX images file, or a directory (or gs:// prefix) of *images-idx3-ubyte* files (with *labels-idx1-ubyte* files of the same prefix when labels are known); empty: the embedded Fashion-MNIST test set ("+embeddedImages+")")
 	output     = flag.String("output", defaultOutput, "output directory (or gs:// prefix) for metrics.json, predictions.csv, confusion.png and failed.jsonl (a run with stub steps: "+stubOutput+")")
-	model      = flag.String("model", ModelMLP, "classifier: mlp (the shipped or --model_path model, through RunInference), knn (k-nearest neighbours against the training set) or onnx (the shipped CNN or a --model_path ONNX model taking [N,1,28,28] pixels/255, through RunONNX and Classify)")
+	model      = flag.String("model", ModelMLP, "classifier, through RunInference: mlp (the shipped or --model_path model), knn (k-nearest neighbours against the training set) or onnx (the shipped CNN or a --model_path ONNX model taking [N,1,28,28] pixels/255)")
 	modelPath  = flag.String("model_path", "", "model file (local or gs://): with --model=mlp one written by ./pipelines/fashion/train (empty: the shipped "+embeddedModel+"); with --model=onnx an ONNX model (empty: the shipped "+embeddedONNX+")")
 	dataDir    = flag.String("data_dir", "/usr/share/datasets/fashion-mnist", "directory (or gs:// prefix) of the training set (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz), the reference of --model=knn")
 	k          = flag.Int("k", 5, "neighbours of --model=knn")
 	weights    = flag.String("knn_weights", tensor.WeightUniform, "vote weighting of --model=knn: uniform, or distance (1/distance)")
 	batchRows  = flag.Int("batch_rows", 256, "rows per batch out of the decoder")
-	maxBatch   = flag.Int("max_batch_rows", 4096, "most rows per model call (RunInference groups batches adaptively up to this)")
+	maxBatch   = flag.Int("max_batch_rows", 4096, "most rows per model call (RunInference groups rows adaptively up to this; an ONNX model's calls take 256 at most)")
 	allowEmpty = flag.Bool("allow_empty", false, "accept an input without records (an empty test set) as a success; without it such a run exits with status 1")
 	strict     = flag.Bool("strict", false, "exit with status 1 if any record failed (failures are always listed in failed.jsonl)")
 
@@ -159,12 +159,8 @@ func pipeline(configure func() (Config, error), sum *summary) job.Pipeline {
 				return err
 			}
 			c.Steps = append(c.Steps, r.Options()...)
-			if err := c.checkONNX(); err != nil {
-				return err
-			}
 			cfg = c
-			Build(s, cfg)
-			return nil
+			return Build(s, cfg)
 		},
 		Report: func(_ context.Context, w io.Writer, res *job.Result) error {
 			var err error
@@ -222,9 +218,8 @@ func orDefault(v, def string) string {
 // none is given), checks the model where it can be read here, and checks the
 // output directory.
 func configFromFlags() (Config, error) {
-	cfg := Config{Output: outputDir(), Model: *model, MLP: *modelPath,
-		KNN:      tensorbeam.KNNParams{K: *k, Weights: *weights, Classes: len(ClassNames)},
-		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: max(1, *maxBatch/max(1, *batchRows))}}
+	cfg := Config{Output: outputDir(), Model: *model, MLP: *modelPath, K: *k, Weights: *weights,
+		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: *maxBatch}}
 	if *batchRows <= 0 || *maxBatch <= 0 {
 		return cfg, fmt.Errorf("--batch_rows=%d --max_batch_rows=%d: want positive numbers", *batchRows, *maxBatch)
 	}
@@ -257,7 +252,7 @@ func configFromFlags() (Config, error) {
 		cfg.MLP = embeddedModel
 	}
 	if cfg.Model == ModelONNX {
-		cfg.MLP, cfg.ONNXBatching = orDefault(*modelPath, embeddedONNX), batch.Params{MinBatchSize: 1, MaxBatchSize: min(*maxBatch, maxONNXBatch)}
+		cfg.MLP, cfg.Batching.MaxBatchSize = orDefault(*modelPath, embeddedONNX), min(*maxBatch, maxONNXBatch)
 	}
 	var err error
 	if cfg.Sources, err = discoverSources(in, *batchRows); err != nil {
@@ -265,7 +260,7 @@ func configFromFlags() (Config, error) {
 	}
 	switch {
 	case cfg.Model == ModelONNX:
-		if cfg.ONNX, err = inference.ONNX(context.Background(), cfg.MLP); err != nil {
+		if cfg.Handler, err = inference.ONNX(context.Background(), cfg.MLP); err != nil {
 			return cfg, fmt.Errorf("--model_path: %w", err)
 		}
 	case cfg.Model == ModelKNN:

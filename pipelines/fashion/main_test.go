@@ -14,9 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
@@ -27,7 +24,6 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -138,19 +134,11 @@ func TestDefaultRunAccuracy(t *testing.T) {
 	assert.Empty(t, readFailures(t, *output))
 }
 
-func init() { register.Function2x0(predictionStrings) }
-
-func predictionStrings(p tensor.Predictions, emit func(string)) {
-	for i, c := range p.Predicted {
-		emit(fmt.Sprintf("%d:%d", p.Offset+i, c))
-	}
-}
-
-// A slice of the test set through decode, standardize and RunInference on
-// prism gives, row by row, the predictions of the model called directly.
-func TestRunInferenceMatchesDirectPrediction(t *testing.T) {
-	dir := t.TempDir()
-	src := slice(t, dir, "t10k", 300)
+// A slice of the test set through the pipeline (decode, standardize,
+// RunInference with the MLP, Classify) on prism gives, row by row, the
+// predictions of the model called directly, in predictions.csv.
+func TestMLPMatchesDirectPrediction(t *testing.T) {
+	src := slice(t, t.TempDir(), "t10k", 300)
 	m, err := tensor.LoadMLP(testModel)
 	require.NoError(t, err)
 	x, err := tensor.ReadDataset(src.Images, src.Labels)
@@ -159,20 +147,45 @@ func TestRunInferenceMatchesDirectPrediction(t *testing.T) {
 	require.NoError(t, err)
 	direct, err := m.Predict(x)
 	require.NoError(t, err)
-	var want []any
+	want := "index,label,predicted\n"
 	for i, c := range direct.Predicted {
-		want = append(want, fmt.Sprintf("%d:%d", i, c))
+		want += fmt.Sprintf("%d,%d,%d\n", i, x.Labels[i], c)
 	}
+	_, files := runOutputs(t, Config{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel,
+		Batching: batch.Params{MinBatchSize: 1, MaxBatchSize: 3}}, selector(t, backend.CPU))
+	assert.Equal(t, want, string(files[predictionsFile]))
+	assert.Empty(t, files["failed.jsonl"])
+}
 
-	opt := step.Using(selector(t, backend.CPU))
-	p, s := beam.NewPipelineWithRoot()
-	raw, decFailed := tensorbeam.DecodeIDXFiles(s, beam.Create(s, src), opt)
-	rows, stdFailed := tensorbeam.StandardizeRows(s, raw, tensor.Scaler{Mode: tensor.ScaleUnit}, opt)
-	preds, infFailed := inference.RunInference(s, rows, inference.MLPHandler{Path: testModel, Dims: imageDims},
-		batch.Params{MinBatchSize: 1, MaxBatchSize: 3}, opt)
-	passert.Equals(s, beam.ParDo(s, predictionStrings, preds), want...)
-	passert.Empty(s, beam.Flatten(s, decFailed, stdFailed, infFailed))
-	ptest.RunAndValidate(t, p)
+// kNN through the pipeline (the reference set loaded by the kNN handler,
+// Classify over its class) gives, row by row, tensor.KNN's predictions
+// called directly, ties between classes broken as it breaks them (by the
+// summed distance, at k=4 frequent), for both weightings.
+func TestKNNMatchesDirectPrediction(t *testing.T) {
+	ref := t.TempDir()
+	slice(t, ref, "train", 500)
+	for _, n := range []string{"images-idx3", "labels-idx1"} {
+		require.NoError(t, os.Rename(filepath.Join(ref, "train-"+n+"-ubyte"), filepath.Join(ref, "train-"+n+"-ubyte.gz")))
+	}
+	refSrc, err := trainingSet(ref, 64)
+	require.NoError(t, err)
+	all, err := tensor.ReadDataset(testImages, testLabels)
+	require.NoError(t, err)
+	all, err = tensor.Scaler{Mode: tensor.ScaleUnit}.Apply(all)
+	require.NoError(t, err)
+	reference, err := tensor.NewReference(all.Slice(0, 500), 10)
+	require.NoError(t, err)
+	src := slice(t, t.TempDir(), "t10k", 800) // rows 500 to 799 are not in the reference
+	for _, w := range []string{tensor.WeightUniform, tensor.WeightDistance} {
+		direct, err := tensor.KNN(all.Slice(0, 800), reference, 4, w)
+		require.NoError(t, err)
+		want := "index,label,predicted\n"
+		for i, c := range direct.Predicted {
+			want += fmt.Sprintf("%d,%d,%d\n", i, all.Labels[i], c)
+		}
+		_, files := runOutputs(t, Config{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, K: 4, Weights: w}, selector(t, backend.CPU))
+		assert.Equal(t, want, string(files[predictionsFile]), w)
+	}
 }
 
 // Bad inputs: each is reported with its file and reason, the good records
@@ -259,7 +272,7 @@ func TestKNNPipeline(t *testing.T) {
 	out := t.TempDir()
 	var buf bytes.Buffer
 	sum, err := execute(context.Background(), Config{Sources: []tensor.Source{q}, Output: out, Model: ModelKNN,
-		Reference: refSrc, KNN: tensorbeam.KNNParams{K: 1, Classes: 10}}, selector(t, backend.CPU), &buf)
+		Reference: refSrc, K: 1}, selector(t, backend.CPU), &buf)
 	require.NoError(t, err)
 	t.Log("\n" + buf.String())
 	assert.Equal(t, 400, sum.Predicted)
@@ -358,7 +371,7 @@ func TestGPUBackendMatchesCPU(t *testing.T) {
 	require.NoError(t, err)
 	for _, cfg := range []Config{
 		{Sources: []tensor.Source{src}, Model: ModelMLP, MLP: testModel},
-		{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, KNN: tensorbeam.KNNParams{K: 5, Classes: 10}},
+		{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, K: 5},
 	} {
 		_, cpu := runOutputs(t, cfg, selector(t, backend.CPU))
 		sum, gpu := runOutputs(t, cfg, gpuSelector(t))
@@ -383,7 +396,7 @@ func TestKNNReferenceOncePerProcess(t *testing.T) {
 	}
 	refSrc, err := trainingSet(ref, 64)
 	require.NoError(t, err)
-	cfg := Config{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, KNN: tensorbeam.KNNParams{K: 5, Classes: 10}}
+	cfg := Config{Sources: []tensor.Source{src}, Model: ModelKNN, Reference: refSrc, K: 5}
 	before := tensor.StepKNN.SideStats()
 	sum, _ := runOutputs(t, cfg, gpuSelector(t))
 	after := tensor.StepKNN.SideStats()
@@ -463,7 +476,7 @@ func TestExecutorGoneAtRunTime(t *testing.T) {
 }
 
 // --model=onnx: the shipped CNN (embedded) classifies the 10,000 test images
-// through RunONNX and Classify with accuracy 0.91 or better on every backend:
+// through RunInference and Classify with accuracy 0.91 or better on every backend:
 // the CPU, and auto and gpu with the reference executor (every operator of
 // the CNN has a GPU kernel, so both run it there).
 // --model_path names another ONNX model.
@@ -473,10 +486,10 @@ func TestONNXModelAccuracy(t *testing.T) {
 	require.NoError(t, err)
 	h, err := inference.ONNX(ctx, embeddedONNX)
 	require.NoError(t, err)
-	cfg := Config{Sources: srcs, Model: ModelONNX, MLP: embeddedONNX, ONNX: h}
+	cfg := Config{Sources: srcs, Model: ModelONNX, MLP: embeddedONNX, Handler: h}
 	require.Empty(t, h.Model().OpsWithoutGPU())
 	for _, kind := range []backend.Kind{backend.CPU, backend.Auto, backend.GPU} {
-		sel, err := backend.New(backend.Config{Default: kind, Steps: append(step.Backends(tensor.StepDecode, tensor.StepStandardize), h.Use()),
+		sel, err := backend.New(backend.Config{Default: kind, Steps: step.Backends(tensor.StepDecode, tensor.StepStandardize, h.Step()),
 			Executor: steptest.UseExecutor()})
 		require.NoError(t, err)
 		sum, _ := runOutputs(t, cfg, sel)
@@ -496,8 +509,8 @@ func TestONNXModelAccuracy(t *testing.T) {
 	c, err := configFromFlags()
 	require.NoError(t, err)
 	assert.Equal(t, "data/cnn-fashion.onnx", c.MLP)
-	require.NotNil(t, c.ONNX)
-	assert.Equal(t, h.Model().ID, c.ONNX.Model().ID, "the embedded model is the file's")
+	require.IsType(t, &inference.ONNXHandler{}, c.Handler)
+	assert.Equal(t, h.Model().ID, c.Handler.(*inference.ONNXHandler).Model().ID, "the embedded model is the file's")
 	*modelPath = "data/" + shippedModel
 	_, err = configFromFlags()
 	assert.ErrorContains(t, err, "--model_path")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -10,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +20,6 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
-	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
@@ -39,16 +38,21 @@ const (
 // intermediate tensors grow with it: 256 rows, about 90 MB).
 const maxONNXBatch = 256
 
+// modelStep is the step the classifier of model runs on.
+func modelStep(model string) step.Any {
+	switch model {
+	case ModelKNN:
+		return tensor.StepKNN
+	case ModelONNX:
+		return onnxstep.StepRun
+	}
+	return tensor.StepMLP
+}
+
 // pipelineSteps are the steps Build builds for model, in their order: what
 // --backend_override and the explain report know.
 func pipelineSteps(model string) []step.Any {
-	switch model {
-	case ModelKNN:
-		return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepKNN}
-	case ModelONNX:
-		return []step.Any{tensor.StepDecode, tensor.StepStandardize, onnxstep.StepRun}
-	}
-	return []step.Any{tensor.StepDecode, tensor.StepStandardize, tensor.StepMLP}
+	return []step.Any{tensor.StepDecode, tensor.StepStandardize, modelStep(model)}
 }
 
 // Config is one run of the pipeline.
@@ -59,16 +63,21 @@ type Config struct {
 	Output string
 	// Model is ModelMLP, ModelKNN or ModelONNX.
 	Model string
+	// Handler runs the model; nil: the handler of Model made from MLP, or
+	// Reference, K and Weights (an ONNX model's is made where the model is
+	// checked, configFromFlags).
+	Handler inference.Handler
 	// MLP is the model file of ModelMLP or ModelONNX.
 	MLP string
-	// ONNX is the handler of ModelONNX's model, ONNXBatching its
-	// batching of rows (zero: up to maxONNXBatch rows).
-	ONNX         *inference.ONNXHandler
-	ONNXBatching batch.Params
-	// Reference is the labelled training set of ModelKNN.
+	// Reference is the labelled training set of ModelKNN, K its
+	// neighbours (0: 5) and Weights its vote's weighting (tensor.WeightUniform
+	// or tensor.WeightDistance; "": uniform).
 	Reference tensor.Source
-	KNN       tensorbeam.KNNParams
-	// Batching groups input batches for the model (RunInference).
+	K         int
+	Weights   string
+	// Batching groups rows into calls of the model (RunInference); zero:
+	// up to maxONNXBatch rows for an ONNX model, batch.Params' defaults
+	// for the others.
 	Batching batch.Params
 	// Steps are passed to every step (the backend selector).
 	Steps []step.Option
@@ -100,134 +109,104 @@ func (c Config) inputs() []string {
 // imageDims is the shape of Fashion-MNIST: 28x28 images, 10 classes.
 var imageDims = []int{784, 256, 128, 10}
 
+// classifier is how Build classifies: the model's handler, the input its
+// examples hold (its name and a row's shape), the output Classify reads,
+// and the batching of the model's calls.
+type classifier struct {
+	handler  inference.Handler
+	input    string
+	shape    []int
+	output   string
+	batching batch.Params
+}
+
+// classifier returns the classifier of c.Model: the MLP's probabilities,
+// the kNN's vote (its own class: its ties are broken by distance), the
+// ONNX model's first output ([1,28,28] pixels into its first input).
+func (c Config) classifier() (classifier, error) {
+	cl := classifier{handler: c.Handler, input: inference.RowInput, batching: c.Batching}
+	var err error
+	switch c.Model {
+	case ModelMLP:
+		cl.output = inference.OutputProbabilities
+		if cl.handler == nil {
+			cl.handler, err = inference.MLP(c.MLP, imageDims...)
+		}
+	case ModelKNN:
+		cl.output = inference.OutputClass
+		if cl.handler == nil {
+			ref := c.Reference
+			ref.Classes = cmp.Or(ref.Classes, len(ClassNames))
+			cl.handler, err = inference.KNN(ref, cmp.Or(c.K, 5), inference.KNNWeights(cmp.Or(c.Weights, tensor.WeightUniform)),
+				inference.KNNScaler(unitScaler))
+		}
+	case ModelONNX:
+		h, ok := cl.handler.(*inference.ONNXHandler)
+		if !ok || h.Model() == nil {
+			return cl, fmt.Errorf("--model=onnx: no model loaded (inference.ONNX)")
+		}
+		m := h.Model()
+		cl.input, cl.shape, cl.output = m.Inputs[0].Name, []int{1, 28, 28}, m.Outputs[0].Name
+		if cl.batching.MaxBatchSize == 0 {
+			cl.batching = batch.Params{MinBatchSize: 1, MaxBatchSize: maxONNXBatch}
+		}
+	default:
+		return cl, fmt.Errorf("--model=%s: want mlp, knn or onnx", c.Model)
+	}
+	return cl, err
+}
+
+// unitScaler scales pixels to [0, 1]: the standardize step's, and the
+// kNN reference set's.
+var unitScaler = tensor.Scaler{Mode: tensor.ScaleUnit}
+
 // Build adds the pipeline to s.
 //
-//	IDX files -> decode -> standardize (x/255) -> RunInference(mlp) or knn(side input: training set) --> report
-//	failures of every step ----------------------------------------------------------------------------'
-func Build(s beam.Scope, cfg Config) {
-	sources := beam.CreateList(s, cfg.Sources)
-	raw, decodeFailed := tensorbeam.DecodeIDXFiles(s, sources, cfg.Steps...)
-	beam.ParDo0(s, &countRowsFn{}, raw)
-	rows, stdFailed := tensorbeam.StandardizeRows(s, raw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
-
-	var preds, modelFailed beam.PCollection
-	switch cfg.Model {
-	case ModelKNN:
-		rs := s.Scope("reference")
-		refRaw, refDecodeFailed := tensorbeam.DecodeIDXFiles(rs, beam.Create(rs, cfg.Reference), cfg.Steps...)
-		ref, refStdFailed := tensorbeam.StandardizeRows(rs, refRaw, tensor.Scaler{Mode: tensor.ScaleUnit}, cfg.Steps...)
-		beam.ParDo0(rs, failOnReferenceError, beam.Flatten(rs, refDecodeFailed, refStdFailed))
-		preds, modelFailed = tensorbeam.KNNClassify(s, rows, ref, cfg.KNN, cfg.Steps...)
-	case ModelONNX:
-		preds, modelFailed = classifyONNX(s, rows, cfg)
-	default:
-		h := inference.MLPHandler{Path: cfg.MLP, Dims: imageDims}
-		preds, modelFailed = inference.RunInference(s, rows, h, cfg.Batching, cfg.Steps...)
+//	IDX files -> decode -> standardize (x/255) -> examples -> RunInference(mlp, knn or onnx) -> Classify (top 1) --> report
+//	failures of every step -------------------------------------------------------------------------------------'
+func Build(s beam.Scope, cfg Config) error {
+	cl, err := cfg.classifier()
+	if err != nil {
+		return err
 	}
+	raw, decodeFailed := tensorbeam.DecodeIDXFiles(s, beam.CreateList(s, cfg.Sources), cfg.Steps...)
+	beam.ParDo0(s, &countRowsFn{}, raw)
+	rows, stdFailed := tensorbeam.StandardizeRows(s, raw, unitScaler, cfg.Steps...)
+	examples, rowsFailed := inference.RowExamples(s, rows, cl.input, cl.shape...)
+	results, runFailed, err := inference.TryRunInference(s, examples, cl.handler, cl.batching, cfg.Steps...)
+	if err != nil {
+		return err
+	}
+	classes, classFailed, err := inference.Classify(context.Background(), s, results, cl.output, 1, "")
+	if err != nil {
+		return err
+	}
+	failed := beam.Flatten(s, decodeFailed, stdFailed, rowsFailed, runFailed, classFailed)
 
-	failed := beam.Flatten(s, decodeFailed, stdFailed, modelFailed)
-	rep := s.Scope("report")
 	// The report runs once even when nothing came in (an empty input), so
 	// that every run writes its own report: a third input of one element
 	// makes sure the group exists.
+	rep := s.Scope("report")
 	run := runInfo{ID: cfg.RunID, Inputs: cfg.inputs(), Args: cfg.Args}
 	if !cfg.Started.IsZero() {
 		run.Started = cfg.Started.UTC().Format(time.RFC3339)
 	}
-	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg), Run: run},
-		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, preds), beam.AddFixedKey(rep, failed), beam.AddFixedKey(rep, beam.Create(rep, 1))))
-}
-
-// checkONNX refuses, before the pipeline is built, an ONNX model that the
-// backend selector would put on the GPU where it cannot run (operators
-// without a GPU kernel under --backend=gpu); RunONNX would panic.
-func (c Config) checkONNX() error {
-	if c.Model != ModelONNX {
-		return nil
-	}
-	if c.ONNX == nil {
-		return fmt.Errorf("--model=onnx: no model loaded")
-	}
-	_, err := step.ResolveUse(onnxstep.StepRun, c.ONNX.Use(), c.Steps...)
-	return err
-}
-
-// classifyONNX classifies the standardized rows with the ONNX model of
-// cfg: each row an Example ([1,28,28], keyed by its source and label),
-// RunONNX, the top class of the first output (Classify), back to
-// Predictions of one row. A row the model or Classify fails is a failure
-// of one record.
-func classifyONNX(s beam.Scope, rows beam.PCollection, cfg Config) (preds, failed beam.PCollection) {
-	s = s.Scope("onnx")
-	ex := beam.ParDo(s, &rowsToExamplesFn{Input: cfg.ONNX.Model().Inputs[0].Name}, rows)
-	p := cfg.ONNXBatching
-	if p.MaxBatchSize == 0 {
-		p = batch.Params{MinBatchSize: 1, MaxBatchSize: maxONNXBatch}
-	}
-	results, runFailed := inference.RunONNX(s, ex, cfg.ONNX, p, cfg.Steps...)
-	classes, classFailed, err := inference.Classify(context.Background(), s, results, cfg.ONNX.Model().Outputs[0].Name, 1, "")
-	if err != nil {
-		panic(err) // k is 1 and there is no labels file: Classify cannot fail
-	}
-	preds = beam.ParDo(s, classToPredictions, classes)
-	failed = beam.ParDo(s, oneRecord, beam.Flatten(s, runFailed, classFailed))
-	return preds, failed
-}
-
-// rowsToExamplesFn turns a batch of standardized rows into one Example
-// per row: Key "source|label", Index the row's index in its source.
-type rowsToExamplesFn struct{ Input string }
-
-func (f *rowsToExamplesFn) ProcessElement(b tensor.Batch, emit func(inference.Example)) {
-	for i := 0; i < b.Rows; i++ {
-		label := int32(-1)
-		if b.Labels != nil {
-			label = b.Labels[i]
-		}
-		x := nd.Of(slices.Clone(b.Row(i)), 1, 28, 28)
-		emit(inference.Example{Key: b.Source + "|" + strconv.Itoa(int(label)), Index: int64(b.Offset + i),
-			Inputs: []inference.Tensor{{Name: f.Input, Array: x}}})
-	}
-}
-
-// classToPredictions is one row's Predictions: its source, index, label
-// (from its key) and top class.
-func classToPredictions(c inference.Classification) (tensor.Predictions, error) {
-	i := strings.LastIndex(c.Key, "|")
-	label, err := strconv.Atoi(c.Key[i+1:])
-	if i < 0 || err != nil {
-		return tensor.Predictions{}, fmt.Errorf("onnx: row key %q has no label", c.Key)
-	}
-	return tensor.Predictions{Source: c.Key[:i], Offset: int(c.Index), Labels: []int32{int32(label)},
-		Predicted: []int32{int32(c.Top[0].Index)}, Classes: len(ClassNames)}, nil
-}
-
-// oneRecord counts a row's failure as one failed record.
-func oneRecord(f step.Failure) step.Failure {
-	f.Items = 1
-	return f
+	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg, cl.handler), Run: run},
+		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, classes), beam.AddFixedKey(rep, failed), beam.AddFixedKey(rep, beam.Create(rep, 1))))
+	return nil
 }
 
 // stubSteps returns the steps of the pipeline of cfg that run their
-// stand-ins: its outputs are then not results, and say so.
-func stubSteps(cfg Config) []string {
+// stand-ins (the model's as its handler uses it): its outputs are then
+// not results, and say so.
+func stubSteps(cfg Config, h inference.Handler) []string {
 	var out []string
-	for _, s := range pipelineSteps(cfg.Model) {
-		resolve := func() (backend.Decision, error) { return step.Resolve(s, cfg.Steps...) }
-		if s.Name() == onnxstep.StepRun.Name() && cfg.ONNX != nil {
-			resolve = func() (backend.Decision, error) { return step.ResolveUse(s, cfg.ONNX.Use(), cfg.Steps...) }
-		}
-		if d, err := resolve(); err == nil && d.Impl == backend.Stub {
+	for _, s := range []step.Any{tensor.StepDecode, tensor.StepStandardize, h.Step()} {
+		if d, err := step.Resolve(s, cfg.Steps...); err == nil && d.Impl == backend.Stub {
 			out = append(out, s.Name())
 		}
 	}
 	return out
-}
-
-// failOnReferenceError fails the job when the reference set cannot be read:
-// without it no query can be classified, and the error says why.
-func failOnReferenceError(f step.Failure) error {
-	return fmt.Errorf("kNN reference set: %s", f.Error())
 }
 
 // countRowsFn counts the rows decoded (metric records_decoded): with the
@@ -242,14 +221,9 @@ func (f *countRowsFn) ProcessElement(ctx context.Context, b tensor.Batch) {
 
 func init() {
 	register.DoFn2x0[context.Context, tensor.Batch](&countRowsFn{})
-	register.DoFn2x0[tensor.Batch, func(inference.Example)](&rowsToExamplesFn{})
-	register.Emitter1[inference.Example]()
-	register.Function1x2(classToPredictions)
-	register.Function1x1(oneRecord)
-	register.Function1x1(failOnReferenceError)
-	register.DoFn5x1[context.Context, int, func(*tensor.Predictions) bool, func(*step.Failure) bool, func(*int) bool, error](&reportFn{})
+	register.DoFn5x1[context.Context, int, func(*inference.Classification) bool, func(*step.Failure) bool, func(*int) bool, error](&reportFn{})
 	register.Iter1[int]()
-	register.Iter1[tensor.Predictions]()
+	register.Iter1[inference.Classification]()
 	register.Iter1[step.Failure]()
 }
 
@@ -365,7 +339,7 @@ func discoverRemoteSources(ctx context.Context, input string, src func(images, l
 // filesystems, except in a plan.
 func trainingSet(dir string, batchRows int) (tensor.Source, error) {
 	src := tensor.Source{Images: jobfiles.Join(dir, "train-images-idx3-ubyte.gz"),
-		Labels: jobfiles.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28}
+		Labels: jobfiles.Join(dir, "train-labels-idx1-ubyte.gz"), BatchRows: batchRows, Height: 28, Width: 28, Classes: len(ClassNames)}
 	if !strings.Contains(dir, "://") {
 		src.Images, src.Labels = filepath.Join(dir, "train-images-idx3-ubyte.gz"), filepath.Join(dir, "train-labels-idx1-ubyte.gz")
 	}

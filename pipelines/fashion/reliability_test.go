@@ -15,7 +15,6 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
-	"github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -83,7 +82,7 @@ func TestKLargerThanTheReferenceFailsOnce(t *testing.T) {
 	out := t.TempDir()
 	var buf bytes.Buffer
 	_, err = execute(context.Background(), Config{Sources: []tensor.Source{q}, Output: out, Model: ModelKNN,
-		Reference: refSrc, KNN: tensorbeam.KNNParams{K: 5, Classes: 10}}, selector(t, backend.CPU), &buf)
+		Reference: refSrc, K: 5}, selector(t, backend.CPU), &buf)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "knn: k=5 is more than the 3 rows of the reference set")
 	// The failures' sink may or may not have run before the job failed

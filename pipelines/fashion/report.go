@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -57,7 +59,8 @@ type metrics struct {
 	StubSteps []string `json:"stub_steps,omitempty"`
 }
 
-// reportFn gathers every prediction and failure (one key) and writes the outputs.
+// reportFn gathers every row's class and every failure (one key) and
+// writes the outputs.
 type reportFn struct {
 	Output  string
 	Sources int
@@ -84,20 +87,20 @@ type row struct {
 	label, predicts int32
 }
 
-func (f *reportFn) ProcessElement(ctx context.Context, _ int, predsIter func(*tensor.Predictions) bool, failIter func(*step.Failure) bool, _ func(*int) bool) error {
+func (f *reportFn) ProcessElement(ctx context.Context, _ int, classIter func(*inference.Classification) bool, failIter func(*step.Failure) bool, _ func(*int) bool) error {
 	var rows []row
 	classes := len(ClassNames)
-	var p tensor.Predictions
-	for predsIter(&p) {
-		for i, c := range p.Predicted {
-			r := row{source: p.Source, index: p.Offset + i, label: -1, predicts: c}
-			if p.Labels != nil {
-				r.label = p.Labels[i]
+	var c inference.Classification
+	for classIter(&c) {
+		r := row{source: c.Source, index: int(c.Index), label: -1, predicts: int32(c.Top[0].Index)}
+		if l, ok := c.Carried(inference.CarryLabel); ok {
+			if v, err := nd.Int64s(l); err == nil && len(v) == 1 {
+				r.label = int32(v[0])
 			}
-			rows = append(rows, r)
 		}
-		classes = max(classes, p.Classes)
-		p = tensor.Predictions{}
+		rows = append(rows, r)
+		classes = max(classes, int(r.predicts)+1)
+		c = inference.Classification{}
 	}
 	var failures []step.Failure
 	var fl step.Failure

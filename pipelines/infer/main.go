@@ -320,7 +320,7 @@ func checkConfig(ctx context.Context, cfg Config) error {
 	if n := cfg.NPY; n != nil {
 		want := v.Type
 		if want == nd.Float16 || want == nd.BFloat16 {
-			want = nd.Float32 // as RunONNX takes them
+			want = nd.Float32 // as the ONNX handler takes them
 		}
 		if n.Type != want && n.Type != v.Type {
 			return fmt.Errorf("--input %s: dtype %v, but the model %s's input %q is %v (%s): convert it (x.astype(np.%v))", cfg.NPYPath, n.Type, cfg.Model, v.Name, v.Type, v, want)

@@ -35,7 +35,7 @@ const (
 // removes those of the previous run first.
 var outputFiles = []string{predictionsFile, rowsFile, classesFile, summaryFile, jobfiles.FailedFile}
 
-// The steps of failures this pipeline makes itself (RunONNX's are "onnx",
+// The steps of failures this pipeline makes itself (RunInference's are "onnx",
 // Classify's "classify").
 const (
 	stepRead   = "read"
@@ -59,7 +59,7 @@ type Config struct {
 	Output string
 	// ShardRows is the rows of a read shard.
 	ShardRows int
-	// Batching groups rows for the model (RunONNX).
+	// Batching groups rows for the model (RunInference).
 	Batching batch.Params
 	// Labels and TopK: classes.jsonl, when TopK > 0.
 	Labels string
@@ -132,8 +132,8 @@ func shards(cfg Config) []shard {
 
 // Build adds the pipeline to s.
 //
-//	shards (row ranges) -> Reshuffle -> read rows | RunONNX | write part files   (one fused stage)
-//	                                                       '-> Classify -> write part files
+//	shards (row ranges) -> Reshuffle -> read rows | RunInference | write part files   (one fused stage)
+//	                                                            '-> Classify -> write part files
 //	part files' names and every failure -> report: predictions.npy (rows in input order), classes.jsonl, failed.jsonl
 //
 // Rows never cross a stage boundary: each worker reads its ranges, runs
@@ -155,7 +155,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	} else {
 		examples, readFailed = beam.ParDo2(s, &readImagesFn{Pre: cfg.Preprocess, Input: input, Batched: m.Batched()}, sh)
 	}
-	results, modelFailed := inference.RunONNX(s, examples, h, cfg.Batching, cfg.Steps...)
+	results, modelFailed := inference.RunInference(s, examples, h, cfg.Batching, cfg.Steps...)
 	w := partWriter{Output: cfg.Output, RunID: cfg.RunID, ShardRows: cfg.ShardRows, N: cfg.Rows()}
 	w.File = predictionsFile
 	parts := []beam.PCollection{beam.ParDo(s, &writePredictionsFn{W: w, Batched: m.Batched()}, results)}

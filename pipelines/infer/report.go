@@ -235,7 +235,7 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 	})
 }
 
-// rowName names a row in failed.jsonl as RunONNX does: its key, or "#index".
+// rowName names a row in failed.jsonl as RunInference does: its key, or "#index".
 func (f *reportFn) rowName(i int) string {
 	if i < len(f.Keys) {
 		return f.Keys[i]

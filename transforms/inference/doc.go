@@ -1,32 +1,49 @@
-// Package inference runs models (users' ONNX files, the MLP) over rows in Beam pipelines.
+// Package inference runs models (the MLP, kNN, users' ONNX files, models
+// of your own) over examples in Beam pipelines.
 //
-// It works in the manner of Beam Python's RunInference. RunONNX runs an
-// ONNX model (the handler from ONNX, which loads and checks the file before
-// the pipeline is built) on Examples, named tensors one row each, keyed or
-// indexed, and returns a Result per example (its key, index, the model's ID
-// and its outputs) and a failure per bad row or failed call; Classify turns
-// results into top-k classes, labelled. RunInference runs the MLP handler
-// on tensor.Batch rows. A ModelHandler or the ONNX handler loads the model once
-// per worker process (shared by every bundle and DoFn instance that uses the
-// same model), the input is grouped by the adaptive batching transform
-// (transforms/batch) so each call to the model is large enough to amortise
-// its fixed cost, and the transform reports RunInference's metrics:
+// It works in the manner of Beam Python's RunInference: one transform,
+// RunInference, and a handler per kind of model. An Example is one row of
+// named tensors (nd.Array), keyed or indexed; a Result, the model's outputs
+// by name, with the example's key, source, index and carried arrays and the
+// model's ID. The handlers are MLP (a model file of the trainer), KNN (k
+// nearest neighbours against a labelled reference set of IDX files) and
+// ONNX (an ONNX model file, loaded and checked before the pipeline is
+// built); each names the registered step its model runs on (mlp, knn,
+// onnx), so --backend, the explain report, stubs, the GPU and its
+// fallback to the CPU apply to every model alike.
+//
+// A handler is carried in the pipeline as its kind (Register) and an
+// encoded configuration, and loads its model once per worker process,
+// shared by every bundle and DoFn instance that uses the same model. The
+// examples are grouped by the adaptive batching transform
+// (transforms/batch), so that each call to the model is large enough to
+// amortise its fixed cost; a model checks each example first (Model.Check),
+// and a bad one fails alone while the rest of its batch runs. Every failure
+// is a step.Failure of one example, on the dead-letter output, so that
+// results plus failures are the examples. RunInference reports Beam
+// Python's RunInference metrics:
 //
 //	beamgpu/runinference.num_inferences                    counter: rows predicted
 //	beamgpu/runinference.failed_batches_counter            counter: model calls that failed
+//	beamgpu/runinference.bad_rows                          counter: examples the model refused (Check)
 //	beamgpu/runinference.inference_request_batch_size      distribution: rows per call
 //	beamgpu/runinference.inference_request_batch_byte_size distribution: bytes per call
 //	beamgpu/runinference.inference_batch_latency_micro_secs distribution: time per call
 //	beamgpu/runinference.load_model_latency_milli_secs     distribution: time to load
 //	beamgpu/runinference.model_byte_size                   distribution: size of the model
 //
-// RunONNX also counts runinference.bad_rows: examples refused before the
-// model ran. See docs/inference.md for using your own model.
+// and the metrics of the handler's step (mlp.items, onnx.batches, ...).
 //
-// A handler names the registered step its model runs on (the MLP's is
-// "mlp", an ONNX model's "onnx", with an explain line per model); the backend selector resolves that step like any other, so the
-// same pipeline runs the model on the CPU, the GPU or a stub.
+// Classify turns any model's results into top-k classes, labelled: the
+// best scores of a float output, or the classes of an integer one (the
+// kNN's vote). RowExamples turns the rows of tensor.Batch (the IDX decoder's
+// output) into examples. An ONNX model is loaded (and checked), run and
+// classified so:
 //
-// Handlers are registered by kind (Register), like image formats, and carried
-// in the pipeline as their kind and an encoded configuration.
+//	h, err := inference.ONNX(ctx, *model, inference.CheckFinite())
+//	results, failed, err := inference.TryRunInference(s, examples, h, batch.Params{}, r.Options()...)
+//	classes, classFailed, err := inference.Classify(ctx, s, results, h.Model().Outputs[0].Name, *topK, *labels)
+//
+// examples/classify is a whole program around these lines (job.Main);
+// docs/inference.md covers your own model and a handler of your own.
 package inference

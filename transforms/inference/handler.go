@@ -8,41 +8,65 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/tensor"
 )
 
-// ModelHandler loads a model and says which step runs it.
-type ModelHandler interface {
+// Handler is a model for RunInference: it says which step runs the model
+// and loads it, once per worker process. The MLP, KNN and ONNX handlers are
+// this package's; a handler of your own is registered by its kind
+// (Register) and carried in the pipeline as its kind and Config.
+type Handler interface {
 	// Kind is the name the handler's factory is registered under.
 	Kind() string
 	// Config encodes the handler, to be decoded by its factory on a worker.
 	Config() ([]byte, error)
-	// Key identifies the loaded model in a process: handlers with one key share it.
+	// Key identifies the loaded model in a process: handlers with one key
+	// share one Model.
 	Key() string
-	// Step is the registered step whose implementation runs the model.
+	// Step is the registered step whose implementations (CPU, GPU, stub)
+	// run the model, with the model's use of it where it has one
+	// (step.WithUse: an explain line of its own, why it cannot run on
+	// the GPU). --backend, --backend_override and the explain report
+	// resolve it as any step.
 	Step() step.Any
-	// Load loads the model to run with implementation impl of Step.
-	Load(impl backend.Kind) (Model, error)
+	// Load loads the model. RunInference calls it once per process and
+	// key, from a worker's Setup.
+	Load(ctx context.Context) (Model, error)
 }
 
-// Model is a loaded model.
+// Model is a loaded model: it checks examples and runs its step on them.
+// RunInference calls it from several bundles at once.
 type Model interface {
-	// Predict classifies the rows of a batch.
-	Predict(ctx context.Context, b tensor.Batch) (tensor.Predictions, error)
+	// ID identifies the model's content (a hash of its file); every
+	// Result carries it.
+	ID() string
 	// SizeBytes is the model's size in memory.
 	SizeBytes() int64
+	// Check refuses an example the model cannot take (a missing input, a
+	// wrong type or shape, a NaN where the model checks for them) with an
+	// error naming the input and the reason: that example alone fails,
+	// counted in runinference.bad_rows, and the rest of its batch runs.
+	Check(e Example) error
+	// Batched reports whether examples can share a call (stacked along a
+	// batch axis); if not, Predict gets one example at a time.
+	Batched() bool
+	// Predict runs the model on examples that passed Check with the
+	// implementation impl of the handler's step (Step().Name(), through
+	// the step's ImplContext(impl)) and returns each example's outputs, in
+	// order. An error fails every example of the call.
+	Predict(ctx context.Context, impl backend.Kind, examples []Example) ([][]Tensor, error)
 }
 
 // Factory decodes a handler from its Config.
-type Factory func(config []byte) (ModelHandler, error)
+type Factory func(config []byte) (Handler, error)
 
 var (
 	factoriesMu sync.RWMutex
 	factories   = map[string]Factory{}
 )
 
-// Register makes a handler kind available to RunInference. It panics if the
-// kind is registered twice.
+// Register makes a handler kind available to RunInference: call it from
+// an init function of the handler's package, so that every worker binary
+// has it. It panics if the kind is registered twice.
 func Register(kind string, f Factory) {
 	factoriesMu.Lock()
 	defer factoriesMu.Unlock()
@@ -52,7 +76,7 @@ func Register(kind string, f Factory) {
 	factories[kind] = f
 }
 
-func decodeHandler(kind string, config []byte) (ModelHandler, error) {
+func decodeHandler(kind string, config []byte) (Handler, error) {
 	factoriesMu.RLock()
 	f, ok := factories[kind]
 	factoriesMu.RUnlock()
@@ -62,7 +86,7 @@ func decodeHandler(kind string, config []byte) (ModelHandler, error) {
 	return f(config)
 }
 
-// shared holds the models loaded in this process, one per key and implementation.
+// shared holds the models loaded in this process, one per key.
 var shared struct {
 	sync.Mutex
 	m map[string]*sharedModel
@@ -75,10 +99,10 @@ type sharedModel struct {
 	took  time.Duration
 }
 
-// load returns the shared model of h for impl, loading it on first use.
-// loaded reports whether this call did the loading (and took that long).
-func load(h ModelHandler, impl backend.Kind) (m Model, took time.Duration, loaded bool, err error) {
-	key := h.Key() + "|" + string(impl)
+// load returns the shared model of h, loading it on first use. loaded
+// reports whether this call did the loading (and took that long).
+func load(ctx context.Context, h Handler) (m Model, took time.Duration, loaded bool, err error) {
+	key := h.Key()
 	shared.Lock()
 	if shared.m == nil {
 		shared.m = map[string]*sharedModel{}
@@ -92,11 +116,11 @@ func load(h ModelHandler, impl backend.Kind) (m Model, took time.Duration, loade
 	e.once.Do(func() {
 		loaded = true
 		start := time.Now()
-		e.model, e.err = h.Load(impl)
+		e.model, e.err = h.Load(ctx)
 		e.took = time.Since(start)
 	})
 	if e.err != nil {
-		return nil, 0, loaded, fmt.Errorf("inference: loading %s: %w", h.Key(), e.err)
+		return nil, 0, loaded, fmt.Errorf("inference: loading %s: %w", key, e.err)
 	}
 	return e.model, e.took, loaded, nil
 }

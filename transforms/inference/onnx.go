@@ -2,113 +2,69 @@ package inference
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/runtime/backend"
-	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
 
-// Tensor is a named array: one of a model's inputs or outputs.
-type Tensor struct {
-	Name  string
-	Array nd.Array
-}
-
-// Example is one input row of RunONNX: the model's inputs by name, each
-// without the batch axis where the model has one (a [3x224x224] image for
-// an input declared [N, 3, 224, 224]), and a key or an index that its
-// Result and its failure carry through.
-type Example struct {
-	// Key names the example ("" for an unkeyed one, then named by Index).
-	Key   string
-	Index int64
-	// Inputs are the model's inputs, by name, in any order.
-	Inputs []Tensor
-}
-
-// ID names the example in a failure: its key, or "#" and its index.
-func (e Example) ID() string {
-	if e.Key != "" {
-		return e.Key
-	}
-	return "#" + strconv.FormatInt(e.Index, 10)
-}
-
-// Result is a model's outputs for one Example: its key and index, the
-// model's ID (onnx.Model.ID: the content of its file) and the outputs, by
-// name, in the model's order, without the batch axis.
-type Result struct {
-	Key     string
-	Index   int64
-	ModelID string
-	Outputs []Tensor
-}
-
-// ID names the result as its example is named: its key, or "#" and its
-// index.
-func (r Result) ID() string { return Example{Key: r.Key, Index: r.Index}.ID() }
-
-// Output returns the output called name, ok false if there is none.
-func (r Result) Output(name string) (nd.Array, bool) {
-	for _, t := range r.Outputs {
-		if t.Name == name {
-			return t.Array, true
-		}
-	}
-	return nd.Array{}, false
-}
+// KindONNX is the registered kind of ONNXHandler.
+const KindONNX = "onnx"
 
 func init() {
-	register.DoFn4x1[context.Context, []Example, func(Result), func(step.Failure), error](&onnxFn{})
-	register.Emitter1[Result]()
-	beam.RegisterCoder(reflect.TypeOf(Example{}), EncodeExample, DecodeExample)
-	beam.RegisterCoder(reflect.TypeOf(Result{}), EncodeResult, DecodeResult)
+	Register(KindONNX, func(config []byte) (Handler, error) {
+		h := &ONNXHandler{}
+		if err := json.Unmarshal(config, h); err != nil {
+			return nil, fmt.Errorf("inference: onnx handler config: %w", err)
+		}
+		return h, nil
+	})
 }
 
 // ONNXOption sets an option of ONNX.
 type ONNXOption func(*ONNXHandler)
 
-// CheckFinite makes RunONNX fail a row with a NaN or an infinity in a
+// CheckFinite makes the model refuse a row with a NaN or an infinity in a
 // float input, as that row's failure.
 func CheckFinite() ONNXOption { return func(h *ONNXHandler) { h.CheckFinite = true } }
 
 // ONNXHandler runs an ONNX model file with the onnx step (CPU, GPU
-// executor or stub, as the backend selector chooses).
+// executor or stub, as the backend selector chooses). Each example holds
+// the model's inputs by name, without the batch axis where the model has
+// one; each result, its outputs by name.
 type ONNXHandler struct {
 	// Path is the model file: a local path or any Beam filesystem path
 	// (gs://...), readable by every worker.
 	Path        string
 	CheckFinite bool
 
-	// model is the model as loaded at construction, to describe it.
+	// model is the model as loaded at construction, to describe it (nil
+	// in a handler decoded on a worker).
 	model *onnx.Model
 }
 
 // ONNX returns the handler of the ONNX model at path, loaded once here to
 // check it (a file that is not a model, or has an operator outside the op
 // set, is an error naming the file and the reason, before any pipeline
-// runs) and once per worker process by RunONNX.
+// runs) and once per worker process by RunInference (once in all, where
+// the pipeline runs in this process).
 func ONNX(ctx context.Context, path string, opts ...ONNXOption) (*ONNXHandler, error) {
+	if path == "" {
+		return nil, fmt.Errorf("inference: ONNX: no model path")
+	}
 	h := &ONNXHandler{Path: path}
 	for _, o := range opts {
 		o(h)
 	}
-	m, err := loadONNX(ctx, path)
+	m, _, err := loadONNX(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +75,23 @@ func ONNX(ctx context.Context, path string, opts ...ONNXOption) (*ONNXHandler, e
 // Model returns the model as loaded by ONNX (its inputs, outputs, ID).
 func (h *ONNXHandler) Model() *onnx.Model { return h.model }
 
+// Kind implements Handler.
+func (h *ONNXHandler) Kind() string { return KindONNX }
+
+// Config implements Handler.
+func (h *ONNXHandler) Config() ([]byte, error) { return json.Marshal(h) }
+
+// Key implements Handler.
+func (h *ONNXHandler) Key() string { return fmt.Sprintf("onnx:%s|finite=%t", h.Path, h.CheckFinite) }
+
 // Use is the backend's view of this model's use of the onnx step: its
 // explain line ("onnx[name]"), and why it cannot run on the GPU where some
-// of its operators have no GPU kernel. A pipeline lists it in its
-// backend.Config.Steps, so that the flags know the onnx step and
-// --backend=gpu with such a model fails at backend.New, before the
-// pipeline is built.
+// of its operators have no GPU kernel. Step is the onnx step with it.
 func (h *ONNXHandler) Use() backend.Step {
 	u := onnxstep.StepRun.Backend()
+	if h.model == nil {
+		return u
+	}
 	u.Use = h.model.Name
 	if ops := h.model.OpsWithoutGPU(); len(ops) > 0 {
 		u.NoGPU = fmt.Sprintf("operators %s of %s have no GPU kernel", strings.Join(ops, ", "), h.model.Name)
@@ -134,7 +99,23 @@ func (h *ONNXHandler) Use() backend.Step {
 	return u
 }
 
-// loaded holds the ONNX models of this process, one per path.
+// Step implements Handler: the onnx step, with this model's use (Use).
+// A pipeline that lists it among its steps (job.Pipeline.Steps, or
+// step.Backends for backend.Config.Steps) has --backend=gpu with a model
+// that cannot run there refused when the selector is made.
+func (h *ONNXHandler) Step() step.Any { return step.WithUse(onnxstep.StepRun, h.Use()) }
+
+// Load implements Handler.
+func (h *ONNXHandler) Load(ctx context.Context) (Model, error) {
+	m, _, err := loadONNX(ctx, h.Path)
+	if err != nil {
+		return nil, err
+	}
+	return onnxModel{m: m, finite: h.CheckFinite}, nil
+}
+
+// loaded holds the ONNX models of this process, one per path: ONNX and a
+// worker's Load share it.
 var loaded struct {
 	sync.Mutex
 	m map[string]*loadedModel
@@ -148,12 +129,7 @@ type loadedModel struct {
 }
 
 // loadONNX loads the model at path once per process.
-func loadONNX(ctx context.Context, path string) (*onnx.Model, error) {
-	m, _, _, err := loadShared(ctx, path)
-	return m, err
-}
-
-func loadShared(ctx context.Context, path string) (m *onnx.Model, took time.Duration, first bool, err error) {
+func loadONNX(ctx context.Context, path string) (*onnx.Model, time.Duration, error) {
 	loaded.Lock()
 	if loaded.m == nil {
 		loaded.m = map[string]*loadedModel{}
@@ -165,155 +141,60 @@ func loadShared(ctx context.Context, path string) (m *onnx.Model, took time.Dura
 	}
 	loaded.Unlock()
 	e.once.Do(func() {
-		first = true
 		start := time.Now()
 		e.m, e.err = onnxstep.Load(ctx, path)
 		e.took = time.Since(start)
 	})
 	if e.err != nil {
-		return nil, 0, first, fmt.Errorf("inference: %w", e.err)
+		return nil, 0, fmt.Errorf("inference: %w", e.err)
 	}
-	return e.m, e.took, first, nil
+	return e.m, e.took, nil
 }
 
-// RunONNX runs the model of h on every example (a PCollection of Example)
-// and returns the results (Result, one per example, with its key, index and
-// the model's ID) and the failures (step.Failure, one per failed example:
-// an input of the wrong type or shape, a NaN with CheckFinite, or a batch
-// the model failed on, each example of it). Examples are grouped by
-// batch.Elements with p and stacked along the model's batch axis where it
-// has one (onnx.Model.Batched); else each runs alone. The onnx step is
-// resolved for this model (h.Use) with opts: under --backend=gpu a model
-// with operators that have no GPU kernel panics here, naming them.
-func RunONNX(s beam.Scope, examples beam.PCollection, h *ONNXHandler, p batch.Params, opts ...step.Option) (results, failed beam.PCollection) {
-	if h == nil || h.model == nil {
-		panic("inference.RunONNX: the handler was not made by inference.ONNX")
-	}
-	s = s.Scope("RunInference")
-	grouped := batch.Elements(s, examples, p)
-	ms, d := stepbeam.ScopeUse(s, onnxstep.StepRun, h.Use(), opts...)
-	fn := &onnxFn{Path: h.Path, CheckFinite: h.CheckFinite, Impl: d.Impl,
-		Fallback: d.Impl == backend.GPU && d.Requested == backend.Auto}
-	return beam.ParDo2(ms, fn, grouped)
+// onnxModel is a loaded ONNX model.
+type onnxModel struct {
+	m      *onnx.Model
+	finite bool
 }
 
-type onnxFn struct {
-	Path        string
-	CheckFinite bool
-	Impl        backend.Kind
-	Fallback    bool
+func (o onnxModel) ID() string       { return o.m.ID }
+func (o onnxModel) SizeBytes() int64 { return o.m.SizeBytes() }
+func (o onnxModel) Batched() bool    { return o.m.Batched() }
 
-	model   *onnx.Model
-	run     func(context.Context, onnxstep.Input) (onnxstep.Output, error)
-	cpu     func(context.Context, onnxstep.Input) (onnxstep.Output, error)
-	m       stepbeam.Metrics
-	took    time.Duration
-	started bool
-
-	inferences, failedBatches, badRows     beam.Counter
-	size, bytes, latency, load, modelBytes beam.Distribution
+// Check checks e's inputs against the model's declared types and shapes.
+func (o onnxModel) Check(e Example) error {
+	_, err := rowInputs(o.m, e, o.finite)
+	return err
 }
 
-func (f *onnxFn) Setup(ctx context.Context) error {
-	m, took, first, err := loadShared(ctx, f.Path)
+// Predict stacks the examples' inputs along the batch axis (a model that
+// is not Batched gets one example) and runs the onnx step.
+func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example) ([][]Tensor, error) {
+	run, err := onnxstep.StepRun.ImplContext(impl)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f.model, f.started = m, !first
-	f.took = took
-	if f.run, err = onnxstep.StepRun.ImplContext(f.Impl); err != nil {
-		return err
-	}
-	if f.Fallback {
-		if f.cpu, err = onnxstep.StepRun.ImplContext(backend.CPU); err != nil {
-			return err
+	rows := make([][]nd.Array, len(ex))
+	for i, e := range ex {
+		if rows[i], err = rowInputs(o.m, e, false); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.ID(), err)
 		}
 	}
-	f.m = stepbeam.NewMetrics(onnxstep.StepRun.Name())
-	p := "runinference."
-	f.inferences = beam.NewCounter(stepbeam.Namespace, p+MetricInferences)
-	f.failedBatches = beam.NewCounter(stepbeam.Namespace, p+MetricFailed)
-	f.badRows = beam.NewCounter(stepbeam.Namespace, p+MetricBadRows)
-	f.size = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchSize)
-	f.bytes = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchBytes)
-	f.latency = beam.NewDistribution(stepbeam.Namespace, p+MetricLatencyMicro)
-	f.load = beam.NewDistribution(stepbeam.Namespace, p+MetricLoadMillis)
-	f.modelBytes = beam.NewDistribution(stepbeam.Namespace, p+MetricModelBytes)
-	return nil
-}
-
-// MetricBadRows counts the examples refused before the model ran (a wrong
-// type or shape, a NaN with CheckFinite).
-const MetricBadRows = "bad_rows"
-
-func (f *onnxFn) ProcessElement(ctx context.Context, in []Example, emit func(Result), fail func(step.Failure)) error {
-	if !f.started {
-		f.load.Update(ctx, f.took.Milliseconds())
-		f.modelBytes.Update(ctx, f.model.SizeBytes())
-		f.started = true
+	stack := o.m.Batched()
+	if !stack && len(ex) != 1 {
+		return nil, fmt.Errorf("%s takes one example at a time (it has no batch axis), not %d", o.m.Name, len(ex))
 	}
-	name := onnxstep.StepRun.Name()
-	var good [][]nd.Array
-	var goodEx []Example
-	for _, e := range in {
-		arrays, err := rowInputs(f.model, e, f.CheckFinite)
-		if err != nil {
-			f.badRows.Inc(ctx, 1)
-			fail(step.NewFailure(name, e, err))
-			continue
-		}
-		good, goodEx = append(good, arrays), append(goodEx, e)
-	}
-	if len(good) == 0 {
-		return nil
-	}
-	if !f.model.Batched() {
-		for i := range good {
-			f.call(ctx, good[i:i+1], goodEx[i:i+1], false, emit, fail)
-		}
-		return nil
-	}
-	f.call(ctx, good, goodEx, true, emit, fail)
-	return nil
-}
-
-// call runs the model on rows (stacked along a new batch axis when stack)
-// and emits a result per example, or fails every example.
-func (f *onnxFn) call(ctx context.Context, rows [][]nd.Array, ex []Example, stack bool, emit func(Result), fail func(step.Failure)) {
-	in := onnxstep.Input{Model: f.model, Inputs: rows[0]}
-	var err error
+	in := onnxstep.Input{Model: o.m, Inputs: rows[0]}
 	if stack {
-		in.Inputs, err = stackRows(rows)
-	}
-	var out onnxstep.Output
-	start := time.Now()
-	if err == nil {
-		out, err = f.run(f.m.WithPlacement(ctx), in)
-		if err != nil && f.cpu != nil && errors.Is(err, step.ErrGPUUnavailable) {
-			f.m.FellBack(ctx)
-			out, err = f.cpu(ctx, in)
+		if in.Inputs, err = stackRows(rows); err != nil {
+			return nil, err
 		}
 	}
-	took := time.Since(start)
-	f.latency.Update(ctx, took.Microseconds())
-	f.m.Record(ctx, len(ex), in.Bytes(), took, err != nil)
-	var results []Result
-	if err == nil {
-		results, err = splitResults(f.model, out, ex, stack)
-	}
+	out, err := run(ctx, in)
 	if err != nil {
-		f.failedBatches.Inc(ctx, 1)
-		for _, e := range ex {
-			fail(step.NewFailure(onnxstep.StepRun.Name(), e, err))
-		}
-		return
+		return nil, err
 	}
-	f.size.Update(ctx, int64(len(ex)))
-	f.bytes.Update(ctx, int64(in.Bytes()))
-	f.inferences.Inc(ctx, int64(len(ex)))
-	for _, r := range results {
-		emit(r)
-	}
+	return splitOutputs(o.m, out, len(ex), stack)
 }
 
 // rowInputs returns e's inputs in the model's order, checked against the
@@ -326,13 +207,7 @@ func rowInputs(m *onnx.Model, e Example, finite bool) ([]nd.Array, error) {
 	out := make([]nd.Array, len(m.Inputs))
 	batched := m.Batched()
 	for i, v := range m.Inputs {
-		var a nd.Array
-		found := false
-		for _, t := range e.Inputs {
-			if t.Name == v.Name {
-				a, found = t.Array, true
-			}
-		}
+		a, found := e.Input(v.Name)
 		if !found {
 			return nil, fmt.Errorf("input %q missing (the model takes %s)", v.Name, inputList(m))
 		}
@@ -361,15 +236,23 @@ func rowInputs(m *onnx.Model, e Example, finite bool) ([]nd.Array, error) {
 			}
 		}
 		if finite && a.Type.IsFloat() {
-			for j, x := range nd.Float64s(a) {
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					return nil, fmt.Errorf("input %q: element %d is %v", v.Name, j, x)
-				}
+			if err := checkFinite(v.Name, a); err != nil {
+				return nil, err
 			}
 		}
 		out[i] = a
 	}
 	return out, nil
+}
+
+// checkFinite reports the first NaN or infinity of a float array.
+func checkFinite(name string, a nd.Array) error {
+	for j, x := range nd.Float64s(a) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("input %q: element %d is %v", name, j, x)
+		}
+	}
+	return nil
 }
 
 func inputList(m *onnx.Model) string {
@@ -403,89 +286,26 @@ func stackRows(rows [][]nd.Array) ([]nd.Array, error) {
 	return out, nil
 }
 
-// splitResults cuts the outputs back into one Result per example.
-func splitResults(m *onnx.Model, out onnxstep.Output, ex []Example, stacked bool) ([]Result, error) {
-	res := make([]Result, len(ex))
-	for i, e := range ex {
-		res[i] = Result{Key: e.Key, Index: e.Index, ModelID: m.ID, Outputs: make([]Tensor, len(out.Outputs))}
+// splitOutputs cuts the outputs back into the outputs of each of n
+// examples (stacked: along the first axis; else n is 1).
+func splitOutputs(m *onnx.Model, out onnxstep.Output, n int, stacked bool) ([][]Tensor, error) {
+	res := make([][]Tensor, n)
+	for i := range res {
+		res[i] = make([]Tensor, len(out.Outputs))
 	}
 	for j, a := range out.Outputs {
 		name := m.Outputs[j].Name
 		if !stacked {
-			res[0].Outputs[j] = Tensor{Name: name, Array: a}
+			res[0][j] = Tensor{Name: name, Array: a}
 			continue
 		}
-		if len(a.Shape) == 0 || a.Shape[0] != len(ex) {
-			return nil, fmt.Errorf("output %q has shape %s, not %d rows", name, nd.ShapeString(a.Shape), len(ex))
+		if len(a.Shape) == 0 || a.Shape[0] != n {
+			return nil, fmt.Errorf("output %q has shape %s, not %d rows", name, nd.ShapeString(a.Shape), n)
 		}
-		for i := range ex {
+		for i := range n {
 			r := a.Rows(i, i+1)
-			res[i].Outputs[j] = Tensor{Name: name, Array: nd.Array{Type: r.Type, Shape: r.Shape[1:], Data: r.Data}}
+			res[i][j] = Tensor{Name: name, Array: nd.Array{Type: r.Type, Shape: r.Shape[1:], Data: r.Data}}
 		}
 	}
 	return res, nil
-}
-
-// Coders: an Example's and a Result's tensors as their names, types,
-// shapes and raw data.
-
-func appendTensors(b []byte, ts []Tensor) []byte {
-	b = wire.AppendUvarint(b, len(ts))
-	for _, t := range ts {
-		b = wire.AppendString(b, t.Name)
-		b = nd.AppendMeta(b, t.Array)
-		b = wire.AppendBytes(b, t.Array.Data)
-	}
-	return b
-}
-
-func readTensors(d *wire.Decoder) []Tensor {
-	n := d.Uvarint()
-	var out []Tensor
-	for i := 0; i < n && d.Err() == nil; i++ {
-		name := d.String()
-		t, shape := nd.ReadMeta(d)
-		data := d.LenBytes()
-		if d.Err() != nil {
-			break
-		}
-		a, err := nd.View(t, shape, append([]byte(nil), data...))
-		if err != nil {
-			d.Fail("tensor %q: %v", name, err)
-			break
-		}
-		out = append(out, Tensor{Name: name, Array: a})
-	}
-	return out
-}
-
-// EncodeExample is Example's Beam coder.
-func EncodeExample(e Example) []byte {
-	b := wire.AppendString(nil, e.Key)
-	b = wire.AppendUint64(b, uint64(e.Index))
-	return appendTensors(b, e.Inputs)
-}
-
-// DecodeExample decodes what EncodeExample wrote.
-func DecodeExample(b []byte) (Example, error) {
-	d := wire.NewDecoder(b, "inference example")
-	e := Example{Key: d.String(), Index: int64(d.Uint64())}
-	e.Inputs = readTensors(d)
-	return e, d.Done()
-}
-
-// EncodeResult is Result's Beam coder.
-func EncodeResult(r Result) []byte {
-	b := wire.AppendString(nil, r.Key)
-	b = wire.AppendUint64(b, uint64(r.Index))
-	b = wire.AppendString(b, r.ModelID)
-	return appendTensors(b, r.Outputs)
-}
-
-// DecodeResult decodes what EncodeResult wrote.
-func DecodeResult(b []byte) (Result, error) {
-	d := wire.NewDecoder(b, "inference result")
-	r := Result{Key: d.String(), Index: int64(d.Uint64()), ModelID: d.String()}
-	r.Outputs = readTensors(d)
-	return r, d.Done()
 }

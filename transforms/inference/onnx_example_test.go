@@ -14,6 +14,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/beamgpu/beamgpu/transforms/tensor"
 )
 
 // exampleModel writes a model y = x W^T + b, x float32[N, 3] to y
@@ -37,7 +38,16 @@ func printResult(r inference.Result) {
 	fmt.Printf("%s: y = %v\n", r.Key, nd.MustAs[float32](y))
 }
 
-func init() { register.Function1x0(printResult) }
+// printClass prints a row's class and its carried label.
+func printClass(c inference.Classification) {
+	label, _ := c.Carried(inference.CarryLabel)
+	fmt.Printf("%s: class %d, label %d\n", c.ID(), c.Top[0].Index, nd.MustAs[int32](label)[0])
+}
+
+func init() {
+	register.Function1x0(printResult)
+	register.Function1x0(printClass)
+}
 
 // ONNX loads and checks a model; its inputs and outputs are named, typed
 // and shaped ("N" is the batch axis).
@@ -47,23 +57,92 @@ func ExampleONNX() {
 		panic(err)
 	}
 	fmt.Println(h.Model().Inputs[0], "->", h.Model().Outputs[0])
-	// Output: x: float32[Nx3] -> y: float32[Nx2]
+	fmt.Println(h.Step().Backend().Label())
+	// Output:
+	// x: float32[Nx3] -> y: float32[Nx2]
+	// onnx[dense.onnx]
 }
 
-// RunONNX runs the model on keyed examples, one row each.
-func ExampleRunONNX() {
+// RunInference runs an ONNX model on keyed examples, one row each.
+func ExampleRunInference() {
 	h, err := inference.ONNX(context.Background(), exampleModel())
 	if err != nil {
 		panic(err)
 	}
 	p, s := beam.NewPipelineWithRoot()
 	examples := beam.Create(s, inference.Example{Key: "first", Inputs: []inference.Tensor{{Name: "x", Array: nd.Of([]float32{1, 2, 3}, 3)}}})
-	results, _ := inference.RunONNX(s, examples, h, batch.Params{})
+	results, _ := inference.RunInference(s, examples, h, batch.Params{})
 	beam.ParDo0(s, printResult, results)
 	if err := ptest.Run(p); err != nil {
 		panic(err)
 	}
 	// Output: first: y = [1 15]
+}
+
+// The shipped Fashion-MNIST MLP on three test images: their rows become
+// examples (RowExamples: the label carried), RunInference runs the mlp
+// step, Classify takes the best class of the probabilities.
+func ExampleMLP() {
+	h, err := inference.MLP("../../pipelines/fashion/data/mlp-784-256-128-10.bgmlp", 784, 256, 128, 10)
+	if err != nil {
+		panic(err)
+	}
+	x, err := tensor.ReadDataset(tensor.SampleImagesPath(), tensor.SampleLabelsPath())
+	if err != nil {
+		panic(err)
+	}
+	rows, err := tensor.Scaler{Mode: tensor.ScaleUnit}.Apply(x.Slice(0, 3))
+	if err != nil {
+		panic(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	examples, _ := inference.RowExamples(s, beam.Create(s, rows), inference.RowInput)
+	results, _ := inference.RunInference(s, examples, h, batch.Params{})
+	classes, _, err := inference.Classify(context.Background(), s, results, inference.OutputProbabilities, 1, "")
+	if err != nil {
+		panic(err)
+	}
+	beam.ParDo0(s, printClass, classes)
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// t10k-images-idx3-ubyte.gz[0]: class 9, label 9
+	// t10k-images-idx3-ubyte.gz[1]: class 2, label 2
+	// t10k-images-idx3-ubyte.gz[2]: class 1, label 1
+}
+
+// kNN against a labelled reference set of IDX files (here the test set
+// itself, so each image is its own nearest neighbour), loaded and scaled
+// once per worker process; Classify takes the vote's class.
+func ExampleKNN() {
+	ref := tensor.Source{Images: tensor.SampleImagesPath(), Labels: tensor.SampleLabelsPath(), Classes: 10}
+	h, err := inference.KNN(ref, 1, inference.KNNScaler(tensor.Scaler{Mode: tensor.ScaleUnit}))
+	if err != nil {
+		panic(err)
+	}
+	x, err := tensor.ReadDataset(tensor.SampleImagesPath(), tensor.SampleLabelsPath())
+	if err != nil {
+		panic(err)
+	}
+	rows, err := tensor.Scaler{Mode: tensor.ScaleUnit}.Apply(x.Slice(3, 5))
+	if err != nil {
+		panic(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	examples, _ := inference.RowExamples(s, beam.Create(s, rows), inference.RowInput, 28, 28)
+	results, _ := inference.RunInference(s, examples, h, batch.Params{})
+	classes, _, err := inference.Classify(context.Background(), s, results, inference.OutputClass, 1, "")
+	if err != nil {
+		panic(err)
+	}
+	beam.ParDo0(s, printClass, classes)
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// t10k-images-idx3-ubyte.gz[3]: class 1, label 1
+	// t10k-images-idx3-ubyte.gz[4]: class 6, label 6
 }
 
 // TopK classifies a result from its scores, with labels.

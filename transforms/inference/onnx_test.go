@@ -19,6 +19,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/stretchr/testify/assert"
@@ -29,6 +30,8 @@ func init() {
 	register.Function1x1(describeResult)
 	register.Function1x1(failureKey)
 }
+
+var cpuONNX = step.Using(backend.MustNew(backend.Config{Default: backend.CPU}))
 
 // describeResult writes a result as "key index model: y=[...]".
 func describeResult(r inference.Result) string {
@@ -57,11 +60,11 @@ func row(key string, i int64, x nd.Array) inference.Example {
 	return inference.Example{Key: key, Index: i, Inputs: []inference.Tensor{{Name: "x", Array: x}}}
 }
 
-// RunONNX on a small model: keyed and unkeyed examples get their outputs
-// with their key or index and the model's ID; bad rows (a wrong shape, a
-// wrong type, a NaN with CheckFinite) are failures of their own while the
-// rest complete; two models each load once and run side by side.
-func TestRunONNX(t *testing.T) {
+// RunInference with an ONNX model: keyed and unkeyed examples get their
+// outputs with their key or index and the model's ID; bad rows (a wrong
+// shape, a wrong type, a NaN with CheckFinite) are failures of their own
+// while the rest complete; two models each load once and run side by side.
+func TestRunInferenceONNX(t *testing.T) {
 	dir := t.TempDir()
 	h, err := inference.ONNX(t.Context(), writeDense(t, dir, 1), inference.CheckFinite())
 	require.NoError(t, err)
@@ -78,11 +81,11 @@ func TestRunONNX(t *testing.T) {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, examples)
-	res, failed := inference.RunONNX(s, col, h, batch.Params{MaxBatchSize: 8}, step.Using(backend.MustNew(backend.Config{Default: backend.CPU})))
+	res, failed := inference.RunInference(s, col, h, batch.Params{MaxBatchSize: 8}, cpuONNX)
 	passert.Equals(s, beam.ParDo(s, describeResult, res),
 		fmt.Sprintf("a 0 %s: y=[1 15]", id), fmt.Sprintf(" 1 %s: y=[4 21]", id))
 	passert.Equals(s, beam.ParDo(s, failureKey, failed), "b", "c", "d")
-	res2, failed2 := inference.RunONNX(s.Scope("second"), col, h2, batch.Params{MaxBatchSize: 2})
+	res2, failed2 := inference.RunInference(s.Scope("second"), col, h2, batch.Params{MaxBatchSize: 2}, cpuONNX)
 	passert.Count(s, res2, "second model's results", 3) // NaN is not checked here
 	passert.Count(s, failed2, "second model's failures", 2)
 	passert.Equals(s, beam.ParDo(s, describeResult, beam.ParDo(s, &keepKey{"a"}, res2)), fmt.Sprintf("a 0 %s: y=[2 15]", id2))
@@ -115,34 +118,15 @@ func TestONNXBadModel(t *testing.T) {
 }
 
 // The stub returns zeros of the model's output shapes.
-func TestRunONNXStub(t *testing.T) {
+func TestRunInferenceONNXStub(t *testing.T) {
 	h, err := inference.ONNX(t.Context(), writeDense(t, t.TempDir(), 3))
 	require.NoError(t, err)
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, []inference.Example{row("a", 0, nd.Of([]float32{1, 2, 3}, 3))})
-	res, _ := inference.RunONNX(s, col, h, batch.Params{}, step.Using(backend.MustNew(backend.Config{Default: backend.Stub})))
+	res, _ := inference.RunInference(s, col, h, batch.Params{}, step.Using(backend.MustNew(backend.Config{Default: backend.Stub})))
 	passert.Equals(s, beam.ParDo(s, describeResult, res), fmt.Sprintf("a 0 %s: y=[0 0]", h.Model().ID))
 	ptest.RunAndValidate(t, p)
 }
-
-// Example and Result cross Beam's coders whole.
-func TestONNXCoders(t *testing.T) {
-	e := row("k", 7, nd.Of([]float32{1, 2, 3}, 3))
-	b := inference.EncodeExample(e)
-	got, err := inference.DecodeExample(b)
-	require.NoError(t, err)
-	assert.Equal(t, e, got)
-	r := inference.Result{Key: "k", Index: 7, ModelID: "sha256:00", Outputs: e.Inputs}
-	gr, err := inference.DecodeResult(inference.EncodeResult(r))
-	require.NoError(t, err)
-	assert.Equal(t, r, gr)
-	_, err = inference.DecodeResult(inference.EncodeResult(r)[:5])
-	assert.Error(t, err)
-}
-
-type gpuPresent struct{}
-
-func (gpuPresent) Available() (bool, string) { return true, "" }
 
 // twice is an operator with a CPU kernel only (registered by this test as
 // a user's own operator would be): y = 2x.
@@ -167,7 +151,9 @@ func init() {
 
 // The explain report has a line per model; under auto a model with
 // operators that have no GPU kernel runs on the CPU, the report naming
-// them, and under gpu it is an error before the pipeline is built.
+// them, and under gpu it is an error before the pipeline is built: when
+// the selector is made where the pipeline lists the handler's step (with
+// its use), else from TryRunInference.
 func TestONNXBackend(t *testing.T) {
 	m := onnxtest.Model(17,
 		[]*onnxpb.NodeProto{
@@ -185,20 +171,23 @@ func TestONNXBackend(t *testing.T) {
 	assert.Equal(t, "onnx[twice.onnx]", use.Label())
 	assert.Equal(t, []string{"TestTwiceCPUOnly"}, h.Model().OpsWithoutGPU(), "Gemm has a GPU kernel")
 	assert.Contains(t, use.NoGPU, "TestTwiceCPUOnly")
-	auto := backend.MustNew(backend.Config{Steps: []backend.Step{use}, Executor: gpuPresent{}})
+	assert.Equal(t, use, h.Step().Backend(), "the handler's step carries its use")
+	assert.Equal(t, "onnx", h.Step().Name())
+	auto := backend.MustNew(backend.Config{Steps: step.Backends(h.Step()), Executor: gpuPresent{}})
 	_, s := beam.NewPipelineWithRoot()
 	col := beam.Create(s, row("a", 0, nd.Of([]float32{1, 2, 3}, 3)))
-	inference.RunONNX(s, col, h, batch.Params{}, step.Using(auto))
+	inference.RunInference(s, col, h, batch.Params{}, step.Using(auto))
 	var text strings.Builder
 	require.NoError(t, auto.Report().WriteText(&text))
 	assert.Regexp(t, `onnx\[twice.onnx\]\s+cpu\s+onnx.run.*auto: operators TestTwiceCPUOnly of twice.onnx have no GPU kernel`, text.String())
 
-	_, err = backend.New(backend.Config{Default: backend.GPU, Steps: []backend.Step{use}, Executor: gpuPresent{}})
+	_, err = backend.New(backend.Config{Default: backend.GPU, Steps: step.Backends(h.Step()), Executor: gpuPresent{}})
 	assert.ErrorContains(t, err, `backend gpu requested for step "onnx[twice.onnx]" but operators TestTwiceCPUOnly of twice.onnx have no GPU kernel`)
-	gpu := backend.MustNew(backend.Config{Default: backend.GPU, Executor: gpuPresent{}})
-	assert.PanicsWithValue(t, `backend gpu requested for step "onnx[twice.onnx]" but operators TestTwiceCPUOnly of twice.onnx have no GPU kernel (use --backend=auto to run it on the CPU, or --backend_override=onnx=cpu)`, func() {
-		inference.RunONNX(s, col, h, batch.Params{}, step.Using(gpu))
-	})
+	const refused = `backend gpu requested for step "onnx[twice.onnx]" but operators TestTwiceCPUOnly of twice.onnx have no GPU kernel (use --backend=auto to run it on the CPU, or --backend_override=onnx=cpu)`
+	gpu := backend.MustNew(backend.Config{Default: backend.GPU, Steps: step.Backends(onnxstep.StepRun), Executor: gpuPresent{}})
+	_, _, err = inference.TryRunInference(s, col, h, batch.Params{}, step.Using(gpu))
+	assert.EqualError(t, err, refused)
+	assert.PanicsWithValue(t, refused, func() { inference.RunInference(s, col, h, batch.Params{}, step.Using(gpu)) })
 
 	// A model whose every operator has a GPU kernel runs there under auto.
 	h2, err := inference.ONNX(t.Context(), writeDense(t, t.TempDir(), 4))
@@ -207,7 +196,7 @@ func TestONNXBackend(t *testing.T) {
 	assert.Empty(t, h2.Use().NoGPU)
 }
 
-// Classify after RunONNX: the top class of each result, labelled.
+// Classify after RunInference: the top class of each result, labelled.
 func TestClassify(t *testing.T) {
 	dir := t.TempDir()
 	h, err := inference.ONNX(t.Context(), writeDense(t, dir, 1))
@@ -216,7 +205,7 @@ func TestClassify(t *testing.T) {
 	require.NoError(t, os.WriteFile(labels, []byte("first\nsecond\n"), 0o644))
 	p, s := beam.NewPipelineWithRoot()
 	col := beam.CreateList(s, []inference.Example{row("a", 0, nd.Of([]float32{20, 2, 3}, 3)), row("b", 1, nd.Of([]float32{1, 2, 3}, 3))})
-	res, _ := inference.RunONNX(s, col, h, batch.Params{})
+	res, _ := inference.RunInference(s, col, h, batch.Params{}, cpuONNX)
 	classes, failed, err := inference.Classify(t.Context(), s, res, "y", 1, labels)
 	require.NoError(t, err)
 	passert.Equals(s, beam.ParDo(s, describeClass, classes), "a first 20", "b second 15")
@@ -245,7 +234,7 @@ func init() { register.Function1x1(describeTypes) }
 
 // Inputs of several types, in any order, through a batched model with two
 // inputs and a model without a batch axis (each example alone).
-func TestRunONNXTypes(t *testing.T) {
+func TestRunInferenceONNXTypes(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, m *onnxpb.ModelProto) string {
 		path := filepath.Join(dir, name)
@@ -272,7 +261,7 @@ func TestRunONNXTypes(t *testing.T) {
 		return inference.Example{Key: key, Inputs: []inference.Tensor{{Name: "m", Array: nd.Of(m, 2)}, {Name: "i", Array: nd.Of(i, 2)}}}
 	}
 	col := beam.CreateList(s, []inference.Example{ex("a", []int64{1, 2}, []bool{true, false}), ex("b", []int64{3, 4}, []bool{false, true})})
-	res, failed := inference.RunONNX(s, col, h2, batch.Params{MinBatchSize: 2, MaxBatchSize: 2})
+	res, failed := inference.RunInference(s, col, h2, batch.Params{MinBatchSize: 2, MaxBatchSize: 2}, cpuONNX)
 	passert.Equals(s, beam.ParDo(s, describeTypes, res), "a io=int64[2] mo=bool[2]", "b io=int64[2] mo=bool[2]")
 	passert.Empty(s, failed)
 	ucol := beam.CreateList(s, []inference.Example{
@@ -280,7 +269,7 @@ func TestRunONNXTypes(t *testing.T) {
 		{Index: 1, Inputs: []inference.Tensor{{Name: "u", Array: nd.Of([]uint8{4, 5, 6}, 3)}}},
 		{Index: 2, Inputs: []inference.Tensor{{Name: "v", Array: nd.Of([]uint8{4, 5, 6}, 3)}}},
 	})
-	ures, ufailed := inference.RunONNX(s.Scope("fixed"), ucol, hf, batch.Params{})
+	ures, ufailed := inference.RunInference(s.Scope("fixed"), ucol, hf, batch.Params{}, cpuONNX)
 	passert.Equals(s, beam.ParDo(s, describeTypes, ures), "#0 uo=uint8[3]", "#1 uo=uint8[3]")
 	passert.Equals(s, beam.ParDo(s, failureKey, ufailed), "#2")
 	ptest.RunAndValidate(t, p)

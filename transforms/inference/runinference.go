@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -13,8 +12,6 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
-	"github.com/beamgpu/beamgpu/transforms/tensor"
-	_ "github.com/beamgpu/beamgpu/transforms/tensor/tensorbeam" // the coders of Batch and Predictions
 )
 
 // Metric names, in namespace stepbeam.Namespace, prefixed "runinference.".
@@ -26,76 +23,106 @@ const (
 	MetricLatencyMicro = "inference_batch_latency_micro_secs"
 	MetricLoadMillis   = "load_model_latency_milli_secs"
 	MetricModelBytes   = "model_byte_size"
+	// MetricBadRows counts the examples refused before the model ran
+	// (Model.Check: a missing input, a wrong type or shape, a NaN).
+	MetricBadRows = "bad_rows"
 )
 
 func init() {
-	register.DoFn4x1[context.Context, []tensor.Batch, func(tensor.Predictions), func(step.Failure), error](&runInferenceFn{})
-	register.Emitter1[tensor.Predictions]()
-	beam.RegisterType(reflect.TypeOf((*tensor.Predictions)(nil)).Elem())
+	register.DoFn4x1[context.Context, []Example, func(Result), func(step.Failure), error](&runInferenceFn{})
+	register.Emitter1[Result]()
 }
 
-// RunInference predicts every row of batches (a PCollection of tensor.Batch)
-// with the model of h, and returns the predictions (tensor.Predictions, one
-// per input batch, with its Source and Offset) and the batches that failed
-// (step.Failure, one per input batch). Input batches are grouped by
-// batch.Elements with p, so the model sees calls of an adaptive number of
-// batches. The handler's step is resolved with opts like any step.
-func RunInference(s beam.Scope, batches beam.PCollection, h ModelHandler, p batch.Params, opts ...step.Option) (preds, failed beam.PCollection) {
-	s = s.Scope("RunInference")
-	cfg, err := h.Config()
+// RunInference runs the model of h on every example (a PCollection of
+// Example) and returns the results (Result, one per example, with its key,
+// source, index, carried arrays and the model's ID) and the failures
+// (step.Failure, one per failed example: one the model refused (Check),
+// or each example of a call the model failed). Examples are grouped by
+// batch.Elements with p, so that each call of the model is large enough to
+// amortise its fixed cost, where the model is Batched; else each runs
+// alone. The handler's step is resolved with opts like any step (the
+// backend selector: CPU, GPU or stub, and on the GPU under --backend=auto
+// a batch whose GPU cannot be had runs on the CPU). It panics, as
+// beam.ParDo does, where TryRunInference returns an error.
+func RunInference(s beam.Scope, examples beam.PCollection, h Handler, p batch.Params, opts ...step.Option) (results, failed beam.PCollection) {
+	results, failed, err := TryRunInference(s, examples, h, p, opts...)
 	if err != nil {
-		panic(fmt.Sprintf("inference: encoding handler %s: %v", h.Key(), err))
-	}
-	if _, err := decodeHandler(h.Kind(), cfg); err != nil {
 		panic(err.Error())
 	}
-	grouped := batch.Elements(s, batches, p)
-	// Only the model's step is placed on GPU workers; batching is not.
-	ms, d := stepbeam.ScopeOf(s, h.Step(), opts...)
-	fn := &runInferenceFn{Step: h.Step().Name(), Impl: d.Impl, Fallback: d.Impl == backend.GPU && d.Requested == backend.Auto,
-		Kind: h.Kind(), Config: cfg}
-	return beam.ParDo2(ms, fn, grouped)
+	return results, failed
 }
 
+// TryRunInference is RunInference, returning an error where RunInference
+// panics: a handler that does not encode or whose kind is not registered,
+// batching parameters that are not valid, or a step the selector cannot
+// resolve (a stub not imported, a step the pipeline did not declare, a GPU
+// requested for a model that cannot run there, naming why). A program
+// returns it from its Build, before anything runs.
+func TryRunInference(s beam.Scope, examples beam.PCollection, h Handler, p batch.Params, opts ...step.Option) (results, failed beam.PCollection, err error) {
+	if h == nil {
+		return results, failed, errors.New("inference: RunInference: no handler")
+	}
+	cfg, err := h.Config()
+	if err != nil {
+		return results, failed, fmt.Errorf("inference: encoding handler %s: %w", h.Key(), err)
+	}
+	if _, err := decodeHandler(h.Kind(), cfg); err != nil {
+		return results, failed, err
+	}
+	st := h.Step()
+	d, err := step.Resolve(st, opts...)
+	if err != nil {
+		return results, failed, err
+	}
+	s = s.Scope("RunInference")
+	grouped, err := batch.TryElements(s, examples, p)
+	if err != nil {
+		return results, failed, err
+	}
+	// Only the model's step is placed on GPU workers; batching is not.
+	ms, _ := stepbeam.ScopeOf(s, st, opts...)
+	fn := &runInferenceFn{Step: st.Name(), Impl: d.Impl, Fallback: d.Impl == backend.GPU && d.Requested == backend.Auto,
+		Kind: h.Kind(), Config: cfg}
+	results, failed = beam.ParDo2(ms, fn, grouped)
+	return results, failed, nil
+}
+
+// runInferenceFn checks the examples of a batch, runs the model on the
+// good ones and emits a Result or a failure for each.
 type runInferenceFn struct {
 	// Step is the handler's step, Impl its implementation, and Fallback
-	// whether a batch whose GPU cannot be had runs on the CPU (auto).
+	// whether a call whose GPU cannot be had runs on the CPU (auto).
 	Step     string
 	Impl     backend.Kind
 	Fallback bool
-	Kind     string
-	Config   []byte
+	// Kind and Config are the handler.
+	Kind   string
+	Config []byte
 
-	m stepbeam.Metrics
+	model    Model
+	m        stepbeam.Metrics
+	loadTook time.Duration
+	reported bool
 
-	model, cpuModel                        Model
-	inferences, failedBatches              beam.Counter
+	inferences, failedBatches, badRows     beam.Counter
 	size, bytes, latency, load, modelBytes beam.Distribution
-	loadReported                           bool
-	loadTook                               time.Duration
 }
 
-func (f *runInferenceFn) Setup() error {
-	f.m = stepbeam.NewMetrics(f.Step)
+func (f *runInferenceFn) Setup(ctx context.Context) error {
 	h, err := decodeHandler(f.Kind, f.Config)
 	if err != nil {
 		return err
 	}
-	m, took, loaded, err := load(h, f.Impl)
+	m, took, loaded, err := load(ctx, h)
 	if err != nil {
 		return err
 	}
-	f.model = m
-	f.loadReported = !loaded
-	f.loadTook = took
-	if f.Fallback { // --backend=auto chose the GPU: keep the CPU model at hand
-		if f.cpuModel, _, _, err = load(h, backend.CPU); err != nil {
-			return err
-		}
-	}
+	f.model, f.loadTook, f.reported = m, took, !loaded
+	f.m = stepbeam.NewMetrics(f.Step)
 	p := "runinference."
 	f.inferences = beam.NewCounter(stepbeam.Namespace, p+MetricInferences)
 	f.failedBatches = beam.NewCounter(stepbeam.Namespace, p+MetricFailed)
+	f.badRows = beam.NewCounter(stepbeam.Namespace, p+MetricBadRows)
 	f.size = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchSize)
 	f.bytes = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchBytes)
 	f.latency = beam.NewDistribution(stepbeam.Namespace, p+MetricLatencyMicro)
@@ -104,54 +131,81 @@ func (f *runInferenceFn) Setup() error {
 	return nil
 }
 
-func (f *runInferenceFn) ProcessElement(ctx context.Context, in []tensor.Batch, emit func(tensor.Predictions), fail func(step.Failure)) error {
-	if !f.loadReported { // metrics need a bundle's context: report the load once, here
+func (f *runInferenceFn) ProcessElement(ctx context.Context, in []Example, emit func(Result), fail func(step.Failure)) error {
+	if !f.reported { // metrics need a bundle's context: report the load once, here
 		f.load.Update(ctx, f.loadTook.Milliseconds())
 		f.modelBytes.Update(ctx, f.model.SizeBytes())
-		f.loadReported = true
+		f.reported = true
 	}
-	x, err := tensor.Concat(in)
-	if err == nil {
-		start := time.Now()
-		var preds tensor.Predictions
-		preds, err = f.model.Predict(f.m.WithPlacement(ctx), x)
-		if err != nil && f.cpuModel != nil && errors.Is(err, step.ErrGPUUnavailable) {
-			f.m.FellBack(ctx)
-			preds, err = f.cpuModel.Predict(ctx, x)
+	good := make([]Example, 0, len(in))
+	for _, e := range in {
+		if err := f.model.Check(e); err != nil {
+			f.badRows.Inc(ctx, 1)
+			fail(failure(f.Step, e.Key, e.Source, e.Index, err))
+			continue
 		}
-		took := time.Since(start)
-		f.latency.Update(ctx, took.Microseconds())
-		f.m.Record(ctx, x.Rows, x.Bytes(), took, err != nil)
-		if err == nil {
-			f.size.Update(ctx, int64(x.Rows))
-			f.bytes.Update(ctx, int64(x.Bytes()))
-			f.inferences.Inc(ctx, int64(x.Rows))
-			for _, p := range splitPredictions(preds, in) {
-				emit(p)
-			}
-			return nil
+		good = append(good, e)
+	}
+	if len(good) == 0 {
+		return nil
+	}
+	if !f.model.Batched() {
+		for i := range good {
+			f.call(ctx, good[i:i+1], emit, fail)
 		}
+		return nil
 	}
-	f.failedBatches.Inc(ctx, 1)
-	for _, b := range in {
-		fail(step.NewFailure(f.Step, b, err))
-	}
+	f.call(ctx, good, emit, fail)
 	return nil
 }
 
-// splitPredictions cuts the predictions of concatenated batches back into
-// one Predictions per input batch, with its source, offset and labels.
-func splitPredictions(p tensor.Predictions, in []tensor.Batch) []tensor.Predictions {
-	out := make([]tensor.Predictions, len(in))
-	row := 0
-	for i, b := range in {
-		q := tensor.Predictions{Source: b.Source, Offset: b.Offset, Labels: b.Labels, Classes: p.Classes,
-			Predicted: p.Predicted[row : row+b.Rows]}
-		if p.Scores != nil {
-			q.Scores = p.Scores[row*p.Classes : (row+b.Rows)*p.Classes]
-		}
-		out[i] = q
-		row += b.Rows
+// call runs the model on ex and emits a result per example, or fails every
+// example of the call.
+func (f *runInferenceFn) call(ctx context.Context, ex []Example, emit func(Result), fail func(step.Failure)) {
+	bytes := 0
+	for _, e := range ex {
+		bytes += e.Bytes()
 	}
-	return out
+	start := time.Now()
+	callCtx := ctx
+	if f.Impl == backend.GPU {
+		callCtx = f.m.WithPlacement(ctx)
+	}
+	outs, err := f.predict(callCtx, f.Impl, ex)
+	if err != nil && f.Fallback && errors.Is(err, step.ErrGPUUnavailable) {
+		f.m.FellBack(ctx)
+		outs, err = f.predict(ctx, backend.CPU, ex)
+	}
+	if err == nil && len(outs) != len(ex) {
+		err = fmt.Errorf("the model returned outputs for %d of %d examples", len(outs), len(ex))
+	}
+	took := time.Since(start)
+	f.latency.Update(ctx, took.Microseconds())
+	f.m.Record(ctx, len(ex), bytes, took, err != nil)
+	if err != nil {
+		f.failedBatches.Inc(ctx, 1)
+		for _, e := range ex {
+			fail(failure(f.Step, e.Key, e.Source, e.Index, err))
+		}
+		return
+	}
+	f.size.Update(ctx, int64(len(ex)))
+	f.bytes.Update(ctx, int64(bytes))
+	f.inferences.Inc(ctx, int64(len(ex)))
+	id := f.model.ID()
+	for i, e := range ex {
+		emit(Result{Key: e.Key, Source: e.Source, Index: e.Index, ModelID: id, Outputs: outs[i], Carry: e.Carry})
+	}
+}
+
+// predict calls the model, turning a panic in it into an error, so that
+// one bad batch becomes failures instead of a failed bundle retried
+// forever.
+func (f *runInferenceFn) predict(ctx context.Context, impl backend.Kind, ex []Example) (outs [][]Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return f.model.Predict(ctx, impl, ex)
 }

@@ -18,8 +18,13 @@ import (
 // either. Every error names the file and the reason.
 func Load(ctx context.Context, name string) (*onnx.Model, error) {
 	dir, base := filepath.Dir(name), filepath.Base(name)
-	if i := strings.LastIndex(name, "/"); strings.Contains(name, "://") && i >= 0 {
-		dir, base = name[:i], name[i+1:] // path.Dir would clean gs://b to gs:/b
+	if scheme, rest, ok := strings.Cut(name, "://"); ok {
+		// path.Dir would clean gs://b to gs:/b; a file at the scheme's root
+		// (embedded://m.onnx) is in the directory scheme://.
+		dir, base = scheme+"://", rest
+		if i := strings.LastIndex(rest, "/"); i >= 0 {
+			dir, base = scheme+"://"+rest[:i], rest[i+1:]
+		}
 	}
 	m, err := onnx.Load(files.Dir(ctx, dir), base)
 	if err != nil {

@@ -1,8 +1,11 @@
 package onnxstep_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -67,4 +71,44 @@ func TestLoadLocal(t *testing.T) {
 	_, err = onnxstep.Load(t.Context(), missing)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "onnx: "+missing+": ")
+}
+
+// rootFS serves rootfs:// paths from a directory.
+type rootFS struct{ dir string }
+
+func (r rootFS) path(name string) string {
+	return filepath.Join(r.dir, strings.TrimPrefix(name, "rootfs://"))
+}
+
+func (r rootFS) OpenRead(_ context.Context, name string) (io.ReadCloser, error) {
+	return os.Open(r.path(name))
+}
+
+func (r rootFS) OpenAt(ctx context.Context, name string) (files.File, error) {
+	return files.Local{}.OpenAt(ctx, r.path(name))
+}
+
+func (r rootFS) List(context.Context, string) ([]string, error) { return nil, nil }
+
+// Load reads a model through a registered filesystem, with its external
+// data beside it, at the scheme's root (embedded://m.onnx) and below it
+// (gs://bucket/m.onnx).
+func TestLoadScheme(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	for _, d := range []string{dir, filepath.Join(dir, "sub")} {
+		require.NoError(t, os.WriteFile(filepath.Join(d, "w.bin"), nd.Of([]float32{1, 2}, 2).Data, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "m.onnx"), withExternal("w.bin"), 0o644))
+	}
+	files.Register("rootfs", rootFS{dir})
+	defer files.Register("rootfs", nil)
+	for _, name := range []string{"rootfs://m.onnx", "rootfs://sub/m.onnx"} {
+		m, err := onnxstep.Load(t.Context(), name)
+		require.NoError(t, err, name)
+		out, err := m.Run([]nd.Array{nd.Of([]float32{10, 20}, 2)})
+		require.NoError(t, err)
+		assert.Equal(t, []float32{11, 22}, nd.MustAs[float32](out[0]), name)
+	}
+	_, err := onnxstep.Load(t.Context(), "rootfs://none.onnx")
+	assert.ErrorContains(t, err, "onnx: rootfs://none.onnx: ")
 }
