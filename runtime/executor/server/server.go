@@ -745,6 +745,8 @@ func (c *conn) runOn(ctx context.Context, d *device, op Op, req protocol.Request
 		resp.Status, resp.Need, resp.Message = protocol.StatusNoSpace, uint64(noSpace), err.Error()
 	case oom || errors.Is(err, protocol.ErrOutOfMemory):
 		resp.Status, resp.Message = protocol.StatusOutOfMemory, err.Error()
+	case errors.Is(err, protocol.ErrNeedSide):
+		resp.Status, resp.Message = protocol.StatusNeedSide, err.Error()
 	default:
 		resp.Status, resp.Message = protocol.StatusError, err.Error()
 	}
