@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func start(t *testing.T, cfg server.Config) *running {
 	if cfg.Device == "" && cfg.Devices == nil {
 		cfg.Device = "test-device"
 	}
-	cfg.Logf = t.Logf
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	sock := filepath.Join(t.TempDir(), "s", "executor.sock")
