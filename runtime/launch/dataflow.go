@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -160,7 +160,7 @@ func runDataflow(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error
 		return Outcome{Plan: plan, Planned: true}, plan.Write(f.PlanOut, model, job)
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintln(os.Stderr, "dataflow: warning:", w)
+		slog.Warn("dataflow: the plan warns", "warning", w)
 	}
 	res, err := dataflowlib.Execute(ctx, model, opts, workerURL, modelURL, flagValue("dataflow_endpoint"), *jobopts.Async)
 	if err != nil {

@@ -263,7 +263,10 @@ func localPrism() (string, error) {
 	prismServer.once.Do(func() {
 		port, err := freePort()
 		if err == nil {
-			_, err = prism.CreateJobServer(context.Background(), prism.Options{Port: port})
+			err = withPrismLogger(func() error {
+				_, err := prism.CreateJobServer(context.Background(), prism.Options{Port: port})
+				return err
+			})
 		}
 		if err != nil {
 			prismServer.err = fmt.Errorf("starting prism: %w", err)
