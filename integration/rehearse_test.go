@@ -155,7 +155,7 @@ func TestRehearsal(t *testing.T) {
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	t.Logf("rehearsal: %.1f s", took.Seconds())
 	assert.Contains(t, stdout, "1 done, 0 failed")
-	assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
+	assert.Contains(t, stderr, `msg="right fitting" pipeline=landsat environments="2 environments: go (`)
 	assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx, min_ram=16000000000] (composite,")
 	// The metrics of the GPU environment's worker: a batch each of the two
 	// GPU steps, on the GPU, no CPU fallback (the columns: step, impl,
