@@ -2,9 +2,14 @@ package launch
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -75,4 +80,35 @@ func TestPrismLoggerWhileItIsTheDefault(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), `msg="Serving JobManagement" endpoint=localhost:1`)
+}
+
+// A worker binary built from source says so when the build starts (what
+// is built, and that a cold build takes minutes) and when it ends (how long
+// it took); a failed build is the error.
+func TestBuildWorkerSaysWhatItBuilds(t *testing.T) {
+	buf := useDefault(t, slog.LevelInfo)
+	prev := buildTempWorker
+	t.Cleanup(func() { buildTempWorker = prev })
+	var built runnerlib.CompileOpts
+	buildTempWorker = func(_ context.Context, opts runnerlib.CompileOpts) (string, error) {
+		built = opts
+		time.Sleep(20 * time.Millisecond)
+		return "/tmp/worker-1", nil
+	}
+	w, err := buildWorker(context.Background(), "Dataflow", runnerlib.CompileOpts{Arch: "arm64"})
+	require.NoError(t, err)
+	assert.Equal(t, "/tmp/worker-1", w)
+	assert.Equal(t, "arm64", built.Arch)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], "building the worker binary from the pipeline's source")
+	assert.Contains(t, lines[0], "a cold build compiles Beam and every dependency and takes minutes")
+	assert.Contains(t, lines[0], "for=Dataflow goarch=arm64")
+	assert.Regexp(t, `msg="built the worker binary" for=Dataflow took=\d+(\.\d)?m?s path=/tmp/worker-1`, lines[1])
+
+	buildTempWorker = func(context.Context, runnerlib.CompileOpts) (string, error) {
+		return "", errors.New("failed to cross-compile")
+	}
+	_, err = buildWorker(context.Background(), "rehearsal", runnerlib.CompileOpts{})
+	assert.ErrorContains(t, err, "failed to cross-compile")
 }
