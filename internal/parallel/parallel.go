@@ -1,6 +1,7 @@
 // Package parallel runs a loop's iterations on several goroutines: the one
 // worker pool of the project's CPU code (the ONNX operators, the float32
-// product, k-nearest neighbours, the raster decoders and writers).
+// product, k-nearest neighbours, the raster decoders and writers, the
+// shared-memory copy).
 //
 // A loop is n tasks. Each hands them out one at a time from a shared
 // counter, so that goroutines on busy cores take fewer; For gives each
