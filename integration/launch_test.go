@@ -422,7 +422,7 @@ func TestRightFittedLandsatOnPrism(t *testing.T) {
 	cpuOut := t.TempDir()
 	code, stdout, stderr := runBin(t, "landsat", "--backend=cpu", "--output="+cpuOut)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
-	assert.NotContains(t, stderr, "right fitting:")
+	assert.NotContains(t, stderr, `msg="right fitting"`)
 	for _, fitted := range []bool{true, false} {
 		gpuOut := t.TempDir()
 		args := []string{"--backend=gpu", "--gpu_executor=" + executorPath, "--output=" + gpuOut}
@@ -432,10 +432,10 @@ func TestRightFittedLandsatOnPrism(t *testing.T) {
 		code, stdout, stderr = runBin(t, "landsat", args...)
 		require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 		if fitted {
-			assert.Contains(t, stderr, "landsat: right fitting: 2 environments: go (")
+			assert.Contains(t, stderr, `msg="right fitting" pipeline=landsat environments="2 environments: go (`)
 			assert.Contains(t, stderr, "go-gpu [accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver:5xx, min_ram=16000000000] (composite,")
 		} else {
-			assert.NotContains(t, stderr, "right fitting:")
+			assert.NotContains(t, stderr, `msg="right fitting"`)
 		}
 		assert.Contains(t, stdout, "1 done, 0 failed")
 		var files int
@@ -489,7 +489,7 @@ func TestPortableJobServerByEndpoint(t *testing.T) {
 		"--environment_type=loopback", "--backend=gpu", "--gpu_executor="+executorPath, "--output="+out)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	assert.Contains(t, stdout, "1 done, 0 failed")
-	assert.Contains(t, stderr, "right fitting: 2 environments")
+	assert.Contains(t, stderr, `environments="2 environments`)
 	assert.FileExists(t, filepath.Join(out, "LC08_L1TP_195025_20130707_20170503_01_T1", "ndvi.npy"))
 
 	code, _, stderr = runBin(t, "landsat", "--runner=portable", "--output="+out)

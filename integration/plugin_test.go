@@ -67,6 +67,10 @@ func TestExampleModuleAsDocumented(t *testing.T) {
 	stdout, stderr := runDocumented(t, checkout, dir, docBlock(t, "../README.md", "## A step and a pipeline of your own"))
 	assert.Regexp(t, `(?m)^  clip\s+cpu\s`, stderr, "the explain report")
 	assert.Contains(t, stdout, "clippipe: done in")
+	// clip.Input is step.Sized: the summary counts pixels, not batches.
+	m := regexp.MustCompile(`(?m)^\s*clip\s+cpu\s+(\d+)\s+(\d+)\s`).FindStringSubmatch(stdout)
+	require.NotNil(t, m, "the step's line of the summary:\n%s", stdout)
+	assert.Greater(t, len(m[2]), len(m[1]), "more pixels than batches: %s", m[0])
 	require.NoError(t, os.RemoveAll(dir))
 
 	// docs/writing-a-step.md's, from anywhere.

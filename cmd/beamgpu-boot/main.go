@@ -35,6 +35,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,8 +137,14 @@ func run(args []string, stderr io.Writer) int {
 func supervise(boot string, args []string, stderr io.Writer) int {
 	var tail tailBuffer
 	cmd := exec.Command(boot, args...)
-	cmd.Stdout = os.Stdout
-	cmd.Stderr = io.MultiWriter(stderr, &tail)
+	// The lines a rehearsal's worker prints that are harmless are left out
+	// of what reaches the terminal (rehearsalNoise); the report's tail keeps
+	// everything.
+	out, errOut := &noiseFilter{w: os.Stdout}, &noiseFilter{w: stderr}
+	defer out.Flush()
+	defer errOut.Flush()
+	cmd.Stdout = out
+	cmd.Stderr = io.MultiWriter(errOut, &tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Signals are caught before the child starts: one that comes while it
 	// starts is forwarded to it, not the default death of this process.
@@ -167,6 +174,93 @@ func supervise(boot string, args []string, stderr io.Writer) int {
 		return exit.ExitCode()
 	}
 	return 1
+}
+
+// noiseFilter passes lines on to w, less those that a rehearsal's worker
+// prints on every run and that are harmless there:
+//
+//   - "Error Setting Rlimit  operation not permitted", printed by the worker
+//     binary (Beam's harness, core/runtime/harness/init/init.go), which
+//     sets its open-file limit to 90% of the machine's memory size in
+//     bytes (syscallx.SetProcessMemoryCeiling sets RLIMIT_NOFILE). Raising
+//     a hard limit needs privileges a worker container has and a process
+//     of the launching user does not; the worker goes on with the limits it
+//     inherited, which a rehearsal's few files stay far below. Any other
+//     error of that call is passed on.
+//   - Beam's boot loader's "Provision info:" line and the line after it
+//     (sdks/go/container/boot.go): a dump of everything prism's provision
+//     service gave the worker, every pipeline option included, once per
+//     worker, on one line of a few kilobytes. On Dataflow it goes to the
+//     worker's log; here it would fill the terminal, and print any secret
+//     option. A boot loader that fails still reports it (the report's tail
+//     is not filtered).
+//
+// Everything else, real errors included, passes unchanged.
+type noiseFilter struct {
+	w       io.Writer
+	line    []byte
+	skipped bool // the line being received is left out
+	dump    bool // the next line is the provision dump
+}
+
+// maxNoiseLine bounds the part of a line kept while waiting for its end: a
+// longer one is passed on (or left out) in pieces.
+const maxNoiseLine = 64 << 10
+
+func (f *noiseFilter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			f.line = append(f.line, p...)
+			if len(f.line) > maxNoiseLine {
+				f.emit(false)
+			}
+			break
+		}
+		f.line = append(f.line, p[:i+1]...)
+		p = p[i+1:]
+		f.emit(true)
+	}
+	return n, nil
+}
+
+// emit decides on the line received so far (whole: it ends with a newline)
+// and passes it on unless it is noise.
+func (f *noiseFilter) emit(whole bool) {
+	if !f.skipped {
+		f.skipped = f.noise()
+	}
+	if !f.skipped {
+		f.w.Write(f.line)
+	}
+	f.line = f.line[:0]
+	if whole {
+		f.skipped = false
+	}
+}
+
+// noise reports whether the line starting in f.line is left out.
+func (f *noiseFilter) noise() bool {
+	line := strings.TrimRight(string(f.line), "\n")
+	switch {
+	case f.dump:
+		f.dump = false
+		return true
+	case strings.HasPrefix(line, "Error Setting Rlimit") && strings.HasSuffix(line, "operation not permitted"):
+		return true
+	case strings.HasSuffix(line, "Provision info:"):
+		f.dump = true
+		return true
+	}
+	return false
+}
+
+// Flush passes on a last line that has no newline.
+func (f *noiseFilter) Flush() {
+	if len(f.line) > 0 {
+		f.emit(true)
+	}
 }
 
 // report writes r into $BEAMGPU_WORKER_REPORT, if set, whole or not at all.

@@ -183,3 +183,52 @@ func TestBootWithoutABootLoader(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, out, "does not set BEAM_BOOT")
 }
+
+// The harmless lines of a rehearsal's worker are left out, whatever the
+// writes they come in; real errors, and the lines around, pass unchanged.
+func TestNoiseFilter(t *testing.T) {
+	in := "2026/11/25 21:59:08 Initializing Go harness\n" +
+		"Error Setting Rlimit  operation not permitted\n" +
+		"2026/11/25 21:59:08 Provision info:\n" +
+		"pipeline_options:{fields:{key:\"beam:option:app_name:v1\" value:{string_value:\"x\"}}} retrieval_token:\"job-001\"\n" +
+		"Error Setting Rlimit  invalid argument\n" +
+		"Worker failed: boom\n" +
+		"last line without newline"
+	want := "2026/11/25 21:59:08 Initializing Go harness\n" +
+		"Error Setting Rlimit  invalid argument\n" +
+		"Worker failed: boom\n" +
+		"last line without newline"
+	for _, size := range []int{1, 3, 17, len(in)} {
+		var out strings.Builder
+		f := &noiseFilter{w: &out}
+		for rest := in; rest != ""; {
+			n := min(size, len(rest))
+			got, err := f.Write([]byte(rest[:n]))
+			require.NoError(t, err)
+			require.Equal(t, n, got)
+			rest = rest[n:]
+		}
+		f.Flush()
+		assert.Equal(t, want, out.String(), "writes of %d bytes", size)
+	}
+
+	// A provision dump longer than the filter holds is still left out whole.
+	var out strings.Builder
+	f := &noiseFilter{w: &out}
+	f.Write([]byte("x Provision info:\n" + strings.Repeat("p", 3*maxNoiseLine) + "\nafter\n"))
+	assert.Equal(t, "after\n", out.String())
+}
+
+// In a rehearsal the boot loader's output passes through the filter: its
+// provision dump and the worker's Rlimit line do not reach the terminal.
+func TestBootFiltersTheWorkersNoise(t *testing.T) {
+	root, _ := fakeLayout(t, 0)
+	script := "#!/bin/sh\n" +
+		"echo 'Error Setting Rlimit  operation not permitted'\n" +
+		"printf '2026/11/25 21:59:08 Provision info:\\npipeline_options:{secret}\\n' >&2\n" +
+		"echo 'a real error' >&2\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "opt/apache/beam/boot"), []byte(script), 0o755))
+	_, out, err := boot(t, root, []string{"BEAMGPU_WORKER_REPORT=" + t.TempDir()}, "--id=w")
+	require.NoError(t, err, out)
+	assert.Equal(t, "a real error\n", out)
+}

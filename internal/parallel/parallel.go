@@ -1,6 +1,7 @@
 // Package parallel runs a loop's iterations on several goroutines: the one
 // worker pool of the project's CPU code (the ONNX operators, the float32
-// product, k-nearest neighbours, the raster decoders and writers).
+// product, k-nearest neighbours, the raster decoders and writers, the
+// shared-memory copy).
 //
 // A loop is n tasks. Each hands them out one at a time from a shared
 // counter, so that goroutines on busy cores take fewer; For gives each
@@ -8,14 +9,16 @@
 // worth from the work of one task (Workers): no more than GOMAXPROCS and
 // the tasks, and one per MinWork units of work, so that a small loop stays
 // on the calling goroutine (starting one costs about a microsecond). Do,
-// DoWith (with state of each goroutine's own, a scratch buffer) and Chunks
-// take the number of goroutines from the caller.
+// DoWith (with state of each goroutine's own, a scratch buffer), DoErr
+// (tasks that can fail) and Chunks take the number of goroutines from the
+// caller.
 //
 // Every function returns when every task has run; fn must be safe to call
 // from several goroutines at once for different tasks.
 package parallel
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -50,6 +53,18 @@ func Each(n, cost int, fn func(i int)) { Do(Workers(n, cost), n, fn) }
 // worker it runs them on the calling goroutine.
 func Do(workers, n int, fn func(i int)) {
 	DoWith(workers, n, func() func(int) { return fn })
+}
+
+// DoErr is Do for tasks that can fail: every task runs, whatever the others
+// return, and the result is their errors joined in task order
+// (errors.Join), nil when none failed.
+func DoErr(workers, n int, fn func(i int) error) error {
+	if n <= 0 {
+		return nil
+	}
+	errs := make([]error, n)
+	Do(workers, n, func(i int) { errs[i] = fn(i) })
+	return errors.Join(errs...)
 }
 
 // DoWith is Do with state of each goroutine's own: every goroutine calls

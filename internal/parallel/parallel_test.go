@@ -1,6 +1,8 @@
 package parallel_test
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Every task runs once, whatever the workers and the tasks.
@@ -63,4 +66,32 @@ func TestWorkers(t *testing.T) {
 	assert.Equal(t, 1, parallel.Workers(0, 1))
 	assert.Equal(t, min(procs, 2), parallel.Workers(2, parallel.MinWork))
 	assert.Equal(t, procs, parallel.Workers(1<<20, 1<<10))
+}
+
+// DoErr runs every task, failing or not, and joins the errors in task
+// order.
+func TestDoErr(t *testing.T) {
+	for _, workers := range []int{1, 3} {
+		var ran atomic.Int32
+		err := parallel.DoErr(workers, 6, func(i int) error {
+			ran.Add(1)
+			if i%2 == 1 {
+				return fmt.Errorf("task %d failed", i)
+			}
+			return nil
+		})
+		assert.EqualValues(t, 6, ran.Load(), "workers %d: every task runs", workers)
+		require.Error(t, err)
+		assert.Equal(t, "task 1 failed\ntask 3 failed\ntask 5 failed", err.Error(), "workers %d", workers)
+	}
+	assert.NoError(t, parallel.DoErr(2, 5, func(int) error { return nil }))
+	assert.NoError(t, parallel.DoErr(2, 0, func(int) error { return errors.New("never called") }))
+	sentinel := errors.New("sentinel")
+	err := parallel.DoErr(2, 3, func(i int) error {
+		if i == 2 {
+			return fmt.Errorf("wrapped: %w", sentinel)
+		}
+		return nil
+	})
+	assert.ErrorIs(t, err, sentinel)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/nd"
+	ndnpy "github.com/beamgpu/beamgpu/transforms/nd/npy"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
@@ -102,7 +103,7 @@ func setFlags(t *testing.T, args ...string) {
 // writeNPY writes a C-order .npy file of t and shape holding data.
 func writeNPY(t *testing.T, path string, typ nd.DType, shape []int, data []byte) {
 	t.Helper()
-	hdr, err := npyHeader(typ, shape)
+	hdr, err := ndnpy.EncodeHeader(typ, shape)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, append(hdr, data...), 0o644))
 }
@@ -489,7 +490,7 @@ func TestPeakRSS100kRows(t *testing.T) {
 		path := filepath.Join(dir, name)
 		f, err := os.Create(path)
 		require.NoError(t, err)
-		hdr, err := npyHeader(nd.Float32, []int{n, 784})
+		hdr, err := ndnpy.EncodeHeader(nd.Float32, []int{n, 784})
 		require.NoError(t, err)
 		bw := bufio.NewWriterSize(f, 1<<20)
 		bw.Write(hdr)
@@ -593,7 +594,7 @@ func TestObjectStorePaths(t *testing.T) {
 	require.NoError(t, err)
 	memfs.Write("memfs://bucket/in/cnn.onnx", model)
 	x := fashionRows(t, 40)
-	hdr, err := npyHeader(nd.Float32, x.Shape)
+	hdr, err := ndnpy.EncodeHeader(nd.Float32, x.Shape)
 	require.NoError(t, err)
 	memfs.Write("memfs://bucket/in/x.npy", append(hdr, x.Data...))
 	code, text, err := runInfer(t, "--model=memfs://bucket/in/cnn.onnx", "--input=memfs://bucket/in/x.npy",
@@ -672,7 +673,7 @@ func TestOtherTypes(t *testing.T) {
 	require.Equal(t, 0, code)
 	b, err := os.ReadFile(filepath.Join(out, predictionsFile))
 	require.NoError(t, err)
-	h, err := parseNPYHeader(bytes.NewReader(b))
+	h, err := ndnpy.ReadHeader(bytes.NewReader(b))
 	require.NoError(t, err)
 	assert.Equal(t, nd.Float16, h.Type)
 	assert.Equal(t, []int{2, 3}, h.Shape)

@@ -15,6 +15,7 @@ import (
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd/npy"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 )
@@ -186,7 +187,7 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 		return err
 	}
 	rowBytes := elems * t.Size()
-	hdr, err := npyHeader(t, append([]int{f.N}, rowShape...))
+	hdr, err := npy.EncodeHeader(t, append([]int{f.N}, rowShape...))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func Execute(ctx context.Context, p Pipeline, sel *backend.Selector, w io.Writer
 		return res, fmt.Errorf("pipeline failed: %w", err)
 	}
 	if out.Plan != nil && out.Plan.Mode == launch.ModeRightFitting && len(out.Plan.Environments) > 1 && !out.Planned {
-		fmt.Fprintf(os.Stderr, "%s: right fitting: %s\n", p.Name, out.Plan.Placement())
+		slog.Info("right fitting", "pipeline", p.Name, "environments", out.Plan.Placement())
 	}
 	if out.Result == nil {
 		return res, launched(w, out, f.Launch.PlanOut)

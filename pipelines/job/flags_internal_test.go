@@ -1,7 +1,10 @@
 package job
 
 import (
+	"bytes"
 	"flag"
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +56,21 @@ func TestRunStartedAfterInterruptionIsInterrupted(t *testing.T) {
 	ran := false
 	r.Cleanup(func() { ran = true })
 	assert.True(t, ran)
+}
+
+// A Pipeline's Logger becomes the default logger (Main calls useLogger
+// after Beam has installed its own); without one, Beam's stays.
+func TestLoggerReplacesBeams(t *testing.T) {
+	prev := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	beams := slog.New(slog.NewTextHandler(io.Discard, nil))
+	slog.SetDefault(beams)
+	Pipeline{}.useLogger()
+	assert.Same(t, beams, slog.Default())
+	var buf bytes.Buffer
+	mine := slog.New(slog.NewJSONHandler(&buf, nil))
+	Pipeline{Logger: mine}.useLogger()
+	assert.Same(t, mine, slog.Default())
+	slog.Info("right fitting", "pipeline", "p")
+	assert.Contains(t, buf.String(), `"msg":"right fitting","pipeline":"p"`)
 }

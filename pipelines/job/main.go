@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -42,6 +43,7 @@ func Main(p Pipeline) {
 		os.Exit(2)
 	}
 	beam.Init()
+	p.useLogger()
 	// SIGINT or SIGTERM stops the run here: its cleanups run (they remove
 	// its temporary files), the executors this process started are stopped,
 	// and the process exits with 128 + the signal's number. The runner is
@@ -83,6 +85,14 @@ func Main(p Pipeline) {
 	// stopped, SIGSTOP, would not notice its parent's exit).
 	client.ShutdownShared()
 	os.Exit(code)
+}
+
+// useLogger makes p.Logger, if set, the default logger: after beam.Init,
+// which installs Beam's.
+func (p Pipeline) useLogger() {
+	if p.Logger != nil {
+		slog.SetDefault(p.Logger)
+	}
 }
 
 // signalName is SIGINT or SIGTERM.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,12 @@ type Pipeline struct {
 	// each step's counts (Result.PrintSteps). It is not called when
 	// nothing ran here (a plan, a Dataflow template, an --async job).
 	Report func(ctx context.Context, w io.Writer, res *Result) error
+	// Logger, when set, becomes the default logger (slog.SetDefault) once
+	// Main has initialised Beam: the diagnostics of beamgpu's packages and
+	// Beam's own go through it. Nil: Beam's default, a text handler on
+	// stderr at --log_level and --log_kind. (A logger set before Main would
+	// be replaced there: Beam's initialisation installs its own.)
+	Logger *slog.Logger
 }
 
 // Steps returns a Pipeline.Steps of a fixed list.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 )
@@ -90,13 +91,9 @@ func (st store) writeTile(ctx context.Context, t raster.Tile) error {
 		}
 	}
 	if !st.objects() {
-		errs := make([]error, len(t.Names))
-		var wg sync.WaitGroup
-		for i, plane := range t.Names {
-			wg.Go(func() { errs[i] = writeAt(st.temp(t.Scene, planeFile(plane)), t, t.Data[i]) })
-		}
-		wg.Wait()
-		return errors.Join(errs...)
+		return parallel.DoErr(len(t.Names), len(t.Names), func(i int) error {
+			return writeAt(st.temp(t.Scene, planeFile(t.Names[i])), t, t.Data[i])
+		})
 	}
 	for i, plane := range t.Names {
 		name := planeFile(plane)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -175,6 +176,10 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "beamgpu-executor: --memory_budget: %v\n", err)
 		return exitUsage
 	}
+	// The diagnostics of the executor's packages (the server's, the device
+	// layer's) go through log/slog to its stderr, which the client that
+	// started it passes on to its own; each line names the executor.
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, nil)).With("process", "beamgpu-executor", "pid", os.Getpid()))
 	dev, why := device(), ""
 	if dev == "" && build.NoDevice != nil {
 		why = build.NoDevice()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow/dataflowlib"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/hooks/perf"
 	"github.com/beamgpu/beamgpu/runtime/dataflow"
 )
@@ -160,7 +162,22 @@ func runDataflow(ctx context.Context, p *beam.Pipeline, f Flags) (Outcome, error
 		return Outcome{Plan: plan, Planned: true}, plan.Write(f.PlanOut, model, job)
 	}
 	for _, w := range plan.Warnings {
-		fmt.Fprintln(os.Stderr, "dataflow: warning:", w)
+		slog.Warn("dataflow: the plan warns", "warning", w)
+	}
+	if opts.Worker == "" {
+		// Beam's Execute would cross-compile the pipeline silently; built
+		// here, the build says what it builds and how long it took. The
+		// architecture is Beam's choice (arm64 on Tau T2A machines).
+		var copts runnerlib.CompileOpts
+		if strings.HasPrefix(opts.MachineType, "t2a") {
+			copts.Arch = "arm64"
+		}
+		w, err := buildWorker(ctx, "Dataflow", copts)
+		if err != nil {
+			return Outcome{Plan: plan}, fmt.Errorf("building the worker binary: %w", err)
+		}
+		defer os.Remove(w)
+		opts.Worker = w
 	}
 	res, err := dataflowlib.Execute(ctx, model, opts, workerURL, modelURL, flagValue("dataflow_endpoint"), *jobopts.Async)
 	if err != nil {

@@ -1,14 +1,19 @@
 package launch
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
 )
 
 // ImageWorkerBinaries is where the beamgpu worker image keeps the pipeline
@@ -107,4 +112,30 @@ func workerBinaryNote(bin string) string {
 		return bin + " (this binary: linux/amd64, built with CGO_ENABLED=0)"
 	}
 	return "cross-compiled from the pipeline's source at submission (GOOS=linux GOARCH=amd64 CGO_ENABLED=0); from the worker image, pass --worker_binary=" + ImageWorkerBinaries + "/<pipeline>"
+}
+
+// buildTempWorker is Beam's cross-compile of the pipeline's main package
+// for the workers (a variable for the tests). It finds the main package by
+// walking the caller's stack, so it must be called on the program's own
+// stack, not on a goroutine of the launcher's.
+var buildTempWorker = runnerlib.BuildTempWorkerBinary
+
+// buildWorker cross-compiles the pipeline for the workers (for: "rehearsal"
+// or "Dataflow"), saying so before it starts and when it ends: the build
+// has settings of its own (CGO_ENABLED=0, -trimpath, GOOS=linux), so its
+// first run compiles Beam and every dependency anew, minutes on a small
+// machine, with nothing else printed meanwhile.
+func buildWorker(ctx context.Context, forWhat string, opts runnerlib.CompileOpts) (string, error) {
+	arch := cmp.Or(opts.Arch, "amd64")
+	slog.Info("building the worker binary from the pipeline's source (go build -trimpath, GOOS=linux CGO_ENABLED=0): "+
+		"a cold build compiles Beam and every dependency and takes minutes on a small machine (README: build times); "+
+		"--worker_binary with a binary built once (CGO_ENABLED=0 go build) skips it",
+		"for", forWhat, "goarch", arch)
+	start := time.Now()
+	w, err := buildTempWorker(ctx, opts)
+	if err != nil {
+		return "", err
+	}
+	slog.Info("built the worker binary", "for", forWhat, "took", time.Since(start).Round(100*time.Millisecond).String(), "path", w)
+	return w, nil
 }

@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -196,8 +195,7 @@ func runPortable(ctx context.Context, p *beam.Pipeline, f Flags, t Target) (Outc
 			// goroutine ends in this package, and would stage this package's
 			// archive as the worker ("exec format error" on the workers).
 			// Built here, on the program's own stack, it finds main.
-			slog.Info("rehearsal: building the worker binary from the pipeline's source (GOOS=linux GOARCH=amd64 CGO_ENABLED=0); a built binary, or --worker_binary, is staged as it is")
-			w, err := runnerlib.BuildTempWorkerBinary(ctx, runnerlib.CompileOpts{})
+			w, err := buildWorker(ctx, "rehearsal", runnerlib.CompileOpts{})
 			if err != nil {
 				return Outcome{Plan: plan}, fmt.Errorf("rehearsal: building the worker binary: %w", err)
 			}
@@ -263,7 +261,10 @@ func localPrism() (string, error) {
 	prismServer.once.Do(func() {
 		port, err := freePort()
 		if err == nil {
-			_, err = prism.CreateJobServer(context.Background(), prism.Options{Port: port})
+			err = withPrismLogger(func() error {
+				_, err := prism.CreateJobServer(context.Background(), prism.Options{Port: port})
+				return err
+			})
 		}
 		if err != nil {
 			prismServer.err = fmt.Errorf("starting prism: %w", err)

@@ -319,18 +319,22 @@ func cancelJob(ctx context.Context, endpoint, name string) {
 // worker sends over Beam's logging service (the boot loader's fatal errors
 // among it) in this process, through log/slog, as "[SDK] ...".
 type workerErrors struct {
-	mu   sync.Mutex
-	last []string
-	prev *slog.Logger
+	mu      sync.Mutex
+	last    []string
+	restore func()
 }
 
+// captureWorkerErrors wraps the default logger's handler (the program's
+// own, where it set one), so that the workers' errors are kept and still
+// logged where the program's diagnostics go, until restore. It starts a
+// job: prism's line for the workers it stops at the end of the last one
+// is lowered no longer (prismHandler).
 func captureWorkerErrors() *workerErrors {
-	w := &workerErrors{prev: slog.Default()}
-	slog.SetDefault(slog.New(&errorHandler{Handler: slog.NewTextHandler(os.Stderr, nil), w: w}))
+	prismJobDone.Store(false)
+	w := &workerErrors{}
+	w.restore = setDefault(slog.New(&errorHandler{Handler: defaultHandler(), w: w}))
 	return w
 }
-
-func (w *workerErrors) restore() { slog.SetDefault(w.prev) }
 
 func (w *workerErrors) lines() []string {
 	w.mu.Lock()

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
 )
 
 // Flags of a kernel call: how the tile t = A·B is written to C.
@@ -179,33 +180,12 @@ func (p *problem) run(workers int) {
 	if rowTasks > 1 && p.packed == nil && p.k*roundUp(p.n, kern.nr) <= prepackMax {
 		p.packed = packWith(kern, p.transB, p.k, p.n, p.b, p.ldb)
 	}
-	workers = min(workers, total)
-	do := func(t int) {
+	// The goroutines take the blocks from a shared counter (one worker: the
+	// calling goroutine takes them all).
+	parallel.Do(workers, total, func(t int) {
 		i0, j0 := (t/colTasks)*rowStep, (t%colTasks)*colStep
 		p.block(i0, min(i0+rowStep, p.m), j0, min(j0+colStep, p.n))
-	}
-	if workers <= 1 {
-		for t := range total {
-			do(t)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				t := int(next.Add(1)) - 1
-				if t >= total {
-					return
-				}
-				do(t)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 }
 
 // block computes rows i0..i1 and columns j0..j1 of C (i0 a multiple of mr,

@@ -4,7 +4,8 @@ import (
 	"math"
 	"math/big"
 	"slices"
-	"sync"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
 )
 
 // The combiners of this file summarise a scene from its tiles, in any order
@@ -249,11 +250,7 @@ func eachPlane(n, pixels int, fn func(i int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { fn(i) })
-	}
-	wg.Wait()
+	parallel.Do(n, n, fn) // a goroutine per plane
 }
 
 // MergeAccumulators implements a Beam CombineFn.

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"golang.org/x/image/tiff/lzw"
 )
 
@@ -75,18 +75,12 @@ func DecodeWindow(r io.ReaderAt, f BandHeader, blocks []Block, win Rect, put fun
 		}
 		return nil
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(parts), maxDecodeWorkers)
-	if workers <= 1 {
-		return decode(0, len(parts))
-	}
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for i := range workers {
-		lo, hi := i*len(parts)/workers, (i+1)*len(parts)/workers
-		wg.Go(func() { errs[i] = decode(lo, hi) })
-	}
-	wg.Wait()
-	for _, err := range errs { // the first failing run's, in block order
+	// Each goroutine decodes a run of consecutive blocks; a run's error is
+	// kept at its first block, so that the error returned is the first
+	// failing run's, in block order.
+	errs := make([]error, len(parts))
+	parallel.Chunks(min(runtime.GOMAXPROCS(0), maxDecodeWorkers), len(parts), func(lo, hi int) { errs[lo] = decode(lo, hi) })
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}

@@ -2,13 +2,12 @@ package raster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"sync"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
 )
 
@@ -264,39 +263,33 @@ func ReadWindow(w Window) ([]DNTile, error) {
 		cols, side = (w.Rect.W+w.TileSize-1)/w.TileSize, w.TileSize
 	}
 	ctx := context.Background()
-	errs := make([]error, len(w.Bands))
-	var wg sync.WaitGroup
-	for b, bw := range w.Bands {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			put := func(y, x0 int, dn []uint16) {
-				for len(dn) > 0 {
-					col, row := (x0-w.Rect.X)/side, (y-w.Rect.Y)/side
-					if w.RowStrips {
-						row = 0
-					}
-					t := &tiles[row*cols+col]
-					n := min(len(dn), t.X+t.W-x0)
-					copy(t.DN[b][(y-t.Y)*t.W+x0-t.X:], dn[:n])
-					dn, x0 = dn[n:], x0+n
+	// A goroutine per band; every band is decoded, and the errors are the
+	// failing bands', in band order.
+	err = parallel.DoErr(len(w.Bands), len(w.Bands), func(b int) error {
+		bw := w.Bands[b]
+		put := func(y, x0 int, dn []uint16) {
+			for len(dn) > 0 {
+				col, row := (x0-w.Rect.X)/side, (y-w.Rect.Y)/side
+				if w.RowStrips {
+					row = 0
 				}
+				t := &tiles[row*cols+col]
+				n := min(len(dn), t.X+t.W-x0)
+				copy(t.DN[b][(y-t.Y)*t.W+x0-t.X:], dn[:n])
+				dn, x0 = dn[n:], x0+n
 			}
-			f, err := files.OpenAt(ctx, bw.Header.Name)
-			if err != nil {
-				errs[b] = fmt.Errorf("%s: cannot open band: %w", bw.Header.Name, err)
-				return
-			}
-			defer f.Close()
-			if f.Size() != bw.Header.Size {
-				errs[b] = fmt.Errorf("%s: the file changed since its header was read (%d bytes, then %d)", bw.Header.Name, bw.Header.Size, f.Size())
-				return
-			}
-			errs[b] = DecodeWindow(f, bw.Header, bw.Blocks, w.Rect, put)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		}
+		f, err := files.OpenAt(ctx, bw.Header.Name)
+		if err != nil {
+			return fmt.Errorf("%s: cannot open band: %w", bw.Header.Name, err)
+		}
+		defer f.Close()
+		if f.Size() != bw.Header.Size {
+			return fmt.Errorf("%s: the file changed since its header was read (%d bytes, then %d)", bw.Header.Name, bw.Header.Size, f.Size())
+		}
+		return DecodeWindow(f, bw.Header, bw.Blocks, w.Rect, put)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return tiles, nil

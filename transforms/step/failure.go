@@ -44,7 +44,9 @@ func NewFailure(stepName string, input any, err error) Failure {
 }
 
 // Sized is implemented by batch types that report how many items (pixels,
-// rows) and bytes they hold, for the step metrics.
+// rows) and bytes they hold, for the step metrics (a step's items, bytes,
+// and the job summary's items, "MB in" and items/s columns). An input that
+// does not implement it counts as one item of 0 bytes.
 type Sized interface {
 	Items() int
 	Bytes() int

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -100,3 +102,70 @@ var stepCPUOnly = step.Register(step.Def[vec, vec]{
 func init() {
 	step.RegisterStub(stepScale, func(v vec) (vec, error) { return vec{Name: v.Name, X: make([]float32, len(v.X))}, nil })
 }
+
+// shifted is a vec with an offset many batches share: the side data of
+// stepShift.
+type shifted struct {
+	V   vec
+	Off *vec
+}
+
+// failedOnce holds the names of the "once:" vectors shift has failed, in
+// the process that ran it (the executor's).
+var failedOnce sync.Map
+
+// shift adds the offset to every value. A vector whose name starts with
+// "once:" fails with the rest of its name as the error the first time the
+// process sees it, and succeeds after: a request sent again would hide the
+// error.
+func shift(s shifted) (vec, error) {
+	if msg, ok := strings.CutPrefix(s.V.Name, "once:"); ok {
+		if _, seen := failedOnce.LoadOrStore(s.V.Name, true); !seen {
+			return vec{}, errors.New(msg)
+		}
+	}
+	if s.Off == nil || len(s.Off.X) != len(s.V.X) {
+		return vec{}, fmt.Errorf("%s: no offset of %d values", s.V.Name, len(s.V.X))
+	}
+	out := vec{Name: s.V.Name, X: make([]float32, len(s.V.X))}
+	for i, x := range s.V.X {
+		out.X[i] = x + s.Off.X[i]
+	}
+	return out, nil
+}
+
+// stepShift is a step whose GPU op takes side data: the offset crosses to
+// the executor once, and requests after that only name it.
+var stepShift = step.Register(step.Def[shifted, vec]{
+	Name: "test_shift",
+	CPU:  shift,
+	GPU: &step.GPU[shifted, vec]{Op: "test.shift", Out: vecCodec,
+		In: step.Codec[shifted]{
+			Encode: func(s shifted) (step.Parts, error) { return vecCodec.Encode(s.V) },
+			Decode: func(p step.Parts) (shifted, error) {
+				v, err := vecCodec.Decode(p)
+				return shifted{V: v}, err
+			},
+		},
+		Side: &step.Side[shifted]{
+			Of: func(s shifted) any {
+				if s.Off == nil {
+					return nil
+				}
+				return s.Off
+			},
+			Encode: func(s shifted) (step.Parts, error) { return vecCodec.Encode(*s.Off) },
+			Decode: func(p step.Parts) (any, error) {
+				v, err := vecCodec.Decode(p)
+				return &v, err
+			},
+			With: func(s shifted, side any) (shifted, error) {
+				s.Off = side.(*vec)
+				return s, nil
+			},
+		},
+	},
+	Sample: func() shifted {
+		return shifted{V: vec{Name: "sample", X: []float32{1, 2}}, Off: &vec{Name: "off", X: []float32{10, 20}}}
+	},
+})

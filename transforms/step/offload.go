@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
@@ -56,11 +56,6 @@ func executor() (*client.Client, error) {
 	defer exeMu.RUnlock()
 	return client.Shared(exePath)
 }
-
-// needSide starts the message of the error an op returns when it does not
-// hold the side data a request names (the executor restarted, or evicted
-// it): the client sends the request again with the side data.
-const needSide = "step: side data not loaded: "
 
 // requestVersion is the version of the params of a step request.
 const requestVersion = 2
@@ -181,7 +176,10 @@ func (s *Step[In, Out]) call(ctx context.Context, in In, prof *Profile) (Out, er
 	}
 	carried := side != nil && !s.sides.wasSent(side.key)
 	out, err := call(carried)
-	if err != nil && side != nil && strings.Contains(err.Error(), needSide) {
+	// An op that does not hold the side data the request names (the
+	// executor restarted, or evicted it) answers StatusNeedSide: send the
+	// request again with the side data.
+	if side != nil && errors.Is(err, protocol.ErrNeedSide) {
 		carried = true
 		out, err = call(true)
 	}

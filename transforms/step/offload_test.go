@@ -3,10 +3,11 @@ package step_test
 import (
 	"context"
 	"errors"
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
@@ -85,4 +86,58 @@ func TestOffloadFailures(t *testing.T) {
 			assert.Equal(t, want, got)
 		})
 	}
+}
+
+// Side data crosses to the executor once; an executor that does not hold
+// it (here a new one, after the first was stopped) answers with the
+// protocol's StatusNeedSide, and the client sends the request again with
+// the side data: the batch succeeds and the side data counts one more send.
+func TestMissingSideDataIsSentAgain(t *testing.T) {
+	needTestExecutor(t)
+	require.NoError(t, client.CloseShared())
+	steptest.UseExecutor()
+	defer client.CloseShared()
+	off := &vec{Name: "off", X: []float32{10, 20, 30}}
+	in := shifted{V: vec{Name: "v", X: []float32{1, 2, 3}}, Off: off}
+	want := vec{Name: "v", X: []float32{11, 22, 33}}
+	before := stepShift.SideStats().Sent
+
+	got, err := stepShift.Offload(context.Background(), in)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	got, err = stepShift.Offload(context.Background(), in)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Equal(t, 1, stepShift.SideStats().Sent-before, "the second request only names the side data")
+
+	require.NoError(t, client.CloseShared()) // the next call starts an executor that holds nothing
+	got, err = stepShift.Offload(context.Background(), in)
+	require.NoError(t, err, "the missing side data was sent again")
+	assert.Equal(t, want, got)
+	assert.Equal(t, 2, stepShift.SideStats().Sent-before, "sent again to the new executor, once")
+}
+
+// An op's own error whose text reads like the missing-side answer (the
+// words of protocol.ErrNeedSide, and the text the client once matched) is
+// that batch's failure: it is not taken for missing side data, and the
+// request is not sent again (the op fails only the first time it sees the
+// batch, so a request sent again would succeed and hide the error).
+func TestAnErrorWithTheSameWordsIsNotMissingSideData(t *testing.T) {
+	needTestExecutor(t)
+	require.NoError(t, client.CloseShared())
+	steptest.UseExecutor()
+	defer client.CloseShared()
+	off := &vec{Name: "off", X: []float32{1}}
+	_, err := stepShift.Offload(context.Background(), shifted{V: vec{Name: "warm", X: []float32{1}}, Off: off})
+	require.NoError(t, err)
+	before := stepShift.SideStats().Sent
+
+	for _, msg := range []string{protocol.ErrNeedSide.Error() + ": " + "k", "step: side data not loaded: k"} {
+		_, err := stepShift.Offload(context.Background(), shifted{V: vec{Name: "once:" + msg, X: []float32{1}}, Off: off})
+		require.Error(t, err)
+		assert.ErrorContains(t, err, msg, "the op's own error")
+		assert.NotErrorIs(t, err, protocol.ErrNeedSide)
+		assert.NotErrorIs(t, err, step.ErrGPUUnavailable)
+	}
+	assert.Equal(t, 0, stepShift.SideStats().Sent-before, "no request was sent again with the side data")
 }

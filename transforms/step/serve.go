@@ -2,13 +2,13 @@ package step
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )
@@ -155,7 +155,9 @@ func (o *stepOp[In, Out]) side(key string, in [][]byte) (any, error) {
 		if v, ok := o.sides[key]; ok {
 			return v, nil
 		}
-		return nil, errors.New(needSide + key)
+		// The status crosses to the client, which sends the request again
+		// with the side data (protocol.StatusNeedSide).
+		return nil, fmt.Errorf("op %s: %w: %s", o.s.def.GPU.Op, protocol.ErrNeedSide, key)
 	}
 	kept := clone(Parts{Header: in[0], Arrays: in[1:]})
 	v, err := o.s.def.GPU.Side.Decode(kept)

@@ -5,8 +5,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/gemm"
 )
 
@@ -206,37 +206,27 @@ func Neighbors(q Batch, ref *Reference, k int) (idx []int32, dist []float32, err
 	rb := min(max(knnRefBlock/pw*pw, pw), ref.Rows)
 	packed := ref.packedX()
 	blocks := (q.Rows + qb - 1) / qb
-	workers = min(workers, blocks)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prod := make([]float32, qb*rb)
-			fill := make([]int, qb)
-			for {
-				blk := int(next.Add(1)) - 1
-				if blk >= blocks {
-					return
-				}
-				q0, q1 := blk*qb, min((blk+1)*qb, q.Rows)
-				m := q1 - q0
-				clear(fill[:m])
-				for r0 := 0; r0 < ref.Rows; r0 += rb {
-					r1 := min(r0+rb, ref.Rows)
-					n := r1 - r0
-					gemm.SgemmPacked(1, false, m, 1, q.X[q0*q.Cols:q1*q.Cols], q.Cols, packed, r0, r1, 0, prod[:m*n], n)
-					for i := 0; i < m; i++ {
-						qi := q0 + i
-						fill[i] = selectRow(prod[i*n:(i+1)*n], qn[qi], ref.norms[r0:r1], r0,
-							dist[qi*k:(qi+1)*k], idx[qi*k:(qi+1)*k], fill[i])
-					}
+	// Each goroutine has its own product block and top-k fill counts, and
+	// takes query blocks from a shared counter.
+	parallel.DoWith(workers, blocks, func() func(int) {
+		prod := make([]float32, qb*rb)
+		fill := make([]int, qb)
+		return func(blk int) {
+			q0, q1 := blk*qb, min((blk+1)*qb, q.Rows)
+			m := q1 - q0
+			clear(fill[:m])
+			for r0 := 0; r0 < ref.Rows; r0 += rb {
+				r1 := min(r0+rb, ref.Rows)
+				n := r1 - r0
+				gemm.SgemmPacked(1, false, m, 1, q.X[q0*q.Cols:q1*q.Cols], q.Cols, packed, r0, r1, 0, prod[:m*n], n)
+				for i := 0; i < m; i++ {
+					qi := q0 + i
+					fill[i] = selectRow(prod[i*n:(i+1)*n], qn[qi], ref.norms[r0:r1], r0,
+						dist[qi*k:(qi+1)*k], idx[qi*k:(qi+1)*k], fill[i])
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	return idx, dist, nil
 }
 

@@ -28,6 +28,14 @@ type Input struct {
 // ID names the batch in failures.
 func (in Input) ID() string { return in.Tile.ID() }
 
+// Items and Bytes implement step.Sized: the step's metrics, and the run's
+// summary (pixels, MB in, pixels/s), count the tile's pixels and bytes.
+// Without them each batch would count as one item of 0 bytes.
+func (in Input) Items() int { return in.Tile.Items() }
+
+// Bytes implements step.Sized.
+func (in Input) Bytes() int { return in.Tile.Bytes() }
+
 // Clip is the CPU implementation: every value v of every plane becomes
 // min(max(v, Lo), Hi); NaN stays NaN.
 func Clip(in Input) (raster.Tile, error) {

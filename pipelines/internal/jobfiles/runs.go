@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,7 +161,7 @@ func removeTemps(dir string, stale func(run string) bool, locks bool) ([]string,
 
 // PrepareOutput readies the output directory dir of a run of program
 // prog: in a local dir it removes the temporaries of earlier runs that
-// were killed (RemoveStale; saying so on stderr), then, local or not, the
+// were killed (RemoveStale; saying so through log/slog), then, local or not, the
 // previous run's outputs (names, at dir's root), so that a run that fails
 // leaves none that would look like its own.
 func PrepareOutput(ctx context.Context, prog, dir string, names []string) error {
@@ -168,7 +169,7 @@ func PrepareOutput(ctx context.Context, prog, dir string, names []string) error 
 		if stale, err := RemoveStale(dir); err != nil {
 			return fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", dir, err)
 		} else if len(stale) > 0 {
-			fmt.Fprintf(os.Stderr, "%s: removed %d temporary files of earlier runs that were killed, in %s\n", prog, len(stale), dir)
+			slog.Info("removed temporary files of earlier runs that were killed", "program", prog, "files", len(stale), "dir", dir)
 		}
 	}
 	for _, n := range names {

@@ -439,14 +439,16 @@ func (e *OpError) Error() string {
 	return fmt.Sprintf("GPU executor: op %q: %s: %s", e.Op, e.Status, e.Message)
 }
 
-// Unwrap makes errors.Is match protocol.ErrOutOfMemory or
-// protocol.ErrFatal by status.
+// Unwrap makes errors.Is match protocol.ErrOutOfMemory,
+// protocol.ErrFatal or protocol.ErrNeedSide by status.
 func (e *OpError) Unwrap() error {
 	switch e.Status {
 	case protocol.StatusOutOfMemory:
 		return protocol.ErrOutOfMemory
 	case protocol.StatusFatal:
 		return protocol.ErrFatal
+	case protocol.StatusNeedSide:
+		return protocol.ErrNeedSide
 	}
 	return nil
 }

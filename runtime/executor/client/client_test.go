@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -361,8 +362,9 @@ func TestVersionMismatchWithAFakeServer(t *testing.T) {
 			}
 			c := protocol.NewConn(nc.(*net.UnixConn))
 			if _, _, err := c.ReadFrame(); err == nil {
-				// A v3 executor: its Welcome starts with its version.
-				protocol.WriteFrame(c, protocol.TWelcome, []byte{3, 0, 'v', '3'})
+				// An executor of the next version: its Welcome starts
+				// with its version.
+				protocol.WriteFrame(c, protocol.TWelcome, append(binary.LittleEndian.AppendUint16(nil, protocol.Version+1), 'v', 'x'))
 			}
 			c.Close()
 		}
@@ -371,7 +373,7 @@ func TestVersionMismatchWithAFakeServer(t *testing.T) {
 	defer c.Close()
 	_, err = c.Call(context.Background(), testops.Echo, nil, nil)
 	require.ErrorIs(t, err, protocol.ErrVersionMismatch)
-	assert.Contains(t, err.Error(), "client speaks v2, executor speaks v3")
+	assert.Contains(t, err.Error(), fmt.Sprintf("client speaks v%d, executor speaks v%d", protocol.Version, protocol.Version+1))
 	ok, why := c.Available()
 	assert.False(t, ok)
 	assert.Contains(t, why, "version mismatch")

@@ -45,7 +45,7 @@ func envDuration(name string) time.Duration {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		fmt.Fprintf(os.Stderr, "beamgpu: ignoring %s=%q: want a positive duration, e.g. 30s\n", name, v)
+		slog.Warn("beamgpu: ignoring an environment variable: want a positive duration, e.g. 30s", "variable", name, "value", v)
 		return 0
 	}
 	return d

@@ -24,8 +24,10 @@
 // caller write its inputs straight into shared memory, so a batch can be
 // produced in place, with no copy at all on the client side.
 //
-// Failures: an op's error is an *OpError (errors.Is ErrOutOfMemory when
-// the batch does not fit the executor's memory budget: split it and retry).
+// Failures: an op's error is an *OpError (errors.Is protocol.ErrOutOfMemory
+// when the batch does not fit the executor's memory budget: split it and
+// retry; errors.Is protocol.ErrNeedSide when the op needs side data the
+// request only named: send it again with the side data).
 // When the executor dies mid-call (a crash, or ErrFatal: a sticky CUDA
 // error, after which it exits), the call fails with a retryable error
 // (IsRetryable); the client retires that process, starts a new one on next

@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strconv"
@@ -137,7 +138,7 @@ func sharedConfig(path string) Config {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
 			cfg.MaxArena = n
 		} else {
-			fmt.Fprintf(os.Stderr, "beamgpu: ignoring %s=%q: want a positive number of bytes\n", EnvMaxArena, v)
+			slog.Warn("beamgpu: ignoring an environment variable: want a positive number of bytes", "variable", EnvMaxArena, "value", v)
 		}
 	}
 	sharingSource.Lock()
@@ -152,7 +153,7 @@ func sharedConfig(path string) Config {
 	}
 	s, err := ParseSharing(v)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "beamgpu: ignoring pipeline option %s: %v\n", OptionSharing, err)
+		slog.Warn("beamgpu: ignoring a pipeline option", "option", OptionSharing, "error", err)
 		return cfg
 	}
 	cfg.Args, cfg.Env = s.Args(), s.Env()

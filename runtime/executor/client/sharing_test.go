@@ -1,6 +1,9 @@
 package client
 
 import (
+	"context"
+	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +43,58 @@ func TestSharedConfigReadsTheSource(t *testing.T) {
 	assert.Equal(t, []string{"--max_concurrent=1"}, cfg.Args)
 	SetSharingSource(func() string { return "nonsense" })
 	assert.Empty(t, sharedConfig("/x").Env, "a malformed option is ignored")
+}
+
+// records captures the log/slog records made while it is the default
+// logger (until the test ends).
+func records(t *testing.T) *[]slog.Record {
+	var mu sync.Mutex
+	var got []slog.Record
+	prev := slog.Default()
+	slog.SetDefault(slog.New(handlerFunc(func(r slog.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r)
+	})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return &got
+}
+
+type handlerFunc func(slog.Record)
+
+func (h handlerFunc) Enabled(context.Context, slog.Level) bool      { return true }
+func (h handlerFunc) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
+func (h handlerFunc) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h handlerFunc) WithGroup(string) slog.Handler                 { return h }
+
+// attrs is a record's attributes as text.
+func attrs(r slog.Record) map[string]string {
+	m := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+	return m
+}
+
+// A setting that is ignored says so through log/slog, as a warning naming
+// the setting and its value, so that a program routes or silences it with
+// the rest of its diagnostics.
+func TestIgnoredSettingsAreLogged(t *testing.T) {
+	got := records(t)
+	t.Setenv(EnvMaxArena, "lots")
+	t.Setenv(EnvCallFloor, "-3s")
+	t.Cleanup(func() { SetSharingSource(nil) })
+	SetSharingSource(func() string { return "nonsense" })
+	sharedConfig("/x")
+	require.Len(t, *got, 3)
+	for _, r := range *got {
+		assert.Equal(t, slog.LevelWarn, r.Level)
+		assert.Contains(t, r.Message, "ignoring")
+	}
+	byVar := map[string]string{}
+	for _, r := range *got {
+		a := attrs(r)
+		byVar[a["variable"]+a["option"]] = a["value"] + a["error"]
+	}
+	assert.Equal(t, "lots", byVar[EnvMaxArena])
+	assert.Equal(t, "-3s", byVar[EnvCallFloor])
+	assert.Contains(t, byVar[OptionSharing], "nonsense")
 }

@@ -31,6 +31,10 @@
 // Version 2 added the devices: an executor serves every device it sees,
 // named by ordinal in Welcome.Devices; each Response names the device that
 // ran the batch and for how long, and Stats asks for each device's counts.
+// Version 3 added StatusNeedSide: an op that needs side data the request
+// only names, and the executor no longer holds, says so by status, and the
+// client sends the request again with the side data (before, the client
+// recognised the op's error by its text).
 //
 // The magic and the version come first in Hello and the version first in
 // Welcome and Reject, so peers of different versions can always tell each

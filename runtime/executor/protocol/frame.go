@@ -9,7 +9,7 @@ import (
 
 // Version is the protocol version this package speaks. Bump it on any change
 // to a message's layout; peers of different versions refuse each other.
-const Version uint16 = 2
+const Version uint16 = 3
 
 // Magic opens every Hello, so a server can tell a beamgpu client from a
 // stray connection.

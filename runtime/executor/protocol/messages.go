@@ -27,6 +27,11 @@ var (
 	// ErrFatal (StatusFatal): the executor is broken (a sticky device
 	// error) and exits; the client starts a new one for the next call.
 	ErrFatal = errors.New("executor: fatal error, the device context is unusable")
+	// ErrNeedSide (StatusNeedSide): the request names side data (a model's
+	// weights, a kNN reference set) that it does not carry and that the
+	// executor does not hold: the executor restarted, or evicted it. Send
+	// the request again with the side data.
+	ErrNeedSide = errors.New("executor: side data not held")
 )
 
 // Status is the outcome of a request.
@@ -50,6 +55,10 @@ const (
 	// gave; Response.Need is the size the op asked for. The client grows the
 	// arena and sends the request again.
 	StatusNoSpace Status = 4
+	// StatusNeedSide: the op needs side data that the request only names
+	// and the executor does not hold (version 3); the client sends the
+	// request again with it.
+	StatusNeedSide Status = 5
 )
 
 func (s Status) String() string {
@@ -64,6 +73,8 @@ func (s Status) String() string {
 		return "fatal"
 	case StatusNoSpace:
 		return "no space"
+	case StatusNeedSide:
+		return "side data not held"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -32,6 +33,7 @@ func samples() []protocol.Message {
 		protocol.Request{ID: 10, Arena: 1, Op: "x"},
 		protocol.Response{ID: 9, Status: protocol.StatusOK, Outputs: []protocol.Ref{{Off: 128, Len: 10}}},
 		protocol.Response{ID: 9, Status: protocol.StatusNoSpace, Message: "more", Need: 1 << 21},
+		protocol.Response{ID: 10, Status: protocol.StatusNeedSide, Message: "executor: side data not held: k"},
 		protocol.Welcome{Version: protocol.Version, PID: 8, Device: "2 devices: [0] a; [1] b", Devices: []string{"a", "b"}, Ops: []string{"echo"}},
 		protocol.Response{ID: 11, Status: protocol.StatusOK, Outputs: []protocol.Ref{{Off: 0, Len: 1}}, Device: 3, BusyNS: 12345},
 		protocol.Stats{},
@@ -120,7 +122,7 @@ func TestDecodeVersionMismatch(t *testing.T) {
 	// A Hello or Welcome of another version names its version however the
 	// rest of it is laid out.
 	h := protocol.Hello{Version: protocol.Version + 1, PID: 1}.Append(nil)
-	_, err := protocol.Decode(protocol.THello, append(h, "whatever v2 adds"...))
+	_, err := protocol.Decode(protocol.THello, append(h, "whatever the next version adds"...))
 	var ve *protocol.VersionError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, protocol.Version+1, ve.Client)
@@ -130,7 +132,7 @@ func TestDecodeVersionMismatch(t *testing.T) {
 	_, err = protocol.Decode(protocol.TWelcome, append(w, 1, 2, 3))
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, uint16(99), ve.Server)
-	assert.Contains(t, err.Error(), "client speaks v2, executor speaks v99")
+	assert.Contains(t, err.Error(), fmt.Sprintf("client speaks v%d, executor speaks v99", protocol.Version))
 }
 
 // pair returns two connected protocol.Conns.
@@ -180,6 +182,7 @@ func TestConnPassesFileDescriptors(t *testing.T) {
 }
 
 func TestClientHandshake(t *testing.T) {
+	next := protocol.Version + 1
 	for name, tc := range map[string]struct {
 		answer  func(c *protocol.Conn) error
 		wantErr error
@@ -189,12 +192,13 @@ func TestClientHandshake(t *testing.T) {
 			return c.Send(protocol.Welcome{Version: protocol.Version, Device: "d", Ops: []string{"echo"}})
 		}},
 		"server of another version": {answer: func(c *protocol.Conn) error {
-			// A v3 server's Welcome: the version, then a layout v2 cannot read.
-			return protocol.WriteFrame(c, protocol.TWelcome, []byte{3, 0, 0xde, 0xad})
-		}, wantErr: protocol.ErrVersionMismatch, msg: "client speaks v2, executor speaks v3"},
+			// The next version's Welcome: the version, then a layout this
+			// one cannot read.
+			return protocol.WriteFrame(c, protocol.TWelcome, append(binary.LittleEndian.AppendUint16(nil, next), 0xde, 0xad))
+		}, wantErr: protocol.ErrVersionMismatch, msg: fmt.Sprintf("client speaks v%d, executor speaks v%d", protocol.Version, next)},
 		"server rejects our version": {answer: func(c *protocol.Conn) error {
-			return c.Send(protocol.Reject{Version: 3, Message: "executor speaks protocol v3, client speaks v2"})
-		}, wantErr: protocol.ErrVersionMismatch, msg: "executor speaks protocol v3"},
+			return c.Send(protocol.Reject{Version: next, Message: fmt.Sprintf("executor speaks protocol v%d, client speaks v%d", next, protocol.Version)})
+		}, wantErr: protocol.ErrVersionMismatch, msg: fmt.Sprintf("executor speaks protocol v%d", next)},
 		"server hangs up": {answer: func(c *protocol.Conn) error { return nil }, wantErr: io.EOF},
 	} {
 		t.Run(name, func(t *testing.T) {

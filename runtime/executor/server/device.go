@@ -169,7 +169,7 @@ func (s *Server) takeOut(d *device, err error) (others bool) {
 	// protocol.ErrFatal, so the executor exits as with one device.
 	s.lastFatal = fmt.Errorf("%w; the last, device %d (%s): %w", errNoDevice, d.ordinal, d.name, err)
 	if others {
-		s.cfg.Logf("device %d (%s) taken out after a fatal error; the other devices go on serving: %v", d.ordinal, d.name, err)
+		s.cfg.Logger.Error("executor: device taken out after a fatal error; the other devices go on serving", "device", d.ordinal, "name", d.name, "error", err)
 	}
 	return others
 }

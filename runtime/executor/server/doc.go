@@ -27,7 +27,8 @@
 //
 // Ops report failures by returning errors: a plain error is StatusError (the
 // batch failed, the executor is fine); one wrapping ErrOutOfMemory is
-// StatusOutOfMemory; one wrapping ErrFatal (a sticky CUDA error: the context
+// StatusOutOfMemory; one wrapping ErrNeedSide (side data the request only
+// names and the executor does not hold) is StatusNeedSide; one wrapping ErrFatal (a sticky CUDA error: the context
 // is unusable) takes its device out, and once no device is left it is
 // StatusFatal, after which Serve stops and returns the error and the
 // executor exits non-zero, for the client to restart it. A panicking

@@ -14,7 +14,10 @@ import (
 // Serve returns and the executor exits non-zero; one wrapping
 // protocol.ErrOutOfMemory (the memory budget, or the device) gets
 // StatusOutOfMemory, and the client may split the batch and retry (Outputs
-// returns it when the inputs and outputs exceed the budget); and:
+// returns it when the inputs and outputs exceed the budget); one wrapping
+// protocol.ErrNeedSide (side data the request names but neither carries
+// nor finds held) gets StatusNeedSide, and the client sends the request
+// again with it; and:
 var (
 	// ErrNoSpace is returned by Outputs when the outputs do not fit the
 	// output region the client gave; the op should return it (the client

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -58,8 +58,9 @@ type Config struct {
 	// nothing for this long after its handshake while no batch of it runs;
 	// 0 means DefaultIdleTimeout, negative never.
 	IdleTimeout time.Duration
-	// Logf logs; nil logs to stderr.
-	Logf func(format string, args ...any)
+	// Logger receives the server's diagnostics (serving, connections
+	// closed, a device taken out); nil: slog.Default().
+	Logger *slog.Logger
 	// Poison fills every output buffer with 0xFF bytes (NaN as float32)
 	// before the op writes it, so that an op that leaves part of its output
 	// unwritten is caught by the equivalence tests instead of passing on
@@ -107,8 +108,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = log.New(os.Stderr, "beamgpu-executor: ", log.LstdFlags).Printf
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	if len(cfg.Devices) > protocol.MaxDevices {
 		return nil, fmt.Errorf("executor: %d devices exceed the protocol's limit of %d", len(cfg.Devices), protocol.MaxDevices)
@@ -240,8 +241,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.shutting.Load() {
 		ln.Close()
 	}
-	s.cfg.Logf("serving %d ops on %s (device %q, %d device(s), each max_concurrent=%d, memory_budget=%d)",
-		len(s.names), ln.Addr(), s.cfg.Device, len(s.devices), s.cfg.MaxConcurrent, s.cfg.MemoryBudget)
+	s.cfg.Logger.Info("executor serving", "ops", len(s.names), "socket", ln.Addr().String(), "device", s.cfg.Device,
+		"devices", len(s.devices), "max_concurrent", s.cfg.MaxConcurrent, "memory_budget", s.cfg.MemoryBudget)
 	var acceptErr error
 	for {
 		nc, err := ln.Accept()
@@ -416,7 +417,7 @@ func (c *conn) serve() {
 		c.s.mu.Unlock()
 	}()
 	if err := c.handshake(); err != nil {
-		c.s.cfg.Logf("handshake: %v", err)
+		c.s.cfg.Logger.Warn("executor: handshake failed", "error", err)
 		return
 	}
 	msgs := make(chan incoming)
@@ -439,7 +440,7 @@ func (c *conn) serve() {
 			err := c.pc.Send(resp)
 			c.end()
 			if fatal != nil {
-				c.s.cfg.Logf("op %q failed fatally (client pid %d); exiting: %v", m.Op, c.pid, fatal)
+				c.s.cfg.Logger.Error("executor: op failed fatally; exiting", "op", m.Op, "client_pid", c.pid, "error", fatal)
 				c.s.stop(fatal)
 				return
 			}
@@ -447,7 +448,7 @@ func (c *conn) serve() {
 				return
 			}
 		default:
-			c.s.cfg.Logf("client pid %d sent an unexpected %s; closing", c.pid, in.msg.Type())
+			c.s.cfg.Logger.Warn("executor: unexpected message; closing the connection", "client_pid", c.pid, "message", in.msg.Type().String())
 			return
 		}
 	}
@@ -467,19 +468,19 @@ func (c *conn) read(msgs chan<- incoming) {
 			if c.isBusy() {
 				continue // the client waits for its batch's answer
 			}
-			c.s.cfg.Logf("client pid %d: idle for %v: closing the connection", c.pid, c.s.cfg.IdleTimeout)
+			c.s.cfg.Logger.Info("executor: idle connection closed", "client_pid", c.pid, "idle_timeout", c.s.cfg.IdleTimeout)
 			return
 		}
 		if err != nil {
 			if c.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
-				c.s.cfg.Logf("client pid %d: %v", c.pid, err)
+				c.s.cfg.Logger.Warn("executor: connection failed", "client_pid", c.pid, "error", err)
 			}
 			return
 		}
 		in := incoming{msg: m, fd: -1}
 		if _, ok := m.(protocol.Arena); ok {
 			if in.fd, err = c.pc.TakeFD(); err != nil {
-				c.s.cfg.Logf("client pid %d: Arena: %v", c.pid, err)
+				c.s.cfg.Logger.Warn("executor: arena not received", "client_pid", c.pid, "error", err)
 				return
 			}
 		}
@@ -736,7 +737,7 @@ func (c *conn) runOn(ctx context.Context, d *device, op Op, req protocol.Request
 			if ctx.Err() != nil { // nobody waits for it: the others serve on
 				return fail(protocol.StatusError, "cancelled: %v (and device %d failed: %v)", ctx.Err(), d.ordinal, err)
 			}
-			s.cfg.Logf("op %q failed fatally on device %d (client pid %d): running it again on another device", req.Op, d.ordinal, c.pid)
+			s.cfg.Logger.Warn("executor: op failed fatally on a device; running it again on another", "op", req.Op, "device", d.ordinal, "client_pid", c.pid)
 			return resp, nil, true
 		}
 		resp.Status, resp.Message = protocol.StatusFatal, err.Error()
@@ -745,6 +746,8 @@ func (c *conn) runOn(ctx context.Context, d *device, op Op, req protocol.Request
 		resp.Status, resp.Need, resp.Message = protocol.StatusNoSpace, uint64(noSpace), err.Error()
 	case oom || errors.Is(err, protocol.ErrOutOfMemory):
 		resp.Status, resp.Message = protocol.StatusOutOfMemory, err.Error()
+	case errors.Is(err, protocol.ErrNeedSide):
+		resp.Status, resp.Message = protocol.StatusNeedSide, err.Error()
 	default:
 		resp.Status, resp.Message = protocol.StatusError, err.Error()
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func start(t *testing.T, cfg server.Config) *running {
 	if cfg.Device == "" && cfg.Devices == nil {
 		cfg.Device = "test-device"
 	}
-	cfg.Logf = t.Logf
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	sock := filepath.Join(t.TempDir(), "s", "executor.sock")
@@ -91,15 +92,17 @@ func TestServerRejectsAnotherVersion(t *testing.T) {
 	c, err := protocol.Dial(context.Background(), r.socket)
 	require.NoError(t, err)
 	defer c.Close()
-	// A client of protocol v3: magic, version 3, then whatever v3 sends.
-	hello := binary.LittleEndian.AppendUint16([]byte(protocol.Magic), 3)
+	// A client of the next protocol version: magic, its version, then
+	// whatever it sends.
+	next := protocol.Version + 1
+	hello := binary.LittleEndian.AppendUint16([]byte(protocol.Magic), next)
 	require.NoError(t, protocol.WriteFrame(c, protocol.THello, append(hello, 1, 2, 3, 4, 5, 6)))
 	m, err := c.Recv()
 	require.NoError(t, err)
 	rej, ok := m.(protocol.Reject)
 	require.True(t, ok, "got %T", m)
 	assert.Equal(t, protocol.Version, rej.Version)
-	assert.Equal(t, "executor speaks protocol v2, client speaks v3", rej.Message)
+	assert.Equal(t, fmt.Sprintf("executor speaks protocol v%d, client speaks v%d", protocol.Version, next), rej.Message)
 	_, err = c.Recv()
 	assert.Error(t, err, "the server closes after a Reject")
 
@@ -324,4 +327,42 @@ func TestRunLocalAndRegistry(t *testing.T) {
 	assert.Panics(t, func() { server.Register(op) })
 	_, err = server.New(server.Config{Ops: []server.Op{op, op}})
 	assert.ErrorContains(t, err, "given twice")
+}
+
+// needSideOp fails as an op does that needs side data its request only
+// names: with an error wrapping protocol.ErrNeedSide (params "typed"), or
+// with a plain error of the same text (anything else).
+type needSideOp struct{}
+
+func (needSideOp) Name() string { return "need_side" }
+
+func (needSideOp) Run(_ context.Context, params []byte, _ [][]byte, _ server.Outputs) error {
+	if string(params) == "typed" {
+		return fmt.Errorf("op need_side: %w: key", protocol.ErrNeedSide)
+	}
+	return errors.New("op need_side: " + protocol.ErrNeedSide.Error() + ": key")
+}
+
+// An op's error wrapping protocol.ErrNeedSide crosses as StatusNeedSide,
+// which the client's error matches (errors.Is); a plain error with the same
+// text is an op error like any other.
+func TestNeedSideCrossesAsAStatus(t *testing.T) {
+	r := start(t, server.Config{Ops: append(testops.All(), needSideOp{})})
+	ctx := context.Background()
+	_, err := r.cl.Call(ctx, "need_side", []byte("typed"), nil)
+	require.ErrorIs(t, err, protocol.ErrNeedSide)
+	var opErr *client.OpError
+	require.ErrorAs(t, err, &opErr)
+	assert.Equal(t, protocol.StatusNeedSide, opErr.Status)
+	assert.False(t, client.IsRetryable(err), "the client sends it again with the side data, not as is")
+
+	_, err = r.cl.Call(ctx, "need_side", []byte("plain"), nil)
+	require.ErrorAs(t, err, &opErr)
+	assert.Equal(t, protocol.StatusError, opErr.Status)
+	assert.NotErrorIs(t, err, protocol.ErrNeedSide)
+	assert.ErrorContains(t, err, protocol.ErrNeedSide.Error(), "the same words")
+
+	out, err := r.cl.Call(ctx, testops.Echo, nil, [][]byte{[]byte("ok")})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", string(out[0]), "the connection stays usable")
 }

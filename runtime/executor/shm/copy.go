@@ -2,7 +2,8 @@ package shm
 
 import (
 	"runtime"
-	"sync"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
 )
 
 // Sizes of Copy's work: below copyParallelMin one core copies; above it each
@@ -28,13 +29,11 @@ func Copy(dst, src []byte) int {
 	if n < copyParallelMin || workers < 2 {
 		return copy(dst, src)
 	}
-	part := (n/workers + 63) &^ 63 // cache-line aligned parts
-	var wg sync.WaitGroup
-	for at := part; at < n; at += part {
-		end := min(at+part, n)
-		wg.Go(func() { copy(dst[at:end], src[at:end]) })
-	}
-	copy(dst[:part], src[:part])
-	wg.Wait()
+	part := (n/workers + 63) &^ 63 // cache-line aligned parts, at most workers of them
+	parts := (n + part - 1) / part
+	parallel.Do(parts, parts, func(i int) {
+		at, end := i*part, min((i+1)*part, n)
+		copy(dst[at:end], src[at:end])
+	})
 	return n
 }

@@ -5,6 +5,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 
@@ -76,7 +77,7 @@ func build() (executor.Build, []server.Op) {
 	devs, err := openAll()
 	b := executor.Build{Kind: "cuda", Devices: func() []string {
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "beamgpu-executor: no usable GPU:", err)
+			slog.Error("beamgpu-executor: no usable GPU", "error", err)
 			return nil
 		}
 		names := make([]string, len(devs))

@@ -270,7 +270,9 @@ func (e *Exec[In, Out]) run(ctx context.Context, in In, fail func(step.Failure))
 		out, err = step.Call(e.s.Def().CPU, in)
 		cpu = true
 	}
-	items, bytes := 0, 0
+	// An input that does not say its size (step.Sized) counts as one item
+	// of unknown bytes, so that the metrics count what went through.
+	items, bytes := 1, 0
 	if s, sized := any(in).(step.Sized); sized {
 		items, bytes = s.Items(), s.Bytes()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -79,7 +80,15 @@ var stepScale = step.Register(step.Def[vec, vec]{
 	Recycle: func(vec) { recycled.Add(1) },
 })
 
+// stepUpper has an input that does not say its size (no step.Sized).
+var stepUpper = step.Register(step.Def[string, string]{
+	Name:   "sb_upper",
+	CPU:    func(s string) (string, error) { return strings.ToUpper(s), nil },
+	Sample: func() string { return "a" },
+})
+
 func init() {
+	stepbeam.Register(stepUpper)
 	step.RegisterStub(stepScale, func(v vec) (vec, error) { return vec{Name: v.Name, X: make([]float32, len(v.X))}, nil })
 	stepbeam.Register(stepScale)
 	stepbeam.RegisterBound[offset](stepScale)
@@ -160,6 +169,19 @@ func TestApplyRunsTheChosenImplementation(t *testing.T) {
 			assert.Equal(t, c.kind, sel.Report().Decisions[0].Impl, "the explain report")
 		})
 	}
+}
+
+// An input that is not step.Sized counts as one item of unknown bytes, so
+// that the job summary counts the step's elements (it printed 0 items).
+func TestUnsizedInputsCountOneItemEach(t *testing.T) {
+	sel := backend.MustNew(backend.Config{Default: backend.CPU})
+	p, s := beam.NewPipelineWithRoot()
+	out, _ := stepbeam.Apply(s, stepUpper, beam.Create(s, "a", "bb", "ccc"), step.Using(sel))
+	passert.EqualsList(s, out, []string{"A", "BB", "CCC"})
+	m := counters(t, p)
+	assert.Equal(t, int64(3), m["sb_upper.batches"])
+	assert.Equal(t, int64(3), m["sb_upper.items"])
+	assert.Zero(t, m["sb_upper.bytes"], "no size: no bytes")
 }
 
 // A Binder turns each element into the step's input, with parameters that

@@ -21,6 +21,7 @@ import "C"
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 )
 
@@ -33,8 +34,9 @@ const ExitNoDevice = 4
 // what an empty CUDA_VISIBLE_DEVICES, or one naming only GPUs that do not
 // exist, makes it do. This package's import path sorts before cu's and it
 // imports nothing cu does not, so Go (1.21 on) initialises it first; here
-// the failure is said clearly (stderr, which the client's error and the
-// explain report carry) and the process exits with ExitNoDevice.
+// the failure is said clearly (through log/slog, to stderr, which the
+// client's error and the explain report carry) and the process exits with
+// ExitNoDevice.
 func init() {
 	r := C.beamgpu_init()
 	if r == 0 {
@@ -47,7 +49,7 @@ func init() {
 		if set {
 			list = fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q", v)
 		}
-		fmt.Fprintf(os.Stderr, "beamgpu-executor: no usable device: the CUDA driver does not start (%s; %s)\n", why, list)
+		slog.Error("beamgpu-executor: no usable device: the CUDA driver does not start", "error", why, "devices", list)
 		os.Exit(ExitNoDevice)
 	}
 	switch {
@@ -58,6 +60,6 @@ func init() {
 	default:
 		why = "the driver finds no GPU (" + why + ")"
 	}
-	fmt.Fprintf(os.Stderr, "beamgpu-executor: no device visible: %s\n", why)
+	slog.Error("beamgpu-executor: no device visible", "reason", why)
 	os.Exit(ExitNoDevice)
 }
