@@ -12,7 +12,8 @@
 //
 // On the GPU (Plan.RunDevice, LaunchRun) the same plan runs one node at a
 // time as launches of the kernels of kernels.cu and cuBLAS products, each
-// operator's launch beside its CPU code (gpu_ops.go, gpu_nn.go), the
+// operator's launch beside its CPU code (ops_softmax_gpu.go beside
+// ops_softmax.go; what the launches share in gpu_util.go), the
 // model's weights resident on the device, the intermediate values in one
 // device workspace at the plan's offsets, one copy up per input and one
 // down per output. A node whose types the kernels do not take (float64,
