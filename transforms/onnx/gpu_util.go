@@ -18,7 +18,7 @@ import (
 //
 // Here: a grid-stride launch, a run's scratch memory and error flag, the
 // argument lists of shapes and windows, and the strided copy and the fill
-// that the data-movement operators share.
+// that the data-movement operators share (their kernels are in gpu_util.cu).
 
 var (
 	kCopyStrided = Module.Kernel("copy_strided")

@@ -6,7 +6,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 )
 
-// The launch of Clip (ops_activation.go): clip_f32.
+// The launch of Clip (ops_activation.go): clip_f32, in ops_activation.cu.
 
 var kClip = Module.Kernel("clip_f32")
 

@@ -2,8 +2,8 @@ package onnx
 
 import "github.com/beamgpu/beamgpu/transforms/nd"
 
-// The launch of Cast (ops_cast.go): the cast kernel, between the types it
-// converts; Float16 and BFloat16 rounding run on the host.
+// The launch of Cast (ops_cast.go): the cast kernel (ops_cast.cu), between
+// the types it converts; Float16 and BFloat16 rounding run on the host.
 
 var kCast = Module.Kernel("cast")
 

@@ -1,7 +1,8 @@
 package onnx
 
-// The launches of Where and Not (ops_compare.go); Equal, Less and Greater
-// are binary operators (ops_elementwise_gpu.go).
+// The launches of Where and Not (ops_compare.go): where_any and not_u8, in
+// ops_compare.cu. Equal, Less and Greater are binary operators
+// (ops_elementwise_gpu.go).
 
 var (
 	kWhere = Module.Kernel("where_any")

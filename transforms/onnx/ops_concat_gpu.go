@@ -1,7 +1,7 @@
 package onnx
 
-// The launches of Concat and Split (ops_concat.go): a strided copy per
-// input or output.
+// The launches of Concat and Split (ops_concat.go): a strided copy per input
+// or output.
 
 func (k *concat) Launch(d *Device, in, out []DevArray) error {
 	o := out[0]

@@ -2,7 +2,7 @@ package onnx
 
 // The launch of Conv (ops_conv.go): cuBLAS products over im2col's columns
 // (or over the input itself for a pointwise convolution), a kernel of its
-// own for depthwise convolutions, and the bias.
+// own for depthwise convolutions, and the bias (the kernels of ops_conv.cu).
 
 var (
 	kIm2col       = Module.Kernel("im2col_f32")

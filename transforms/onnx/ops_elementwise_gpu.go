@@ -8,7 +8,7 @@ import (
 // The launches of the binary and variadic elementwise operators
 // (ops_elementwise.go) and of the comparisons, whose kernel they share
 // (ops_compare.go): binary_f32, binary_i64, binary_i32 and equal_u8, each
-// reading its operands at their broadcast strides.
+// reading its operands at their broadcast strides (ops_elementwise.cu).
 
 var (
 	kBinaryF32 = Module.Kernel("binary_f32")

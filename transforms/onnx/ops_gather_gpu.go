@@ -2,8 +2,8 @@ package onnx
 
 import "github.com/beamgpu/beamgpu/transforms/nd"
 
-// The launch of Gather (ops_gather.go): the gather kernel, which flags an
-// index out of range for the run to report (ErrIndexRange).
+// The launch of Gather (ops_gather.go): the gather kernel (ops_gather.cu),
+// which flags an index out of range for the run to report (ErrIndexRange).
 
 var kGather = Module.Kernel("gather")
 

@@ -1,7 +1,7 @@
 package onnx
 
-// Identity's and Constant's launches (ops_identity.go): Identity's output
-// is a view of its input, Constant's value a copy up.
+// Identity's and Constant's launches (ops_identity.go): Identity's output is
+// a view of its input, Constant's value a copy up.
 
 func (identity) Launch(*Device, []DevArray, []DevArray) error { return nil }
 

@@ -1,7 +1,8 @@
 package onnx
 
 // The launch of the unary math operators (ops_math.go) and of the
-// activations that share their kernel (ops_activation.go): unary_f32.
+// activations that share their kernel (ops_activation.go): unary_f32, in
+// ops_math.cu.
 
 var kUnary = Module.Kernel("unary_f32")
 

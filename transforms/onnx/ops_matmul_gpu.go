@@ -3,8 +3,8 @@ package onnx
 import "github.com/beamgpu/beamgpu/runtime/executor/gpu"
 
 // The launches of MatMul and Gemm (ops_matmul.go): cuBLAS products, and
-// gemm_epilogue_f32 for Gemm's alpha, beta and C (Mean's division uses it
-// too, ops_elementwise_gpu.go).
+// gemm_epilogue_f32 (ops_matmul.cu) for Gemm's alpha, beta and C (Mean's
+// division uses it too, ops_elementwise_gpu.go).
 
 var kGemmEpilogue = Module.Kernel("gemm_epilogue_f32")
 

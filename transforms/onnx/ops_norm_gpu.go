@@ -1,7 +1,7 @@
 package onnx
 
 // The launches of LayerNormalization and inference-mode BatchNormalization
-// (ops_norm.go): layernorm_f32 and batchnorm_f32.
+// (ops_norm.go): layernorm_f32 and batchnorm_f32, in ops_norm.cu.
 
 var (
 	kLayerNorm = Module.Kernel("layernorm_f32")

@@ -1,7 +1,8 @@
 package onnx
 
-// The launches of the pools (ops_pool.go): pool_f32 for MaxPool and
-// AveragePool, GlobalAveragePool as a mean reduction (reduce_f32).
+// The launches of the pools (ops_pool.go): pool_f32 (ops_pool.cu) for
+// MaxPool and AveragePool, GlobalAveragePool as a mean reduction
+// (reduce_f32).
 
 var kPool = Module.Kernel("pool_f32")
 

@@ -1,8 +1,8 @@
 package onnx
 
-// The launch of the reductions (ops_reduce.go): reduce_f32, the reduced
-// axes moved last first when they are not contiguous. GlobalAveragePool
-// launches it too (ops_pool_gpu.go).
+// The launch of the reductions (ops_reduce.go): reduce_f32 (ops_reduce.cu),
+// the reduced axes moved last first when they are not contiguous.
+// GlobalAveragePool launches it too (ops_pool_gpu.go).
 
 var kReduce = Module.Kernel("reduce_f32")
 

@@ -3,8 +3,8 @@ package onnx
 import "github.com/beamgpu/beamgpu/transforms/nd"
 
 // The launches of Shape, Range, ConstantOfShape and Dropout (ops_shape.go):
-// values computed on the host from what is known before the run, a fill,
-// and Dropout's inference-mode mask.
+// values computed on the host from what is known before the run, a fill, and
+// Dropout's inference-mode mask.
 
 // hostValues computes a node whose inputs are all known before the run on
 // the host and copies its outputs up (shape arithmetic the plan did not

@@ -3,7 +3,7 @@ package onnx
 import "github.com/beamgpu/beamgpu/transforms/nd"
 
 // The launches of Slice, Expand and Pad (ops_slice.go): strided copies, and
-// pad_map for Pad's reflect and edge modes.
+// pad_map (ops_slice.cu) for Pad's reflect and edge modes.
 
 var kPadMap = Module.Kernel("pad_map")
 

@@ -1,6 +1,7 @@
 package onnx
 
-// The launch of Softmax and LogSoftmax (ops_softmax.go): softmax_f32.
+// The launch of Softmax and LogSoftmax (ops_softmax.go): softmax_f32, in
+// ops_softmax.cu.
 
 var kSoftmax = Module.Kernel("softmax_f32")
 
