@@ -234,37 +234,3 @@ func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
 		}
 	})
 }
-
-// lowest and highest are T's extreme values (-Inf and +Inf for floats:
-// no bound).
-func lowest[T ewNum]() T {
-	var z T
-	switch any(z).(type) {
-	case float32, float64:
-		return T(math.Inf(-1))
-	case int8, int16, int32, int64:
-		return -highest[T]() - 1
-	}
-	return 0
-}
-
-func highest[T ewNum]() T {
-	var z T
-	var m int64
-	switch any(z).(type) {
-	case float32, float64:
-		return T(math.Inf(1))
-	case int8:
-		m = math.MaxInt8
-	case int16:
-		m = math.MaxInt16
-	case int32:
-		m = math.MaxInt32
-	case int64:
-		m = math.MaxInt64
-	default: // unsigned: all ones
-		u := ^uint64(0)
-		return T(u)
-	}
-	return T(m)
-}

@@ -198,28 +198,6 @@ func toInt[D ewInt, S ewNum](d []D, s []S, float bool) {
 	}
 }
 
-// truncI64 truncates v toward zero; NaN and values out of int64's range
-// give the most negative int64 (what x86's cvttsd2si gives, and C code on
-// x86 with it), as nd.Convert does.
-func truncI64(v float64) int64 {
-	if !(v >= -9.223372036854775808e18 && v < 9.223372036854775807e18) {
-		return math.MinInt64
-	}
-	return int64(v)
-}
-
-// truncU64 is truncI64 for uint64, as nd.Convert: values in (-2^63, 0)
-// wrap, NaN and the rest out of range give 0.
-func truncU64(v float64) uint64 {
-	switch {
-	case v >= 0 && v < 1.8446744073709551615e19:
-		return uint64(v)
-	case v < 0 && v > -9.223372036854775808e18:
-		return uint64(int64(v))
-	}
-	return 0
-}
-
 // toHalf rounds to float16 precision (overflow to ±Inf), keeping float32.
 // A float64 rounds once (nd.HalfOf64); an integer is exact in float64 to
 // 2^53, far past float16's range.

@@ -492,22 +492,6 @@ func intDiv[T ewNum](x, y T) T {
 	return x / y
 }
 
-// maxNaN is the larger of x and y, NaN if either is NaN.
-func maxNaN[T ewNum](x, y T) T {
-	if y > x || y != y {
-		return y
-	}
-	return x
-}
-
-// minNaN is the smaller of x and y, NaN if either is NaN.
-func minNaN[T ewNum](x, y T) T {
-	if y < x || y != y {
-		return y
-	}
-	return x
-}
-
 // ewVariadic is the kernel of Max, Min, Sum and Mean: a fold of the binary
 // op over the inputs, broadcast from opset 8 (Mean: Sum's, then divided).
 type ewVariadic struct {

@@ -213,3 +213,15 @@ func knownShape(in []Meta, i int) ([]int, error) {
 	}
 	return shape, nil
 }
+
+// sameTypeErr says that inputs (named) that must share a type do not; a
+// left-out one is not named.
+func sameTypeErr(names []string, in ...Meta) error {
+	var parts []string
+	for i, m := range in {
+		if m.Type != nd.Undefined {
+			parts = append(parts, fmt.Sprintf("%s %v", names[i], m.Type))
+		}
+	}
+	return fmt.Errorf("input %s: want one type", strings.Join(parts, ", "))
+}
