@@ -14,11 +14,11 @@ import (
 // ignored (it described memory reuse).
 //
 // float32 Exp, Tanh and Sigmoid are computed in float32 by expf, tanhf and
-// sigmoidf below (within 1e-6 relative of math's float64 functions, a few
-// times faster; TestFastMath measures it); Log and Erf are math's float64
-// functions rounded. Neg and Abs take signed integers (Abs any integer)
-// and wrap at the most negative value, as C does; Erf of an integer is
-// the float64 erf truncated (so 0, or ±1 from |x| >= 6).
+// sigmoidf (numeric.go; within 1e-6 relative of math's float64 functions, a
+// few times faster; TestFastMath measures it); Log and Erf are math's
+// float64 functions rounded. Neg and Abs take signed integers (Abs any
+// integer) and wrap at the most negative value, as C does; Erf of an
+// integer is the float64 erf truncated (so 0, or ±1 from |x| >= 6).
 
 func init() {
 	for _, op := range []struct {
