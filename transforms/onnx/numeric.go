@@ -3,8 +3,8 @@ package onnx
 import "math"
 
 // The scalar numeric helpers that several operators share: the extremes
-// of an element type, NaN-propagating max and min, Cast's truncation of
-// floats to integers, and fast float32 functions.
+// of an element type, NaN-propagating max and min, a float64 sum, Cast's
+// truncation of floats to integers, and fast float32 functions.
 
 // lowest and highest are T's extreme values (-Inf and +Inf for floats:
 // no bound).
@@ -54,6 +54,23 @@ func minNaN[T ewNum](x, y T) T {
 		return y
 	}
 	return x
+}
+
+// sumFloat64 is the sum of xs in float64, kept as four running sums (the
+// additions of one do not wait for the others') added at the end.
+func sumFloat64[T float32 | float64](xs []T) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		s0 += float64(xs[i])
+		s1 += float64(xs[i+1])
+		s2 += float64(xs[i+2])
+		s3 += float64(xs[i+3])
+	}
+	for ; i < len(xs); i++ {
+		s0 += float64(xs[i])
+	}
+	return s0 + s1 + s2 + s3
 }
 
 // truncI64 truncates v toward zero; NaN and values out of int64's range

@@ -53,7 +53,7 @@ func ewEval(k Kernel, in ...nd.Array) (nd.Array, error) {
 
 // ewRandF32 is an array of shape with values uniform in [-s, s).
 func ewRandF32(r *rand.Rand, s float32, shape ...int) nd.Array {
-	v := make([]float32, dimsProduct(shape))
+	v := make([]float32, numel(shape))
 	for i := range v {
 		v[i] = s * (2*r.Float32() - 1)
 	}
@@ -194,7 +194,7 @@ func TestReduceRandom(t *testing.T) {
 						outShape = append(outShape, 1)
 					}
 				}
-				n := dimsProduct(outShape)
+				n := numel(outShape)
 				sum, mx, mn, cnt := make([]float64, n), make([]float64, n), make([]float64, n), make([]int, n)
 				prod, sq, l1 := make([]float64, n), make([]float64, n), make([]float64, n)
 				for i := range mx {
@@ -242,10 +242,10 @@ func TestSoftmaxRandom(t *testing.T) {
 		for axis := -len(shape); axis < len(shape); axis++ {
 			for _, opset := range []int{11, 13} {
 				ax := (axis + len(shape)) % len(shape)
-				outer, inner := dimsProduct(shape[:ax]), dimsProduct(shape[ax+1:])
+				outer, inner := numel(shape[:ax]), numel(shape[ax+1:])
 				n := shape[ax]
 				if opset == 11 {
-					inner, n = 1, dimsProduct(shape[ax:])
+					inner, n = 1, numel(shape[ax:])
 				}
 				for _, op := range []string{"Softmax", "LogSoftmax"} {
 					got, err := ewEval(ewKernel(t, op, opset, 1, intAttrEW("axis", int64(axis))), x)

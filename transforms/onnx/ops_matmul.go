@@ -276,16 +276,9 @@ func newGemm(n *Node) (Kernel, error) {
 	}
 	a := n.Attrs
 	g := &gemmOp{since: n.Since, alpha: a.Float("alpha", 1), beta: a.Float("beta", 1)}
-	flag := func(name string) bool {
-		v := a.Int(name, 0)
-		if v != 0 && v != 1 {
-			a.Fail("attribute %s is %d, want 0 or 1", name, v)
-		}
-		return v == 1
-	}
-	g.transA, g.transB = flag("transA"), flag("transB")
+	g.transA, g.transB = a.Flag("transA", false), a.Flag("transB", false)
 	if n.Since < 7 {
-		g.broadcast = flag("broadcast")
+		g.broadcast = a.Flag("broadcast", false)
 	} else {
 		g.broadcast = true
 	}

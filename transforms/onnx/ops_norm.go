@@ -55,12 +55,7 @@ func newBatchNorm(n *Node) (Kernel, error) {
 		a.Ignore("consumed_inputs")
 	}
 	if n.Since < 9 {
-		switch s := a.Int("spatial", 1); s {
-		case 0, 1:
-			k.spatial = s == 1
-		default:
-			a.Fail("attribute spatial is %d, want 0 or 1", s)
-		}
+		k.spatial = a.Flag("spatial", true)
 	}
 	extra := false
 	for i := 1; i < len(n.Outputs); i++ {
@@ -68,12 +63,7 @@ func newBatchNorm(n *Node) (Kernel, error) {
 	}
 	switch {
 	case n.Since >= 14:
-		switch t := a.Int("training_mode", 0); t {
-		case 0, 1:
-			k.training = t == 1
-		default:
-			a.Fail("attribute training_mode is %d, want 0 or 1", t)
-		}
+		k.training = a.Flag("training_mode", false)
 		if extra && !k.training {
 			return nil, errors.New("outputs running_mean and running_var are only computed with training_mode=1")
 		}
@@ -421,20 +411,9 @@ func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
 	parallel.For(p.rows, 3*size, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
+			mean := sumFloat64(xs) / float64(size)
 			var s0, s1, s2, s3 float64
 			i := 0
-			for ; i+4 <= len(xs); i += 4 {
-				s0 += float64(xs[i])
-				s1 += float64(xs[i+1])
-				s2 += float64(xs[i+2])
-				s3 += float64(xs[i+3])
-			}
-			for ; i < len(xs); i++ {
-				s0 += float64(xs[i])
-			}
-			mean := (s0 + s1 + s2 + s3) / float64(size)
-			s0, s1, s2, s3 = 0, 0, 0, 0
-			i = 0
 			for ; i+4 <= len(xs); i += 4 {
 				d0, d1, d2, d3 := float64(xs[i])-mean, float64(xs[i+1])-mean, float64(xs[i+2])-mean, float64(xs[i+3])-mean
 				s0 += d0 * d0

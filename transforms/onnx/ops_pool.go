@@ -48,12 +48,7 @@ func newMaxPool(n *Node) (Kernel, error) {
 	a := n.Attrs
 	p := &pool{since: n.Since, max: true, win: readWindow(a, true, n.Since >= 10, n.Since >= 10)}
 	if n.Since >= 8 {
-		switch s := a.Int("storage_order", 0); s {
-		case 0, 1:
-			p.colMajor = s == 1
-		default:
-			a.Fail("attribute storage_order is %d, want 0 or 1", s)
-		}
+		p.colMajor = a.Flag("storage_order", false)
 	}
 	return p, a.Err()
 }
@@ -65,12 +60,7 @@ func newAvgPool(n *Node) (Kernel, error) {
 	a := n.Attrs
 	p := &pool{since: n.Since, win: readWindow(a, true, false, n.Since >= 10)}
 	if n.Since >= 7 {
-		switch c := a.Int("count_include_pad", 0); c {
-		case 0, 1:
-			p.inclPad = c == 1
-		default:
-			a.Fail("attribute count_include_pad is %d, want 0 or 1", c)
-		}
+		p.inclPad = a.Flag("count_include_pad", false)
 	}
 	return p, a.Err()
 }
@@ -371,19 +361,7 @@ func (globalAvgPool) Run(in, out []nd.Array) error {
 func planeMeans[T float32 | float64](x, y []T, planes, size int) {
 	parallel.For(planes, size, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
-			var s0, s1, s2, s3 float64
-			xs := x[p*size : (p+1)*size]
-			i := 0
-			for ; i+4 <= len(xs); i += 4 {
-				s0 += float64(xs[i])
-				s1 += float64(xs[i+1])
-				s2 += float64(xs[i+2])
-				s3 += float64(xs[i+3])
-			}
-			for ; i < len(xs); i++ {
-				s0 += float64(xs[i])
-			}
-			y[p] = T((s0 + s1 + s2 + s3) / float64(size))
+			y[p] = T(sumFloat64(x[p*size:(p+1)*size]) / float64(size))
 		}
 	})
 }

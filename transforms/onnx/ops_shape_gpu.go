@@ -19,27 +19,7 @@ func hostValues(d *Device, k Kernel, in, out []DevArray) error {
 			hin[i] = *a.Host
 		}
 	}
-	hout := make([]nd.Array, len(out))
-	for i, a := range out {
-		if a.Defined() {
-			h, err := nd.New(a.Type, a.Shape...)
-			if err != nil {
-				return err
-			}
-			hout[i] = h
-		}
-	}
-	if err := k.Run(hin, hout); err != nil {
-		return err
-	}
-	for i, a := range out {
-		if a.Defined() && len(hout[i].Data) > 0 {
-			if err := d.Call.Copy(a.Ptr, hout[i].Data); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return runOnHost(d.Call, k, hin, out)
 }
 
 func (k *shapeOp) Launch(d *Device, in, out []DevArray) error {

@@ -57,21 +57,13 @@ func (k *softmaxKernel) split(shape []int) (outer, n, inner int, err error) {
 		if axis < 0 || axis > rank {
 			return 0, 0, 0, fmt.Errorf("axis %d is out of range for rank %d", k.axis, rank)
 		}
-		return dimsProduct(shape[:axis]), dimsProduct(shape[axis:]), 1, nil
+		return numel(shape[:axis]), numel(shape[axis:]), 1, nil
 	}
 	axis, err := NormAxis(int(k.axis), rank)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return dimsProduct(shape[:axis]), shape[axis], dimsProduct(shape[axis+1:]), nil
-}
-
-func dimsProduct(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
+	return numel(shape[:axis]), shape[axis], numel(shape[axis+1:]), nil
 }
 
 func (k *softmaxKernel) Infer(in []Meta) ([]Meta, error) {

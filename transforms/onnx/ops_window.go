@@ -58,12 +58,7 @@ func readWindow(a *Attrs, needKernel, dilations, ceil bool) window {
 	w.autoPad = a.String("auto_pad", "NOTSET")
 	a.OneOf("auto_pad", w.autoPad, "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 	if ceil {
-		switch c := a.Int("ceil_mode", 0); c {
-		case 0, 1:
-			w.ceil = c == 1
-		default:
-			a.Fail("attribute ceil_mode is %d, want 0 or 1", c)
-		}
+		w.ceil = a.Flag("ceil_mode", false)
 	}
 	if w.autoPad != "NOTSET" && slices.ContainsFunc(w.pads, func(p int) bool { return p != 0 }) {
 		a.Fail("attribute pads %v cannot be given with auto_pad %s", w.pads, w.autoPad)
