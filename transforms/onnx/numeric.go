@@ -8,7 +8,7 @@ import "math"
 
 // lowest and highest are T's extreme values (-Inf and +Inf for floats:
 // no bound).
-func lowest[T ewNum]() T {
+func lowest[T numElem]() T {
 	var z T
 	switch any(z).(type) {
 	case float32, float64:
@@ -19,7 +19,7 @@ func lowest[T ewNum]() T {
 	return 0
 }
 
-func highest[T ewNum]() T {
+func highest[T numElem]() T {
 	var z T
 	var m int64
 	switch any(z).(type) {
@@ -41,7 +41,7 @@ func highest[T ewNum]() T {
 }
 
 // maxNaN is the larger of x and y, NaN if either is NaN.
-func maxNaN[T ewNum](x, y T) T {
+func maxNaN[T numElem](x, y T) T {
 	if y > x || y != y {
 		return y
 	}
@@ -49,7 +49,7 @@ func maxNaN[T ewNum](x, y T) T {
 }
 
 // minNaN is the smaller of x and y, NaN if either is NaN.
-func minNaN[T ewNum](x, y T) T {
+func minNaN[T numElem](x, y T) T {
 	if y < x || y != y {
 		return y
 	}

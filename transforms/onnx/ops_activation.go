@@ -108,7 +108,7 @@ func (k *ewUnary) activate64(x, y []float64) {
 }
 
 // clamp01 is v limited to [0, 1], NaN kept.
-func clamp01[T ewFloat](v T) T {
+func clamp01[T floatElem](v T) T {
 	if v < 0 {
 		return 0
 	}
@@ -193,7 +193,7 @@ func (k *clipKernel) Run(in, out []nd.Array) error {
 	return nil
 }
 
-func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
+func clipRun[T numElem](k *clipKernel, in []nd.Array, out nd.Array) {
 	lo, hi := lowest[T](), highest[T]()
 	if k.inputs {
 		if len(in) > 1 && in[1].Type != nd.Undefined {

@@ -126,7 +126,7 @@ func castInto(dst, src nd.Array, to nd.DType) {
 	}
 }
 
-func castFrom[S ewNum](dst nd.Array, s []S, to nd.DType) {
+func castFrom[S numElem](dst nd.Array, s []S, to nd.DType) {
 	var z S
 	_, f64 := any(z).(float64)
 	float := f64 || isF32[S]()
@@ -178,7 +178,7 @@ func castFrom[S ewNum](dst nd.Array, s []S, to nd.DType) {
 
 // convert is Go's conversion, which is Cast's where it is defined: to a
 // float (rounded to nearest), or between integers (wrapped).
-func convert[D, S ewNum](d []D, s []S) {
+func convert[D, S numElem](d []D, s []S) {
 	d = d[:len(s)]
 	for i, v := range s {
 		d[i] = D(v)
@@ -187,7 +187,7 @@ func convert[D, S ewNum](d []D, s []S) {
 
 // toInt converts to an integer type narrower than 64 bits or int64: floats
 // through truncI64, then wrapped.
-func toInt[D ewInt, S ewNum](d []D, s []S, float bool) {
+func toInt[D intElem, S numElem](d []D, s []S, float bool) {
 	d = d[:len(s)]
 	if !float {
 		convert(d, s)
@@ -201,7 +201,7 @@ func toInt[D ewInt, S ewNum](d []D, s []S, float bool) {
 // toHalf rounds to float16 precision (overflow to ±Inf), keeping float32.
 // A float64 rounds once (nd.HalfOf64); an integer is exact in float64 to
 // 2^53, far past float16's range.
-func toHalf[S ewNum](d []float32, s []S) {
+func toHalf[S numElem](d []float32, s []S) {
 	d = d[:len(s)]
 	if isF32[S]() {
 		for i, v := range s {
@@ -218,7 +218,7 @@ func toHalf[S ewNum](d []float32, s []S) {
 // float32 are rounded to float32 toward odd first (rounding to odd, then to
 // nearest, rounds once when the first keeps two more bits; float32 keeps
 // 16 more).
-func toBHalf[S ewNum](d []float32, s []S) {
+func toBHalf[S numElem](d []float32, s []S) {
 	d = d[:len(s)]
 	if isF32[S]() {
 		for i, v := range s {
@@ -231,7 +231,7 @@ func toBHalf[S ewNum](d []float32, s []S) {
 	}
 }
 
-func isF32[S ewNum]() bool {
+func isF32[S numElem]() bool {
 	var z S
 	_, ok := any(z).(float32)
 	return ok

@@ -61,7 +61,7 @@ func compareRun(op ewOp, l *ewLoop, a, b, c nd.Array) error {
 	return nil
 }
 
-func compareWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array) {
+func compareWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[bool](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(1, func(o int, off []int, n int) {
@@ -70,7 +70,7 @@ func compareWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array) {
 }
 
 // compare computes z = x op y, x and y of stride sx and sy (0 or 1).
-func compare[T ewNum](op ewOp, x []T, sx int, y []T, sy int, z []bool) {
+func compare[T numElem](op ewOp, x []T, sx int, y []T, sy int, z []bool) {
 	n := len(z)
 	switch {
 	case sx == 1 && sy == 1:

@@ -49,18 +49,6 @@ func init() {
 	RegisterOp(OpDef{Name: "Mean", Versions: []int{1, 6, 8, 13}, New: newVariadic(ewAdd)})
 }
 
-// Element types, for the generic loops (one instantiation each).
-type (
-	ewFloat  interface{ float32 | float64 }
-	ewSigned interface {
-		int8 | int16 | int32 | int64
-	}
-	ewInt interface {
-		ewSigned | uint8 | uint16 | uint32 | uint64
-	}
-	ewNum interface{ ewFloat | ewInt }
-)
-
 // ewOp is a binary elementwise operation.
 type ewOp uint8
 
@@ -78,9 +66,6 @@ const (
 )
 
 func (op ewOp) compares() bool { return op >= ewEqual }
-
-// isNumeric reports whether t is an integer or float type (not Bool).
-func isNumeric(t nd.DType) bool { return t.IsInt() || t.IsFloat() }
 
 // ewLoop is an elementwise loop over an output shape whose inputs are
 // broadcast to it. Dimensions of 1 are dropped and neighbours merged where
@@ -353,7 +338,7 @@ func arithRun(op ewOp, l *ewLoop, a, b, c nd.Array) error {
 	return nil
 }
 
-func arithWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
+func arithWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(1, func(o int, off []int, n int) {
@@ -363,7 +348,7 @@ func arithWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
 
 // arith computes z = x op y elementwise, x and y of stride sx and sy (1:
 // as long as z; 0: one element). isInt selects integer division.
-func arith[T ewNum](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
+func arith[T numElem](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
 	n := len(z)
 	switch {
 	case sx == 1 && sy == 1:
@@ -485,7 +470,7 @@ func arith[T ewNum](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
 
 // intDiv is x / y truncated toward zero, 0 when y is 0. (Called only for
 // integer types: for floats x / 0 is ±Inf or NaN.)
-func intDiv[T ewNum](x, y T) T {
+func intDiv[T numElem](x, y T) T {
 	if y == 0 {
 		return 0
 	}
@@ -572,7 +557,7 @@ func (k *ewVariadic) Run(in, out []nd.Array) error {
 }
 
 // scaleBy divides every element of x by n.
-func scaleBy[T ewFloat](x []T, n T) {
+func scaleBy[T floatElem](x []T, n T) {
 	parallel.For(len(x), 1, func(lo, hi int) {
 		for i := range x[lo:hi] {
 			x[lo+i] /= n
@@ -616,7 +601,7 @@ func powRun(l *ewLoop, a, b, c nd.Array) error {
 	return nil
 }
 
-func powFloats[T, E ewFloat](l *ewLoop, a, b, c nd.Array) {
+func powFloats[T, E floatElem](l *ewLoop, a, b, c nd.Array) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[E](b), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(16, func(o int, off []int, n int) {
@@ -638,7 +623,7 @@ func powFloats[T, E ewFloat](l *ewLoop, a, b, c nd.Array) {
 
 // powScalar is z = x^e, the exponents that models use most computed
 // without math.Pow (each as exact as math.Pow's result rounded to T).
-func powScalar[T ewFloat](x []T, e float64, z []T) {
+func powScalar[T floatElem](x []T, e float64, z []T) {
 	switch e {
 	case 1:
 		copy(z, x)
@@ -667,7 +652,7 @@ func powScalar[T ewFloat](x []T, e float64, z []T) {
 	}
 }
 
-func powInts[T ewInt](l *ewLoop, a, b, c nd.Array) {
+func powInts[T intElem](l *ewLoop, a, b, c nd.Array) {
 	x, z := nd.MustAs[T](a), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	if b.Type.IsFloat() {

@@ -269,7 +269,7 @@ func (k *ewUnary) float64s(x, y []float64) {
 }
 
 // unaryInts computes the ops that take integers: Neg, Abs, Relu, Erf.
-func unaryInts[T ewInt](op unOp, x, y []T) {
+func unaryInts[T intElem](op unOp, x, y []T) {
 	y = y[:len(x)]
 	switch op {
 	case unNeg:

@@ -95,7 +95,7 @@ func (k *softmaxKernel) Run(in, out []nd.Array) error {
 
 // softmax computes softmaxes of n values at stride inner, outer*inner of
 // them.
-func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
+func softmax[T floatElem](x, y []T, outer, n, inner int, log bool) {
 	if len(x) == 0 {
 		return
 	}
@@ -124,7 +124,7 @@ func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
 }
 
 // softmaxRow is the softmax of the contiguous x, into y.
-func softmaxRow[T ewFloat](x, y []T, log bool) {
+func softmaxRow[T floatElem](x, y []T, log bool) {
 	y = y[:len(x)]
 	m := T(math.Inf(-1))
 	for _, v := range x {
@@ -150,7 +150,7 @@ func softmaxRow[T ewFloat](x, y []T, log bool) {
 
 // softmaxCols computes the softmaxes of columns [j0, j1) of the n rows of
 // x (rows of length inner), into y; m and s are scratch of j1-j0.
-func softmaxCols[T ewFloat](x, y []T, n, inner, j0, j1 int, m []T, s []float64, log bool) {
+func softmaxCols[T floatElem](x, y []T, n, inner, j0, j1 int, m []T, s []float64, log bool) {
 	for j := range m {
 		m[j] = T(math.Inf(-1))
 		s[j] = 0
@@ -194,7 +194,7 @@ func softmaxCols[T ewFloat](x, y []T, n, inner, j0, j1 int, m []T, s []float64, 
 }
 
 // expInPlace replaces each value by its exponential (expf for float32).
-func expInPlace[T ewFloat](v []T) {
+func expInPlace[T floatElem](v []T) {
 	switch s := any(v).(type) {
 	case []float32:
 		for i, x := range s {
