@@ -2,9 +2,10 @@ package onnx
 
 import "math"
 
-// The scalar numeric helpers that several operators share: the extremes
-// of an element type, NaN-propagating max and min, a float64 sum, Cast's
-// truncation of floats to integers, and fast float32 functions.
+// The numeric helpers that several operators share: the extremes of an
+// element type, NaN-propagating max and min, a float64 sum, Go's
+// conversion of slices, Cast's truncation of floats to integers, and fast
+// float32 functions.
 
 // lowest and highest are T's extreme values (-Inf and +Inf for floats:
 // no bound).
@@ -71,6 +72,15 @@ func sumFloat64[T float32 | float64](xs []T) float64 {
 		s0 += float64(xs[i])
 	}
 	return s0 + s1 + s2 + s3
+}
+
+// convert is Go's conversion, which is Cast's where it is defined: to a
+// float (rounded to nearest), or between integers (wrapped).
+func convert[D, S numElem](d []D, s []S) {
+	d = d[:len(s)]
+	for i, v := range s {
+		d[i] = D(v)
+	}
 }
 
 // truncI64 truncates v toward zero; NaN and values out of int64's range

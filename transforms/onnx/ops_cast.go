@@ -176,15 +176,6 @@ func castFrom[S numElem](dst nd.Array, s []S, to nd.DType) {
 	}
 }
 
-// convert is Go's conversion, which is Cast's where it is defined: to a
-// float (rounded to nearest), or between integers (wrapped).
-func convert[D, S numElem](d []D, s []S) {
-	d = d[:len(s)]
-	for i, v := range s {
-		d[i] = D(v)
-	}
-}
-
 // toInt converts to an integer type narrower than 64 bits or int64: floats
 // through truncI64, then wrapped.
 func toInt[D intElem, S numElem](d []D, s []S, float bool) {
