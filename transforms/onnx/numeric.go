@@ -83,6 +83,17 @@ func convert[D, S numElem](d []D, s []S) {
 	}
 }
 
+// floatsAs returns v's values as Ts: v itself when T is float64, else
+// converted.
+func floatsAs[T floatElem](v []float64) []T {
+	if s, ok := any(v).([]T); ok {
+		return s
+	}
+	out := make([]T, len(v))
+	convert(out, v)
+	return out
+}
+
 // truncI64 truncates v toward zero; NaN and values out of int64's range
 // give the most negative int64 (what x86's cvttsd2si gives, and C code on
 // x86 with it), as nd.Convert does.

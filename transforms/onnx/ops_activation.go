@@ -71,11 +71,12 @@ func (k *ewUnary) activate32(x, y []float32) {
 	}
 }
 
-// activate64 computes the activations for float64s.
-func (k *ewUnary) activate64(x, y []float64) {
-	alpha, beta := float64(k.alpha), float64(k.beta)
+// activateFloats computes the activations with math's float64 functions
+// (float32 has its own loops, activate32).
+func activateFloats[T floatElem](k *ewUnary, x, y []T) {
+	alpha, beta := T(k.alpha), T(k.beta)
 	if k.op == unHardSwish {
-		alpha = 1.0 / 6
+		alpha = T(1.0 / 6)
 	}
 	switch k.op {
 	case unRelu:
@@ -100,7 +101,7 @@ func (k *ewUnary) activate64(x, y []float64) {
 	case unElu:
 		for i, v := range x {
 			if v < 0 {
-				v = alpha * math.Expm1(v)
+				v = alpha * T(math.Expm1(float64(v)))
 			}
 			y[i] = v
 		}
@@ -166,32 +167,19 @@ func (k *clipKernel) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *clipKernel) Run(in, out []nd.Array) error {
-	switch in[0].Type {
-	case nd.Float32:
-		clipRun[float32](k, in, out[0])
-	case nd.Float64:
-		clipRun[float64](k, in, out[0])
-	case nd.Int8:
-		clipRun[int8](k, in, out[0])
-	case nd.Int16:
-		clipRun[int16](k, in, out[0])
-	case nd.Int32:
-		clipRun[int32](k, in, out[0])
-	case nd.Int64:
-		clipRun[int64](k, in, out[0])
-	case nd.Uint8:
-		clipRun[uint8](k, in, out[0])
-	case nd.Uint16:
-		clipRun[uint16](k, in, out[0])
-	case nd.Uint32:
-		clipRun[uint32](k, in, out[0])
-	case nd.Uint64:
-		clipRun[uint64](k, in, out[0])
-	default:
-		return fmt.Errorf("input type %v is not supported", in[0].Type)
+	f, err := numeric[clipLoop]("Clip", in[0].Type)
+	if err != nil {
+		return err
 	}
+	f.clip(k, in, out[0])
 	return nil
 }
+
+type clipLoop interface {
+	clip(k *clipKernel, in []nd.Array, out nd.Array)
+}
+
+func (numbers[T, W]) clip(k *clipKernel, in []nd.Array, out nd.Array) { clipRun[T](k, in, out) }
 
 func clipRun[T numElem](k *clipKernel, in []nd.Array, out nd.Array) {
 	lo, hi := lowest[T](), highest[T]()

@@ -301,41 +301,31 @@ func (k *ewBinary) Run(in, out []nd.Array) error {
 	l := newEWLoop(c.Shape, a.Shape, bShape)
 	switch {
 	case k.op == ewPow:
-		return powRun(l, a, b, c)
+		return powRun(k.name, l, a, b, c)
 	case k.op.compares():
-		return compareRun(k.op, l, a, b, c)
+		return compareRun(k.name, k.op, l, a, b, c)
 	}
-	return arithRun(k.op, l, a, b, c)
+	return arithRun(k.name, k.op, l, a, b, c)
 }
 
 // arithRun computes c = a op b over l for the arithmetic ops (Add, Sub,
-// Mul, Div, Max, Min) of numeric a and b of one type.
-func arithRun(op ewOp, l *ewLoop, a, b, c nd.Array) error {
-	switch a.Type {
-	case nd.Float32:
-		arithWalk[float32](op, l, a, b, c, false)
-	case nd.Float64:
-		arithWalk[float64](op, l, a, b, c, false)
-	case nd.Int8:
-		arithWalk[int8](op, l, a, b, c, true)
-	case nd.Int16:
-		arithWalk[int16](op, l, a, b, c, true)
-	case nd.Int32:
-		arithWalk[int32](op, l, a, b, c, true)
-	case nd.Int64:
-		arithWalk[int64](op, l, a, b, c, true)
-	case nd.Uint8:
-		arithWalk[uint8](op, l, a, b, c, true)
-	case nd.Uint16:
-		arithWalk[uint16](op, l, a, b, c, true)
-	case nd.Uint32:
-		arithWalk[uint32](op, l, a, b, c, true)
-	case nd.Uint64:
-		arithWalk[uint64](op, l, a, b, c, true)
-	default:
-		return fmt.Errorf("arithmetic on %v is not supported", a.Type)
+// Mul, Div, Max, Min) of numeric a and b of one type; name names the
+// operator in errors.
+func arithRun(name string, op ewOp, l *ewLoop, a, b, c nd.Array) error {
+	f, err := numeric[arithLoop](name, a.Type)
+	if err != nil {
+		return err
 	}
+	f.arith(op, l, a, b, c)
 	return nil
+}
+
+type arithLoop interface {
+	arith(op ewOp, l *ewLoop, a, b, c nd.Array)
+}
+
+func (numbers[T, W]) arith(op ewOp, l *ewLoop, a, b, c nd.Array) {
+	arithWalk[T](op, l, a, b, c, !isFloat[T]())
 }
 
 func arithWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
@@ -534,27 +524,28 @@ func (k *ewVariadic) Run(in, out []nd.Array) error {
 		copy(c.Data, in[0].Data)
 		return nil
 	}
-	if err := arithRun(k.op, newEWLoop(c.Shape, in[0].Shape, in[1].Shape), in[0], in[1], c); err != nil {
+	if err := arithRun(k.name, k.op, newEWLoop(c.Shape, in[0].Shape, in[1].Shape), in[0], in[1], c); err != nil {
 		return err
 	}
 	for _, b := range in[2:] {
 		// c is read and written at the same index: in place is safe.
-		if err := arithRun(k.op, newEWLoop(c.Shape, c.Shape, b.Shape), c, b, c); err != nil {
+		if err := arithRun(k.name, k.op, newEWLoop(c.Shape, c.Shape, b.Shape), c, b, c); err != nil {
 			return err
 		}
 	}
 	if k.mean {
-		switch c.Type {
-		case nd.Float32:
-			scaleBy(nd.MustAs[float32](c), float32(len(in)))
-		case nd.Float64:
-			scaleBy(nd.MustAs[float64](c), float64(len(in)))
-		default:
-			return fmt.Errorf("mean of %v is not supported", c.Type)
+		f, err := floating[scaleLoop](k.name, c.Type)
+		if err != nil {
+			return err
 		}
+		f.scale(c, len(in))
 	}
 	return nil
 }
+
+type scaleLoop interface{ scale(x nd.Array, n int) }
+
+func (floats[T]) scale(x nd.Array, n int) { scaleBy(nd.MustAs[T](x), T(n)) }
 
 // scaleBy divides every element of x by n.
 func scaleBy[T floatElem](x []T, n T) {
@@ -569,37 +560,34 @@ func scaleBy[T floatElem](x []T, n T) {
 // own type as it is and any other converted to float64; an integer base
 // takes integer exponents as int64s (square and multiply, wrapping) and
 // float ones as float64s (math.Pow, truncated).
-func powRun(l *ewLoop, a, b, c nd.Array) error {
-	switch a.Type {
-	case nd.Float32:
-		if b.Type == nd.Float32 {
-			powFloats[float32, float32](l, a, b, c)
-		} else {
-			powFloats[float32, float64](l, a, castArray(b, nd.Float64), c)
-		}
-	case nd.Float64:
-		powFloats[float64, float64](l, a, castArray(b, nd.Float64), c)
-	case nd.Int8:
-		powInts[int8](l, a, b, c)
-	case nd.Int16:
-		powInts[int16](l, a, b, c)
-	case nd.Int32:
-		powInts[int32](l, a, b, c)
-	case nd.Int64:
-		powInts[int64](l, a, b, c)
-	case nd.Uint8:
-		powInts[uint8](l, a, b, c)
-	case nd.Uint16:
-		powInts[uint16](l, a, b, c)
-	case nd.Uint32:
-		powInts[uint32](l, a, b, c)
-	case nd.Uint64:
-		powInts[uint64](l, a, b, c)
-	default:
-		return fmt.Errorf("input type %v is not supported", a.Type)
+func powRun(name string, l *ewLoop, a, b, c nd.Array) error {
+	var f powLoop
+	var err error
+	if a.Type.IsFloat() {
+		f, err = floating[powLoop](name, a.Type)
+	} else {
+		f, err = integer[powLoop](name, a.Type)
 	}
+	if err != nil {
+		return err
+	}
+	f.pow(l, a, b, c)
 	return nil
 }
+
+type powLoop interface {
+	pow(l *ewLoop, a, b, c nd.Array)
+}
+
+func (floats[T]) pow(l *ewLoop, a, b, c nd.Array) {
+	if b.Type == a.Type {
+		powFloats[T, T](l, a, b, c)
+		return
+	}
+	powFloats[T, float64](l, a, castArray(b, nd.Float64), c)
+}
+
+func (ints[T]) pow(l *ewLoop, a, b, c nd.Array) { powInts[T](l, a, b, c) }
 
 func powFloats[T, E floatElem](l *ewLoop, a, b, c nd.Array) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[E](b), nd.MustAs[T](c)

@@ -126,35 +126,35 @@ func (op unOp) cost() int {
 
 func (k *ewUnary) Run(in, out []nd.Array) error {
 	x, y := in[0], out[0]
-	n := x.Len()
-	switch x.Type {
-	case nd.Float32:
+	if x.Type == nd.Float32 { // loops of its own, on the fast float32 functions
 		xs, ys := nd.MustAs[float32](x), nd.MustAs[float32](y)
-		parallel.For(n, k.op.cost(), func(lo, hi int) { k.float32s(xs[lo:hi], ys[lo:hi]) })
-	case nd.Float64:
-		xs, ys := nd.MustAs[float64](x), nd.MustAs[float64](y)
-		parallel.For(n, k.op.cost(), func(lo, hi int) { k.float64s(xs[lo:hi], ys[lo:hi]) })
-	case nd.Int8:
-		unaryInts(k.op, nd.MustAs[int8](x), nd.MustAs[int8](y))
-	case nd.Int16:
-		unaryInts(k.op, nd.MustAs[int16](x), nd.MustAs[int16](y))
-	case nd.Int32:
-		unaryInts(k.op, nd.MustAs[int32](x), nd.MustAs[int32](y))
-	case nd.Int64:
-		unaryInts(k.op, nd.MustAs[int64](x), nd.MustAs[int64](y))
-	case nd.Uint8:
-		unaryInts(k.op, nd.MustAs[uint8](x), nd.MustAs[uint8](y))
-	case nd.Uint16:
-		unaryInts(k.op, nd.MustAs[uint16](x), nd.MustAs[uint16](y))
-	case nd.Uint32:
-		unaryInts(k.op, nd.MustAs[uint32](x), nd.MustAs[uint32](y))
-	case nd.Uint64:
-		unaryInts(k.op, nd.MustAs[uint64](x), nd.MustAs[uint64](y))
-	default:
-		return fmt.Errorf("%s of %v is not supported", k.name, x.Type)
+		parallel.For(len(xs), k.op.cost(), func(lo, hi int) { k.float32s(xs[lo:hi], ys[lo:hi]) })
+		return nil
 	}
+	var f unaryLoop
+	var err error
+	if x.Type.IsFloat() {
+		f, err = floating[unaryLoop](k.name, x.Type)
+	} else {
+		f, err = integer[unaryLoop](k.name, x.Type)
+	}
+	if err != nil {
+		return err
+	}
+	f.unary(k, x, y)
 	return nil
 }
+
+type unaryLoop interface {
+	unary(k *ewUnary, x, y nd.Array)
+}
+
+func (floats[T]) unary(k *ewUnary, x, y nd.Array) {
+	xs, ys := nd.MustAs[T](x), nd.MustAs[T](y)
+	parallel.For(len(xs), k.op.cost(), func(lo, hi int) { unaryFloats(k, xs[lo:hi], ys[lo:hi]) })
+}
+
+func (ints[T]) unary(k *ewUnary, x, y nd.Array) { unaryInts(k.op, nd.MustAs[T](x), nd.MustAs[T](y)) }
 
 // float32s computes y = op(x) for float32s.
 func (k *ewUnary) float32s(x, y []float32) {
@@ -223,21 +223,22 @@ func float32sVia64(op unOp, x, y []float32) {
 	}
 }
 
-// float64s computes y = op(x) for float64s.
-func (k *ewUnary) float64s(x, y []float64) {
+// unaryFloats computes y = op(x) with math's float64 functions (float32
+// has its own loops, float32s).
+func unaryFloats[T floatElem](k *ewUnary, x, y []T) {
 	y = y[:len(x)]
 	switch k.op {
 	case unSqrt:
 		for i, v := range x {
-			y[i] = math.Sqrt(v)
+			y[i] = T(math.Sqrt(float64(v)))
 		}
 	case unExp:
 		for i, v := range x {
-			y[i] = math.Exp(v)
+			y[i] = T(math.Exp(float64(v)))
 		}
 	case unLog:
 		for i, v := range x {
-			y[i] = math.Log(v)
+			y[i] = T(math.Log(float64(v)))
 		}
 	case unNeg:
 		for i, v := range x {
@@ -245,7 +246,7 @@ func (k *ewUnary) float64s(x, y []float64) {
 		}
 	case unAbs:
 		for i, v := range x {
-			y[i] = math.Abs(v)
+			y[i] = T(math.Abs(float64(v)))
 		}
 	case unReciprocal:
 		for i, v := range x {
@@ -253,18 +254,18 @@ func (k *ewUnary) float64s(x, y []float64) {
 		}
 	case unTanh:
 		for i, v := range x {
-			y[i] = math.Tanh(v)
+			y[i] = T(math.Tanh(float64(v)))
 		}
 	case unSigmoid:
 		for i, v := range x {
-			y[i] = sigmoid64(v)
+			y[i] = T(sigmoid64(float64(v)))
 		}
 	case unErf:
 		for i, v := range x {
-			y[i] = math.Erf(v)
+			y[i] = T(math.Erf(float64(v)))
 		}
 	default:
-		k.activate64(x, y)
+		activateFloats(k, x, y)
 	}
 }
 

@@ -177,7 +177,11 @@ func (k *batchNorm) Run(in, out []nd.Array) error {
 			case 4:
 				v = variance
 			}
-			setFloats(out[i], v)
+			f, err := floating[batchNormLoop]("BatchNormalization", out[i].Type)
+			if err != nil {
+				return err
+			}
+			f.setFloats(out[i], v)
 		}
 	}
 	// y = x * a + b per channel (or activation).
@@ -186,32 +190,25 @@ func (k *batchNorm) Run(in, out []nd.Array) error {
 		a[i] = scale[i] / math.Sqrt(variance[i]+k.epsilon)
 		b[i] = bias[i] - mean[i]*a[i]
 	}
-	switch x.Type {
-	case nd.Float32:
-		affinePlanes(nd.MustAs[float32](x), nd.MustAs[float32](out[0]), n, c, per, inner, toF32(a), toF32(b))
-	case nd.Float64:
-		affinePlanes(nd.MustAs[float64](x), nd.MustAs[float64](out[0]), n, c, per, inner, a, b)
+	f, err := floating[batchNormLoop]("BatchNormalization", x.Type)
+	if err != nil {
+		return err
 	}
+	f.affine(x, out[0], n, c, per, inner, a, b)
 	return nil
 }
 
-func toF32(v []float64) []float32 {
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
+type batchNormLoop interface {
+	affine(x, y nd.Array, n, c, per, inner int, a, b []float64)
+	setFloats(a nd.Array, v []float64)
 }
 
-// setFloats writes v into a (float32 or float64).
-func setFloats(a nd.Array, v []float64) {
-	switch a.Type {
-	case nd.Float32:
-		copy(nd.MustAs[float32](a), toF32(v))
-	case nd.Float64:
-		copy(nd.MustAs[float64](a), v)
-	}
+func (floats[T]) affine(x, y nd.Array, n, c, per, inner int, a, b []float64) {
+	affinePlanes(nd.MustAs[T](x), nd.MustAs[T](y), n, c, per, inner, floatsAs[T](a), floatsAs[T](b))
 }
+
+// setFloats writes v into a.
+func (floats[T]) setFloats(a nd.Array, v []float64) { copy(nd.MustAs[T](a), floatsAs[T](v)) }
 
 // affinePlanes computes y = x*a + b over n x c planes of inner elements,
 // a and b indexed by channel (per == 1) or by channel and element (per ==
@@ -341,13 +338,20 @@ func (k *layerNorm) Run(in, out []nd.Array) error {
 	if hasB {
 		p.bOuter, p.bInner = broadcastIndex(b.Shape, x.Shape, axis)
 	}
-	switch x.Type {
-	case nd.Float32:
-		layerNormRows(p, nd.MustAs[float32](x), nd.MustAs[float32](scale), asOr[float32](b), nd.MustAs[float32](out[0]))
-	case nd.Float64:
-		layerNormRows(p, nd.MustAs[float64](x), nd.MustAs[float64](scale), asOr[float64](b), nd.MustAs[float64](out[0]))
+	f, err := floating[layerNormLoop]("LayerNormalization", x.Type)
+	if err != nil {
+		return err
 	}
+	f.layerNorm(p, x, scale, b, out[0])
 	return nil
+}
+
+type layerNormLoop interface {
+	layerNorm(p lnProblem, x, scale, b, y nd.Array)
+}
+
+func (floats[T]) layerNorm(p lnProblem, x, scale, b, y nd.Array) {
+	layerNormRows(p, nd.MustAs[T](x), nd.MustAs[T](scale), asOr[T](b), nd.MustAs[T](y))
 }
 
 // broadcastIndex returns, for an array of shape s broadcast to shape x

@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -163,37 +162,26 @@ func (k *reduceKernel) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	x, y := in[0], out[0]
-	switch x.Type {
-	case nd.Float32:
-		reduceTyped[float32, float64](k.op, x, red, y)
-	case nd.Float64:
-		reduceTyped[float64, float64](k.op, x, red, y)
-	case nd.Int8:
-		reduceTyped[int8, int64](k.op, x, red, y)
-	case nd.Int16:
-		reduceTyped[int16, int64](k.op, x, red, y)
-	case nd.Int32:
-		reduceTyped[int32, int64](k.op, x, red, y)
-	case nd.Int64:
-		reduceTyped[int64, int64](k.op, x, red, y)
-	case nd.Uint8:
-		reduceTyped[uint8, uint64](k.op, x, red, y)
-	case nd.Uint16:
-		reduceTyped[uint16, uint64](k.op, x, red, y)
-	case nd.Uint32:
-		reduceTyped[uint32, uint64](k.op, x, red, y)
-	case nd.Uint64:
-		reduceTyped[uint64, uint64](k.op, x, red, y)
-	default:
-		return errors.New("unsupported type")
+	f, err := numeric[reductionLoop](k.name, in[0].Type)
+	if err != nil {
+		return err
 	}
+	f.reduce(k.op, in[0], red, out[0])
 	return nil
+}
+
+type reductionLoop interface {
+	reduce(op redOp, x nd.Array, red []bool, y nd.Array)
+}
+
+// reduce sums in W, the widest type of T's kind.
+func (numbers[T, W]) reduce(op redOp, x nd.Array, red []bool, y nd.Array) {
+	reduceTyped[T, W](op, x, red, y)
 }
 
 // reduceTyped reduces x over the dimensions marked in red into y; A is the
 // sum's accumulator type (ReduceMax and ReduceMin compare in T).
-func reduceTyped[T numElem, A float64 | int64 | uint64](op redOp, x nd.Array, red []bool, y nd.Array) {
+func reduceTyped[T numElem, A wideElem](op redOp, x nd.Array, red []bool, y nd.Array) {
 	if op == redMax || op == redMin {
 		reduceLoop[T, T](op, nd.MustAs[T](x), x.Shape, red, nd.MustAs[T](y))
 		return

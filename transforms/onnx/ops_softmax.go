@@ -82,15 +82,20 @@ func (k *softmaxKernel) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	switch in[0].Type {
-	case nd.Float32:
-		softmax(nd.MustAs[float32](in[0]), nd.MustAs[float32](out[0]), outer, n, inner, k.log)
-	case nd.Float64:
-		softmax(nd.MustAs[float64](in[0]), nd.MustAs[float64](out[0]), outer, n, inner, k.log)
-	default:
-		return fmt.Errorf("%s of %v is not supported", k.name, in[0].Type)
+	f, err := floating[softmaxLoop](k.name, in[0].Type)
+	if err != nil {
+		return err
 	}
+	f.softmax(in[0], out[0], outer, n, inner, k.log)
 	return nil
+}
+
+type softmaxLoop interface {
+	softmax(x, y nd.Array, outer, n, inner int, log bool)
+}
+
+func (floats[T]) softmax(x, y nd.Array, outer, n, inner int, log bool) {
+	softmax(nd.MustAs[T](x), nd.MustAs[T](y), outer, n, inner, log)
 }
 
 // softmax computes softmaxes of n values at stride inner, outer*inner of
