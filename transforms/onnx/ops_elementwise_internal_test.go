@@ -371,6 +371,34 @@ func TestCastMatchesConvert(t *testing.T) {
 	}
 }
 
+// Cast converts arrays of several blocks of widened values (castBlock)
+// whole, each value from itself: an int64 or a uint64 to float32 rounds
+// once, as Go's conversion does, not through float64.
+func TestCastLongArrays(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 3*castBlock + 17
+	ints, uints, floats := make([]int64, n), make([]uint64, n), make([]float64, n)
+	for i := range n {
+		ints[i] = r.Int64() >> r.IntN(64)
+		uints[i] = r.Uint64() >> r.IntN(64)
+		floats[i] = r.NormFloat64() * math.Exp2(float64(r.IntN(80)))
+	}
+	got := nd.Zeros(nd.Float32, n)
+	castInto(got, nd.Of(ints), nd.Float32)
+	for i, v := range nd.MustAs[float32](got) {
+		require.Equal(t, float32(ints[i]), v, "int64 %d", ints[i])
+	}
+	castInto(got, nd.Of(uints), nd.Float32)
+	for i, v := range nd.MustAs[float32](got) {
+		require.Equal(t, float32(uints[i]), v, "uint64 %d", uints[i])
+	}
+	got = nd.Zeros(nd.Int16, n)
+	castInto(got, nd.Of(floats), nd.Int16)
+	for i, v := range nd.MustAs[int16](got) {
+		require.Equal(t, int16(truncI64(floats[i])), v, "float64 %g", floats[i])
+	}
+}
+
 // Cast to bfloat16 rounds to nearest even, and a float64 rounds once.
 func TestCastBFloat16Rounding(t *testing.T) {
 	one := 1.0
