@@ -34,45 +34,30 @@ func init() {
 	RegisterOp(OpDef{Name: "Clip", Versions: []int{1, 6, 11, 12, 13}, New: newClip})
 }
 
-// activate32 computes the activations for float32s.
+// activate32 computes the activations for float32s: Relu on Clip's vector
+// kernel where there is one, Elu on expm1f, the others as for float64.
 func (k *ewUnary) activate32(x, y []float32) {
-	alpha, beta := k.alpha, k.beta
 	switch k.op {
 	case unRelu:
-		// Clip's vector kernel where there is one (-0 stays -0 there);
-		// else max, not a branch: random signs mispredict; max keeps NaN
-		// and turns -0 into 0.
+		// Clip's vector kernel where there is one (-0 stays -0 there).
 		if clampF32(y[:len(x)], x, 0, float32(math.Inf(1))) {
 			return
 		}
-		for i, v := range x {
-			y[i] = max(v, 0)
-		}
-	case unLeakyRelu:
-		// Branch-free, as Relu: one of the two terms is ±0.
-		for i, v := range x {
-			y[i] = max(v, 0) + alpha*min(v, 0)
-		}
-	case unHardSigmoid:
-		for i, v := range x {
-			y[i] = clamp01(alpha*v + beta)
-		}
-	case unHardSwish:
-		for i, v := range x {
-			y[i] = v * clamp01(v*alpha+beta)
-		}
 	case unElu:
+		alpha := k.alpha
 		for i, v := range x {
 			if v < 0 {
 				v = alpha * expm1f(v)
 			}
 			y[i] = v
 		}
+		return
 	}
+	activateFloats(k, x, y)
 }
 
 // activateFloats computes the activations with math's float64 functions
-// (float32 has its own loops, activate32).
+// (float32's Relu and Elu have loops of their own, activate32).
 func activateFloats[T floatElem](k *ewUnary, x, y []T) {
 	alpha, beta := T(k.alpha), T(k.beta)
 	if k.op == unHardSwish {

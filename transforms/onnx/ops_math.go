@@ -160,25 +160,15 @@ func (ints[T]) unary(k *ewUnary, x, y nd.Array) { unaryInts(k.op, nd.MustAs[T](x
 func (k *ewUnary) float32s(x, y []float32) {
 	y = y[:len(x)]
 	switch k.op {
-	case unSqrt:
-		for i, v := range x {
-			y[i] = float32(math.Sqrt(float64(v)))
-		}
+	case unSqrt, unNeg, unReciprocal:
+		unaryFloats(k, x, y)
 	case unExp:
 		for i, v := range x {
 			y[i] = expf(v)
 		}
-	case unNeg:
-		for i, v := range x {
-			y[i] = -v
-		}
 	case unAbs:
 		for i, v := range x {
 			y[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
-		}
-	case unReciprocal:
-		for i, v := range x {
-			y[i] = 1 / v
 		}
 	case unTanh:
 		for i, v := range x {
@@ -223,8 +213,9 @@ func float32sVia64(op unOp, x, y []float32) {
 	}
 }
 
-// unaryFloats computes y = op(x) with math's float64 functions (float32
-// has its own loops, float32s).
+// unaryFloats computes y = op(x) with math's float64 functions (float32's
+// Exp, Abs, Tanh, Sigmoid, Erf, Log and activations have loops of their
+// own, float32s).
 func unaryFloats[T floatElem](k *ewUnary, x, y []T) {
 	y = y[:len(x)]
 	switch k.op {
