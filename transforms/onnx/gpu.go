@@ -3,7 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -111,8 +111,8 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 	defer func() {
 		if len(run.OnHost) > 0 {
 			p.hostOnce.Do(func() {
-				log.Printf("onnx: %s, inputs %s: %d node(s) ran on the host (types the device kernels do not take): %s",
-					p.m.Name, shapesOf(inputs), len(run.OnHost), strings.Join(run.OnHost, ", "))
+				slog.Warn("onnx: nodes ran on the host (types the device kernels do not take)",
+					"model", p.m.Name, "inputs", shapesOf(inputs), "nodes", run.OnHost)
 			})
 		}
 	}()
