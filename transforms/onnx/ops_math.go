@@ -113,7 +113,7 @@ func (k *ewUnary) Infer(in []Meta) ([]Meta, error) {
 	return []Meta{{Type: t, Shape: in[0].Shape}}, nil
 }
 
-// unaryCost is the work of one element, in adds, for ParallelFor.
+// cost is the work of one element, in adds, for parallel.For.
 func (op unOp) cost() int {
 	switch op {
 	case unNeg, unAbs, unRelu, unLeakyRelu, unHardSigmoid, unHardSwish:
