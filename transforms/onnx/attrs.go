@@ -82,6 +82,22 @@ func (a *Attrs) Int(name string, def int64) int64 {
 	return def
 }
 
+// Flag returns the int attribute name, a flag of 0 or 1, as a bool, or def
+// when the node does not set it; another value fails (Err).
+func (a *Attrs) Flag(name string, def bool) bool {
+	d := int64(0)
+	if def {
+		d = 1
+	}
+	switch v := a.Int(name, d); v {
+	case 0, 1:
+		return v == 1
+	default:
+		a.fail("attribute %s is %d, want 0 or 1", name, v)
+		return def
+	}
+}
+
 // Float returns the float attribute name, or def.
 func (a *Attrs) Float(name string, def float32) float32 {
 	if p := a.get(name, onnxpb.AttributeProto_FLOAT); p != nil {

@@ -10,16 +10,63 @@
 // placed in one workspace) and runs it. A model with an operator outside
 // the set is refused at load, naming the operator, its node and the opset.
 //
-// On the GPU (Plan.RunDevice, LaunchRun) the same plan runs one node at a
-// time as launches of the kernels of kernels.cu and cuBLAS products, each
-// operator's launch beside its CPU code (gpu_ops.go, gpu_nn.go), the
+// On the GPU (Plan.RunDevice, gpu.go) the same plan runs one node at a
+// time as launches of the operators' CUDA kernels and cuBLAS products, the
 // model's weights resident on the device, the intermediate values in one
 // device workspace at the plan's offsets, one copy up per input and one
 // down per output. A node whose types the kernels do not take (float64,
-// integer division...) runs on the host. The tests run the conformance
-// suite and the exported models through that path without a GPU: a device
-// emulator (runtime/executor/gpu/gpuemu) with the kernels compiled for the
-// host (internal/kernelemu).
+// integer division...) runs on the host, and the run says so once per plan
+// (a log/slog warning). The tests run the conformance suite and the
+// exported models through that path without a GPU: a device emulator
+// (runtime/executor/gpu/gpuemu) with the kernels compiled for the host
+// (internal/kernelemu).
+//
+// # Files
+//
+// An operator lives in a pair of files named after it, and its kernels in a
+// third: ops_softmax.go registers Softmax and holds its CPU code,
+// ops_softmax_gpu.go its Launch and the handles of the kernels it enqueues,
+// ops_softmax.cu those kernels. An operator's vector code for amd64 is
+// assembly beside it (ops_conv_flat_amd64.s, declared in
+// ops_conv_flat_amd64.go; ops_conv_flat_other.go is the Go that runs
+// elsewhere). kernels.cu includes every operator's .cu
+// file, with the helpers they share in kernels.cuh, and is what nvcc
+// compiles to kernels.ptx (`make ptx`, cmd/beamgpu-ptx); kernels.go embeds
+// the PTX (PTX, Module). What several operators share has one file each:
+// toolkit.go (the exported helpers, below), numeric.go (numeric helpers),
+// dtype.go (the element types and the dispatch of a Run to its loop for an
+// array's type), util.go (the rest), ops_window.go (the sliding window of
+// Conv and the pools), strided.go (strided copies), gpu_util.go and
+// gpu_util.cu (what the launches share). The loader, the graph and the
+// planner are load.go, proto.go, tensorproto.go, graph.go, graph_fuse.go,
+// model.go, plan.go and run.go, the registry op.go and attrs.go; the device
+// plan is gpu.go, and compare.go holds the device's outputs to the CPU's.
+//
+// # Writing an operator
+//
+// An operator is an OpDef registered from an init function (RegisterOp),
+// the way image formats register with package image; a program that
+// imports the package that registers it gets it. Its New reads a node's
+// attributes (Node, Attrs) and returns a Kernel: Infer gives the outputs'
+// types and shapes from the inputs' Metas (NeedValue for an input whose
+// contents it needs and does not have), Run computes them. A Kernel may
+// also be a Viewer (outputs that are views of an input), Nondeterministic
+// (never computed ahead of a run) and a Launcher: Launch enqueues its work
+// on a Device (DevArray buffers; ErrOnHost for inputs its kernels do not
+// take, and the node runs on the host).
+//
+// For operators written outside this package, these are exported, and
+// kept so deliberately: the registry and its types (op.go: RegisterOp,
+// OpDef, Ops, Node, Kernel, Meta, NeedValue, Viewer, Nondeterministic,
+// MinOpset, MaxOpset), Attrs and NewAttrs (attrs.go; NewAttrs builds a
+// node's attributes in tests), the device's types (gpu.go: Launcher,
+// Device, DevArray, ErrOnHost), and the toolkit of helpers in toolkit.go:
+// NormAxis and NormAxes, BroadcastShapes, BroadcastStrides and Strides,
+// KnownInts and ValueMetas. The package's own operators use the same. An
+// operator outside the package compiles its kernels into a module of its
+// own (go tool beamgpu-ptx) and launches them through Device.Call.
+// docs/adding-an-operator.md walks through an operator of this package,
+// from its registration to its kernel, its launch and its tests.
 //
 // The package is the runtime alone: it imports no Beam package, nothing of
 // the step framework and nothing of the executor but the device API that

@@ -3,7 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"strings"
 	"sync"
 
@@ -111,8 +111,8 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 	defer func() {
 		if len(run.OnHost) > 0 {
 			p.hostOnce.Do(func() {
-				log.Printf("onnx: %s, inputs %s: %d node(s) ran on the host (types the device kernels do not take): %s",
-					p.m.Name, shapesOf(inputs), len(run.OnHost), strings.Join(run.OnHost, ", "))
+				slog.Warn("onnx: nodes ran on the host (types the device kernels do not take)",
+					"model", p.m.Name, "inputs", shapesOf(inputs), "nodes", run.OnHost)
 			})
 		}
 	}()
@@ -302,6 +302,12 @@ func hostStep(c gpu.Call, n *node, in, out []DevArray) error {
 	if err := c.Sync(); err != nil {
 		return err
 	}
+	return runOnHost(c, n.kernel, hin, out)
+}
+
+// runOnHost runs k's CPU code on the host inputs hin and copies its outputs
+// up into out's device buffers.
+func runOnHost(c gpu.Call, k Kernel, hin []nd.Array, out []DevArray) error {
 	hout := make([]nd.Array, len(out))
 	for i, a := range out {
 		if a.Defined() {
@@ -312,14 +318,14 @@ func hostStep(c gpu.Call, n *node, in, out []DevArray) error {
 			hout[i] = h
 		}
 	}
-	if v, ok := n.kernel.(Viewer); ok { // a view's data is its input's
+	if v, ok := k.(Viewer); ok { // a view's data is its input's
 		for i := range hout {
 			if j, ok := v.View(i); ok && hout[i].Type != nd.Undefined {
 				copy(hout[i].Data, hin[j].Data)
 			}
 		}
 	}
-	if err := n.kernel.Run(hin, hout); err != nil {
+	if err := k.Run(hin, hout); err != nil {
 		return err
 	}
 	for i, a := range out {

@@ -1,7 +1,9 @@
 package onnx_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -204,6 +206,47 @@ func TestRunDeviceGatherOutOfRange(t *testing.T) {
 	_, _, err = runOnDevice(dev, m, []nd.Array{nd.Of([]int64{0, 3}, 2)})
 	require.ErrorIs(t, err, onnx.ErrIndexRange)
 }
+
+// A plan whose nodes run on the host says so once, as a warning of
+// log/slog naming the model, the inputs and the nodes.
+func TestRunDeviceWarnsOfHostNodes(t *testing.T) {
+	dev := emulator(t)
+	m, err := onnxtest.Load(onnxtest.Model(13,
+		[]*onnxpb.NodeProto{onnxtest.Node("Div", []string{"a", "b"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("a", nd.Int64, 2), onnxtest.Value("b", nd.Int64, 2)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Int64, 2)}))
+	require.NoError(t, err)
+	var logged []slog.Record
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(recordHandler{&logged}))
+	in := []nd.Array{nd.Of([]int64{7, -7}), nd.Of([]int64{2, 0})}
+	for range 2 {
+		out, onHost, err := runOnDevice(dev, m, in)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{3, 0}, nd.MustAs[int64](out[0]))
+		assert.Len(t, onHost, 1, "integer Div runs on the host")
+	}
+	require.Len(t, logged, 1, "once per plan")
+	r := logged[0]
+	assert.Equal(t, slog.LevelWarn, r.Level)
+	attrs := map[string]any{}
+	r.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.Any()
+		return true
+	})
+	assert.Equal(t, map[string]any{"model": "test.onnx", "inputs": "int64[2], int64[2]", "nodes": []string{"Div Div_[y]"}}, attrs)
+}
+
+// recordHandler keeps the records it handles.
+type recordHandler struct{ records *[]slog.Record }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	*h.records = append(*h.records, r)
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
 
 // The Fashion-MNIST CNN on the emulated device: wholly on it, the same
 // classes as the CPU for 100 test images and logits within the step's

@@ -34,48 +34,34 @@ func init() {
 	RegisterOp(OpDef{Name: "Clip", Versions: []int{1, 6, 11, 12, 13}, New: newClip})
 }
 
-// activate32 computes the activations for float32s.
+// activate32 computes the activations for float32s: Relu on Clip's vector
+// kernel where there is one, Elu on expm1f, the others as for float64.
 func (k *ewUnary) activate32(x, y []float32) {
-	alpha, beta := k.alpha, k.beta
 	switch k.op {
 	case unRelu:
-		// Clip's vector kernel where there is one (-0 stays -0 there);
-		// else max, not a branch: random signs mispredict; max keeps NaN
-		// and turns -0 into 0.
+		// Clip's vector kernel where there is one (-0 stays -0 there).
 		if clampF32(y[:len(x)], x, 0, float32(math.Inf(1))) {
 			return
 		}
-		for i, v := range x {
-			y[i] = max(v, 0)
-		}
-	case unLeakyRelu:
-		// Branch-free, as Relu: one of the two terms is ±0.
-		for i, v := range x {
-			y[i] = max(v, 0) + alpha*min(v, 0)
-		}
-	case unHardSigmoid:
-		for i, v := range x {
-			y[i] = clamp01(alpha*v + beta)
-		}
-	case unHardSwish:
-		for i, v := range x {
-			y[i] = v * clamp01(v*alpha+beta)
-		}
 	case unElu:
+		alpha := k.alpha
 		for i, v := range x {
 			if v < 0 {
 				v = alpha * expm1f(v)
 			}
 			y[i] = v
 		}
+		return
 	}
+	activateFloats(k, x, y)
 }
 
-// activate64 computes the activations for float64s.
-func (k *ewUnary) activate64(x, y []float64) {
-	alpha, beta := float64(k.alpha), float64(k.beta)
+// activateFloats computes the activations with math's float64 functions
+// (float32's Relu and Elu have loops of their own, activate32).
+func activateFloats[T floatElem](k *ewUnary, x, y []T) {
+	alpha, beta := T(k.alpha), T(k.beta)
 	if k.op == unHardSwish {
-		alpha = 1.0 / 6
+		alpha = T(1.0 / 6)
 	}
 	switch k.op {
 	case unRelu:
@@ -100,7 +86,7 @@ func (k *ewUnary) activate64(x, y []float64) {
 	case unElu:
 		for i, v := range x {
 			if v < 0 {
-				v = alpha * math.Expm1(v)
+				v = alpha * T(math.Expm1(float64(v)))
 			}
 			y[i] = v
 		}
@@ -108,7 +94,7 @@ func (k *ewUnary) activate64(x, y []float64) {
 }
 
 // clamp01 is v limited to [0, 1], NaN kept.
-func clamp01[T ewFloat](v T) T {
+func clamp01[T floatElem](v T) T {
 	if v < 0 {
 		return 0
 	}
@@ -166,34 +152,21 @@ func (k *clipKernel) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *clipKernel) Run(in, out []nd.Array) error {
-	switch in[0].Type {
-	case nd.Float32:
-		clipRun[float32](k, in, out[0])
-	case nd.Float64:
-		clipRun[float64](k, in, out[0])
-	case nd.Int8:
-		clipRun[int8](k, in, out[0])
-	case nd.Int16:
-		clipRun[int16](k, in, out[0])
-	case nd.Int32:
-		clipRun[int32](k, in, out[0])
-	case nd.Int64:
-		clipRun[int64](k, in, out[0])
-	case nd.Uint8:
-		clipRun[uint8](k, in, out[0])
-	case nd.Uint16:
-		clipRun[uint16](k, in, out[0])
-	case nd.Uint32:
-		clipRun[uint32](k, in, out[0])
-	case nd.Uint64:
-		clipRun[uint64](k, in, out[0])
-	default:
-		return fmt.Errorf("input type %v is not supported", in[0].Type)
+	f, err := numeric[clipLoop]("Clip", in[0].Type)
+	if err != nil {
+		return err
 	}
+	f.clip(k, in, out[0])
 	return nil
 }
 
-func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
+type clipLoop interface {
+	clip(k *clipKernel, in []nd.Array, out nd.Array)
+}
+
+func (numbers[T, W]) clip(k *clipKernel, in []nd.Array, out nd.Array) { clipRun[T](k, in, out) }
+
+func clipRun[T numElem](k *clipKernel, in []nd.Array, out nd.Array) {
 	lo, hi := lowest[T](), highest[T]()
 	if k.inputs {
 		if len(in) > 1 && in[1].Type != nd.Undefined {
@@ -233,38 +206,4 @@ func clipRun[T ewNum](k *clipKernel, in []nd.Array, out nd.Array) {
 			ys[i] = min(max(v, lo), hi)
 		}
 	})
-}
-
-// lowest and highest are T's extreme values (-Inf and +Inf for floats:
-// no bound).
-func lowest[T ewNum]() T {
-	var z T
-	switch any(z).(type) {
-	case float32, float64:
-		return T(math.Inf(-1))
-	case int8, int16, int32, int64:
-		return -highest[T]() - 1
-	}
-	return 0
-}
-
-func highest[T ewNum]() T {
-	var z T
-	var m int64
-	switch any(z).(type) {
-	case float32, float64:
-		return T(math.Inf(1))
-	case int8:
-		m = math.MaxInt8
-	case int16:
-		m = math.MaxInt16
-	case int32:
-		m = math.MaxInt32
-	case int64:
-		m = math.MaxInt64
-	default: // unsigned: all ones
-		u := ^uint64(0)
-		return T(u)
-	}
-	return T(m)
 }

@@ -97,133 +97,138 @@ func castArray(a nd.Array, t nd.DType) nd.Array {
 // castInto converts src's elements into dst (as many, of the runtime's
 // types: no Float16 or BFloat16 arrays). to is the Cast's target: when it
 // is Float16 or BFloat16, dst is float32 and each value is rounded to it.
+//
+// Between numbers, each value goes through the widest type of its source's
+// kind (float64, int64 or uint64, castBlock values at a time), which holds
+// it exactly: the conversion to dst's type is then the one from the value
+// itself, and the source's type and the destination's each take one
+// dispatch, not one per pair of types.
 func castInto(dst, src nd.Array, to nd.DType) {
-	switch src.Type {
-	case nd.Float32:
-		castFrom(dst, nd.MustAs[float32](src), to)
-	case nd.Float64:
-		castFrom(dst, nd.MustAs[float64](src), to)
-	case nd.Int8:
-		castFrom(dst, nd.MustAs[int8](src), to)
-	case nd.Int16:
-		castFrom(dst, nd.MustAs[int16](src), to)
-	case nd.Int32:
-		castFrom(dst, nd.MustAs[int32](src), to)
-	case nd.Int64:
-		castFrom(dst, nd.MustAs[int64](src), to)
-	case nd.Uint8:
-		castFrom(dst, nd.MustAs[uint8](src), to)
-	case nd.Uint16:
-		castFrom(dst, nd.MustAs[uint16](src), to)
-	case nd.Uint32:
-		castFrom(dst, nd.MustAs[uint32](src), to)
-	case nd.Uint64:
-		castFrom(dst, nd.MustAs[uint64](src), to)
-	case nd.Bool: // 0 or 1 in each byte, as uint8s
-		castFrom(dst, nd.MustAs[uint8](nd.Array{Type: nd.Uint8, Shape: src.Shape, Data: src.Data}), to)
-	default:
-		panic(fmt.Sprintf("castInto from %v", src.Type))
+	if src.Type == nd.Bool { // 0 or 1 in each byte, as uint8s
+		src = nd.Array{Type: nd.Uint8, Shape: src.Shape, Data: src.Data}
 	}
-}
-
-func castFrom[S ewNum](dst nd.Array, s []S, to nd.DType) {
-	var z S
-	_, f64 := any(z).(float64)
-	float := f64 || isF32[S]()
-	switch dst.Type {
-	case nd.Float32:
-		d := nd.MustAs[float32](dst)
-		switch to {
-		case nd.Float16:
-			toHalf(d, s)
-		case nd.BFloat16:
-			toBHalf(d, s)
-		default:
-			convert(d, s)
-		}
-	case nd.Float64:
-		convert(nd.MustAs[float64](dst), s)
-	case nd.Int8:
-		toInt(nd.MustAs[int8](dst), s, float)
-	case nd.Int16:
-		toInt(nd.MustAs[int16](dst), s, float)
-	case nd.Int32:
-		toInt(nd.MustAs[int32](dst), s, float)
-	case nd.Int64:
-		toInt(nd.MustAs[int64](dst), s, float)
-	case nd.Uint8:
-		toInt(nd.MustAs[uint8](dst), s, float)
-	case nd.Uint16:
-		toInt(nd.MustAs[uint16](dst), s, float)
-	case nd.Uint32:
-		toInt(nd.MustAs[uint32](dst), s, float)
-	case nd.Uint64:
-		d := nd.MustAs[uint64](dst)
-		if float {
-			for i, v := range s {
-				d[i] = truncU64(float64(v))
-			}
-			return
-		}
-		convert(d, s)
-	case nd.Bool:
-		d := nd.MustAs[bool](dst)
-		for i, v := range s {
-			d[i] = v != 0
-		}
-	default:
-		panic(fmt.Sprintf("castInto to %v", dst.Type))
-	}
-}
-
-// convert is Go's conversion, which is Cast's where it is defined: to a
-// float (rounded to nearest), or between integers (wrapped).
-func convert[D, S ewNum](d []D, s []S) {
-	d = d[:len(s)]
-	for i, v := range s {
-		d[i] = D(v)
-	}
-}
-
-// toInt converts to an integer type narrower than 64 bits or int64: floats
-// through truncI64, then wrapped.
-func toInt[D ewInt, S ewNum](d []D, s []S, float bool) {
-	d = d[:len(s)]
-	if !float {
-		convert(d, s)
+	if dst.Type == src.Type && to == dst.Type {
+		copy(dst.Data, src.Data)
 		return
 	}
-	for i, v := range s {
-		d[i] = D(truncI64(float64(v)))
+	from, err := numeric[castSource]("Cast", src.Type)
+	if err != nil {
+		panic(err) // Infer let through only the runtime's types
 	}
-}
-
-// truncI64 truncates v toward zero; NaN and values out of int64's range
-// give the most negative int64 (what x86's cvttsd2si gives, and C code on
-// x86 with it), as nd.Convert does.
-func truncI64(v float64) int64 {
-	if !(v >= -9.223372036854775808e18 && v < 9.223372036854775807e18) {
-		return math.MinInt64
-	}
-	return int64(v)
-}
-
-// truncU64 is truncI64 for uint64, as nd.Convert: values in (-2^63, 0)
-// wrap, NaN and the rest out of range give 0.
-func truncU64(v float64) uint64 {
 	switch {
-	case v >= 0 && v < 1.8446744073709551615e19:
-		return uint64(v)
-	case v < 0 && v > -9.223372036854775808e18:
-		return uint64(int64(v))
+	case dst.Type == nd.Bool:
+		from.nonZero(src, nd.MustAs[bool](dst))
+		return
+	case to == nd.Float16 || to == nd.BFloat16:
+		from.halves(src, nd.MustAs[float32](dst), to)
+		return
 	}
-	return 0
+	into, err := numeric[castDest]("Cast", dst.Type)
+	if err != nil {
+		panic(err)
+	}
+	n := src.Len()
+	switch {
+	case src.Type.IsFloat():
+		castBlocks(n, func(lo int, w []float64) { from.float64s(src, lo, w); into.fromFloat64s(dst, lo, w) })
+	case src.Type.IsSigned():
+		castBlocks(n, func(lo int, w []int64) { from.int64s(src, lo, w); into.fromInt64s(dst, lo, w) })
+	default:
+		castBlocks(n, func(lo int, w []uint64) { from.uint64s(src, lo, w); into.fromUint64s(dst, lo, w) })
+	}
+}
+
+// castBlock is how many values a cast holds in its widest type at a time.
+const castBlock = 256
+
+// castBlocks calls convert for the blocks of up to castBlock values that
+// cover n, lo the first's index, w a buffer of their length.
+func castBlocks[W wideElem](n int, convert func(lo int, w []W)) {
+	var buf [castBlock]W
+	for lo := 0; lo < n; lo += castBlock {
+		convert(lo, buf[:min(castBlock, n-lo)])
+	}
+}
+
+// castSource reads a cast's source values.
+type castSource interface {
+	// float64s, int64s and uint64s write the values from index lo on into
+	// w: a float type's into float64s, a signed type's into int64s, an
+	// unsigned type's into uint64s.
+	float64s(src nd.Array, lo int, w []float64)
+	int64s(src nd.Array, lo int, w []int64)
+	uint64s(src nd.Array, lo int, w []uint64)
+	// nonZero writes x != 0 (NaN is true) into d.
+	nonZero(src nd.Array, d []bool)
+	// halves writes the values rounded to Float16 or BFloat16 (to) into d.
+	halves(src nd.Array, d []float32, to nd.DType)
+}
+
+// castDest writes a cast's values from index lo on.
+type castDest interface {
+	// fromFloat64s truncates toward zero into integers (truncI64,
+	// truncU64), rounds to nearest into floats.
+	fromFloat64s(dst nd.Array, lo int, w []float64)
+	// fromInt64s and fromUint64s wrap into integers, round to nearest into
+	// floats.
+	fromInt64s(dst nd.Array, lo int, w []int64)
+	fromUint64s(dst nd.Array, lo int, w []uint64)
+}
+
+func (numbers[T, W]) float64s(src nd.Array, lo int, w []float64) {
+	convert(w, nd.MustAs[T](src)[lo:lo+len(w)])
+}
+
+func (numbers[T, W]) int64s(src nd.Array, lo int, w []int64) {
+	convert(w, nd.MustAs[T](src)[lo:lo+len(w)])
+}
+
+func (numbers[T, W]) uint64s(src nd.Array, lo int, w []uint64) {
+	convert(w, nd.MustAs[T](src)[lo:lo+len(w)])
+}
+
+func (numbers[T, W]) nonZero(src nd.Array, d []bool) {
+	for i, v := range nd.MustAs[T](src) {
+		d[i] = v != 0
+	}
+}
+
+func (numbers[T, W]) halves(src nd.Array, d []float32, to nd.DType) {
+	if to == nd.Float16 {
+		toHalf(d, nd.MustAs[T](src))
+		return
+	}
+	toBHalf(d, nd.MustAs[T](src))
+}
+
+func (numbers[T, W]) fromFloat64s(dst nd.Array, lo int, w []float64) {
+	d := nd.MustAs[T](dst)[lo : lo+len(w)]
+	switch {
+	case isFloat[T]():
+		convert(d, w)
+	case nd.TypeOf[T]() == nd.Uint64:
+		for i, v := range w {
+			d[i] = T(truncU64(v))
+		}
+	default: // through int64, then wrapped
+		for i, v := range w {
+			d[i] = T(truncI64(v))
+		}
+	}
+}
+
+func (numbers[T, W]) fromInt64s(dst nd.Array, lo int, w []int64) {
+	convert(nd.MustAs[T](dst)[lo:lo+len(w)], w)
+}
+
+func (numbers[T, W]) fromUint64s(dst nd.Array, lo int, w []uint64) {
+	convert(nd.MustAs[T](dst)[lo:lo+len(w)], w)
 }
 
 // toHalf rounds to float16 precision (overflow to ±Inf), keeping float32.
 // A float64 rounds once (nd.HalfOf64); an integer is exact in float64 to
 // 2^53, far past float16's range.
-func toHalf[S ewNum](d []float32, s []S) {
+func toHalf[S numElem](d []float32, s []S) {
 	d = d[:len(s)]
 	if isF32[S]() {
 		for i, v := range s {
@@ -240,7 +245,7 @@ func toHalf[S ewNum](d []float32, s []S) {
 // float32 are rounded to float32 toward odd first (rounding to odd, then to
 // nearest, rounds once when the first keeps two more bits; float32 keeps
 // 16 more).
-func toBHalf[S ewNum](d []float32, s []S) {
+func toBHalf[S numElem](d []float32, s []S) {
 	d = d[:len(s)]
 	if isF32[S]() {
 		for i, v := range s {
@@ -253,7 +258,7 @@ func toBHalf[S ewNum](d []float32, s []S) {
 	}
 }
 
-func isF32[S ewNum]() bool {
+func isF32[S numElem]() bool {
 	var z S
 	_, ok := any(z).(float32)
 	return ok

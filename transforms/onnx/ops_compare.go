@@ -29,39 +29,27 @@ func init() {
 	}})
 }
 
-// compareRun computes c = a op b (bool) over l.
-func compareRun(op ewOp, l *ewLoop, a, b, c nd.Array) error {
-	switch a.Type {
-	case nd.Float32:
-		compareWalk[float32](op, l, a, b, c)
-	case nd.Float64:
-		compareWalk[float64](op, l, a, b, c)
-	case nd.Int8:
-		compareWalk[int8](op, l, a, b, c)
-	case nd.Int16:
-		compareWalk[int16](op, l, a, b, c)
-	case nd.Int32:
-		compareWalk[int32](op, l, a, b, c)
-	case nd.Int64:
-		compareWalk[int64](op, l, a, b, c)
-	case nd.Uint8:
-		compareWalk[uint8](op, l, a, b, c)
-	case nd.Uint16:
-		compareWalk[uint16](op, l, a, b, c)
-	case nd.Uint32:
-		compareWalk[uint32](op, l, a, b, c)
-	case nd.Uint64:
-		compareWalk[uint64](op, l, a, b, c)
-	case nd.Bool: // bools hold 0 or 1: equal as bytes
+// compareRun computes c = a op b (bool) over l; name names the operator
+// in errors.
+func compareRun(name string, op ewOp, l *ewLoop, a, b, c nd.Array) error {
+	if a.Type == nd.Bool { // bools hold 0 or 1: equal as bytes
 		a.Type, b.Type = nd.Uint8, nd.Uint8
-		compareWalk[uint8](op, l, a, b, c)
-	default:
-		return fmt.Errorf("comparison of %v is not supported", a.Type)
 	}
+	f, err := numeric[compareLoop](name, a.Type)
+	if err != nil {
+		return err
+	}
+	f.compare(op, l, a, b, c)
 	return nil
 }
 
-func compareWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array) {
+type compareLoop interface {
+	compare(op ewOp, l *ewLoop, a, b, c nd.Array)
+}
+
+func (numbers[T, W]) compare(op ewOp, l *ewLoop, a, b, c nd.Array) { compareWalk[T](op, l, a, b, c) }
+
+func compareWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[bool](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(1, func(o int, off []int, n int) {
@@ -70,7 +58,7 @@ func compareWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array) {
 }
 
 // compare computes z = x op y, x and y of stride sx and sy (0 or 1).
-func compare[T ewNum](op ewOp, x []T, sx int, y []T, sy int, z []bool) {
+func compare[T numElem](op ewOp, x []T, sx int, y []T, sy int, z []bool) {
 	n := len(z)
 	switch {
 	case sx == 1 && sy == 1:

@@ -256,33 +256,26 @@ func convByRows(p convProblem) bool {
 }
 
 // convRowsChunk is the number of output positions of a product W x
-// patches: about convChunkFloats of patches, at least 256, a multiple of
-// 32 (the micro-kernels' widest tile), and enough tasks for every core.
-func convRowsChunk(p convProblem, k int) int {
-	P := p.geo.outSize()
-	pc := max(convChunkFloats/max(k, 1), 256)
-	workers := runtime.GOMAXPROCS(0)
-	if tasks := p.n * p.group; tasks < 2*workers {
-		pc = min(pc, (P*tasks+2*workers-1)/(2*workers))
-	}
-	pc = min(P, max(32, (pc+31)/32*32))
-	chunks := (P + pc - 1) / pc
-	return min(P, ((P+chunks-1)/chunks+31)/32*32)
-}
+// patches: at least 256, a multiple of 32 (the micro-kernels' widest tile).
+func convRowsChunk(p convProblem, k int) int { return convPositions(p, k, 256, 32) }
 
 // convChunk is the number of output positions of a product patches^T x W:
-// about convChunkFloats of patches, a multiple of 42 (the micro-kernels'
-// 14 and 6 rows), and enough tasks for every core.
-func convChunk(p convProblem, k int) int {
+// at least 96, a multiple of 42 (the micro-kernels' 14 and 6 rows).
+func convChunk(p convProblem, k int) int { return convPositions(p, k, 96, 42) }
+
+// convPositions is the number of output positions of one task's product of
+// K = k: about convChunkFloats of patches, at least least, a multiple of
+// tile, and enough tasks for every core, the chunks then evened out.
+func convPositions(p convProblem, k, least, tile int) int {
 	P := p.geo.outSize()
-	pc := max(convChunkFloats/max(k, 1), 96)
+	pc := max(convChunkFloats/max(k, 1), least)
 	workers := runtime.GOMAXPROCS(0)
 	if tasks := p.n * p.group; tasks < 2*workers {
 		pc = min(pc, (P*tasks+2*workers-1)/(2*workers))
 	}
-	pc = min(P, max(42, (pc+41)/42*42))
+	pc = min(P, max(tile, (pc+tile-1)/tile*tile))
 	chunks := (P + pc - 1) / pc
-	return min(P, ((P+chunks-1)/chunks+41)/42*42)
+	return min(P, ((P+chunks-1)/chunks+tile-1)/tile*tile)
 }
 
 // convGemmRows computes a float32 convolution as products W_g (Cout/group x

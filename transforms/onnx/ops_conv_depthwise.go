@@ -146,63 +146,6 @@ func dwRowsGo(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []fl
 	dwRowsAdd(y, ldy, rows, cols, srcs, ldx, w)
 }
 
-// dwPad copies the 2-D input plane x (g.in[1] x g.in[2]) into dst, hp
-// padded rows of g.stride[2] phases of wq columns each. dst must have been
-// cleared for this geometry: only the input's positions are written, the
-// padding's stay 0.
-func dwPad(dst []float32, x []float32, g geometry, hp, wq int) {
-	sw := g.stride[2]
-	h, w := g.in[1], g.in[2]
-	pl := g.padLo[2]
-	rowLen := sw * wq
-	// Padded rows [r0, r1) hold input rows r0-padLo...
-	r0 := min(hp, g.padLo[1])
-	r1 := max(r0, min(hp, h+g.padLo[1]))
-	if r1 == r0 {
-		return
-	}
-	rows := dst[r0*rowLen:]
-	src := x[(r0-g.padLo[1])*w:]
-	n := r1 - r0
-	switch sw {
-	case 1:
-		// Columns [pl, pl+w) of the padded row are the input's, as far as
-		// the row goes.
-		lo := min(pl, wq)
-		cnt := min(w, wq-lo)
-		for i := range n {
-			copy(rows[i*rowLen+lo:i*rowLen+lo+cnt], src[i*w:])
-		}
-	case 2:
-		// Input column k is padded column k+pl: phase (k+pl)%2, index
-		// (k+pl)/2. Even input columns go to phase pl%2 from pl/2 on, odd
-		// ones to phase (pl+1)%2 from (pl+1)/2 on.
-		e0, o0 := pl%2*wq+min(pl/2, wq), (pl+1)%2*wq+min((pl+1)/2, wq)
-		ne, no := min((w+1)/2, wq-min(pl/2, wq)), min(w/2, wq-min((pl+1)/2, wq))
-		pairs := min(ne, no)
-		deint2(rows[e0:], rows[o0:], src, n, pairs, rowLen, w)
-		for i := range n {
-			for j := pairs; j < ne; j++ {
-				rows[i*rowLen+e0+j] = src[i*w+2*j]
-			}
-			for j := pairs; j < no; j++ {
-				rows[i*rowLen+o0+j] = src[i*w+2*j+1]
-			}
-		}
-	default:
-		for i := range n {
-			for rw := range sw {
-				seg := rows[i*rowLen+rw*wq : i*rowLen+(rw+1)*wq]
-				for j := range seg {
-					if c := j*sw + rw - pl; c >= 0 && c < w {
-						seg[j] = src[i*w+c]
-					}
-				}
-			}
-		}
-	}
-}
-
 // deint2Go is deint2 in Go.
 func deint2Go(even, odd, src []float32, rows, n, ldd, lds int) {
 	for r := range rows {

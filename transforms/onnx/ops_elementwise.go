@@ -49,18 +49,6 @@ func init() {
 	RegisterOp(OpDef{Name: "Mean", Versions: []int{1, 6, 8, 13}, New: newVariadic(ewAdd)})
 }
 
-// Element types, for the generic loops (one instantiation each).
-type (
-	ewFloat  interface{ float32 | float64 }
-	ewSigned interface {
-		int8 | int16 | int32 | int64
-	}
-	ewInt interface {
-		ewSigned | uint8 | uint16 | uint32 | uint64
-	}
-	ewNum interface{ ewFloat | ewInt }
-)
-
 // ewOp is a binary elementwise operation.
 type ewOp uint8
 
@@ -78,9 +66,6 @@ const (
 )
 
 func (op ewOp) compares() bool { return op >= ewEqual }
-
-// isNumeric reports whether t is an integer or float type (not Bool).
-func isNumeric(t nd.DType) bool { return t.IsInt() || t.IsFloat() }
 
 // ewLoop is an elementwise loop over an output shape whose inputs are
 // broadcast to it. Dimensions of 1 are dropped and neighbours merged where
@@ -316,44 +301,34 @@ func (k *ewBinary) Run(in, out []nd.Array) error {
 	l := newEWLoop(c.Shape, a.Shape, bShape)
 	switch {
 	case k.op == ewPow:
-		return powRun(l, a, b, c)
+		return powRun(k.name, l, a, b, c)
 	case k.op.compares():
-		return compareRun(k.op, l, a, b, c)
+		return compareRun(k.name, k.op, l, a, b, c)
 	}
-	return arithRun(k.op, l, a, b, c)
+	return arithRun(k.name, k.op, l, a, b, c)
 }
 
 // arithRun computes c = a op b over l for the arithmetic ops (Add, Sub,
-// Mul, Div, Max, Min) of numeric a and b of one type.
-func arithRun(op ewOp, l *ewLoop, a, b, c nd.Array) error {
-	switch a.Type {
-	case nd.Float32:
-		arithWalk[float32](op, l, a, b, c, false)
-	case nd.Float64:
-		arithWalk[float64](op, l, a, b, c, false)
-	case nd.Int8:
-		arithWalk[int8](op, l, a, b, c, true)
-	case nd.Int16:
-		arithWalk[int16](op, l, a, b, c, true)
-	case nd.Int32:
-		arithWalk[int32](op, l, a, b, c, true)
-	case nd.Int64:
-		arithWalk[int64](op, l, a, b, c, true)
-	case nd.Uint8:
-		arithWalk[uint8](op, l, a, b, c, true)
-	case nd.Uint16:
-		arithWalk[uint16](op, l, a, b, c, true)
-	case nd.Uint32:
-		arithWalk[uint32](op, l, a, b, c, true)
-	case nd.Uint64:
-		arithWalk[uint64](op, l, a, b, c, true)
-	default:
-		return fmt.Errorf("arithmetic on %v is not supported", a.Type)
+// Mul, Div, Max, Min) of numeric a and b of one type; name names the
+// operator in errors.
+func arithRun(name string, op ewOp, l *ewLoop, a, b, c nd.Array) error {
+	f, err := numeric[arithLoop](name, a.Type)
+	if err != nil {
+		return err
 	}
+	f.arith(op, l, a, b, c)
 	return nil
 }
 
-func arithWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
+type arithLoop interface {
+	arith(op ewOp, l *ewLoop, a, b, c nd.Array)
+}
+
+func (numbers[T, W]) arith(op ewOp, l *ewLoop, a, b, c nd.Array) {
+	arithWalk[T](op, l, a, b, c, !isFloat[T]())
+}
+
+func arithWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(1, func(o int, off []int, n int) {
@@ -363,7 +338,7 @@ func arithWalk[T ewNum](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
 
 // arith computes z = x op y elementwise, x and y of stride sx and sy (1:
 // as long as z; 0: one element). isInt selects integer division.
-func arith[T ewNum](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
+func arith[T numElem](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
 	n := len(z)
 	switch {
 	case sx == 1 && sy == 1:
@@ -485,27 +460,11 @@ func arith[T ewNum](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
 
 // intDiv is x / y truncated toward zero, 0 when y is 0. (Called only for
 // integer types: for floats x / 0 is ±Inf or NaN.)
-func intDiv[T ewNum](x, y T) T {
+func intDiv[T numElem](x, y T) T {
 	if y == 0 {
 		return 0
 	}
 	return x / y
-}
-
-// maxNaN is the larger of x and y, NaN if either is NaN.
-func maxNaN[T ewNum](x, y T) T {
-	if y > x || y != y {
-		return y
-	}
-	return x
-}
-
-// minNaN is the smaller of x and y, NaN if either is NaN.
-func minNaN[T ewNum](x, y T) T {
-	if y < x || y != y {
-		return y
-	}
-	return x
 }
 
 // ewVariadic is the kernel of Max, Min, Sum and Mean: a fold of the binary
@@ -565,30 +524,31 @@ func (k *ewVariadic) Run(in, out []nd.Array) error {
 		copy(c.Data, in[0].Data)
 		return nil
 	}
-	if err := arithRun(k.op, newEWLoop(c.Shape, in[0].Shape, in[1].Shape), in[0], in[1], c); err != nil {
+	if err := arithRun(k.name, k.op, newEWLoop(c.Shape, in[0].Shape, in[1].Shape), in[0], in[1], c); err != nil {
 		return err
 	}
 	for _, b := range in[2:] {
 		// c is read and written at the same index: in place is safe.
-		if err := arithRun(k.op, newEWLoop(c.Shape, c.Shape, b.Shape), c, b, c); err != nil {
+		if err := arithRun(k.name, k.op, newEWLoop(c.Shape, c.Shape, b.Shape), c, b, c); err != nil {
 			return err
 		}
 	}
 	if k.mean {
-		switch c.Type {
-		case nd.Float32:
-			scaleBy(nd.MustAs[float32](c), float32(len(in)))
-		case nd.Float64:
-			scaleBy(nd.MustAs[float64](c), float64(len(in)))
-		default:
-			return fmt.Errorf("mean of %v is not supported", c.Type)
+		f, err := floating[scaleLoop](k.name, c.Type)
+		if err != nil {
+			return err
 		}
+		f.scale(c, len(in))
 	}
 	return nil
 }
 
+type scaleLoop interface{ scale(x nd.Array, n int) }
+
+func (floats[T]) scale(x nd.Array, n int) { scaleBy(nd.MustAs[T](x), T(n)) }
+
 // scaleBy divides every element of x by n.
-func scaleBy[T ewFloat](x []T, n T) {
+func scaleBy[T floatElem](x []T, n T) {
 	parallel.For(len(x), 1, func(lo, hi int) {
 		for i := range x[lo:hi] {
 			x[lo+i] /= n
@@ -600,39 +560,36 @@ func scaleBy[T ewFloat](x []T, n T) {
 // own type as it is and any other converted to float64; an integer base
 // takes integer exponents as int64s (square and multiply, wrapping) and
 // float ones as float64s (math.Pow, truncated).
-func powRun(l *ewLoop, a, b, c nd.Array) error {
-	switch a.Type {
-	case nd.Float32:
-		if b.Type == nd.Float32 {
-			powFloats[float32, float32](l, a, b, c)
-		} else {
-			powFloats[float32, float64](l, a, castArray(b, nd.Float64), c)
-		}
-	case nd.Float64:
-		powFloats[float64, float64](l, a, castArray(b, nd.Float64), c)
-	case nd.Int8:
-		powInts[int8](l, a, b, c)
-	case nd.Int16:
-		powInts[int16](l, a, b, c)
-	case nd.Int32:
-		powInts[int32](l, a, b, c)
-	case nd.Int64:
-		powInts[int64](l, a, b, c)
-	case nd.Uint8:
-		powInts[uint8](l, a, b, c)
-	case nd.Uint16:
-		powInts[uint16](l, a, b, c)
-	case nd.Uint32:
-		powInts[uint32](l, a, b, c)
-	case nd.Uint64:
-		powInts[uint64](l, a, b, c)
-	default:
-		return fmt.Errorf("input type %v is not supported", a.Type)
+func powRun(name string, l *ewLoop, a, b, c nd.Array) error {
+	var f powLoop
+	var err error
+	if a.Type.IsFloat() {
+		f, err = floating[powLoop](name, a.Type)
+	} else {
+		f, err = integer[powLoop](name, a.Type)
 	}
+	if err != nil {
+		return err
+	}
+	f.pow(l, a, b, c)
 	return nil
 }
 
-func powFloats[T, E ewFloat](l *ewLoop, a, b, c nd.Array) {
+type powLoop interface {
+	pow(l *ewLoop, a, b, c nd.Array)
+}
+
+func (floats[T]) pow(l *ewLoop, a, b, c nd.Array) {
+	if b.Type == a.Type {
+		powFloats[T, T](l, a, b, c)
+		return
+	}
+	powFloats[T, float64](l, a, castArray(b, nd.Float64), c)
+}
+
+func (ints[T]) pow(l *ewLoop, a, b, c nd.Array) { powInts[T](l, a, b, c) }
+
+func powFloats[T, E floatElem](l *ewLoop, a, b, c nd.Array) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[E](b), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(16, func(o int, off []int, n int) {
@@ -654,7 +611,7 @@ func powFloats[T, E ewFloat](l *ewLoop, a, b, c nd.Array) {
 
 // powScalar is z = x^e, the exponents that models use most computed
 // without math.Pow (each as exact as math.Pow's result rounded to T).
-func powScalar[T ewFloat](x []T, e float64, z []T) {
+func powScalar[T floatElem](x []T, e float64, z []T) {
 	switch e {
 	case 1:
 		copy(z, x)
@@ -683,7 +640,7 @@ func powScalar[T ewFloat](x []T, e float64, z []T) {
 	}
 }
 
-func powInts[T ewInt](l *ewLoop, a, b, c nd.Array) {
+func powInts[T intElem](l *ewLoop, a, b, c nd.Array) {
 	x, z := nd.MustAs[T](a), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	if b.Type.IsFloat() {

@@ -53,7 +53,7 @@ func ewEval(k Kernel, in ...nd.Array) (nd.Array, error) {
 
 // ewRandF32 is an array of shape with values uniform in [-s, s).
 func ewRandF32(r *rand.Rand, s float32, shape ...int) nd.Array {
-	v := make([]float32, dimsProduct(shape))
+	v := make([]float32, numel(shape))
 	for i := range v {
 		v[i] = s * (2*r.Float32() - 1)
 	}
@@ -194,7 +194,7 @@ func TestReduceRandom(t *testing.T) {
 						outShape = append(outShape, 1)
 					}
 				}
-				n := dimsProduct(outShape)
+				n := numel(outShape)
 				sum, mx, mn, cnt := make([]float64, n), make([]float64, n), make([]float64, n), make([]int, n)
 				prod, sq, l1 := make([]float64, n), make([]float64, n), make([]float64, n)
 				for i := range mx {
@@ -242,10 +242,10 @@ func TestSoftmaxRandom(t *testing.T) {
 		for axis := -len(shape); axis < len(shape); axis++ {
 			for _, opset := range []int{11, 13} {
 				ax := (axis + len(shape)) % len(shape)
-				outer, inner := dimsProduct(shape[:ax]), dimsProduct(shape[ax+1:])
+				outer, inner := numel(shape[:ax]), numel(shape[ax+1:])
 				n := shape[ax]
 				if opset == 11 {
-					inner, n = 1, dimsProduct(shape[ax:])
+					inner, n = 1, numel(shape[ax:])
 				}
 				for _, op := range []string{"Softmax", "LogSoftmax"} {
 					got, err := ewEval(ewKernel(t, op, opset, 1, intAttrEW("axis", int64(axis))), x)
@@ -368,6 +368,34 @@ func TestCastMatchesConvert(t *testing.T) {
 			}
 			assert.Equal(t, want.Data, got.Data, "%v to %v", from, to)
 		}
+	}
+}
+
+// Cast converts arrays of several blocks of widened values (castBlock)
+// whole, each value from itself: an int64 or a uint64 to float32 rounds
+// once, as Go's conversion does, not through float64.
+func TestCastLongArrays(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 3*castBlock + 17
+	ints, uints, floats := make([]int64, n), make([]uint64, n), make([]float64, n)
+	for i := range n {
+		ints[i] = r.Int64() >> r.IntN(64)
+		uints[i] = r.Uint64() >> r.IntN(64)
+		floats[i] = r.NormFloat64() * math.Exp2(float64(r.IntN(80)))
+	}
+	got := nd.Zeros(nd.Float32, n)
+	castInto(got, nd.Of(ints), nd.Float32)
+	for i, v := range nd.MustAs[float32](got) {
+		require.Equal(t, float32(ints[i]), v, "int64 %d", ints[i])
+	}
+	castInto(got, nd.Of(uints), nd.Float32)
+	for i, v := range nd.MustAs[float32](got) {
+		require.Equal(t, float32(uints[i]), v, "uint64 %d", uints[i])
+	}
+	got = nd.Zeros(nd.Int16, n)
+	castInto(got, nd.Of(floats), nd.Int16)
+	for i, v := range nd.MustAs[int16](got) {
+		require.Equal(t, int16(truncI64(floats[i])), v, "float64 %g", floats[i])
 	}
 }
 

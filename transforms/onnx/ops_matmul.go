@@ -30,11 +30,6 @@ func init() {
 	RegisterOp(OpDef{Name: "Gemm", Versions: []int{1, 6, 7, 9, 11, 13}, New: newGemm})
 }
 
-// mmElem are the element types of MatMul and Gemm.
-type mmElem interface {
-	float32 | float64 | int32 | int64 | uint32 | uint64
-}
-
 // packedB keeps a constant B packed for gemm.
 type packedB struct {
 	constant atomic.Bool
@@ -158,23 +153,31 @@ func (k *matMul) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	switch a.Type {
-	case nd.Float32:
+	if a.Type == nd.Float32 { // packed products (transforms/gemm)
 		k.runF32(s, a, b, y)
-	case nd.Float64:
-		matMulLoop(s, nd.MustAs[float64](a), nd.MustAs[float64](b), nd.MustAs[float64](y))
-	case nd.Int32:
-		matMulLoop(s, nd.MustAs[int32](a), nd.MustAs[int32](b), nd.MustAs[int32](y))
-	case nd.Int64:
-		matMulLoop(s, nd.MustAs[int64](a), nd.MustAs[int64](b), nd.MustAs[int64](y))
-	case nd.Uint32:
-		matMulLoop(s, nd.MustAs[uint32](a), nd.MustAs[uint32](b), nd.MustAs[uint32](y))
-	case nd.Uint64:
-		matMulLoop(s, nd.MustAs[uint64](a), nd.MustAs[uint64](b), nd.MustAs[uint64](y))
-	default:
-		return fmt.Errorf("no MatMul of %v", a.Type)
+		return nil
 	}
+	f, err := numeric[matMulLoops]("MatMul", a.Type)
+	if err != nil {
+		return err
+	}
+	f.matMul(s, a, b, y)
 	return nil
+}
+
+// matMulLoops are the loops of MatMul and Gemm for the types other than
+// float32 (those checkMMType lets through).
+type matMulLoops interface {
+	matMul(s mmShape, a, b, y nd.Array)
+	gemm(g *gemmOp, a, b, c, y nd.Array, m, k, n int)
+}
+
+func (numbers[T, W]) matMul(s mmShape, a, b, y nd.Array) {
+	matMulLoop(s, nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[T](y))
+}
+
+func (numbers[T, W]) gemm(g *gemmOp, a, b, c, y nd.Array, m, k, n int) {
+	gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[T])
 }
 
 // batchOffsets returns, for each of the broadcast batch's products, the
@@ -238,7 +241,7 @@ func (k *matMul) runF32(s mmShape, a, b, y nd.Array) {
 }
 
 // matMulLoop is MatMul by plain loops (other types than float32).
-func matMulLoop[T mmElem](s mmShape, a, b, y []T) {
+func matMulLoop[T numElem](s mmShape, a, b, y []T) {
 	ao, bo := s.batchOffsets()
 	m, n, k := s.m, s.n, s.k
 	parallel.For(len(ao)*m, n*k, func(lo, hi int) {
@@ -276,16 +279,9 @@ func newGemm(n *Node) (Kernel, error) {
 	}
 	a := n.Attrs
 	g := &gemmOp{since: n.Since, alpha: a.Float("alpha", 1), beta: a.Float("beta", 1)}
-	flag := func(name string) bool {
-		v := a.Int(name, 0)
-		if v != 0 && v != 1 {
-			a.Fail("attribute %s is %d, want 0 or 1", name, v)
-		}
-		return v == 1
-	}
-	g.transA, g.transB = flag("transA"), flag("transB")
+	g.transA, g.transB = a.Flag("transA", false), a.Flag("transB", false)
 	if n.Since < 7 {
-		g.broadcast = flag("broadcast")
+		g.broadcast = a.Flag("broadcast", false)
 	} else {
 		g.broadcast = true
 	}
@@ -349,28 +345,21 @@ func (g *gemmOp) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	switch a.Type {
-	case nd.Float32:
+	if a.Type == nd.Float32 { // packed products (transforms/gemm)
 		g.runF32(a, b, c, y, m, k, n)
-	case nd.Float64:
-		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[float64])
-	case nd.Int32:
-		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[int32])
-	case nd.Int64:
-		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[int64])
-	case nd.Uint32:
-		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[uint32])
-	case nd.Uint64:
-		gemmLoop(g, a, b, c, y, m, k, n, nd.MustAs[uint64])
-	default:
-		return fmt.Errorf("no Gemm of %v", a.Type)
+		return nil
 	}
+	f, err := numeric[matMulLoops]("Gemm", a.Type)
+	if err != nil {
+		return err
+	}
+	f.gemm(g, a, b, c, y, m, k, n)
 	return nil
 }
 
 // fillC writes beta*C broadcast to m x n into y; false when there is
 // nothing to add (no C, or beta 0).
-func fillC[T mmElem](y, c []T, cShape []int, m, n int, beta float64) bool {
+func fillC[T numElem](y, c []T, cShape []int, m, n int, beta float64) bool {
 	if c == nil || beta == 0 {
 		return false
 	}
@@ -433,7 +422,7 @@ func (g *gemmOp) runF32(a, b, c, y nd.Array, m, k, n int) {
 
 // gemmLoop is Gemm by plain loops (other types than float32): the product
 // summed in T, then alpha and beta applied in float64.
-func gemmLoop[T mmElem](g *gemmOp, a, b, c, y nd.Array, m, k, n int, as func(nd.Array) []T) {
+func gemmLoop[T numElem](g *gemmOp, a, b, c, y nd.Array, m, k, n int, as func(nd.Array) []T) {
 	av, bv, yv := as(a), as(b), as(y)
 	var cv []T
 	if c.Type != nd.Undefined {

@@ -55,12 +55,7 @@ func newBatchNorm(n *Node) (Kernel, error) {
 		a.Ignore("consumed_inputs")
 	}
 	if n.Since < 9 {
-		switch s := a.Int("spatial", 1); s {
-		case 0, 1:
-			k.spatial = s == 1
-		default:
-			a.Fail("attribute spatial is %d, want 0 or 1", s)
-		}
+		k.spatial = a.Flag("spatial", true)
 	}
 	extra := false
 	for i := 1; i < len(n.Outputs); i++ {
@@ -68,12 +63,7 @@ func newBatchNorm(n *Node) (Kernel, error) {
 	}
 	switch {
 	case n.Since >= 14:
-		switch t := a.Int("training_mode", 0); t {
-		case 0, 1:
-			k.training = t == 1
-		default:
-			a.Fail("attribute training_mode is %d, want 0 or 1", t)
-		}
+		k.training = a.Flag("training_mode", false)
 		if extra && !k.training {
 			return nil, errors.New("outputs running_mean and running_var are only computed with training_mode=1")
 		}
@@ -187,7 +177,11 @@ func (k *batchNorm) Run(in, out []nd.Array) error {
 			case 4:
 				v = variance
 			}
-			setFloats(out[i], v)
+			f, err := floating[batchNormLoop]("BatchNormalization", out[i].Type)
+			if err != nil {
+				return err
+			}
+			f.setFloats(out[i], v)
 		}
 	}
 	// y = x * a + b per channel (or activation).
@@ -196,32 +190,25 @@ func (k *batchNorm) Run(in, out []nd.Array) error {
 		a[i] = scale[i] / math.Sqrt(variance[i]+k.epsilon)
 		b[i] = bias[i] - mean[i]*a[i]
 	}
-	switch x.Type {
-	case nd.Float32:
-		affinePlanes(nd.MustAs[float32](x), nd.MustAs[float32](out[0]), n, c, per, inner, toF32(a), toF32(b))
-	case nd.Float64:
-		affinePlanes(nd.MustAs[float64](x), nd.MustAs[float64](out[0]), n, c, per, inner, a, b)
+	f, err := floating[batchNormLoop]("BatchNormalization", x.Type)
+	if err != nil {
+		return err
 	}
+	f.affine(x, out[0], n, c, per, inner, a, b)
 	return nil
 }
 
-func toF32(v []float64) []float32 {
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
+type batchNormLoop interface {
+	affine(x, y nd.Array, n, c, per, inner int, a, b []float64)
+	setFloats(a nd.Array, v []float64)
 }
 
-// setFloats writes v into a (float32 or float64).
-func setFloats(a nd.Array, v []float64) {
-	switch a.Type {
-	case nd.Float32:
-		copy(nd.MustAs[float32](a), toF32(v))
-	case nd.Float64:
-		copy(nd.MustAs[float64](a), v)
-	}
+func (floats[T]) affine(x, y nd.Array, n, c, per, inner int, a, b []float64) {
+	affinePlanes(nd.MustAs[T](x), nd.MustAs[T](y), n, c, per, inner, floatsAs[T](a), floatsAs[T](b))
 }
+
+// setFloats writes v into a.
+func (floats[T]) setFloats(a nd.Array, v []float64) { copy(nd.MustAs[T](a), floatsAs[T](v)) }
 
 // affinePlanes computes y = x*a + b over n x c planes of inner elements,
 // a and b indexed by channel (per == 1) or by channel and element (per ==
@@ -351,13 +338,20 @@ func (k *layerNorm) Run(in, out []nd.Array) error {
 	if hasB {
 		p.bOuter, p.bInner = broadcastIndex(b.Shape, x.Shape, axis)
 	}
-	switch x.Type {
-	case nd.Float32:
-		layerNormRows(p, nd.MustAs[float32](x), nd.MustAs[float32](scale), asOr[float32](b), nd.MustAs[float32](out[0]))
-	case nd.Float64:
-		layerNormRows(p, nd.MustAs[float64](x), nd.MustAs[float64](scale), asOr[float64](b), nd.MustAs[float64](out[0]))
+	f, err := floating[layerNormLoop]("LayerNormalization", x.Type)
+	if err != nil {
+		return err
 	}
+	f.layerNorm(p, x, scale, b, out[0])
 	return nil
+}
+
+type layerNormLoop interface {
+	layerNorm(p lnProblem, x, scale, b, y nd.Array)
+}
+
+func (floats[T]) layerNorm(p lnProblem, x, scale, b, y nd.Array) {
+	layerNormRows(p, nd.MustAs[T](x), nd.MustAs[T](scale), asOr[T](b), nd.MustAs[T](y))
 }
 
 // broadcastIndex returns, for an array of shape s broadcast to shape x
@@ -421,20 +415,9 @@ func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
 	parallel.For(p.rows, 3*size, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
+			mean := sumFloat64(xs) / float64(size)
 			var s0, s1, s2, s3 float64
 			i := 0
-			for ; i+4 <= len(xs); i += 4 {
-				s0 += float64(xs[i])
-				s1 += float64(xs[i+1])
-				s2 += float64(xs[i+2])
-				s3 += float64(xs[i+3])
-			}
-			for ; i < len(xs); i++ {
-				s0 += float64(xs[i])
-			}
-			mean := (s0 + s1 + s2 + s3) / float64(size)
-			s0, s1, s2, s3 = 0, 0, 0, 0
-			i = 0
 			for ; i+4 <= len(xs); i += 4 {
 				d0, d1, d2, d3 := float64(xs[i])-mean, float64(xs[i+1])-mean, float64(xs[i+2])-mean, float64(xs[i+3])-mean
 				s0 += d0 * d0

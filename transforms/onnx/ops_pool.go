@@ -48,12 +48,7 @@ func newMaxPool(n *Node) (Kernel, error) {
 	a := n.Attrs
 	p := &pool{since: n.Since, max: true, win: readWindow(a, true, n.Since >= 10, n.Since >= 10)}
 	if n.Since >= 8 {
-		switch s := a.Int("storage_order", 0); s {
-		case 0, 1:
-			p.colMajor = s == 1
-		default:
-			a.Fail("attribute storage_order is %d, want 0 or 1", s)
-		}
+		p.colMajor = a.Flag("storage_order", false)
 	}
 	return p, a.Err()
 }
@@ -65,12 +60,7 @@ func newAvgPool(n *Node) (Kernel, error) {
 	a := n.Attrs
 	p := &pool{since: n.Since, win: readWindow(a, true, false, n.Since >= 10)}
 	if n.Since >= 7 {
-		switch c := a.Int("count_include_pad", 0); c {
-		case 0, 1:
-			p.inclPad = c == 1
-		default:
-			a.Fail("attribute count_include_pad is %d, want 0 or 1", c)
-		}
+		p.inclPad = a.Flag("count_include_pad", false)
 	}
 	return p, a.Err()
 }
@@ -112,33 +102,43 @@ func (p *pool) Run(in, out []nd.Array) error {
 	}
 	planes := x.Shape[0] * x.Shape[1]
 	if !p.max {
-		switch x.Type {
-		case nd.Float32:
-			avgPool(g, planes, p.inclPad, nd.MustAs[float32](x), nd.MustAs[float32](out[0]))
-		case nd.Float64:
-			avgPool(g, planes, p.inclPad, nd.MustAs[float64](x), nd.MustAs[float64](out[0]))
+		f, err := floating[avgPoolLoop]("AveragePool", x.Type)
+		if err != nil {
+			return err
 		}
+		f.avgPool(g, planes, p.inclPad, x, out[0])
 		return nil
 	}
 	var idx []int64
 	if o := arrayAt(out, 1); o.Type != nd.Undefined {
 		idx = nd.MustAs[int64](o)
 	}
-	switch x.Type {
-	case nd.Float32:
-		xs, ys := nd.MustAs[float32](x), nd.MustAs[float32](out[0])
-		if idx == nil && maxPoolVector(g, planes, xs, ys) {
-			return nil
-		}
-		maxPool(g, planes, p.colMajor, xs, ys, idx, float32(math.Inf(-1)))
-	case nd.Float64:
-		maxPool(g, planes, p.colMajor, nd.MustAs[float64](x), nd.MustAs[float64](out[0]), idx, math.Inf(-1))
-	case nd.Int8:
-		maxPool(g, planes, p.colMajor, nd.MustAs[int8](x), nd.MustAs[int8](out[0]), idx, math.MinInt8)
-	case nd.Uint8:
-		maxPool(g, planes, p.colMajor, nd.MustAs[uint8](x), nd.MustAs[uint8](out[0]), idx, 0)
+	if x.Type == nd.Float32 && idx == nil && maxPoolVector(g, planes, nd.MustAs[float32](x), nd.MustAs[float32](out[0])) {
+		return nil
 	}
+	f, err := numeric[maxPoolLoop]("MaxPool", x.Type)
+	if err != nil {
+		return err
+	}
+	f.maxPool(g, planes, p.colMajor, x, out[0], idx)
 	return nil
+}
+
+type (
+	avgPoolLoop interface {
+		avgPool(g geometry, planes int, inclPad bool, x, y nd.Array)
+	}
+	maxPoolLoop interface {
+		maxPool(g geometry, planes int, colMajor bool, x, y nd.Array, idx []int64)
+	}
+)
+
+func (floats[T]) avgPool(g geometry, planes int, inclPad bool, x, y nd.Array) {
+	avgPool(g, planes, inclPad, nd.MustAs[T](x), nd.MustAs[T](y))
+}
+
+func (numbers[T, W]) maxPool(g geometry, planes int, colMajor bool, x, y nd.Array, idx []int64) {
+	maxPool(g, planes, colMajor, nd.MustAs[T](x), nd.MustAs[T](y), idx, lowest[T]())
 }
 
 // windowRange returns the taps k in [0, n) whose input index start + k*dil
@@ -172,7 +172,7 @@ func axisWindows(g geometry, d int) windows {
 // their flat indices into X. A window over padding alone gives lowest and
 // index -1; a NaN in a window gives NaN (as ONNX's reference, NumPy's max),
 // its index the first NaN's.
-func maxPool[T float32 | float64 | int8 | uint8](g geometry, planes int, colMajor bool, x, y []T, idx []int64, lowest T) {
+func maxPool[T numElem](g geometry, planes int, colMajor bool, x, y []T, idx []int64, lowest T) {
 	inSize, outSize := g.inSize(), g.outSize()
 	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
 	wd, wh, ww := axisWindows(g, 0), axisWindows(g, 1), axisWindows(g, 2)
@@ -236,7 +236,7 @@ func maxPool[T float32 | float64 | int8 | uint8](g geometry, planes int, colMajo
 // maxRow takes, into each out[i], the maximum of it and row's elements
 // under window i along the last axis (Go's max: branch-free, twice as fast
 // as a compare on data whose maximum moves about).
-func maxRow[T float32 | float64 | int8 | uint8](out, row []T, ww windows, dil int) {
+func maxRow[T numElem](out, row []T, ww windows, dil int) {
 	for i := range out {
 		w0, lo, hi := ww.start[i], ww.lo[i], ww.hi[i]
 		m := out[i]
@@ -357,13 +357,20 @@ func (globalAvgPool) Infer(in []Meta) ([]Meta, error) {
 func (globalAvgPool) Run(in, out []nd.Array) error {
 	x := in[0]
 	planes, size := x.Shape[0]*x.Shape[1], numel(x.Shape[2:])
-	switch x.Type {
-	case nd.Float32:
-		planeMeans(nd.MustAs[float32](x), nd.MustAs[float32](out[0]), planes, size)
-	case nd.Float64:
-		planeMeans(nd.MustAs[float64](x), nd.MustAs[float64](out[0]), planes, size)
+	f, err := floating[planeMeansLoop]("GlobalAveragePool", x.Type)
+	if err != nil {
+		return err
 	}
+	f.planeMeans(x, out[0], planes, size)
 	return nil
+}
+
+type planeMeansLoop interface {
+	planeMeans(x, y nd.Array, planes, size int)
+}
+
+func (floats[T]) planeMeans(x, y nd.Array, planes, size int) {
+	planeMeans(nd.MustAs[T](x), nd.MustAs[T](y), planes, size)
 }
 
 // planeMeans writes the mean of each of x's planes of size elements to y,
@@ -371,19 +378,7 @@ func (globalAvgPool) Run(in, out []nd.Array) error {
 func planeMeans[T float32 | float64](x, y []T, planes, size int) {
 	parallel.For(planes, size, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
-			var s0, s1, s2, s3 float64
-			xs := x[p*size : (p+1)*size]
-			i := 0
-			for ; i+4 <= len(xs); i += 4 {
-				s0 += float64(xs[i])
-				s1 += float64(xs[i+1])
-				s2 += float64(xs[i+2])
-				s3 += float64(xs[i+3])
-			}
-			for ; i < len(xs); i++ {
-				s0 += float64(xs[i])
-			}
-			y[p] = T((s0 + s1 + s2 + s3) / float64(size))
+			y[p] = T(sumFloat64(x[p*size:(p+1)*size]) / float64(size))
 		}
 	})
 }

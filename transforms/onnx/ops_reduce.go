@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -163,37 +162,26 @@ func (k *reduceKernel) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	x, y := in[0], out[0]
-	switch x.Type {
-	case nd.Float32:
-		reduceTyped[float32, float64](k.op, x, red, y)
-	case nd.Float64:
-		reduceTyped[float64, float64](k.op, x, red, y)
-	case nd.Int8:
-		reduceTyped[int8, int64](k.op, x, red, y)
-	case nd.Int16:
-		reduceTyped[int16, int64](k.op, x, red, y)
-	case nd.Int32:
-		reduceTyped[int32, int64](k.op, x, red, y)
-	case nd.Int64:
-		reduceTyped[int64, int64](k.op, x, red, y)
-	case nd.Uint8:
-		reduceTyped[uint8, uint64](k.op, x, red, y)
-	case nd.Uint16:
-		reduceTyped[uint16, uint64](k.op, x, red, y)
-	case nd.Uint32:
-		reduceTyped[uint32, uint64](k.op, x, red, y)
-	case nd.Uint64:
-		reduceTyped[uint64, uint64](k.op, x, red, y)
-	default:
-		return errors.New("unsupported type")
+	f, err := numeric[reductionLoop](k.name, in[0].Type)
+	if err != nil {
+		return err
 	}
+	f.reduce(k.op, in[0], red, out[0])
 	return nil
+}
+
+type reductionLoop interface {
+	reduce(op redOp, x nd.Array, red []bool, y nd.Array)
+}
+
+// reduce sums in W, the widest type of T's kind.
+func (numbers[T, W]) reduce(op redOp, x nd.Array, red []bool, y nd.Array) {
+	reduceTyped[T, W](op, x, red, y)
 }
 
 // reduceTyped reduces x over the dimensions marked in red into y; A is the
 // sum's accumulator type (ReduceMax and ReduceMin compare in T).
-func reduceTyped[T ewNum, A float64 | int64 | uint64](op redOp, x nd.Array, red []bool, y nd.Array) {
+func reduceTyped[T numElem, A wideElem](op redOp, x nd.Array, red []bool, y nd.Array) {
 	if op == redMax || op == redMin {
 		reduceLoop[T, T](op, nd.MustAs[T](x), x.Shape, red, nd.MustAs[T](y))
 		return
@@ -207,7 +195,7 @@ func reduceTyped[T ewNum, A float64 | int64 | uint64](op redOp, x nd.Array, red 
 // row of contiguous values per output, e.g. over the last axis) or it is
 // kept (whole rows of outputs accumulated at once, e.g. over the first
 // axis), both without strided reads in the inner loop.
-func reduceLoop[T ewNum, A ewNum](op redOp, xs []T, shape []int, red []bool, ys []T) {
+func reduceLoop[T numElem, A numElem](op redOp, xs []T, shape []int, red []bool, ys []T) {
 	if len(ys) == 0 {
 		return
 	}
@@ -347,7 +335,7 @@ func offsetsOf(dims, strides, which []int) []int {
 }
 
 // reduceRow folds the values x into acc.
-func reduceRow[T, A ewNum](op redOp, x []T, acc A) A {
+func reduceRow[T, A numElem](op redOp, x []T, acc A) A {
 	switch op {
 	case redMax:
 		for _, v := range x {
@@ -403,7 +391,7 @@ func reduceRow[T, A ewNum](op redOp, x []T, acc A) A {
 }
 
 // reduceInto folds x into acc elementwise.
-func reduceInto[T, A ewNum](op redOp, acc []A, x []T) {
+func reduceInto[T, A numElem](op redOp, acc []A, x []T) {
 	x = x[:len(acc)]
 	switch op {
 	case redMax:
@@ -443,7 +431,7 @@ func reduceInto[T, A ewNum](op redOp, acc []A, x []T) {
 }
 
 // combine folds two partial results.
-func combine[A ewNum](op redOp, a, b A) A {
+func combine[A numElem](op redOp, a, b A) A {
 	switch op {
 	case redMax:
 		return maxNaN(a, b)
@@ -456,7 +444,7 @@ func combine[A ewNum](op redOp, a, b A) A {
 }
 
 // reduceResult is the output of an accumulator over count values.
-func reduceResult[T, A ewNum](op redOp, acc A, count int) T {
+func reduceResult[T, A numElem](op redOp, acc A, count int) T {
 	switch op {
 	case redL2:
 		return T(math.Sqrt(float64(acc)))

@@ -48,12 +48,7 @@ func newReshape(n *Node) (Kernel, error) {
 		return k, n.CheckArity(1, 1, 1, 1)
 	}
 	if n.Since >= 14 {
-		switch z := a.Int("allowzero", 0); z {
-		case 0, 1:
-			k.allowZero = z == 1
-		default:
-			a.Fail("attribute allowzero is %d, want 0 or 1", z)
-		}
+		k.allowZero = a.Flag("allowzero", false)
 	}
 	return k, n.CheckArity(2, 2, 1, 1)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -138,24 +139,28 @@ func (rangeOp) Infer(in []Meta) ([]Meta, error) {
 	return []Meta{{Type: in[0].Type, Shape: []int{n}}}, nil
 }
 
+// rangeTypes are the types Range is defined for.
+var rangeTypes = []nd.DType{nd.Float32, nd.Float64, nd.Int16, nd.Int32, nd.Int64}
+
 func (rangeOp) Run(in, out []nd.Array) error {
-	switch in[0].Type {
-	case nd.Int32:
-		return rangeInto[int32](in, out[0])
-	case nd.Int64:
-		return rangeInto[int64](in, out[0])
-	case nd.Int16:
-		return rangeInto[int16](in, out[0])
-	case nd.Float64:
-		return rangeInto[float64](in, out[0])
-	case nd.Float32:
-		return rangeInto[float32](in, out[0])
+	if !slices.Contains(rangeTypes, in[0].Type) {
+		return notSupported("Range", in[0].Type)
 	}
-	return fmt.Errorf("range of %v is not supported", in[0].Type)
+	f, err := numeric[rangeLoop]("Range", in[0].Type)
+	if err != nil {
+		return err
+	}
+	return f.rangeInto(in, out[0])
 }
 
+type rangeLoop interface {
+	rangeInto(in []nd.Array, out nd.Array) error
+}
+
+func (numbers[T, W]) rangeInto(in []nd.Array, out nd.Array) error { return rangeInto[T](in, out) }
+
 // rangeInto writes start + i·delta, computed in T as ONNX's reference does.
-func rangeInto[T int16 | int32 | int64 | float32 | float64](in []nd.Array, out nd.Array) error {
+func rangeInto[T numElem](in []nd.Array, out nd.Array) error {
 	start, delta := nd.MustAs[T](in[0])[0], nd.MustAs[T](in[2])[0]
 	o := nd.MustAs[T](out)
 	v := start

@@ -57,21 +57,13 @@ func (k *softmaxKernel) split(shape []int) (outer, n, inner int, err error) {
 		if axis < 0 || axis > rank {
 			return 0, 0, 0, fmt.Errorf("axis %d is out of range for rank %d", k.axis, rank)
 		}
-		return dimsProduct(shape[:axis]), dimsProduct(shape[axis:]), 1, nil
+		return numel(shape[:axis]), numel(shape[axis:]), 1, nil
 	}
 	axis, err := NormAxis(int(k.axis), rank)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	return dimsProduct(shape[:axis]), shape[axis], dimsProduct(shape[axis+1:]), nil
-}
-
-func dimsProduct(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
+	return numel(shape[:axis]), shape[axis], numel(shape[axis+1:]), nil
 }
 
 func (k *softmaxKernel) Infer(in []Meta) ([]Meta, error) {
@@ -90,20 +82,25 @@ func (k *softmaxKernel) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	switch in[0].Type {
-	case nd.Float32:
-		softmax(nd.MustAs[float32](in[0]), nd.MustAs[float32](out[0]), outer, n, inner, k.log)
-	case nd.Float64:
-		softmax(nd.MustAs[float64](in[0]), nd.MustAs[float64](out[0]), outer, n, inner, k.log)
-	default:
-		return fmt.Errorf("%s of %v is not supported", k.name, in[0].Type)
+	f, err := floating[softmaxLoop](k.name, in[0].Type)
+	if err != nil {
+		return err
 	}
+	f.softmax(in[0], out[0], outer, n, inner, k.log)
 	return nil
+}
+
+type softmaxLoop interface {
+	softmax(x, y nd.Array, outer, n, inner int, log bool)
+}
+
+func (floats[T]) softmax(x, y nd.Array, outer, n, inner int, log bool) {
+	softmax(nd.MustAs[T](x), nd.MustAs[T](y), outer, n, inner, log)
 }
 
 // softmax computes softmaxes of n values at stride inner, outer*inner of
 // them.
-func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
+func softmax[T floatElem](x, y []T, outer, n, inner int, log bool) {
 	if len(x) == 0 {
 		return
 	}
@@ -132,7 +129,7 @@ func softmax[T ewFloat](x, y []T, outer, n, inner int, log bool) {
 }
 
 // softmaxRow is the softmax of the contiguous x, into y.
-func softmaxRow[T ewFloat](x, y []T, log bool) {
+func softmaxRow[T floatElem](x, y []T, log bool) {
 	y = y[:len(x)]
 	m := T(math.Inf(-1))
 	for _, v := range x {
@@ -158,7 +155,7 @@ func softmaxRow[T ewFloat](x, y []T, log bool) {
 
 // softmaxCols computes the softmaxes of columns [j0, j1) of the n rows of
 // x (rows of length inner), into y; m and s are scratch of j1-j0.
-func softmaxCols[T ewFloat](x, y []T, n, inner, j0, j1 int, m []T, s []float64, log bool) {
+func softmaxCols[T floatElem](x, y []T, n, inner, j0, j1 int, m []T, s []float64, log bool) {
 	for j := range m {
 		m[j] = T(math.Inf(-1))
 		s[j] = 0
@@ -202,7 +199,7 @@ func softmaxCols[T ewFloat](x, y []T, n, inner, j0, j1 int, m []T, s []float64, 
 }
 
 // expInPlace replaces each value by its exponential (expf for float32).
-func expInPlace[T ewFloat](v []T) {
+func expInPlace[T floatElem](v []T) {
 	switch s := any(v).(type) {
 	case []float32:
 		for i, x := range s {

@@ -3,7 +3,6 @@ package onnx
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -12,7 +11,9 @@ import (
 // AveragePool (1, 7, 10, 11): the attributes kernel_shape, strides,
 // dilations, pads, auto_pad and ceil_mode, and the output size and padding
 // they give for an input. Kernels work on three spatial dimensions: a 1-D
-// or 2-D window is a 3-D one with leading sizes 1.
+// or 2-D window is a 3-D one with leading sizes 1. Depthwise convolutions
+// and MaxPool also share the padded, phase-split copy of an input plane
+// that their vector kernels read (dwPad).
 
 // window is a node's window attributes, checked against each other.
 type window struct {
@@ -57,12 +58,7 @@ func readWindow(a *Attrs, needKernel, dilations, ceil bool) window {
 	w.autoPad = a.String("auto_pad", "NOTSET")
 	a.OneOf("auto_pad", w.autoPad, "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 	if ceil {
-		switch c := a.Int("ceil_mode", 0); c {
-		case 0, 1:
-			w.ceil = c == 1
-		default:
-			a.Fail("attribute ceil_mode is %d, want 0 or 1", c)
-		}
+		w.ceil = a.Flag("ceil_mode", false)
 	}
 	if w.autoPad != "NOTSET" && slices.ContainsFunc(w.pads, func(p int) bool { return p != 0 }) {
 		a.Fail("attribute pads %v cannot be given with auto_pad %s", w.pads, w.autoPad)
@@ -207,14 +203,59 @@ func spatial(shape []int, what string) (n, c int, sp []int, err error) {
 	return shape[0], shape[1], shape[2:], nil
 }
 
-// sameTypeErr says that inputs (named) that must share a type do not; a
-// left-out one is not named.
-func sameTypeErr(names []string, in ...Meta) error {
-	var parts []string
-	for i, m := range in {
-		if m.Type != nd.Undefined {
-			parts = append(parts, fmt.Sprintf("%s %v", names[i], m.Type))
+// dwPad copies the 2-D input plane x (g.in[1] x g.in[2]) into dst, hp
+// padded rows of g.stride[2] phases of wq columns each. dst must have been
+// cleared for this geometry: only the input's positions are written, the
+// padding's stay 0.
+func dwPad(dst []float32, x []float32, g geometry, hp, wq int) {
+	sw := g.stride[2]
+	h, w := g.in[1], g.in[2]
+	pl := g.padLo[2]
+	rowLen := sw * wq
+	// Padded rows [r0, r1) hold input rows r0-padLo...
+	r0 := min(hp, g.padLo[1])
+	r1 := max(r0, min(hp, h+g.padLo[1]))
+	if r1 == r0 {
+		return
+	}
+	rows := dst[r0*rowLen:]
+	src := x[(r0-g.padLo[1])*w:]
+	n := r1 - r0
+	switch sw {
+	case 1:
+		// Columns [pl, pl+w) of the padded row are the input's, as far as
+		// the row goes.
+		lo := min(pl, wq)
+		cnt := min(w, wq-lo)
+		for i := range n {
+			copy(rows[i*rowLen+lo:i*rowLen+lo+cnt], src[i*w:])
+		}
+	case 2:
+		// Input column k is padded column k+pl: phase (k+pl)%2, index
+		// (k+pl)/2. Even input columns go to phase pl%2 from pl/2 on, odd
+		// ones to phase (pl+1)%2 from (pl+1)/2 on.
+		e0, o0 := pl%2*wq+min(pl/2, wq), (pl+1)%2*wq+min((pl+1)/2, wq)
+		ne, no := min((w+1)/2, wq-min(pl/2, wq)), min(w/2, wq-min((pl+1)/2, wq))
+		pairs := min(ne, no)
+		deint2(rows[e0:], rows[o0:], src, n, pairs, rowLen, w)
+		for i := range n {
+			for j := pairs; j < ne; j++ {
+				rows[i*rowLen+e0+j] = src[i*w+2*j]
+			}
+			for j := pairs; j < no; j++ {
+				rows[i*rowLen+o0+j] = src[i*w+2*j+1]
+			}
+		}
+	default:
+		for i := range n {
+			for rw := range sw {
+				seg := rows[i*rowLen+rw*wq : i*rowLen+(rw+1)*wq]
+				for j := range seg {
+					if c := j*sw + rw - pl; c >= 0 && c < w {
+						seg[j] = src[i*w+c]
+					}
+				}
+			}
 		}
 	}
-	return fmt.Errorf("input %s: want one type", strings.Join(parts, ", "))
 }

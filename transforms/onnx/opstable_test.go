@@ -3,8 +3,12 @@ package onnx_test
 import (
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,12 +22,13 @@ var updateOpsTable = flag.Bool("update-ops-table", false, "rewrite docs/inferenc
 const opsDoc = "../../docs/inference.md"
 
 // opsTable returns the operator table of docs/inference.md as it must read:
-// a row per registered operator with its opset versions, whether it has a
-// GPU launch and how many of its conformance tests ran wholly on the
-// (emulated) device, and its conformance on the CPU.
-func opsTable(cpu *Scoreboard, dev *deviceBoard) string {
+// a row per registered operator with the file that registers it (files,
+// from opFiles), its opset versions, whether it has a GPU launch and how
+// many of its conformance tests ran wholly on the (emulated) device, and
+// its conformance on the CPU.
+func opsTable(files map[string]string, cpu *Scoreboard, dev *deviceBoard) string {
 	var b strings.Builder
-	b.WriteString("| Operator | Opset versions | CPU | GPU (conformance tests wholly on the device) | Conformance (passed / run, skipped) |\n|---|---|---|---|---|\n")
+	b.WriteString("| Operator | File | Opset versions | CPU | GPU (conformance tests wholly on the device) | Conformance (passed / run, skipped) |\n|---|---|---|---|---|---|\n")
 	for _, d := range onnx.Ops() {
 		vs := make([]string, len(d.Versions))
 		for i, v := range d.Versions {
@@ -38,16 +43,81 @@ func opsTable(cpu *Scoreboard, dev *deviceBoard) string {
 		if n := cpu.Skipped[d.Name]; n > 0 {
 			conf += fmt.Sprintf(", %d skipped", n)
 		}
-		fmt.Fprintf(&b, "| %s | %s | yes | %s | %s |\n", d.Name, strings.Join(vs, ", "), gpu, conf)
+		fmt.Fprintf(&b, "| %s | [%s](../transforms/onnx/%s) | %s | yes | %s | %s |\n", d.Name, files[d.Name], files[d.Name],
+			strings.Join(vs, ", "), gpu, conf)
 	}
 	return b.String()
 }
 
+// opFiles returns, for every registered operator, the file of this
+// package that registers it and holds its CPU code: the file whose init
+// calls RegisterOp and names the operator in a string (in the OpDef, or in
+// a list that a loop registers). The registry does not know files, so the
+// sources are read; an operator named in no file's init, or in several,
+// fails the test.
+func opFiles(t *testing.T) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	named := map[string][]string{} // operator name -> files
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Name.Name != "init" || fn.Recv != nil || !registers(fn.Body) {
+				continue
+			}
+			seen := map[string]bool{}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if s, err := strconv.Unquote(lit.Value); err == nil && !seen[s] {
+						seen[s] = true
+						named[s] = append(named[s], name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	files := map[string]string{}
+	for _, d := range onnx.Ops() {
+		switch in := named[d.Name]; len(in) {
+		case 1:
+			files[d.Name] = in[0]
+		case 0:
+			t.Errorf("operator %s: no init that calls RegisterOp names it: which file registers it?", d.Name)
+		default:
+			t.Errorf("operator %s: the inits of %s all name it: which file registers it?", d.Name, strings.Join(in, ", "))
+		}
+	}
+	return files
+}
+
+// registers reports whether body calls RegisterOp.
+func registers(body *ast.BlockStmt) bool {
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "RegisterOp" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 var tableRe = regexp.MustCompile(`(?s)<!-- ops: go test ./transforms/onnx -run TestOpsTable -update-ops-table -->\n(.*?)<!-- /ops -->`)
 
-// docs/inference.md lists every registered operator with the opset
-// versions it implements, its GPU launch and its conformance counts, and
-// no other (go test ./transforms/onnx -run
+// docs/inference.md lists every registered operator with its file, the
+// opset versions it implements, its GPU launch and its conformance counts,
+// and no other (go test ./transforms/onnx -run
 // TestOpsTable -update-ops-table rewrites it).
 func TestOpsTable(t *testing.T) {
 	data, err := os.ReadFile(opsDoc)
@@ -55,7 +125,8 @@ func TestOpsTable(t *testing.T) {
 	m := tableRe.FindSubmatchIndex(data)
 	require.NotNil(t, m, "%s has no operator table between its markers", opsDoc)
 	cpu, _, _, _ := cpuConformance(t)
-	want := opsTable(cpu, deviceConformance(t))
+	files := opFiles(t)
+	want := opsTable(files, cpu, deviceConformance(t))
 	if *updateOpsTable {
 		out := append(append(append([]byte{}, data[:m[2]]...), want...), data[m[3]:]...)
 		require.NoError(t, os.WriteFile(opsDoc, out, 0o644))

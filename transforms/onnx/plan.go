@@ -56,16 +56,6 @@ type pstep struct {
 	in, out []int
 }
 
-// Steps returns the nodes a run computes, in order, as "Op name" strings
-// (for reports and tests).
-func (p *Plan) Steps() []string {
-	out := make([]string, len(p.steps))
-	for i, s := range p.steps {
-		out[i] = s.n.Op + " " + s.n.Name
-	}
-	return out
-}
-
 // WorkspaceBytes is the size of the memory a run uses for intermediate
 // values (outputs apart).
 func (p *Plan) WorkspaceBytes() int { return p.work }

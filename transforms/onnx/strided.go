@@ -11,7 +11,7 @@ import (
 // of elements read from one array and written to another at element
 // strides; it is simplified (dimensions of 1 dropped, dimensions that are
 // contiguous in both arrays merged) and then run as the fastest of three
-// loops, on all cores through ParallelFor:
+// loops, on all cores through parallel.For:
 //
 //   - contiguous runs (the innermost dimension contiguous on both sides):
 //     one copy per run;

@@ -57,77 +57,36 @@ func ArrayOf(t *onnxpb.TensorProto, what string) (nd.Array, error) {
 		}
 		return a, nil
 	}
-	var have int
-	switch typ {
-	case nd.Float32:
-		have = len(t.FloatData)
-	case nd.Float64:
-		have = len(t.DoubleData)
-	case nd.Int64:
-		have = len(t.Int64Data)
-	case nd.Uint32, nd.Uint64:
-		have = len(t.Uint64Data)
-	default: // int32, int16, int8, uint16, uint8, bool, float16, bfloat16
-		have = len(t.Int32Data)
-	}
-	if have != n {
+	src := protoValues(t, typ)
+	if have := src.Len(); have != n {
 		return nd.Array{}, fmt.Errorf("%s: %v %v needs %d values, the tensor holds %d", what, typ, nd.ShapeString(shape), n, have)
 	}
 	a, err := nd.New(typ, shape...)
 	if err != nil {
 		return nd.Array{}, fmt.Errorf("%s: %w", what, err)
 	}
-	switch typ {
-	case nd.Float32:
-		copy(nd.MustAs[float32](a), t.FloatData)
-	case nd.Float64:
-		copy(nd.MustAs[float64](a), t.DoubleData)
-	case nd.Int64:
-		copy(nd.MustAs[int64](a), t.Int64Data)
-	case nd.Uint64:
-		copy(nd.MustAs[uint64](a), t.Uint64Data)
-	case nd.Uint32:
-		s := nd.MustAs[uint32](a)
-		for i, v := range t.Uint64Data {
-			s[i] = uint32(v)
-		}
-	default:
-		fill32(a, t.Int32Data)
+	dst := a
+	if typ == nd.Float16 || typ == nd.BFloat16 { // the bits of halves
+		dst = nd.Array{Type: nd.Uint16, Shape: a.Shape, Data: a.Data}
 	}
+	castInto(dst, src, dst.Type) // narrower types wrapped, bools x != 0
 	return a, nil
 }
 
-// fill32 stores the int32_data of the types onnx.proto keeps there.
-func fill32(a nd.Array, v []int32) {
-	switch a.Type {
-	case nd.Int32:
-		copy(nd.MustAs[int32](a), v)
-	case nd.Int16:
-		s := nd.MustAs[int16](a)
-		for i, x := range v {
-			s[i] = int16(x)
-		}
-	case nd.Int8:
-		s := nd.MustAs[int8](a)
-		for i, x := range v {
-			s[i] = int8(x)
-		}
-	case nd.Uint16, nd.Float16, nd.BFloat16: // the bits of halves
-		s := nd.MustAs[uint16](nd.Array{Type: nd.Uint16, Shape: a.Shape, Data: a.Data})
-		for i, x := range v {
-			s[i] = uint16(x)
-		}
-	case nd.Uint8:
-		s := nd.MustAs[uint8](a)
-		for i, x := range v {
-			s[i] = uint8(x)
-		}
-	case nd.Bool:
-		s := nd.MustAs[bool](a)
-		for i, x := range v {
-			s[i] = x != 0
-		}
+// protoValues are the values of a tensor without raw_data: the typed field
+// that onnx.proto keeps values of type typ in, as an array of its own type.
+func protoValues(t *onnxpb.TensorProto, typ nd.DType) nd.Array {
+	switch typ {
+	case nd.Float32:
+		return nd.Of(t.FloatData)
+	case nd.Float64:
+		return nd.Of(t.DoubleData)
+	case nd.Int64:
+		return nd.Of(t.Int64Data)
+	case nd.Uint32, nd.Uint64:
+		return nd.Of(t.Uint64Data)
 	}
+	return nd.Of(t.Int32Data) // int32, int16, int8, uint16, uint8, bool, float16, bfloat16
 }
 
 // TensorOf converts an array to a TensorProto with raw_data (a copy), named

@@ -1,4 +1,5 @@
-// The onnx step's kernels (../../kernels.cu) compiled for the host, and their launch.
+// The onnx step's kernels (../../kernels.cu, which includes the operators' .cu files) compiled
+// for the host, and their launch.
 #include "emu.h"
 
 #include <cstdint>

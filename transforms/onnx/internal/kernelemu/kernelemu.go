@@ -10,6 +10,11 @@
 // It needs cgo and a C++17 compiler (x86-64's default target has no FMA, so
 // nothing is contracted, as in the PTX); without cgo, Available is false and the tests that
 // use it skip.
+//
+// kernels.cu includes the operators' .cu files and kernels.cuh, none of them in this
+// package's directory, and Go's build cache does not see files included from outside it:
+// after changing a kernel, rebuild this package (go test -a, or go clean -cache) before
+// trusting the tests.
 package kernelemu
 
 /*
