@@ -10,10 +10,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
-
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 	"github.com/beamgpu/beamgpu/transforms/step/wire"
 )

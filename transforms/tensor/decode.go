@@ -6,11 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
 	"path/filepath"
 	"runtime"
 	"sort"
+
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 )
 
 // Source names a dataset to decode: an IDX file of images and, optionally,

@@ -7,11 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
 	"math"
 	"path/filepath"
 	"strings"
+
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 )
 
 // IDX element types (the third byte of the magic number).

@@ -8,10 +8,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
 	"math"
 	"strings"
+
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 )
 
 // MLP is a multi-layer perceptron: a chain of Dense layers, ReLU on the

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

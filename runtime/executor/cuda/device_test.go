@@ -24,7 +24,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -35,6 +34,7 @@ import (
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"gorgonia.org/cu"
 )
 

@@ -5,8 +5,9 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"reflect"
+
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 )
 
 // The device's out-of-memory failures (a request the budget refuses,

@@ -4,9 +4,9 @@ package cuda
 
 import (
 	"errors"
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math/bits"
 
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"gorgonia.org/cu"
 )
 

@@ -10,12 +10,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"math"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
 )
