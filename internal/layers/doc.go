@@ -6,7 +6,7 @@
 // The floors, from the ground up:
 //
 //   - internal/ (the worker pool) and the neutral ground of transforms/:
-//     nd (arrays), gemm (the float32 product), step/wire (the encoding),
+//     nd (arrays), gemm (the float32 product), wire (the encoding),
 //     step/files (reading files): no family, no runtime, no Beam.
 //   - runtime/: everything that is not a step (backend selection, the
 //     executor, launching, right fitting, Dataflow and GKE); it imports

@@ -7,7 +7,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // Tensor is a named array: one of a model's inputs or outputs.

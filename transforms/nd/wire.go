@@ -3,7 +3,7 @@ package nd
 import (
 	"unsafe"
 
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // Arrays across process boundaries (the GPU executor's shared memory, Beam's

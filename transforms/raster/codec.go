@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // The tile types carry the bulk of a pipeline's bytes. Each has one codec,

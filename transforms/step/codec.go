@@ -5,7 +5,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // Parts is a batch as it crosses the executor boundary: a small header and

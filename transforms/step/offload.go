@@ -14,7 +14,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/shm"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // The GPU implementation of every step: its batch crosses to the GPU

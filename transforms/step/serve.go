@@ -10,7 +10,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/runtime/executor/server"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // The executor side of every GPU step: the op that serves its requests,

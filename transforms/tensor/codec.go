@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // The codecs of the tensor types: a header and the arrays raw (wire.Parts),

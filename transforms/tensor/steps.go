@@ -12,7 +12,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // gpuHints are the resource hints of the tensor GPU steps (the 5xx driver:

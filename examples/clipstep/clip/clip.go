@@ -16,7 +16,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/transforms/raster"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/wire"
+	"github.com/beamgpu/beamgpu/transforms/wire"
 )
 
 // Input is the clip step's batch: a tile and the bounds.
