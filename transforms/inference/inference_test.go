@@ -37,12 +37,21 @@ var loads atomic.Int64
 type thresholdHandler struct {
 	Threshold float32
 	GPU       string // "gone": every GPU call fails with step.ErrGPUUnavailable
+	// Run, where set, makes the handler's key (and so its loaded model)
+	// its own: a test that counts loads is not served a model an earlier
+	// run of it loaded in this process (go test -count=N).
+	Run int64
 }
+
+// runs hands out Run values.
+var runs atomic.Int64
 
 func (h thresholdHandler) Kind() string            { return "threshold" }
 func (h thresholdHandler) Config() ([]byte, error) { return json.Marshal(h) }
-func (h thresholdHandler) Key() string             { return fmt.Sprintf("threshold:%g:%s", h.Threshold, h.GPU) }
-func (h thresholdHandler) Step() step.Any          { return tensor.StepMLP }
+func (h thresholdHandler) Key() string {
+	return fmt.Sprintf("threshold:%g:%s:%d", h.Threshold, h.GPU, h.Run)
+}
+func (h thresholdHandler) Step() step.Any { return tensor.StepMLP }
 func (h thresholdHandler) Load(context.Context) (inference.Model, error) {
 	loads.Add(1)
 	return h, nil
@@ -126,7 +135,8 @@ func TestRunInference(t *testing.T) {
 	loads.Store(0)
 	p, s := beam.NewPipelineWithRoot()
 	in := beam.CreateList(s, examples(20))
-	res, failed := inference.RunInference(s, in, thresholdHandler{Threshold: 9.5}, batch.Params{MinBatchSize: 3, MaxBatchSize: 3}, cpu())
+	h := thresholdHandler{Threshold: 9.5, Run: runs.Add(1)}
+	res, failed := inference.RunInference(s, in, h, batch.Params{MinBatchSize: 3, MaxBatchSize: 3}, cpu())
 	var want []any
 	for i := 0; i < 20; i++ {
 		above := 0
