@@ -256,7 +256,15 @@ bench:
 		/^Benchmark/ { line = $$1; for (i = 2; i <= NF; i++) if ($$i ~ /^ratio/ || $$i == "GFLOP/s") line = line "  " $$i "=" $$(i-1); print line }'
 	GO=$(GO) OUT=out/bench containers/bench/peers.sh
 
-.PHONY: onnx-testdata onnx-proto onnx-proto-check
+.PHONY: onnx-testdata onnx-proto onnx-proto-check bench-onnx
+
+## bench-onnx: the ONNX runtime against ONNX Runtime on torchvision's models and a BERT-style encoder, at 1 thread and all cores
+# containers/onnx/bench_onnx.sh: exports the models once with Debian's PyTorch into
+# ~/.cache/beamgpu/bench-onnx (python3-torch python3-torchvision python3-onnx), installs ONNX
+# Runtime with npm (containers/onnx/ort.sh), then times both sides interleaved (ROUNDS, RUNS) and
+# writes out/bench-onnx/table.md: ms, ratio to ORT, GFLOP/s and share of the FMA peak, bytes per run.
+bench-onnx:
+	GO=$(GO) containers/onnx/bench_onnx.sh $(BENCH_ONNX)
 
 ## onnx-testdata: fetch ONNX's conformance data (Debian's libonnx-testdata) and print its directory
 # Without root, into ~/.cache/beamgpu/debian (containers/debian-fetch.sh); `make test` does this.

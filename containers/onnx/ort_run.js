@@ -15,6 +15,11 @@
 //       runs of session.run, and one line with their median:
 //         ort NAME batch=64 ms=12.345 rows_per_s=5184.2 threads=2 runs=10 min_ms=12.0 ort=1.30.0
 //
+//   containers/onnx/ort.sh -- containers/onnx/ort_run.js zoo [--threads N] [--warmup 2] [--runs 5] [--ref DIR] MANIFEST [NAME/LABEL ...]
+//       The entries of a manifest of containers/onnx/bench_models.py (make bench-onnx):
+//       one line each, `ort NAME/LABEL ms=MEDIAN min_ms=... threads=N runs=N ort=VERSION`;
+//       with --ref, each entry's first output is written to DIR/NAME-LABEL.ort.npy.
+//
 // Options: --threads N sets the intra-op threads (default: every core the process
 // may use, as beamgpu's runtime uses all cores; inter-op 1, sequential execution,
 // all graph optimisations).
@@ -290,11 +295,53 @@ async function bench(argv) {
   }
 }
 
+// zoo times the entries of a bench_models.py manifest (NAME, LABEL, MODEL,
+// INPUT[,INPUT...] per line; an input FILE@ROWS has its rows repeated to ROWS),
+// or those named NAME/LABEL after it, and with --ref DIR writes each entry's first
+// output to DIR/NAME-LABEL.ort.npy (the reference the Go benchmark compares with).
+async function zoo(argv) {
+  const [o, rest] = parseArgs(argv, { warmup: '2', runs: '5', threads: '', ref: '' });
+  if (rest.length === 0) throw new Error('usage: zoo [--threads N] [--warmup N] [--runs N] [--ref DIR] MANIFEST [NAME/LABEL ...]');
+  const warmup = Number(o.warmup);
+  const runs = positiveInt(o.runs, '--runs');
+  const threads = o.threads ? positiveInt(o.threads, '--threads') : cores();
+  const want = new Set(rest.slice(1));
+  const lines = fs.readFileSync(rest[0], 'utf8').split('\n').filter((l) => l.trim() !== '');
+  for (const line of lines) {
+    const [name, label, model, inputs] = line.split('\t');
+    if (want.size > 0 && !want.has(`${name}/${label}`)) continue;
+    const session = await ort.InferenceSession.create(model, sessionOptions(threads));
+    const files = inputs.split(',');
+    if (files.length !== session.inputNames.length) throw new Error(`${name}/${label}: ${files.length} inputs given, the model has ${session.inputNames.length}`);
+    const feeds = {};
+    session.inputNames.forEach((n, i) => {
+      const [file, rows] = files[i].split('@');
+      const t = readTensor(file).tensor;
+      feeds[n] = rows ? repeatRows(t, positiveInt(rows, `${files[i]}: rows`)) : t;
+    });
+    let results;
+    for (let w = 0; w < warmup; w++) results = await session.run(feeds);
+    const ms = [];
+    for (let r = 0; r < runs; r++) {
+      const t0 = process.hrtime.bigint();
+      results = await session.run(feeds);
+      ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    if (o.ref) {
+      const f = path.join(o.ref, `${name}-${label}.ort.npy`);
+      if (!fs.existsSync(f)) writeTensor(f, session.outputNames[0], results[session.outputNames[0]]);
+    }
+    console.log(`ort ${name}/${label} ms=${median(ms).toFixed(3)} min_ms=${Math.min(...ms).toFixed(3)} threads=${threads} runs=${runs} ort=${ort.env.versions.common}`);
+    await session.release();
+  }
+}
+
 async function main() {
   const [mode, ...argv] = process.argv.slice(2);
   if (mode === 'run') return run(argv);
   if (mode === 'bench') return bench(argv);
-  throw new Error('usage: ort_run.js run|bench ... (see the comment at the top of containers/onnx/ort_run.js)');
+  if (mode === 'zoo') return zoo(argv);
+  throw new Error('usage: ort_run.js run|bench|zoo ... (see the comment at the top of containers/onnx/ort_run.js)');
 }
 
 main().catch((e) => {
