@@ -35,12 +35,17 @@ func init() {
 }
 
 // activate32 computes the activations for float32s: Relu on Clip's vector
-// kernel where there is one, Elu on expm1f, the others as for float64.
+// kernel and HardSigmoid and HardSwish on theirs where there is one, Elu
+// on expm1f, the others as for float64.
 func (k *ewUnary) activate32(x, y []float32) {
 	switch k.op {
 	case unRelu:
 		// Clip's vector kernel where there is one (-0 stays -0 there).
 		if clampF32(y[:len(x)], x, 0, float32(math.Inf(1))) {
+			return
+		}
+	case unHardSigmoid, unHardSwish:
+		if hardF32(y[:len(x)], x, k.alpha, k.beta, k.op == unHardSwish) {
 			return
 		}
 	case unElu:

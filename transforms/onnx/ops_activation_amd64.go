@@ -2,26 +2,58 @@
 
 package onnx
 
-import "golang.org/x/sys/cpu"
+import "unsafe"
 
-// clampAVX512 is Clip's AVX-512 kernel (ops_activation_amd64.s).
+// The activations' vector kernels (ops_activation_amd64.s).
 //
 //go:noescape
 func clampAVX512(y, x *float32, n int, lo, hi float32)
 
-// clampVector says the AVX-512 kernel runs here (a variable for the tests).
-var clampVector = cpu.X86.HasAVX512F
+//go:noescape
+func clampAVX2(y, x *float32, n int, lo, hi float32, mask *int32)
+
+//go:noescape
+func hardAVX2(y, x *float32, n int, alpha, beta float32, swish int, mask *int32)
+
+// actWidth is the lanes of the activations' vector kernels (simd_amd64.go);
+// a variable for the tests.
+var actWidth = simdWidth
 
 // clampF32 writes min(max(x[i], lo), hi) to y[i] (len(y) == len(x); NaN
 // stays NaN) and reports true, or reports false when there is no vector
 // kernel here. lo and hi are not NaN.
 func clampF32(y, x []float32, lo, hi float32) bool {
-	if !clampVector {
+	switch {
+	case actWidth == 0:
 		return false
-	}
-	if len(x) > 0 {
+	case len(x) == 0:
+	case actWidth == 16:
 		_ = y[len(x)-1]
 		clampAVX512(&y[0], &x[0], len(x), lo, hi)
+	default:
+		_ = y[len(x)-1]
+		clampAVX2(&y[0], &x[0], len(x), lo, hi, &laneMask8[8-len(x)%8])
+	}
+	return true
+}
+
+// hardF32 writes HardSigmoid's min(max(alpha*x[i] + beta, 0), 1) to y[i],
+// or with swish HardSwish's x[i] times that (len(y) == len(x)), the same
+// bits as activateFloats, and reports true; false when there is no vector
+// kernel here.
+func hardF32(y, x []float32, alpha, beta float32, swish bool) bool {
+	sw := 0
+	if swish {
+		sw = 1
+	}
+	switch {
+	case actWidth == 0:
+		return false
+	case len(x) == 0:
+	default: // the AVX2 kernel at width 16 too
+
+		_ = y[len(x)-1]
+		hardAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), alpha, beta, sw, &laneMask8[8-len(x)%8])
 	}
 	return true
 }

@@ -69,3 +69,126 @@ rest:
 done:
 	VZEROUPPER
 	RET
+
+// func clampAVX2(y, x *float32, n int, lo, hi float32, mask *int32)
+//
+// clampAVX512 for AVX2: 32 values a step, then 8, then the rest under the
+// mask of their lanes (mask points to 8 int32s, all ones on the first
+// n%8 lanes).
+TEXT ·clampAVX2(SB), NOSPLIT, $0-40
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS lo+24(FP), Y1
+	VBROADCASTSS hi+28(FP), Y2
+
+cby32:
+	CMPQ    CX, $32
+	JLT     cby8
+	VMOVUPS (SI), Y3
+	VMOVUPS 32(SI), Y4
+	VMOVUPS 64(SI), Y5
+	VMOVUPS 96(SI), Y6
+	VMAXPS  Y3, Y1, Y3
+	VMAXPS  Y4, Y1, Y4
+	VMAXPS  Y5, Y1, Y5
+	VMAXPS  Y6, Y1, Y6
+	VMINPS  Y3, Y2, Y3
+	VMINPS  Y4, Y2, Y4
+	VMINPS  Y5, Y2, Y5
+	VMINPS  Y6, Y2, Y6
+	VMOVUPS Y3, (DI)
+	VMOVUPS Y4, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	VMOVUPS Y6, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	SUBQ    $32, CX
+	JMP     cby32
+
+cby8:
+	CMPQ    CX, $8
+	JLT     crest
+	VMOVUPS (SI), Y3
+	VMAXPS  Y3, Y1, Y3
+	VMINPS  Y3, Y2, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     cby8
+
+crest:
+	TESTQ      CX, CX
+	JZ         cdone
+	MOVQ       mask+32(FP), AX
+	VMOVDQU    (AX), Y7
+	VMASKMOVPS (SI), Y7, Y3
+	VMAXPS     Y3, Y1, Y3
+	VMINPS     Y3, Y2, Y3
+	VMASKMOVPS Y3, Y7, (DI)
+
+cdone:
+	VZEROUPPER
+	RET
+
+// func hardAVX2(y, x *float32, n int, alpha, beta float32, swish int, mask *int32)
+//
+// HardSigmoid, y[i] = min(max(alpha*x[i] + beta, 0), 1), and with swish !=
+// 0 HardSwish, y[i] = x[i] * that: a product and a sum each rounded (no
+// FMA: the same bits as Go's loop), NaN kept (VMAXPS and VMINPS return
+// their second source when either is NaN, and -0 when both are zeros). 8
+// values a step, then the rest under mask (8 int32s, all ones on the
+// first n%8 lanes). AVX-512 machines run it too (no 16-lane version: the
+// project's machines have had none to test one on).
+TEXT ·hardAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y1
+	VBROADCASTSS beta+28(FP), Y2
+	MOVQ         swish+32(FP), DX
+	VXORPS       Y8, Y8, Y8 // 0
+	MOVL         $0x3f800000, AX
+	MOVQ         AX, X9
+	VBROADCASTSS X9, Y9 // 1
+
+gby8:
+	CMPQ    CX, $8
+	JLT     grest
+	VMOVUPS (SI), Y3
+	VMULPS  Y1, Y3, Y4
+	VADDPS  Y2, Y4, Y4
+	VMAXPS  Y4, Y8, Y4
+	VMINPS  Y4, Y9, Y4
+	TESTQ   DX, DX
+	JZ      gstore8
+	VMULPS  Y4, Y3, Y4
+
+gstore8:
+	VMOVUPS Y4, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     gby8
+
+grest:
+	TESTQ      CX, CX
+	JZ         gdone
+	MOVQ       mask+40(FP), AX
+	VMOVDQU    (AX), Y7
+	VMASKMOVPS (SI), Y7, Y3
+	VMULPS     Y1, Y3, Y4
+	VADDPS     Y2, Y4, Y4
+	VMAXPS     Y4, Y8, Y4
+	VMINPS     Y4, Y9, Y4
+	TESTQ      DX, DX
+	JZ         gstorer
+	VMULPS     Y4, Y3, Y4
+
+gstorer:
+	VMASKMOVPS Y4, Y7, (DI)
+
+gdone:
+	VZEROUPPER
+	RET

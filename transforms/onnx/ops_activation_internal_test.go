@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -13,9 +14,18 @@ import (
 // every length (the 64-, 16- and masked tails), any offset, NaN (kept),
 // infinities, and never past len(x).
 func TestClampVectorEqualsGo(t *testing.T) {
-	if !clampVector {
-		t.Skip("no vector kernel on this machine or build")
+	saved := actWidth
+	defer func() { actWidth = saved }()
+	for _, width := range simdWidths() {
+		if width == 0 {
+			continue
+		}
+		actWidth = width
+		t.Run(fmt.Sprintf("lanes=%d", width), testClampVector)
 	}
+}
+
+func testClampVector(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, 6, -1e30, 1e30}
 	for _, b := range [][2]float32{{0, 6}, {-1, 1}, {float32(math.Inf(-1)), 0.5}, {2, 2}} {
@@ -45,6 +55,49 @@ func TestClampVectorEqualsGo(t *testing.T) {
 				}
 				for i := n; i < len(y); i++ {
 					require.Equal(t, float32(-7), y[i], "n %d: written past the end at %d", n, i)
+				}
+			}
+		}
+	}
+}
+
+// HardSigmoid's and HardSwish's vector kernels write the bits Go's loop
+// (activateFloats) writes, at every width this CPU runs, for every length
+// (whole vectors and masked tails), any offset, NaN, infinities and
+// signed zeros, and never past len(x).
+func TestHardVectorEqualsGo(t *testing.T) {
+	saved := actWidth
+	defer func() { actWidth = saved }()
+	rng := rand.New(rand.NewPCG(5, 6))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), -3, 3, 2.5, -2.5, 1e30}
+	for _, width := range simdWidths() {
+		if width == 0 {
+			continue
+		}
+		actWidth = width
+		for _, k := range []ewUnary{{op: unHardSigmoid, alpha: 0.2, beta: 0.5}, {op: unHardSwish, alpha: 1.0 / 6, beta: 0.5}, {op: unHardSigmoid, alpha: -1.5, beta: 0.25}} {
+			for n := 0; n <= 70; n++ {
+				off := n % 3
+				buf := make([]float32, off+n)
+				for i := range buf {
+					buf[i] = rng.Float32()*10 - 5
+					if rng.IntN(6) == 0 {
+						buf[i] = special[rng.IntN(len(special))]
+					}
+				}
+				x := buf[off:]
+				want := make([]float32, n)
+				activateFloats(&k, x, want)
+				got := make([]float32, n+9)
+				for i := range got {
+					got[i] = -7
+				}
+				require.True(t, hardF32(got[:n], x, k.alpha, k.beta, k.op == unHardSwish))
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%d lanes, op %d alpha %v, n %d: [%d] of %v: %v, want %v", width, k.op, k.alpha, n, i, x[i], got[i], want[i])
+				}
+				for i := n; i < len(got); i++ {
+					require.Equal(t, float32(-7), got[i], "%d lanes, n %d: written past the end at %d", width, n, i)
 				}
 			}
 		}

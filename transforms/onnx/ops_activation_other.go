@@ -2,9 +2,12 @@
 
 package onnx
 
-// clampF32 has no vector kernel here (other architectures, the purego
-// build tag): Clip runs in Go.
+// No vector kernels here (other architectures, the purego build tag): the
+// activations run in Go.
+
 func clampF32(y, x []float32, lo, hi float32) bool { return false }
 
-// clampVector says the vector kernel runs here: never in this build.
-var clampVector = false
+func hardF32(y, x []float32, alpha, beta float32, swish bool) bool { return false }
+
+// actWidth is the lanes of the vector kernels: none in this build.
+var actWidth = 0

@@ -18,6 +18,9 @@ import (
 func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask int)
 
 //go:noescape
+func dwStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask *int32, full int)
+
+//go:noescape
 func deint2AVX512(even, odd, src *float32, rows, pairs, ldd, lds int, idx *int32, lo, hi, out int)
 
 //go:noescape
@@ -44,6 +47,10 @@ func maxRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int) (ok boo
 // dwVector says the AVX-512 kernels run here (a variable for the tests).
 var dwVector = cpu.X86.HasAVX512F
 
+// dwWidth is the lanes of dwRows's vector kernel (simd_amd64.go); a
+// variable for the tests.
+var dwWidth = simdWidth
+
 // deintIdx are deint2AVX512's permutations.
 var deintIdx = func() (idx [32]int32) {
 	for i := range 16 {
@@ -55,12 +62,23 @@ var deintIdx = func() (idx [32]int32) {
 // dwRows computes rows x cols outputs y[r*ldy+c] = bias + sum over taps t
 // of w[t] * srcs[t][r*ldx+c].
 func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32, bias float32) {
-	if !dwVector || rows == 0 || len(srcs) == 0 {
+	if dwWidth == 0 || rows == 0 || len(srcs) == 0 {
 		dwRowsGo(y, ldy, rows, cols, srcs, ldx, w, bias)
 		return
 	}
 	_ = w[len(srcs)-1]
 	_ = y[(rows-1)*ldy+cols-1]
+	if dwWidth == 8 {
+		for c0 := 0; c0 < cols; c0 += 8 {
+			lanes := min(8, cols-c0)
+			full := 0
+			if lanes == 8 {
+				full = 1
+			}
+			dwStripeAVX2(&y[c0], ldy, rows, unsafe.SliceData(srcs), 4*c0, ldx, unsafe.SliceData(w), len(srcs), bias, &laneMask8[8-lanes], full)
+		}
+		return
+	}
 	for c0 := 0; c0 < cols; c0 += 16 {
 		lanes := min(16, cols-c0)
 		dwStripeAVX512(&y[c0], ldy, rows, unsafe.SliceData(srcs), 4*c0, ldx, unsafe.SliceData(w), len(srcs), bias, 1<<lanes-1)

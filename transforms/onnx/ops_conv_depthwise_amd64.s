@@ -261,3 +261,108 @@ mtaps1:
 mdone:
 	VZEROUPPER
 	RET
+
+// func dwStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask *int32, full int)
+//
+// dwStripeAVX512 for AVX2 and FMA: a stripe of up to 8 columns. mask points
+// to 8 int32s, all ones on the lanes to read and write; with full != 0
+// every lane is, and the outputs are stored whole (a masked store costs
+// several times a plain one on AMD's cores). Loads are masked either way:
+// lanes outside the mask are never read.
+TEXT ·dwStripeAVX2(SB), NOSPLIT, $0-88
+	MOVQ         y+0(FP), DI
+	MOVQ         ldy+8(FP), R11
+	SHLQ         $2, R11
+	MOVQ         rows+16(FP), BX
+	MOVQ         srcs+24(FP), SI
+	MOVQ         off+32(FP), AX
+	MOVQ         ldx+40(FP), R12
+	SHLQ         $2, R12
+	MOVQ         w+48(FP), DX
+	MOVQ         taps+56(FP), R8
+	VBROADCASTSS bias+64(FP), Y5
+	MOVQ         mask+72(FP), CX
+	VMOVDQU      (CX), Y15
+	MOVQ         full+80(FP), CX
+	XORQ         R13, R13 // the rows' offset into the sources, bytes
+
+arows4:
+	CMPQ    BX, $4
+	JLT     arows1
+	VMOVAPS Y5, Y0
+	VMOVAPS Y5, Y1
+	VMOVAPS Y5, Y2
+	VMOVAPS Y5, Y3
+	XORQ    R9, R9
+
+ataps4:
+	MOVQ         (SI)(R9*8), R10
+	ADDQ         R13, R10
+	ADDQ         AX, R10
+	LEAQ         (R10)(R12*2), R14
+	VBROADCASTSS (DX)(R9*4), Y4
+	VMASKMOVPS   (R10), Y15, Y6
+	VMASKMOVPS   (R10)(R12*1), Y15, Y7
+	VMASKMOVPS   (R14), Y15, Y8
+	VMASKMOVPS   (R14)(R12*1), Y15, Y9
+	VFMADD231PS  Y6, Y4, Y0
+	VFMADD231PS  Y7, Y4, Y1
+	VFMADD231PS  Y8, Y4, Y2
+	VFMADD231PS  Y9, Y4, Y3
+	INCQ         R9
+	CMPQ         R9, R8
+	JLT          ataps4
+	LEAQ         (DI)(R11*2), R14
+	TESTQ        CX, CX
+	JZ           astore4m
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y1, (DI)(R11*1)
+	VMOVUPS      Y2, (R14)
+	VMOVUPS      Y3, (R14)(R11*1)
+	JMP          anext4
+
+astore4m:
+	VMASKMOVPS Y0, Y15, (DI)
+	VMASKMOVPS Y1, Y15, (DI)(R11*1)
+	VMASKMOVPS Y2, Y15, (R14)
+	VMASKMOVPS Y3, Y15, (R14)(R11*1)
+
+anext4:
+	LEAQ (R14)(R11*2), DI
+	LEAQ (R13)(R12*4), R13
+	SUBQ $4, BX
+	JMP  arows4
+
+arows1:
+	TESTQ   BX, BX
+	JZ      adone
+	VMOVAPS Y5, Y0
+	XORQ    R9, R9
+
+ataps1:
+	MOVQ         (SI)(R9*8), R10
+	ADDQ         R13, R10
+	ADDQ         AX, R10
+	VBROADCASTSS (DX)(R9*4), Y4
+	VMASKMOVPS   (R10), Y15, Y6
+	VFMADD231PS  Y6, Y4, Y0
+	INCQ         R9
+	CMPQ         R9, R8
+	JLT          ataps1
+	TESTQ        CX, CX
+	JZ           astore1m
+	VMOVUPS      Y0, (DI)
+	JMP          anext1
+
+astore1m:
+	VMASKMOVPS Y0, Y15, (DI)
+
+anext1:
+	ADDQ R11, DI
+	ADDQ R12, R13
+	DECQ BX
+	JMP  arows1
+
+adone:
+	VZEROUPPER
+	RET

@@ -23,3 +23,6 @@ func maxRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int) bool { 
 
 // dwVector says vector kernels run here: never in this build.
 var dwVector = false
+
+// dwWidth is the lanes of dwRows's vector kernel: none in this build.
+var dwWidth = 0

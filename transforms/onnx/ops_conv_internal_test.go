@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The depthwise kernel gives the direct loops' results with its vector
-// kernels and in plain Go (other CPUs), on shapes that exercise the
+// The depthwise kernel gives the direct loops' results with each vector
+// kernel this CPU runs (AVX-512, AVX2) and in plain Go (other CPUs), and
+// writes nothing past its output, on shapes that exercise the
 // stripes' masks, the four-row blocks' remainders, strides 1, 2 and 3, 3-D
 // kernels and multipliers.
 func TestDepthwiseVectorAndGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
-	saved := dwVector
-	defer func() { dwVector = saved }()
+	saved := dwWidth
+	defer func() { dwWidth = saved }()
 	for trial := range 60 {
 		nsp := 2 + trial%2
 		var in, k, s, d, pads []int
@@ -44,18 +45,18 @@ func TestDepthwiseVectorAndGo(t *testing.T) {
 		bias := uniform(r, p.m)
 		want := make([]float32, p.n*p.m*geo.outSize())
 		convDirect(p, x, wt, bias, want)
-		for _, vector := range []bool{true, false} {
-			if vector && !saved {
-				continue
-			}
-			dwVector = vector
-			got := make([]float32, len(want))
+		for _, width := range simdWidths() {
+			dwWidth = width
+			got := make([]float32, len(want)+17)
 			for i := range got {
 				got[i] = float32(math.NaN())
 			}
-			convDepthwise(p, x, wt, bias, got)
+			convDepthwise(p, x, wt, bias, got[:len(want)])
 			for i := range want {
-				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (vector %t) in %v k %v s %v d %v pads %v: element %d", trial, vector, in, k, s, d, pads, i)
+				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (%d lanes) in %v k %v s %v d %v pads %v: element %d", trial, width, in, k, s, d, pads, i)
+			}
+			for i := len(want); i < len(got); i++ {
+				require.True(t, math.IsNaN(float64(got[i])), "trial %d (%d lanes): written past the output at %d", trial, width, i)
 			}
 		}
 	}
