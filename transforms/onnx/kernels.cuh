@@ -33,3 +33,47 @@ __device__ __forceinline__ long long offset(long long i, long long rank, const l
 // each list of them as 3 separate long longs.
 #define P3(n) long long n##0, long long n##1, long long n##2
 #define A3(n) {n##0, n##1, n##2}
+
+// Unary operations (ops_math.go's unOp, in its order).
+enum {
+    UN_SQRT,
+    UN_EXP,
+    UN_LOG,
+    UN_NEG,
+    UN_ABS,
+    UN_RECIPROCAL,
+    UN_TANH,
+    UN_SIGMOID,
+    UN_ERF,
+    UN_RELU,
+    UN_LEAKY_RELU,
+    UN_HARD_SIGMOID,
+    UN_HARD_SWISH,
+    UN_ELU,
+};
+
+__device__ __forceinline__ float clamp01(float v) { return v < 0 ? 0 : (v > 1 ? 1 : v); }
+
+// unary_op is op(v), a and b the activations' attributes: unary_f32's operation, and the
+// activation of a fused Conv's epilogue (conv_epilogue_f32), so that both compute the same.
+__device__ __forceinline__ float unary_op(long long op, float v, float a, float b)
+{
+    double d = (double)v;
+    switch (op) {
+    case UN_SQRT: return sqrtf(v);
+    case UN_EXP: return (float)exp(d);
+    case UN_LOG: return (float)log(d);
+    case UN_NEG: return -v;
+    case UN_ABS: return fabsf(v);
+    case UN_RECIPROCAL: return 1.0f / v;
+    case UN_TANH: return (float)tanh(d);
+    case UN_SIGMOID: return (float)(1.0 / (1.0 + exp(-d)));
+    case UN_ERF: return (float)erf(d);
+    case UN_RELU: return v != v ? v : (v > 0 ? v : 0.0f);
+    case UN_LEAKY_RELU: return v != v ? v : (v > 0 ? v : (v < 0 ? a * v : 0.0f));
+    case UN_HARD_SIGMOID: return v != v ? v : clamp01(a * v + b);
+    case UN_HARD_SWISH: return v != v ? v : v * clamp01(v * a + b);
+    case UN_ELU: return v < 0 ? (float)((double)a * expm1(d)) : v;
+    default: return v;
+    }
+}

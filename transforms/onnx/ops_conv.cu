@@ -36,6 +36,35 @@ extern "C" __global__ void bias_channels_f32(float *y, const float *bias, long l
     GRID_LOOP(i, n * c * hw) { y[i] += bias[(i / hw) % c]; }
 }
 
+// conv_epilogue_f32: a fused Conv's epilogue over y (n x c x hw, the products): y += bias[c]
+// (bias may be null), y += z (the residual, y's shape; may be null), then the activation:
+// op >= 0 a unary operation (unary_op, a and b its attributes), op == -2 Clip to [a, b]
+// as clip_f32 computes it, op == -1 none. Each step rounds as the unfused kernels do.
+extern "C" __global__ void conv_epilogue_f32(float *y, const float *bias, const float *z, long long n, long long c,
+                                             long long hw, long long op, double a, double b)
+{
+    float fa = (float)a, fb = (float)b;
+    bool nanBound = op == -2 && (fa != fa || fb != fb);
+    float nan = fa != fa ? fa : fb;
+    GRID_LOOP(i, n * c * hw)
+    {
+        float v = y[i];
+        if (bias) v += bias[(i / hw) % c];
+        if (z) v += z[i];
+        if (op >= 0) {
+            v = unary_op(op, v, fa, fb);
+        } else if (op == -2) {
+            if (nanBound) {
+                v = nan;
+            } else {
+                if (v < fa) v = fa;
+                if (v > fb) v = fb;
+            }
+        }
+        y[i] = v;
+    }
+}
+
 // conv_depthwise_f32: a convolution of groups = c channels, mult outputs per channel: y
 // (n x c*mult x o) from x (n x c x i) and w (c*mult x 1 x k), plus bias (may be null);
 // each output a sum over the window in double.

@@ -121,36 +121,37 @@ func (c *conv) Infer(in []Meta) ([]Meta, error) {
 	return []Meta{{Type: x.Type, Shape: geo.outShape(x.Shape[0], w.Shape[0])}}, nil
 }
 
-func (c *conv) Run(in, out []nd.Array) error {
+func (c *conv) Run(in, out []nd.Array) error { return c.run(in, out, nil, nil) }
+
+// run computes the convolution of in (X, W, B) into out, each output value
+// then through ep (nil: none) with z its residual (nil: none; float32,
+// Y's shape), in the task that wrote it, while it is in cache.
+func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 	x, w, b, y := in[0], in[1], arrayAt(in, 2), out[0]
 	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
 	if err != nil {
 		return err
 	}
-	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group}
+	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group, ep: ep, z: z}
 	if x.Type == nd.Float64 {
 		convDirect(p, nd.MustAs[float64](x), nd.MustAs[float64](w), asOr[float64](b), nd.MustAs[float64](y))
 		return nil
 	}
 	xs, ws, ys := nd.MustAs[float32](x), nd.MustAs[float32](w), nd.MustAs[float32](y)
 	bs := asOr[float32](b)
-	if p.c == 0 || len(ys) == 0 { // no input channels: the bias alone
+	switch {
+	case p.c == 0 || len(ys) == 0: // no input channels: the bias alone
 		convBiasOnly(ys, bs, p.m, geo.outSize())
-		return nil
-	}
-	if p.c/p.group == 1 && p.group > 1 {
+		ep.applyAll(ys, z)
+	case p.c/p.group == 1 && p.group > 1:
 		convDepthwise(p, xs, ws, bs, ys)
-		return nil
-	}
-	if useFlat(p) {
+	case useFlat(p):
 		convFlat(p, xs, c.flatWeightsOf(ws, p), bs, ys)
-		return nil
-	}
-	if convByRows(p) {
+	case convByRows(p):
 		convGemmRows(p, xs, ws, bs, ys)
-		return nil
+	default:
+		convGemm(p, xs, c.weights(w, p), bs, ys)
 	}
-	convGemm(p, xs, c.weights(w, p), bs, ys)
 	return nil
 }
 
@@ -189,6 +190,11 @@ func (c *conv) weights(w nd.Array, p convProblem) []*gemm.Packed {
 // convProblem is one Conv's sizes: n images of c channels, m output
 // channels, in groups.
 type convProblem struct {
+	// ep is applied to each output run once written, z its residual (the
+	// output's shape); nil: none (a fused Conv's, plan_fuse.go).
+	ep *epilogue
+	z  []float32
+
 	geo            geometry
 	n, c, m, group int
 }
@@ -237,6 +243,7 @@ func convGemm(p convProblem, x []float32, w []*gemm.Packed, bias, y []float32) {
 			b = bias[g*mg : (g+1)*mg]
 		}
 		transposeInto(y[(img*p.m+g*mg)*P+p0:], P, tmp[:n*mg], n, mg, b)
+		p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
 	})
 }
 
@@ -305,13 +312,14 @@ func convGemmRows(p convProblem, x, w, bias, y []float32) {
 		wg := w[g*mg*k : (g+1)*mg*k]
 		if pointwise {
 			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, xg[p0:], P, beta, yc, P)
-			return
+		} else {
+			buf := getFloats(n * k)
+			col := (*buf)[:n*k]
+			im2col(col, xg, cg, geo, p0, n)
+			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
+			putFloats(buf)
 		}
-		buf := getFloats(n * k)
-		defer putFloats(buf)
-		col := (*buf)[:n*k]
-		im2col(col, xg, cg, geo, p0, n)
-		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
+		p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
 	})
 }
 

@@ -16,9 +16,10 @@ import (
 // 2sw, ... then 1, 1+sw, ...: even and odd columns for stride 2), so that
 // every kernel tap reads unit-stride runs: tap (kh, kw) of output row r,
 // column c is the buffer's row r*sh + kh*dh, phase (kw*dw) mod sw, column
-// c + (kw*dw)/sw. The output is then computed in stripes of 16 columns,
-// four rows at a time, each a sum of taps x shifted runs in AVX-512
-// registers, written once with the bias (dwRows; plain Go elsewhere).
+// c + (kw*dw)/sw. The output is then computed in stripes of 16 (AVX-512)
+// or 8 (AVX2) columns, four rows at a time, each a sum of taps x shifted
+// runs in vector registers, written once with the bias (dwRows; plain Go
+// elsewhere).
 // Planes are spread over the cores.
 
 // convDepthwise computes a float32 convolution of one input channel per
@@ -119,6 +120,7 @@ func depthwisePlane(p convProblem, x, w, bias, y []float32, t int, buf dwBuf) {
 				}
 			}
 		}
+		p.finish(y, (img*p.m+m)*planeOut, 1, planeOut, planeOut)
 	}
 }
 

@@ -192,6 +192,7 @@ func convFlat(p convProblem, x []float32, fw *flatWeights, bias, y []float32) {
 				copy(dst[r*ow:(r+1)*ow], src[r*wq:r*wq+ow])
 			}
 		}
+		p.finish(y, (img*p.m+grp*mg)*P, mg, P, P)
 	})
 }
 

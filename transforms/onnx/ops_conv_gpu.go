@@ -8,6 +8,7 @@ var (
 	kIm2col       = Module.Kernel("im2col_f32")
 	kBiasChannels = Module.Kernel("bias_channels_f32")
 	kConvDepth    = Module.Kernel("conv_depthwise_f32")
+	kConvEpilogue = Module.Kernel("conv_epilogue_f32")
 )
 
 // convScratchBytes bounds the columns of one im2col pass: images go in
@@ -15,6 +16,25 @@ var (
 const convScratchBytes = 64 << 20
 
 func (c *conv) Launch(d *Device, in, out []DevArray) error {
+	return c.launch(d, in, out, nil, DevArray{})
+}
+
+// Launch runs a fused Conv (ops_conv_fused.go): the products as Conv's,
+// then its bias, residual and activation in one kernel, conv_epilogue_f32.
+func (k *fusedConv) Launch(d *Device, in, out []DevArray) error {
+	var z DevArray
+	if k.ep.residual {
+		z = in[3]
+		if !allFloat32(z) {
+			return ErrOnHost
+		}
+	}
+	return k.conv.launch(d, in[:3], out, k.ep, z)
+}
+
+// launch enqueues the convolution of in into out, with ep's epilogue (nil:
+// none) and z its residual.
+func (c *conv) launch(d *Device, in, out []DevArray, ep *epilogue, z DevArray) error {
 	x, w, b, y := in[0], in[1], arrayOf(in, 2), out[0]
 	if !allFloat32(x, w, b) {
 		return ErrOnHost
@@ -30,7 +50,10 @@ func (c *conv) Launch(d *Device, in, out []DevArray) error {
 	}
 	if ch/group == 1 && group > 1 && group == ch {
 		args := geo3([]any{x.Ptr, w.Ptr, ptrOr0(b), y.Ptr, i64(n), i64(ch), i64(m / ch)}, geo)
-		return d.launch(kConvDepth, y.Len(), args...)
+		if err := d.launch(kConvDepth, y.Len(), args...); err != nil || ep == nil {
+			return err
+		}
+		return ep.launch(d, y, DevArray{}, z, n, m, os) // the bias is added
 	}
 	cg, mg := ch/group, m/group
 	kg := cg * geo.kSize()
@@ -66,8 +89,24 @@ func (c *conv) Launch(d *Device, in, out []DevArray) error {
 			}
 		}
 	}
+	if ep != nil {
+		return ep.launch(d, y, b, z, n, m, os)
+	}
 	if b.Defined() {
 		return d.launch(kBiasChannels, y.Len(), y.Ptr, b.Ptr, i64(n), i64(m), i64(os))
 	}
 	return nil
+}
+
+// launch enqueues conv_epilogue_f32 over y (n x m x os): the bias b (if
+// defined), the residual z (if defined), the activation.
+func (e *epilogue) launch(d *Device, y, b, z DevArray, n, m, os int) error {
+	op, a, bb := int64(-1), 0.0, 0.0
+	switch {
+	case e.unary != nil:
+		op, a, bb = int64(e.unary.op), float64(e.unary.alpha), float64(e.unary.beta)
+	case e.clip:
+		op, a, bb = -2, float64(e.lo), float64(e.hi)
+	}
+	return d.launch(kConvEpilogue, y.Len(), y.Ptr, ptrOr0(b), ptrOr0(z), i64(n), i64(m), i64(os), op, a, bb)
 }

@@ -279,6 +279,7 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool) (p *Plan,
 			p.steps = append(p.steps, pstep{n: n, in: n.in, out: n.out})
 		}
 	}
+	p.fuse()
 	p.place()
 	return p, -1, nil
 }

@@ -1,0 +1,164 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// A fused Conv: a Conv whose output only an Add of a residual and/or an
+// activation read, planned as one step (plan_fuse.go) that applies them
+// to each output value in the task that wrote it, while it is in cache,
+// instead of in passes of their own over the whole output (as ONNX
+// Runtime's FusedConv, https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html).
+// On the device the bias, the residual and the activation are one kernel
+// after the products (ops_conv_gpu.go's conv_epilogue_f32). The graph is
+// not changed: the fusion is the plan's, made the same way for the CPU and
+// the device.
+
+// An epilogue is what a fused Conv does to each output value after its
+// bias: add the residual, then apply the activation (each the computation
+// of the operator it replaces, so that the outputs are the unfused plan's,
+// bit for bit).
+type epilogue struct {
+	// residual says the step's fourth input is the residual Z (Y = act(conv
+	// + Z)).
+	residual bool
+	// unary is the activation when it is a one-input operator (Relu,
+	// HardSwish, Sigmoid, ...); nil with clip false: none.
+	unary *ewUnary
+	// clip, lo and hi: the activation is Clip to [lo, hi] (either NaN:
+	// every value NaN).
+	clip   bool
+	lo, hi float32
+	// ops are the fused operators after the Conv, for the step's label.
+	ops []string
+}
+
+// apply computes the epilogue of the run y (bias added) with z its
+// residual (nil: none).
+func (e *epilogue) apply(y, z []float32) {
+	if z != nil {
+		z = z[:len(y)]
+		for i := range y {
+			y[i] += z[i]
+		}
+	}
+	switch {
+	case e.unary != nil:
+		e.unary.float32s(y, y)
+	case e.clip:
+		clip32(y, e.lo, e.hi)
+	}
+}
+
+// applyAll computes the epilogue of the whole output y, spread over the
+// cores; a nil e does nothing.
+func (e *epilogue) applyAll(y, z []float32) {
+	if e == nil {
+		return
+	}
+	parallel.For(len(y), 4, func(lo, hi int) {
+		var zs []float32
+		if z != nil {
+			zs = z[lo:hi]
+		}
+		e.apply(y[lo:hi], zs)
+	})
+}
+
+// clip32 is Clip's float32 loop (clipRun) in place.
+func clip32(y []float32, lo, hi float32) {
+	if lo != lo || hi != hi {
+		nan := lo
+		if hi != hi {
+			nan = hi
+		}
+		for i := range y {
+			y[i] = nan
+		}
+		return
+	}
+	if clampF32(y, y, lo, hi) {
+		return
+	}
+	for i, v := range y {
+		y[i] = min(max(v, lo), hi)
+	}
+}
+
+// finish applies p's epilogue (if any) to rows runs of n output values,
+// the first at y[off], each ld after the one before.
+func (p convProblem) finish(y []float32, off, rows, n, ld int) {
+	if p.ep == nil {
+		return
+	}
+	if n == ld { // the runs are one
+		n, rows = n*rows, 1
+	}
+	for r := range rows {
+		o := off + r*ld
+		var z []float32
+		if p.z != nil {
+			z = p.z[o : o+n]
+		}
+		p.ep.apply(y[o:o+n], z)
+	}
+}
+
+// fusedConv is the kernel of a fused step: inputs X, W, B (or left out)
+// and Z (left out without a residual), one output.
+type fusedConv struct {
+	conv *conv
+	ep   *epilogue
+}
+
+func (k *fusedConv) Infer(in []Meta) ([]Meta, error) { return k.conv.Infer(in[:3]) }
+
+func (k *fusedConv) Run(in, out []nd.Array) error {
+	var z []float32
+	if k.ep.residual {
+		z = nd.MustAs[float32](in[3])
+	}
+	return k.conv.run(in[:3], out, k.ep, z)
+}
+
+// label names the operators of a fused step: "Conv+Add+Relu".
+func (e *epilogue) label() string { return strings.Join(append([]string{"Conv"}, e.ops...), "+") }
+
+// String describes the epilogue, for tests and logs.
+func (e *epilogue) String() string {
+	s := e.label()
+	if e.clip {
+		s += fmt.Sprintf("[%v,%v]", e.lo, e.hi)
+	}
+	return s
+}
+
+// clipBounds are Clip's float32 bounds from its attributes or its known
+// inputs; ok false when an input bound is not known before the run.
+func clipBounds(k *clipKernel, in []Meta) (lo, hi float32, ok bool) {
+	lo, hi = float32(math.Inf(-1)), float32(math.Inf(1))
+	if !k.inputs {
+		if k.hasLo {
+			lo = float32(k.lo)
+		}
+		if k.hasHi {
+			hi = float32(k.hi)
+		}
+		return lo, hi, true
+	}
+	for i, b := range []*float32{&lo, &hi} {
+		if len(in) <= i+1 || in[i+1].Type == nd.Undefined {
+			continue
+		}
+		if in[i+1].Value == nil || in[i+1].Type != nd.Float32 || in[i+1].Value.Len() != 1 {
+			return 0, 0, false
+		}
+		*b = nd.MustAs[float32](*in[i+1].Value)[0]
+	}
+	return lo, hi, true
+}
