@@ -6,11 +6,15 @@
 // implement), folds its constants and folds each inference-mode
 // BatchNormalization that follows a Conv into the Conv's weights and bias
 // (graph_fuse.go); Model.Run plans the graph once per
-// input shape (Model.Plan: shapes inferred, known values computed, the rest
-// placed in one workspace) and runs it. A model with an operator outside
+// input shape (Model.Plan: shapes inferred, known values computed, each
+// Conv fused with the residual Add and the activation that alone read it
+// (plan_fuse.go, ops_conv_fused.go), the rest placed in one workspace) and
+// runs it. A model with an operator outside
 // the set is refused at load, naming the operator, its node and the opset.
 //
-// On the GPU (Plan.RunDevice, gpu.go) the same plan runs one node at a
+// On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps
+// included (a fused Conv's bias, residual and activation are one kernel
+// after its products), runs one step at a
 // time as launches of the operators' CUDA kernels and cuBLAS products, the
 // model's weights resident on the device, the intermediate values in one
 // device workspace at the plan's offsets, one copy up per input and one
@@ -29,7 +33,11 @@
 // ops_softmax.cu those kernels. An operator's vector code for amd64 is
 // assembly beside it (ops_conv_flat_amd64.s, declared in
 // ops_conv_flat_amd64.go; ops_conv_flat_other.go is the Go that runs
-// elsewhere). kernels.cu includes every operator's .cu
+// elsewhere), for AVX-512, and for AVX2 with FMA (AMD's EPYC before Zen 4
+// has no AVX-512) where written (the depthwise convolution, MaxPool, Clip,
+// Relu, HardSigmoid, HardSwish; the shifted-sum convolution is AVX-512
+// only), chosen at start from the CPU's features (simd_amd64.go)
+// and each tested against its Go loop at every width the CPU runs. kernels.cu includes every operator's .cu
 // file, with the helpers they share in kernels.cuh, and is what nvcc
 // compiles to kernels.ptx (`make ptx`, cmd/beamgpu-ptx); kernels.go embeds
 // the PTX (PTX, Module). What several operators share has one file each:

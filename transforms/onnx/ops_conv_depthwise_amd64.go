@@ -21,6 +21,9 @@ func dwStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *
 func dwStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *float32, taps int, bias float32, mask *int32, full int)
 
 //go:noescape
+func mpStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx, taps int, mask *int32, full int)
+
+//go:noescape
 func deint2AVX512(even, odd, src *float32, rows, pairs, ldd, lds int, idx *int32, lo, hi, out int)
 
 //go:noescape
@@ -30,13 +33,19 @@ func mpStripeAVX512(y *float32, ldy, rows int, srcs **float32, off, ldx, taps in
 // of srcs[t][r*ldx+c] (NaN if any is NaN); ok false when there is no vector
 // kernel here.
 func maxRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int) (ok bool) {
-	if !dwVector {
+	if dwWidth == 0 {
 		return false
 	}
 	if rows == 0 || len(srcs) == 0 {
 		return true
 	}
 	_ = y[(rows-1)*ldy+cols-1]
+	if dwWidth == 8 {
+		stripes8(y, ldy, rows, cols, ldx, func(y *float32, rows, off int, mask *int32, full int) {
+			mpStripeAVX2(y, ldy, rows, unsafe.SliceData(srcs), off, ldx, len(srcs), mask, full)
+		})
+		return true
+	}
 	for c0 := 0; c0 < cols; c0 += 16 {
 		lanes := min(16, cols-c0)
 		mpStripeAVX512(&y[c0], ldy, rows, unsafe.SliceData(srcs), 4*c0, ldx, len(srcs), 1<<lanes-1)
@@ -69,14 +78,7 @@ func dwRows(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []floa
 	_ = w[len(srcs)-1]
 	_ = y[(rows-1)*ldy+cols-1]
 	if dwWidth == 8 {
-		for c0 := 0; c0 < cols; c0 += 8 {
-			lanes := min(8, cols-c0)
-			full := 0
-			if lanes == 8 {
-				full = 1
-			}
-			dwStripeAVX2(&y[c0], ldy, rows, unsafe.SliceData(srcs), 4*c0, ldx, unsafe.SliceData(w), len(srcs), bias, &laneMask8[8-lanes], full)
-		}
+		dwRowsAVX2(y, ldy, rows, cols, srcs, ldx, w, bias)
 		return
 	}
 	for c0 := 0; c0 < cols; c0 += 16 {
@@ -99,4 +101,40 @@ func deint2(even, odd, src []float32, rows, n, ldd, lds int) {
 	t := n % 16
 	lo, hi := 1<<min(2*t, 16)-1, 1<<max(0, 2*t-16)-1
 	deint2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), rows, n, ldd, lds, &deintIdx[0], lo, hi, 1<<t-1)
+}
+
+// dwRowsAVX2 is dwRows on the AVX2 kernel, in stripes8's order.
+func dwRowsAVX2(y []float32, ldy, rows, cols int, srcs []*float32, ldx int, w []float32, bias float32) {
+	stripes8(y, ldy, rows, cols, ldx, func(y *float32, rows, off int, mask *int32, full int) {
+		dwStripeAVX2(y, ldy, rows, unsafe.SliceData(srcs), off, ldx, unsafe.SliceData(w), len(srcs), bias, mask, full)
+	})
+}
+
+// stripes8 runs an AVX2 stripe kernel over rows x cols outputs (rows ldy
+// apart; the sources' rows ldx apart) in stripes of 8 columns, the last
+// (cols%8 of them) under a mask: stripe(y, rows, off, mask, full) computes
+// rows rows of the stripe at y, its sources off bytes in, storing whole
+// vectors where full != 0. A masked store costs several times a plain one
+// on AMD's cores, and the small planes of a network's later layers (7 or
+// 14 columns) would store every row masked; so where the rows are
+// contiguous (ldy == cols) the last stripe goes first and stores whole
+// vectors, each row's extra lanes landing on the next row's first
+// columns, which that row's own store (the same stripe, or a whole one
+// after it) rewrites; only the last row is stored masked. (Rows under 4
+// columns store masked: their extra lanes would reach two rows on.)
+func stripes8(y []float32, ldy, rows, cols, ldx int, stripe func(y *float32, rows, off int, mask *int32, full int)) {
+	if lanes := cols % 8; lanes != 0 {
+		c0 := cols - lanes
+		mask := &laneMask8[8-lanes]
+		if ldy == cols && rows > 1 && 8-lanes <= cols { // the extra lanes within the next row
+			stripe(&y[c0], rows-1, 4*c0, mask, 1)
+			stripe(&y[(rows-1)*ldy+c0], 1, 4*(c0+(rows-1)*ldx), mask, 0)
+		} else {
+			stripe(&y[c0], rows, 4*c0, mask, 0)
+		}
+		cols = c0
+	}
+	for c0 := 0; c0 < cols; c0 += 8 {
+		stripe(&y[c0], rows, 4*c0, &laneMask8[0], 1)
+	}
 }

@@ -366,3 +366,129 @@ anext1:
 adone:
 	VZEROUPPER
 	RET
+
+// func mpStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx, taps int, mask *int32, full int)
+//
+// mpStripeAVX512 for AVX2: a stripe of up to 8 columns (mask points to 8
+// int32s, all ones on the lanes read and written; full != 0 stores whole
+// vectors, as dwStripeAVX2). NaN: each row's unordered lanes are ORed
+// into a mask of their own and blended in at the end.
+TEXT ·mpStripeAVX2(SB), NOSPLIT, $0-72
+	MOVQ         y+0(FP), DI
+	MOVQ         ldy+8(FP), R11
+	SHLQ         $2, R11
+	MOVQ         rows+16(FP), BX
+	MOVQ         srcs+24(FP), SI
+	MOVQ         off+32(FP), AX
+	MOVQ         ldx+40(FP), R12
+	SHLQ         $2, R12
+	MOVQ         taps+48(FP), R8
+	MOVQ         mask+56(FP), CX
+	VMOVDQU      (CX), Y15
+	MOVQ         full+64(FP), DX
+	MOVL         $0x7fc00000, CX
+	MOVQ         CX, X14
+	VBROADCASTSS X14, Y14 // a quiet NaN
+	MOVL         $0xff800000, CX
+	MOVQ         CX, X5
+	VBROADCASTSS X5, Y5 // -Inf
+	XORQ         R13, R13
+
+nrows4:
+	CMPQ    BX, $4
+	JLT     nrows1
+	VMOVAPS Y5, Y0
+	VMOVAPS Y5, Y1
+	VMOVAPS Y5, Y2
+	VMOVAPS Y5, Y3
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	XORQ    R9, R9
+
+ntaps4:
+	MOVQ       (SI)(R9*8), R10
+	ADDQ       R13, R10
+	ADDQ       AX, R10
+	LEAQ       (R10)(R12*2), R14
+	VMASKMOVPS (R10), Y15, Y6
+	VMASKMOVPS (R10)(R12*1), Y15, Y7
+	VMASKMOVPS (R14), Y15, Y8
+	VMASKMOVPS (R14)(R12*1), Y15, Y9
+	VCMPPS     $3, Y6, Y6, Y4
+	VORPS      Y4, Y10, Y10
+	VCMPPS     $3, Y7, Y7, Y4
+	VORPS      Y4, Y11, Y11
+	VCMPPS     $3, Y8, Y8, Y4
+	VORPS      Y4, Y12, Y12
+	VCMPPS     $3, Y9, Y9, Y4
+	VORPS      Y4, Y13, Y13
+	VMAXPS     Y6, Y0, Y0
+	VMAXPS     Y7, Y1, Y1
+	VMAXPS     Y8, Y2, Y2
+	VMAXPS     Y9, Y3, Y3
+	INCQ       R9
+	CMPQ       R9, R8
+	JLT        ntaps4
+	VBLENDVPS  Y10, Y14, Y0, Y0
+	VBLENDVPS  Y11, Y14, Y1, Y1
+	VBLENDVPS  Y12, Y14, Y2, Y2
+	VBLENDVPS  Y13, Y14, Y3, Y3
+	LEAQ       (DI)(R11*2), R14
+	TESTQ      DX, DX
+	JZ         nstore4m
+	VMOVUPS    Y0, (DI)
+	VMOVUPS    Y1, (DI)(R11*1)
+	VMOVUPS    Y2, (R14)
+	VMOVUPS    Y3, (R14)(R11*1)
+	JMP        nnext4
+
+nstore4m:
+	VMASKMOVPS Y0, Y15, (DI)
+	VMASKMOVPS Y1, Y15, (DI)(R11*1)
+	VMASKMOVPS Y2, Y15, (R14)
+	VMASKMOVPS Y3, Y15, (R14)(R11*1)
+
+nnext4:
+	LEAQ (R14)(R11*2), DI
+	LEAQ (R13)(R12*4), R13
+	SUBQ $4, BX
+	JMP  nrows4
+
+nrows1:
+	TESTQ   BX, BX
+	JZ      ndone
+	VMOVAPS Y5, Y0
+	VXORPS  Y10, Y10, Y10
+	XORQ    R9, R9
+
+ntaps1:
+	MOVQ       (SI)(R9*8), R10
+	ADDQ       R13, R10
+	ADDQ       AX, R10
+	VMASKMOVPS (R10), Y15, Y6
+	VCMPPS     $3, Y6, Y6, Y4
+	VORPS      Y4, Y10, Y10
+	VMAXPS     Y6, Y0, Y0
+	INCQ       R9
+	CMPQ       R9, R8
+	JLT        ntaps1
+	VBLENDVPS  Y10, Y14, Y0, Y0
+	TESTQ      DX, DX
+	JZ         nstore1m
+	VMOVUPS    Y0, (DI)
+	JMP        nnext1
+
+nstore1m:
+	VMASKMOVPS Y0, Y15, (DI)
+
+nnext1:
+	ADDQ R11, DI
+	ADDQ R12, R13
+	DECQ BX
+	JMP  nrows1
+
+ndone:
+	VZEROUPPER
+	RET

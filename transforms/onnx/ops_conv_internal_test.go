@@ -148,3 +148,55 @@ func uniform(r *rand.Rand, n int) []float32 {
 	}
 	return v
 }
+
+// MaxPool's vector kernels give the Go loops' maxima (NaN where any value
+// of the window is NaN, -Inf kept) at every width this CPU runs, on
+// windows with strides, dilations and padding, small planes (the stripes'
+// masks and the whole-vector stores that spill into the next row) and
+// large ones, and write nothing past the output.
+func TestMaxPoolVectorAndGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	saved := dwWidth
+	defer func() { dwWidth = saved }()
+	special := []float32{float32(math.NaN()), float32(math.Inf(-1)), float32(math.Inf(1))}
+	for trial := range 80 {
+		in := []int{1, 1 + r.IntN(30), 1 + r.IntN(30)}
+		k := []int{1, 1 + r.IntN(3), 1 + r.IntN(3)}
+		w := window{strides: []int{1, 1 + r.IntN(2), 1 + r.IntN(2)}, dilations: []int{1, 1 + r.IntN(2), 1 + r.IntN(2)},
+			pads: []int{0, r.IntN(2), r.IntN(2), 0, r.IntN(2), r.IntN(2)}, autoPad: "NOTSET"}
+		geo, err := w.geometry(in, k)
+		if err != nil || geo.padLo[1] >= geo.k[1] || geo.padLo[2] >= geo.k[2] {
+			continue
+		}
+		planes := 1 + r.IntN(5)
+		x := uniform(r, planes*geo.inSize())
+		for i := range x {
+			if r.IntN(40) == 0 {
+				x[i] = special[r.IntN(len(special))]
+			}
+		}
+		want := make([]float32, planes*geo.outSize())
+		maxPool(geo, planes, false, x, want, nil, float32(math.Inf(-1)))
+		for _, width := range simdWidths() {
+			if width == 0 {
+				continue
+			}
+			dwWidth = width
+			got := make([]float32, len(want)+17)
+			for i := range got {
+				got[i] = 12345
+			}
+			require.True(t, maxPoolVector(geo, planes, x, got[:len(want)]))
+			for i := range want {
+				if math.IsNaN(float64(want[i])) {
+					require.True(t, math.IsNaN(float64(got[i])), "trial %d (%d lanes) in %v k %v: element %d: %v, want NaN", trial, width, in, k, i, got[i])
+					continue
+				}
+				require.Equal(t, want[i], got[i], "trial %d (%d lanes) in %v k %v: element %d", trial, width, in, k, i)
+			}
+			for i := len(want); i < len(got); i++ {
+				require.Equal(t, float32(12345), got[i], "trial %d (%d lanes): written past the output at %d", trial, width, i)
+			}
+		}
+	}
+}

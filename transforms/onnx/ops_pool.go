@@ -19,7 +19,7 @@ import (
 // past the padding counts only up to its end). Versions 11 change only the
 // words on auto_pad. Direct loops over the output positions, planes (N x C)
 // spread over the cores; float32 MaxPool without Indices over 1 or 2 axes
-// runs in AVX-512 on the depthwise convolution's layout (maxPoolVector).
+// runs in AVX-512 or AVX2 on the depthwise convolution's layout (maxPoolVector).
 
 func init() {
 	RegisterOp(OpDef{Name: "MaxPool", Versions: []int{1, 8, 10, 11, 12}, New: newMaxPool})
@@ -251,10 +251,10 @@ func maxRow[T numElem](out, row []T, ww windows, dil int) {
 // without Indices, on the vector kernel where the CPU has one (ok false
 // otherwise): each plane copied, its padding -Inf, into the depthwise
 // convolution's phase-split layout (dwPad), so that every tap of the
-// window reads unit-stride runs, then the maxima in 16-column stripes
-// (maxRows).
+// window reads unit-stride runs, then the maxima in 16- or 8-column
+// stripes (maxRows).
 func maxPoolVector(g geometry, planes int, x, y []float32) (ok bool) {
-	if !dwVector || g.k[0] != 1 || g.in[0] != 1 || g.out[0] != 1 {
+	if dwWidth == 0 || g.k[0] != 1 || g.in[0] != 1 || g.out[0] != 1 {
 		return false
 	}
 	sh, sw := g.stride[1], g.stride[2]
