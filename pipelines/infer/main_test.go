@@ -432,7 +432,8 @@ func TestStubBackend(t *testing.T) {
 func TestHelpAndFlagErrors(t *testing.T) {
 	var buf bytes.Buffer
 	usage(&buf)
-	for _, s := range []string{"--model=", "--input=x.npy", "predictions.npy", "--resize=224x224", "--labels_file=", "Examples:"} {
+	for _, s := range []string{"--model=", "--input=x.npy", "predictions.npy", "--resize=224x224", "--labels_file=", "Examples:",
+		"--max_image_bytes", "--check_finite", "--allow_empty"} {
 		assert.Contains(t, buf.String(), s)
 	}
 	code, _, err := runInfer(t, "--input=x.npy")
