@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"image"
+	"image/color"
 	_ "image/jpeg" // JPEG inputs
 	_ "image/png"  // PNG inputs
 	"math"
@@ -31,7 +32,15 @@ type Preprocess struct {
 	Channels      int
 	Layout        string
 	Mean, Std     []float32
+	// MaxBytes bounds an image's decoded size (width x height x its
+	// pixels' bytes), read from its header before it is decoded
+	// (--max_image_bytes); 0: DefaultMaxImageBytes.
+	MaxBytes int64
 }
+
+// DefaultMaxImageBytes is --max_image_bytes' default: an 8192 x 8192 RGBA
+// image, 256 MiB decoded.
+const DefaultMaxImageBytes = 8192 * 8192 * 4
 
 // Shape is the shape of one preprocessed row (without the batch axis).
 func (p Preprocess) Shape() []int {
@@ -102,8 +111,56 @@ func parseFloats(name, s string, channels int) ([]float32, error) {
 	return out, nil
 }
 
-// Image decodes one image file's bytes and preprocesses it into a row.
+// pixelBytes is the bytes a pixel of color model m takes decoded (as the
+// image package's type of that model holds it); 8, the most any takes,
+// for a model it does not know.
+func pixelBytes(m color.Model) int64 {
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel:
+		return 3 // 4:4:4 at most; subsampled chroma takes less
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel, color.NYCbCrAModel:
+		return 4
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 8
+}
+
+// checkSize refuses an image whose header declares a decoded size over
+// p's bound, before a pixel is decoded: a 2.4 MB PNG may declare 50000 x
+// 50000 pixels (2.5 GB decoded at 1 byte a pixel, 10 GB as RGBA).
+func (p Preprocess) checkSize(data []byte) error {
+	limit := p.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxImageBytes
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("does not decode as PNG or JPEG: %w", err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return fmt.Errorf("%s image of size %dx%d", format, cfg.Width, cfg.Height)
+	}
+	px, bpp := int64(cfg.Width)*int64(cfg.Height), pixelBytes(cfg.ColorModel) // both sides under 2^31: no overflow
+	if px > limit/bpp {
+		return fmt.Errorf("%s image of %dx%d pixels (%d bytes a pixel): %.0f bytes decoded, over --max_image_bytes=%d; refused from its header, before decoding",
+			format, cfg.Width, cfg.Height, bpp, float64(px)*float64(bpp), limit)
+	}
+	return nil
+}
+
+// Image decodes one image file's bytes and preprocesses it into a row. An
+// image whose header declares a decoded size over p.MaxBytes is refused
+// before it is decoded.
 func (p Preprocess) Image(data []byte) (nd.Array, error) {
+	if err := p.checkSize(data); err != nil {
+		return nd.Array{}, err
+	}
 	img, format, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nd.Array{}, fmt.Errorf("does not decode as PNG or JPEG: %w", err)

@@ -19,7 +19,15 @@
 //	summary.json       rows in, predicted, failed (in = predicted + failed), backend per step, elapsed
 //	failed.jsonl       one failure per line: input (row "#index", or the image's path), step, reason
 //
-// See docs/infer.md.
+// Inputs are checked before they cost memory: a .npy whose header does not
+// describe its file (more rows than the file holds, or bytes after the
+// array) is an error before anything runs; an image whose header declares
+// more than --max_image_bytes decoded is its row's failure; a symbolic link
+// the glob matches whose target is gone is its row's failure. A model call
+// that fails is retried in halves down to single rows, so that only the
+// rows that fail alone fail. --check_finite fails rows holding NaN or
+// infinity; --allow_empty accepts an input of no rows. See docs/infer.md
+// and docs/reliability.md.
 package main
 
 import (
@@ -64,6 +72,11 @@ var (
 	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt between --min_batch_size and this)")
 	strict    = flag.Bool("strict", false, "exit with status 1 if any row failed (failures are always listed in failed.jsonl)")
 
+	// Hostile or unusual inputs.
+	maxImage    = flag.Int64("max_image_bytes", DefaultMaxImageBytes, "images: the largest decoded size an image may declare in its header (width x height x bytes a pixel; default an 8192x8192 RGBA image); a larger one is its row's failure, refused before decoding")
+	checkFinite = flag.Bool("check_finite", false, "fail each row whose float input holds a NaN or an infinity, naming the first such element (off by default: it reads every input element once more, and some models take NaN as a value, such as a missing one)")
+	allowEmpty  = flag.Bool("allow_empty", false, "accept an input without rows (a .npy of 0 rows, a glob matching no file) as a success; without it an empty .npy exits with status 1 (its outputs written) and a glob matching nothing with status 2")
+
 	// flags are package job's: backend selection, the launcher's, --progress.
 	flags job.Flags
 )
@@ -93,7 +106,8 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Name:  "infer",
 		Usage: usage,
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
-			"shard_rows", "min_batch_size", "max_batch_size", "strict"},
+			"shard_rows", "min_batch_size", "max_batch_size", "strict",
+			"max_image_bytes", "check_finite", "allow_empty"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
@@ -169,6 +183,14 @@ Examples:
       --mean=0.485,0.456,0.406 --std=0.229,0.224,0.225 --labels_file=imagenet.txt --top_k=5 --output=out/photos
   infer --model=cnn-fashion.onnx --input='digits/*.png' --channels=1 --labels_file=classes.txt --backend=stub
 
+A .npy whose header does not describe its file (more rows than it holds,
+or bytes after the array) is an error before anything runs (exit 2). An
+image whose header declares more than --max_image_bytes decoded (default
+an 8192x8192 RGBA image, 256 MiB) fails its row, as does a dangling
+symbolic link. A failed model call is retried in halves, so that only
+the rows that fail alone fail. --check_finite fails rows holding NaN or
+infinity. An input of no rows is an error unless --allow_empty.
+
 It runs on Beam's local runner (prism) unless --runner says otherwise; the
 model's step is "onnx" (--backend_override=onnx=cpu). See docs/infer.md.
 `)
@@ -179,7 +201,8 @@ model's step is "onnx" (--backend_override=onnx=cpu). See docs/infer.md.
 func configFromFlags(ctx context.Context) (Config, error) {
 	cfg := Config{Model: *model, Output: *output, ShardRows: *shardRows, Labels: *labels, TopK: *topK,
 		Batching: batch.Params{MinBatchSize: *minBatch, MaxBatchSize: *maxBatch},
-		RunID:    jobfiles.NewRunID(), Started: time.Now().UTC().Format(time.RFC3339), Args: os.Args[1:]}
+		RunID:    jobfiles.NewRunID(), Started: time.Now().UTC().Format(time.RFC3339), Args: os.Args[1:],
+		AllowEmpty: *allowEmpty}
 	if cfg.Model == "" || *input == "" {
 		return cfg, errors.New("--model and --input are required (infer --help shows examples)")
 	}
@@ -192,7 +215,11 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	if cfg.TopK == 0 && cfg.Labels != "" {
 		cfg.TopK = 5
 	}
-	h, err := inference.ONNX(ctx, cfg.Model)
+	var opts []inference.ONNXOption
+	if *checkFinite {
+		opts = append(opts, inference.CheckFinite())
+	}
+	h, err := inference.ONNX(ctx, cfg.Model, opts...)
 	if err != nil {
 		return cfg, fmt.Errorf("--model: %w", err)
 	}
@@ -205,11 +232,14 @@ func configFromFlags(ctx context.Context) (Config, error) {
 		}
 		cfg.NPY = &hdr
 	} else {
-		if cfg.Images, err = listImages(ctx, *input); err != nil {
+		if cfg.Images, err = listImages(ctx, *input, cfg.AllowEmpty); err != nil {
 			return cfg, err
 		}
 		c := *channels
-		cfg.Preprocess = Preprocess{Layout: strings.ToUpper(*layout), Channels: c}
+		cfg.Preprocess = Preprocess{Layout: strings.ToUpper(*layout), Channels: c, MaxBytes: *maxImage}
+		if *maxImage <= 0 {
+			return cfg, fmt.Errorf("--max_image_bytes=%d: want a positive size in bytes", *maxImage)
+		}
 		if *resize != "" {
 			if cfg.Preprocess.Height, cfg.Preprocess.Width, err = parseSize(*resize); err != nil {
 				return cfg, err
@@ -233,8 +263,9 @@ func configFromFlags(ctx context.Context) (Config, error) {
 
 func isNPY(p string) bool { return strings.HasSuffix(strings.ToLower(p), ".npy") }
 
-// listImages lists the files of a glob (a directory: its files), sorted.
-func listImages(ctx context.Context, glob string) ([]string, error) {
+// listImages lists the files of a glob (a directory: its files), sorted;
+// none is an error unless allowEmpty.
+func listImages(ctx context.Context, glob string, allowEmpty bool) ([]string, error) {
 	if !strings.Contains(glob, "://") {
 		if st, err := os.Stat(glob); err == nil && st.IsDir() {
 			glob = filepath.Join(glob, "*")
@@ -252,14 +283,17 @@ func listImages(ctx context.Context, glob string) ([]string, error) {
 			continue
 		}
 		if !strings.Contains(f, "://") {
-			if st, err := os.Stat(f); err != nil || st.IsDir() {
+			// A directory is no image; anything else matched is a row,
+			// one that cannot be read (a dangling symbolic link) its
+			// row's failure, never dropped without a record.
+			if st, err := os.Stat(f); err == nil && st.IsDir() {
 				continue
 			}
 		}
 		out = append(out, f)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--input %s: no files match (a .npy file, or a glob of PNG/JPEG images)", glob)
+	if len(out) == 0 && !allowEmpty {
+		return nil, fmt.Errorf("--input %s: no files match (a .npy file, or a glob of PNG/JPEG images; --allow_empty accepts a glob that matches nothing)", glob)
 	}
 	sort.Strings(out)
 	return out, nil

@@ -76,7 +76,8 @@ const (
 
 // ownFlags are reset to their defaults before each run.
 var ownFlags = []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
-	"shard_rows", "min_batch_size", "max_batch_size", "strict", "backend", "backend_override"}
+	"shard_rows", "min_batch_size", "max_batch_size", "strict", "max_image_bytes", "check_finite", "allow_empty",
+	"backend", "backend_override"}
 
 // runInfer runs the command with args (its own flags and the backend's),
 // the others at their defaults, and returns its exit status and output.
@@ -310,7 +311,8 @@ func TestImagesWithLabels(t *testing.T) {
 
 // A .npy whose dtype or shape is not the model input's is an error before
 // anything runs (exit status 2) that names the file, its dtype or shape and
-// the model's; a truncated .npy fails the rows it lacks, each in
+// the model's; so is a truncated .npy (fewer rows than its header says),
+// naming both sizes. Rows that fail (NaN under --check_finite) are each in
 // failed.jsonl, the rest complete, the counts reconcile, and --strict makes
 // that exit status 1.
 func TestNPYErrors(t *testing.T) {
@@ -342,35 +344,63 @@ func TestNPYErrors(t *testing.T) {
 	x := fashionRows(t, 20)
 	cut := filepath.Join(dir, "cut.npy")
 	writeNPY(t, cut, nd.Float32, x.Shape, x.Data[:len(x.Data)*7/8])
-	code, text, err := runInfer(t, "--model="+cnnModel, "--input="+cut, "--output="+out, "--backend=cpu", "--shard_rows=8")
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+cut, "--output="+out, "--backend=cpu", "--shard_rows=8")
+	assert.Equal(t, 2, code)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("%s holds %d bytes", cut, 128+len(x.Data)*7/8))
+	assert.Contains(t, err.Error(), fmt.Sprintf("%d bytes in all", 128+len(x.Data)))
+	assert.Contains(t, err.Error(), "17 of 20 rows are there")
+
+	// Rows 3 and 17 hold a NaN and an infinity: under --check_finite they
+	// fail, each named with its first bad element, and the rest complete.
+	nan := filepath.Join(dir, "nan.npy")
+	v := nd.MustAs[float32](x)
+	v[3*784+5*28+7] = float32(math.NaN())
+	v[17*784+100] = float32(math.Inf(-1))
+	v[17*784+200] = float32(math.NaN())
+	writeNPY(t, nan, nd.Float32, x.Shape, x.Data)
+	code, text, err := runInfer(t, "--model="+cnnModel, "--input="+nan, "--output="+out, "--backend=cpu", "--shard_rows=8", "--check_finite")
 	require.NoError(t, err)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, text, "rows: 20 in, 17 predicted, 3 failed")
+	assert.Contains(t, text, "rows: 20 in, 18 predicted, 2 failed")
 	got, shape := readPredictions(t, out)
 	assert.Equal(t, []int{20, 10}, shape)
-	assert.False(t, math.IsNaN(float64(got[16*10])))
-	for _, v := range got[170:] {
-		assert.True(t, math.IsNaN(float64(v)))
+	for r := range 20 {
+		assert.Equal(t, r == 3 || r == 17, math.IsNaN(float64(got[r*10])), "row %d", r)
 	}
 	fails := readLines[step.Failure](t, filepath.Join(out, "failed.jsonl"))
-	require.Len(t, fails, 3)
-	for i, f := range fails {
-		assert.Equal(t, fmt.Sprintf("#%d", 17+i), f.Input)
-		assert.Contains(t, f.Reason, "ends before row 17")
-	}
+	require.Len(t, fails, 2)
+	slices.SortFunc(fails, func(a, b step.Failure) int { return strings.Compare(a.Input, b.Input) })
+	assert.Equal(t, "#17", fails[0].Input)
+	assert.Contains(t, fails[0].Reason, `element [0, 3, 16] (flat index 100) is -Inf, not a finite number`)
+	assert.Equal(t, "#3", fails[1].Input)
+	assert.Contains(t, fails[1].Reason, `element [0, 5, 7] (flat index 147) is NaN, not a finite number`)
 	s := readSummary(t, out)
 	assert.Equal(t, 20, s.RowsIn)
-	assert.Equal(t, 17, s.RowsPredicted)
-	assert.Equal(t, 3, s.RowsFailed)
+	assert.Equal(t, 18, s.RowsPredicted)
+	assert.Equal(t, 2, s.RowsFailed)
 
-	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+cut, "--output="+out, "--backend=cpu", "--strict")
+	code, _, err = runInfer(t, "--model="+cnnModel, "--input="+nan, "--output="+out, "--backend=cpu", "--check_finite", "--strict")
 	assert.Equal(t, 1, code)
-	assert.ErrorContains(t, err, "--strict: 3 failures")
+	assert.ErrorContains(t, err, "--strict: 2 failures")
 
-	// No rows: an empty predictions.npy of the output's row shape.
+	// Without --check_finite the rows run: the model's output for them is
+	// the model's business.
+	code, text, err = runInfer(t, "--model="+cnnModel, "--input="+nan, "--output="+out, "--backend=cpu")
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 20 in, 20 predicted, 0 failed")
+
+	// No rows: an empty predictions.npy of the output's row shape; exit
+	// status 1 (no rows) unless --allow_empty.
 	empty := filepath.Join(dir, "empty.npy")
 	writeNPY(t, empty, nd.Float32, []int{0, 1, 28, 28}, nil)
 	code, text, err = runInfer(t, "--model="+cnnModel, "--input="+empty, "--output="+out, "--backend=cpu")
+	assert.Equal(t, 1, code)
+	assert.ErrorContains(t, err, "no rows: the input "+empty+" holds none, so nothing was predicted (--allow_empty accepts that)")
+	assert.Contains(t, text, "rows: 0 in, 0 predicted, 0 failed")
+	assert.Equal(t, 0, readSummary(t, out).RowsIn, "the run's own summary.json is written")
+	code, text, err = runInfer(t, "--model="+cnnModel, "--input="+empty, "--output="+out, "--backend=cpu", "--allow_empty")
 	require.NoError(t, err)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, text, "rows: 0 in, 0 predicted, 0 failed")
@@ -402,7 +432,8 @@ func TestStubBackend(t *testing.T) {
 func TestHelpAndFlagErrors(t *testing.T) {
 	var buf bytes.Buffer
 	usage(&buf)
-	for _, s := range []string{"--model=", "--input=x.npy", "predictions.npy", "--resize=224x224", "--labels_file=", "Examples:"} {
+	for _, s := range []string{"--model=", "--input=x.npy", "predictions.npy", "--resize=224x224", "--labels_file=", "Examples:",
+		"--max_image_bytes", "--check_finite", "--allow_empty"} {
 		assert.Contains(t, buf.String(), s)
 	}
 	code, _, err := runInfer(t, "--input=x.npy")
@@ -634,19 +665,20 @@ func TestObjectStorePaths(t *testing.T) {
 }
 
 // Inputs and outputs other than float32: an int64 array through an int64
-// model (a failed row is zeros), a float32 array to a float16 output
+// model, y = table[x] (a failed row, an index outside the table, is
+// zeros), a float32 array to a float16 output
 // ('<f2' in predictions.npy).
 func TestOtherTypes(t *testing.T) {
 	dir, out := t.TempDir(), t.TempDir()
 	ints := filepath.Join(dir, "ints.onnx")
 	require.NoError(t, os.WriteFile(ints, onnxtest.Bytes(onnxtest.Model(17,
-		[]*onnxpb.NodeProto{onnxtest.Node("Add", []string{"x", "one"}, []string{"y"})},
+		[]*onnxpb.NodeProto{onnxtest.Node("Gather", []string{"table", "x"}, []string{"y"})},
 		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Int64, -1, 2)},
 		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Int64, -1, 2)},
-		onnxtest.Init("one", nd.Of([]int64{1}, 1)))), 0o644))
-	x := nd.Of([]int64{1, 2, 3, 4, 5, 6}, 3, 2)
+		onnxtest.Init("table", nd.Of([]int64{1, 2, 3, 4, 5, 6, 7, 8}, 8)))), 0o644))
+	x := nd.Of([]int64{1, 2, 3, 4, 5, 6, 7, 99}, 4, 2)
 	in := filepath.Join(dir, "x.npy")
-	writeNPY(t, in, nd.Int64, []int{4, 2}, x.Data) // 4 rows promised, 3 there
+	writeNPY(t, in, nd.Int64, []int{4, 2}, x.Data) // 99 is out of the table
 	code, text, err := runInfer(t, "--model="+ints, "--input="+in, "--output="+out, "--backend=cpu")
 	require.NoError(t, err)
 	require.Equal(t, 0, code)

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -68,6 +72,8 @@ type Config struct {
 	// implementation they chose for the model.
 	Steps []step.Option
 	Impl  backend.Kind
+	// AllowEmpty accepts an input of no rows (--allow_empty).
+	AllowEmpty bool
 	// RunID, Started and Args name the run in summary.json.
 	RunID   string
 	Started string
@@ -262,7 +268,7 @@ func (f *readImagesFn) ProcessElement(ctx context.Context, sh shard, emit func(i
 		f.rows.Inc(ctx, 1)
 		data, err := files.ReadAll(ctx, path, maxImageBytes)
 		if err != nil {
-			fail(rowFailure(stepRead, i, path, err))
+			fail(rowFailure(stepRead, i, path, danglingLink(path, err)))
 			continue
 		}
 		a, err := f.Pre.Image(data)
@@ -276,6 +282,20 @@ func (f *readImagesFn) ProcessElement(ctx context.Context, sh shard, emit func(i
 		emit(inference.Example{Key: path, Index: i, Inputs: []inference.Tensor{{Name: f.Input, Array: a}}})
 	}
 	return nil
+}
+
+// danglingLink says what a local path that does not exist is when it is
+// a symbolic link whose target does not exist (a glob lists the link);
+// other errors are err.
+func danglingLink(path string, err error) error {
+	if strings.Contains(path, "://") || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(path)
+		return fmt.Errorf("%s: a dangling symbolic link: its target %s does not exist", path, target)
+	}
+	return err
 }
 
 // partWriter gathers the records of an output file's rows by shard and

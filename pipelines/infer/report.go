@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/pipelines/job"
+	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/nd/npy"
 	"github.com/beamgpu/beamgpu/transforms/step"
@@ -308,8 +309,12 @@ type summary struct {
 	RowsPredicted int `json:"rows_predicted"`
 	RowsFailed    int `json:"rows_failed"`
 	// Failures counts the lines of failed.jsonl.
-	Failures       int     `json:"failures"`
-	RowsClassified *int    `json:"rows_classified,omitempty"`
+	Failures       int  `json:"failures"`
+	RowsClassified *int `json:"rows_classified,omitempty"`
+	// Retries counts the model calls made again on half of a call that
+	// failed, to find the rows that fail alone (RunInference's
+	// runinference.split_retries).
+	Retries        int64   `json:"retries"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Backend is each step's implementation (cpu, gpu, stub) and counts.
 	Backend []stepJSON `json:"backend"`
@@ -340,6 +345,7 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 		n := int(m.Counters["rows_classified"])
 		sum.RowsClassified = &n
 	}
+	sum.Retries = m.Counters["runinference."+inference.MetricRetries]
 	sum.ElapsedSeconds = res.Elapsed.Seconds()
 	// The model's use of the onnx step and the onnx step the pipeline
 	// declares are two decisions of one step, with the same counts, and
@@ -367,6 +373,9 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 	if sum.RowsClassified != nil {
 		cls = fmt.Sprintf(", %d classified", *sum.RowsClassified)
 	}
+	if sum.Retries > 0 {
+		cls += fmt.Sprintf(", %d retries (the rows of a failed model call retried in halves)", sum.Retries)
+	}
 	fmt.Fprintf(w, "rows: %d in, %d predicted, %d failed%s; %d failures in %s; %s; outputs in %s\n",
 		sum.RowsIn, sum.RowsPredicted, sum.RowsFailed, cls, sum.Failures, jobfiles.FailedFile, res.Elapsed.Round(time.Millisecond), cfg.Output)
 	if err := jobfiles.WriteJSON(ctx, jobfiles.Join(cfg.Output, summaryFile), sum); err != nil {
@@ -374,6 +383,9 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 	}
 	if sum.RowsIn != cfg.Rows() || sum.RowsIn != sum.RowsPredicted+sum.RowsFailed {
 		return sum, fmt.Errorf("counts do not reconcile: %d rows in the input, %d reported, %d predicted + %d failed", cfg.Rows(), sum.RowsIn, sum.RowsPredicted, sum.RowsFailed)
+	}
+	if sum.RowsIn == 0 && sum.Failures == 0 && !cfg.AllowEmpty {
+		return sum, fmt.Errorf("no rows: the input %s holds none, so nothing was predicted (--allow_empty accepts that)", input)
 	}
 	if *strict && sum.Failures > 0 {
 		return sum, fmt.Errorf("--strict: %d failures (%d of %d rows failed); see %s", sum.Failures, sum.RowsFailed, sum.RowsIn, jobfiles.Join(cfg.Output, jobfiles.FailedFile))

@@ -18,13 +18,18 @@
 // examples are grouped by the adaptive batching transform
 // (transforms/batch), so that each call to the model is large enough to
 // amortise its fixed cost; a model checks each example first (Model.Check),
-// and a bad one fails alone while the rest of its batch runs. Every failure
-// is a step.Failure of one example, on the dead-letter output, so that
-// results plus failures are the examples. RunInference reports Beam
-// Python's RunInference metrics:
+// and a bad one fails alone while the rest of its batch runs. A call that
+// fails all the same (a Gather index out of range in one row, a panic) is
+// retried on each half of its examples, down to single ones, so that only
+// the examples that fail alone fail, each with its own reason (a call
+// whose GPU cannot be had is not retried: it says nothing of its rows).
+// Every failure is a step.Failure of one example, on the dead-letter
+// output, so that results plus failures are the examples. RunInference
+// reports Beam Python's RunInference metrics, and its retries:
 //
 //	beamgpu/runinference.num_inferences                    counter: rows predicted
-//	beamgpu/runinference.failed_batches_counter            counter: model calls that failed
+//	beamgpu/runinference.failed_batches_counter            counter: model calls that failed (retries included)
+//	beamgpu/runinference.split_retries                     counter: calls on half of a failed call's examples
 //	beamgpu/runinference.bad_rows                          counter: examples the model refused (Check)
 //	beamgpu/runinference.inference_request_batch_size      distribution: rows per call
 //	beamgpu/runinference.inference_request_batch_byte_size distribution: bytes per call

@@ -168,22 +168,25 @@ func TestRunInference(t *testing.T) {
 }
 
 // An example the model refuses fails alone (bad_rows), the rest of its
-// batch runs; a call that fails fails each of its examples once; each
-// failure is one record of its source; results plus failures are the
-// examples.
+// batch runs; a call that fails is retried in halves, so that only the
+// example that fails alone fails, and the others of its call (2 and 3)
+// get their results; each failure is one record of its source; results
+// plus failures are the examples. The calls [2 3 4], [3 4] and [4] fail
+// (failed_batches_counter 3), the halves [2], [3 4], [3] and [4] are the
+// retries (split_retries 4).
 func TestRunInferenceFailures(t *testing.T) {
 	ex := examples(6)
 	ex[1].Inputs[0].Name = "w"                           // refused by Check
 	ex[5].Key, ex[5].Inputs = "five", ex[5].Inputs[:0:0] // refused, named by its key
-	ex[4].Inputs[0].Array = nd.Of([]float32{4, 99})      // fails its call, with 2 and 3
+	ex[4].Inputs[0].Array = nd.Of([]float32{4, 99})      // fails its call, with 2 and 3 at first
 	p, s := beam.NewPipelineWithRoot()
 	three := batch.Params{MinBatchSize: 3, MaxBatchSize: 3}
 	res, failed := inference.RunInference(s, beam.CreateList(s, []inference.Example{ex[0], ex[1], ex[5]}), thresholdHandler{}, three, cpu())
 	res2, failed2 := inference.RunInference(s.Scope("call"), beam.CreateList(s, ex[2:5]), thresholdHandler{}, three, cpu())
 	passert.Equals(s, beam.ParDo(s, describe, res), "src[0] threshold: above=[0] | label=[0]")
-	passert.Empty(s, res2)
+	passert.Equals(s, beam.ParDo(s, describe, res2), "src[2] threshold: above=[1] | label=[0]", "src[3] threshold: above=[1] | label=[1]")
 	passert.Equals(s, beam.ParDo(s, failureInput, beam.Flatten(s, failed, failed2)),
-		"src[1] mlp 1 src", "five mlp 1 src", "src[2] mlp 1 src", "src[3] mlp 1 src", "src[4] mlp 1 src")
+		"src[1] mlp 1 src", "five mlp 1 src", "src[4] mlp 1 src")
 	pr, err := beamx.RunWithMetrics(t.Context(), p)
 	require.NoError(t, err)
 	counters := map[string]int64{}
@@ -191,8 +194,9 @@ func TestRunInferenceFailures(t *testing.T) {
 		counters[c.Name()] += c.Result()
 	}
 	assert.Equal(t, int64(2), counters["runinference."+inference.MetricBadRows])
-	assert.Equal(t, int64(1), counters["runinference."+inference.MetricFailed])
-	assert.Equal(t, int64(1), counters["runinference."+inference.MetricInferences])
+	assert.Equal(t, int64(3), counters["runinference."+inference.MetricFailed])
+	assert.Equal(t, int64(4), counters["runinference."+inference.MetricRetries])
+	assert.Equal(t, int64(3), counters["runinference."+inference.MetricInferences])
 }
 
 type gpuPresent struct{}

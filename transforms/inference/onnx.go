@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -245,11 +246,18 @@ func rowInputs(m *onnx.Model, e Example, finite bool) ([]nd.Array, error) {
 	return out, nil
 }
 
-// checkFinite reports the first NaN or infinity of a float array.
+// checkFinite reports the first NaN or infinity of a float array: its
+// index along each axis, and in the flat array.
 func checkFinite(name string, a nd.Array) error {
 	for j, x := range nd.Float64s(a) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("input %q: element %d is %v", name, j, x)
+			idx := make([]string, len(a.Shape))
+			for k, r := len(a.Shape)-1, j; k >= 0; k-- {
+				if d := a.Shape[k]; d > 0 {
+					idx[k], r = strconv.Itoa(r%d), r/d
+				}
+			}
+			return fmt.Errorf("input %q: element [%s] (flat index %d) is %v, not a finite number", name, strings.Join(idx, ", "), j, x)
 		}
 	}
 	return nil

@@ -274,3 +274,61 @@ func TestRunInferenceONNXTypes(t *testing.T) {
 	passert.Equals(s, beam.ParDo(s, failureKey, ufailed), "#2")
 	ptest.RunAndValidate(t, p)
 }
+
+// writeGather writes a model y = table[x] (Gather of a float32 table of
+// 10 values, i*10, at int64 indices x[N, 2]), which fails on an index
+// outside the table, and returns its path.
+func writeGather(t *testing.T, dir string) string {
+	table := make([]float32, 10)
+	for i := range table {
+		table[i] = float32(i * 10)
+	}
+	m := onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Gather", []string{"table", "x"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Int64, -1, 2)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 2)},
+		onnxtest.Init("table", nd.Of(table, 10)))
+	path := filepath.Join(dir, "gather.onnx")
+	require.NoError(t, os.WriteFile(path, onnxtest.Bytes(m), 0o644))
+	return path
+}
+
+// failureReason writes a failure as "input: reason".
+func failureReason(f step.Failure) string { return f.Input + ": " + f.Reason }
+
+func init() { register.Function1x1(failureReason) }
+
+// A call of the model that fails on one example of its batch (a Gather
+// index out of range in one row of 16) is retried in halves: exactly that
+// example fails, with the model's error about its own index, and the
+// other 15 get their results.
+func TestRunInferenceFailedCallFailsOnlyItsBadRows(t *testing.T) {
+	h, err := inference.ONNX(t.Context(), writeGather(t, t.TempDir()))
+	require.NoError(t, err)
+	const n, bad = 16, 11
+	var examples []inference.Example
+	var want []string
+	for i := range int64(n) {
+		x := []int64{i % 10, (i + 1) % 10}
+		if i == bad {
+			x[1] = 99
+		} else {
+			want = append(want, fmt.Sprintf("k%d %d %s: y=[%d %d]", i, i, h.Model().ID, x[0]*10, x[1]*10))
+		}
+		examples = append(examples, row(fmt.Sprintf("k%d", i), i, nd.Of(x, 2)))
+	}
+	p, s := beam.NewPipelineWithRoot()
+	res, failed := inference.RunInference(s, beam.CreateList(s, examples), h, batch.Params{MinBatchSize: n, MaxBatchSize: n}, cpuONNX)
+	passert.Equals(s, beam.ParDo(s, describeResult, res), toAny(want)...)
+	passert.Equals(s, beam.ParDo(s, failureReason, failed),
+		`k11: gather.onnx: node "Gather_[y]" (Gather, opset 17): index 99 (element 1 of indices) is out of range for axis 0 of size 10`)
+	ptest.RunAndValidate(t, p)
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

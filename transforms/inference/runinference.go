@@ -26,6 +26,11 @@ const (
 	// MetricBadRows counts the examples refused before the model ran
 	// (Model.Check: a missing input, a wrong type or shape, a NaN).
 	MetricBadRows = "bad_rows"
+	// MetricRetries counts the calls of the model on half of a call that
+	// failed: a failed call of several examples is retried in halves,
+	// down to single examples, so that only the examples that fail alone
+	// fail, each with its own reason.
+	MetricRetries = "split_retries"
 )
 
 func init() {
@@ -37,7 +42,13 @@ func init() {
 // Example) and returns the results (Result, one per example, with its key,
 // source, index, carried arrays and the model's ID) and the failures
 // (step.Failure, one per failed example: one the model refused (Check),
-// or each example of a call the model failed). Examples are grouped by
+// or one the model failed on alone). A call of several examples that
+// fails (an error or a panic in the model) is retried on each half of
+// them, down to single examples, so that one bad example (an index out of
+// range, a value the model cannot take) fails alone with its own reason
+// while the others of its batch get their results; the retries are
+// counted (MetricRetries). A call that failed because its GPU could not be
+// had, or whose context is done, is not retried. Examples are grouped by
 // batch.Elements with p, so that each call of the model is large enough to
 // amortise its fixed cost, where the model is Batched; else each runs
 // alone. The handler's step is resolved with opts like any step (the
@@ -105,6 +116,7 @@ type runInferenceFn struct {
 	reported bool
 
 	inferences, failedBatches, badRows     beam.Counter
+	retries                                beam.Counter
 	size, bytes, latency, load, modelBytes beam.Distribution
 }
 
@@ -123,6 +135,7 @@ func (f *runInferenceFn) Setup(ctx context.Context) error {
 	f.inferences = beam.NewCounter(stepbeam.Namespace, p+MetricInferences)
 	f.failedBatches = beam.NewCounter(stepbeam.Namespace, p+MetricFailed)
 	f.badRows = beam.NewCounter(stepbeam.Namespace, p+MetricBadRows)
+	f.retries = beam.NewCounter(stepbeam.Namespace, p+MetricRetries)
 	f.size = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchSize)
 	f.bytes = beam.NewDistribution(stepbeam.Namespace, p+MetricBatchBytes)
 	f.latency = beam.NewDistribution(stepbeam.Namespace, p+MetricLatencyMicro)
@@ -159,8 +172,11 @@ func (f *runInferenceFn) ProcessElement(ctx context.Context, in []Example, emit 
 	return nil
 }
 
-// call runs the model on ex and emits a result per example, or fails every
-// example of the call.
+// call runs the model on ex and emits a result per example. A call that
+// fails is retried on each half of ex, down to single examples, so that
+// an example fails only with the error of a call of its own; a call that
+// failed as a whole (its GPU could not be had, its context is done) fails
+// every example of ex.
 func (f *runInferenceFn) call(ctx context.Context, ex []Example, emit func(Result), fail func(step.Failure)) {
 	bytes := 0
 	for _, e := range ex {
@@ -184,6 +200,13 @@ func (f *runInferenceFn) call(ctx context.Context, ex []Example, emit func(Resul
 	f.m.Record(ctx, len(ex), bytes, took, err != nil)
 	if err != nil {
 		f.failedBatches.Inc(ctx, 1)
+		if len(ex) > 1 && !errors.Is(err, step.ErrGPUUnavailable) && ctx.Err() == nil {
+			half := len(ex) / 2
+			f.retries.Inc(ctx, 2)
+			f.call(ctx, ex[:half], emit, fail)
+			f.call(ctx, ex[half:], emit, fail)
+			return
+		}
 		for _, e := range ex {
 			fail(failure(f.Step, e.Key, e.Source, e.Index, err))
 		}

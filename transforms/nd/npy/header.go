@@ -144,52 +144,72 @@ func EncodeHeader(t nd.DType, shape []int) ([]byte, error) {
 	return append(b, text...), nil
 }
 
-// parseHeader reads the header's dict: its descr, fortran_order and shape,
-// and nothing else.
+// parseHeader reads the header's dict, as numpy.lib.format reads it: the
+// text is a Python literal (format.py parses it with ast.literal_eval),
+// here parsed by its grammar (parseLiteral), then checked as NumPy checks
+// it (a dict of exactly the keys descr, fortran_order and shape; shape a
+// tuple of integers; fortran_order a bool), and more strictly where
+// NumPy's reader would quietly take what its writer never writes: a key
+// given twice (Python keeps the last), a shape that is a parenthesised
+// integer rather than a tuple. The dtype must be one this package reads.
 func parseHeader(text string) (Header, error) {
-	p := &parser{s: text}
-	fields, err := p.dict()
+	v, err := parseLiteral(text)
 	if err != nil {
 		return Header{}, err
 	}
-	if rest := strings.TrimSpace(p.s[p.i:]); rest != "" {
-		return Header{}, fmt.Errorf("text after the dict: %q", clip(rest, 40))
+	if v.kind != litDict {
+		return Header{}, fmt.Errorf("not a dict but %s: not the header of a NumPy array", v.kind)
 	}
-	for _, key := range []string{"descr", "fortran_order", "shape"} {
-		if _, ok := fields[key]; !ok {
-			return Header{}, fmt.Errorf("no %q key: not the header of a NumPy array", key)
+	fields := map[string]literal{}
+	for i, key := range v.keys {
+		if _, dup := fields[key]; dup {
+			return Header{}, fmt.Errorf("the key %q twice (NumPy writes each key once; which one holds is unknown)", key)
 		}
+		fields[key] = v.items[i]
 	}
-	for key := range fields {
+	for _, key := range v.keys {
 		switch key {
 		case "descr", "fortran_order", "shape":
 		default:
 			return Header{}, fmt.Errorf("unknown key %q (NumPy's headers have descr, fortran_order and shape only)", key)
 		}
 	}
+	for _, key := range []string{"descr", "fortran_order", "shape"} {
+		if _, ok := fields[key]; !ok {
+			return Header{}, fmt.Errorf("no %q key: not the header of a NumPy array", key)
+		}
+	}
 	var h Header
-	d := fields["descr"]
-	switch d.kind {
-	case kindString:
+	switch d := fields["descr"]; d.kind {
+	case litStr:
 		if h.Type, err = dtypeOf(d.s); err != nil {
 			return Header{}, err
 		}
-	case kindList:
+	case litList:
 		return Header{}, fmt.Errorf("a structured dtype (a record of named fields) is not supported: save each field as an array of its own (this package reads %s)", supported)
 	default:
-		return Header{}, fmt.Errorf("descr is not a dtype string")
+		return Header{}, fmt.Errorf("descr is %s, not a dtype string such as '<f4'", d.kind)
 	}
 	switch f := fields["fortran_order"]; {
-	case f.kind != kindBool:
-		return Header{}, fmt.Errorf("fortran_order is not True or False")
+	case f.kind != litBool:
+		return Header{}, fmt.Errorf("fortran_order is %s, not True or False", f.kind)
 	case f.b:
 		return Header{}, fmt.Errorf("the array is in Fortran order (column major): save it in C order (numpy.ascontiguousarray)")
 	}
 	s := fields["shape"]
-	if s.kind != kindTuple {
-		return Header{}, fmt.Errorf("shape is not a tuple of sizes")
+	switch {
+	case s.kind == litInt && s.paren:
+		return Header{}, fmt.Errorf("shape is (%d), the integer %d in Python, not a tuple: a one-axis shape is written (%d,)", s.n, s.n, s.n)
+	case s.kind != litTuple:
+		return Header{}, fmt.Errorf("shape is %s, not a tuple of sizes", s.kind)
 	}
-	h.Shape = s.ints
+	h.Shape = make([]int, len(s.items))
+	for i, d := range s.items {
+		if d.kind != litInt || d.n < 0 {
+			return Header{}, fmt.Errorf("shape: axis %d is %s, not a non-negative integer", i, d.describe())
+		}
+		h.Shape[i] = int(d.n)
+	}
 	if _, err := nd.Numel(h.Shape); err != nil { // at most 2^40 elements: no overflow below
 		return Header{}, err
 	}
@@ -240,31 +260,105 @@ func clip(s string, n int) string {
 	return s
 }
 
-// The kinds of value a header's dict holds.
+// litKind is the kind of a Python literal.
+type litKind int
+
+// The kinds of literal a header holds.
 const (
-	kindString = iota + 1
-	kindBool
-	kindTuple
-	kindList
+	litStr litKind = iota + 1
+	litInt
+	litBool
+	litNone
+	litTuple
+	litList
+	litDict
 )
 
-type value struct {
-	kind int
-	s    string
-	b    bool
-	ints []int
+func (k litKind) String() string {
+	switch k {
+	case litStr:
+		return "a string"
+	case litInt:
+		return "an integer"
+	case litBool:
+		return "a bool"
+	case litNone:
+		return "None"
+	case litTuple:
+		return "a tuple"
+	case litList:
+		return "a list"
+	case litDict:
+		return "a dict"
+	}
+	return "nothing"
 }
 
-// parser reads the Python literals of a header: a dict of string keys
-// whose values are strings, True or False, tuples of sizes, or lists (a
-// structured dtype's fields, skipped).
+// literal is a parsed Python literal: a string, an integer, True or
+// False, None, or a tuple, list or dict of literals (a dict's keys are
+// strings, in keys, its values in items).
+type literal struct {
+	kind  litKind
+	s     string
+	n     int64
+	b     bool
+	items []literal
+	keys  []string
+	// paren is set on a value written in parentheses without a comma:
+	// Python's (3) is the integer 3, not a tuple.
+	paren bool
+}
+
+func (v literal) describe() string {
+	switch v.kind {
+	case litInt:
+		return strconv.FormatInt(v.n, 10)
+	case litBool:
+		if v.b {
+			return "True"
+		}
+		return "False"
+	case litStr:
+		return strconv.Quote(clip(v.s, 20))
+	}
+	return v.kind.String()
+}
+
+// maxDepth bounds how deep literals nest: NumPy's headers nest three deep
+// (a structured dtype's list of tuples), so that a header of a megabyte of
+// '[' is an error, not a deep recursion.
+const maxDepth = 32
+
+// parseLiteral parses text as one Python literal, as ast.literal_eval
+// does for what NumPy writes: strings in single or double quotes (without
+// escapes or prefixes), decimal integers (Python 2's trailing L allowed,
+// as NumPy's reader allows it), True, False, None, and tuples, lists and
+// dicts (string keys) of them, with white space between tokens and
+// trailing commas. Anything else (another expression, a name, a float,
+// text after the literal) is an error that says where.
+func parseLiteral(text string) (literal, error) {
+	p := &parser{s: text}
+	v, err := p.value(0)
+	if err != nil {
+		return literal{}, err
+	}
+	p.space()
+	if p.i < len(p.s) {
+		return literal{}, p.errorf("text after the %s: %q", strings.TrimPrefix(strings.TrimPrefix(v.kind.String(), "an "), "a "), clip(p.s[p.i:], 40))
+	}
+	return v, nil
+}
+
+// parser reads a Python literal from s, at i.
 type parser struct {
 	s string
 	i int
 }
 
+// space skips white space (newlines included: the header's literal is
+// one bracketed expression, in which Python allows them).
 func (p *parser) space() {
-	for p.i < len(p.s) && strings.IndexByte(" \t\r\n", p.s[p.i]) >= 0 {
+	for p.i < len(p.s) && strings.IndexByte(" \t\r\n\f\v", p.s[p.i]) >= 0 {
 		p.i++
 	}
 }
@@ -284,102 +378,96 @@ func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("at byte %d: %s", p.i, fmt.Sprintf(format, args...))
 }
 
-func (p *parser) dict() (map[string]value, error) {
-	if !p.next('{') {
-		return nil, p.errorf("not a dict")
+func (p *parser) value(depth int) (literal, error) {
+	if depth > maxDepth {
+		return literal{}, p.errorf("literals nested deeper than %d", maxDepth)
 	}
-	fields := map[string]value{}
-	for !p.next('}') {
-		key, err := p.str()
+	p.space()
+	if p.i >= len(p.s) {
+		return literal{}, p.errorf("the header ends where a value is expected")
+	}
+	switch c := p.s[p.i]; {
+	case c == '\'' || c == '"':
+		s, err := p.str()
+		return literal{kind: litStr, s: s}, err
+	case c == '-' || c >= '0' && c <= '9':
+		return p.integer()
+	case c == '{':
+		p.i++
+		return p.dict(depth)
+	case c == '[':
+		p.i++
+		items, _, err := p.sequence(']', depth)
+		return literal{kind: litList, items: items}, err
+	case c == '(':
+		p.i++
+		items, comma, err := p.sequence(')', depth)
+		if err == nil && len(items) == 1 && !comma { // (x) is x
+			v := items[0]
+			v.paren = true
+			return v, nil
+		}
+		return literal{kind: litTuple, items: items}, err
+	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		start := p.i
+		for p.i < len(p.s) && (p.s[p.i] == '_' || p.s[p.i] >= 'a' && p.s[p.i] <= 'z' || p.s[p.i] >= 'A' && p.s[p.i] <= 'Z' || p.s[p.i] >= '0' && p.s[p.i] <= '9') {
+			p.i++
+		}
+		switch name := p.s[start:p.i]; name {
+		case "True", "False":
+			return literal{kind: litBool, b: name == "True"}, nil
+		case "None":
+			return literal{kind: litNone}, nil
+		default:
+			p.i = start
+			return literal{}, p.errorf("%q is not a literal NumPy writes (a string, an integer, True, False, None, a tuple, a list or a dict)", clip(name, 20))
+		}
+	}
+	return literal{}, p.errorf("%q is not a literal NumPy writes (a string, an integer, True, False, None, a tuple, a list or a dict)", clip(p.s[p.i:], 20))
+}
+
+// sequence reads the items of a tuple or list up to its closing bracket,
+// and whether a comma followed the last.
+func (p *parser) sequence(end byte, depth int) (items []literal, comma bool, err error) {
+	items = []literal{}
+	for !p.next(end) {
+		v, err := p.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if !p.next(':') {
-			return nil, p.errorf("no ':' after the key %q", key)
-		}
-		v, err := p.value()
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", key, err)
-		}
-		if _, dup := fields[key]; dup {
-			return nil, p.errorf("the key %q twice", key)
-		}
-		fields[key] = v
-		if !p.next(',') {
-			if !p.next('}') {
-				return nil, p.errorf("no ',' or '}' after the value of %q", key)
+		items = append(items, v)
+		if comma = p.next(','); !comma {
+			if !p.next(end) {
+				return nil, false, p.errorf("no ',' or '%c' after an item", end)
 			}
 			break
 		}
 	}
-	return fields, nil
+	return items, comma, nil
 }
 
-// str reads a quoted string (no escapes: NumPy's keys and descriptors
-// have none).
-func (p *parser) str() (string, error) {
-	p.space()
-	if p.i >= len(p.s) || p.s[p.i] != '\'' && p.s[p.i] != '"' {
-		return "", p.errorf("not a quoted string")
-	}
-	q := p.s[p.i]
-	end := strings.IndexByte(p.s[p.i+1:], q)
-	if end < 0 {
-		return "", p.errorf("a string without its closing quote")
-	}
-	s := p.s[p.i+1 : p.i+1+end]
-	if strings.ContainsRune(s, '\\') {
-		return "", p.errorf("a string with escapes")
-	}
-	p.i += end + 2
-	return s, nil
-}
-
-func (p *parser) value() (value, error) {
-	p.space()
-	switch {
-	case p.i >= len(p.s):
-		return value{}, p.errorf("the header ends before the value")
-	case p.s[p.i] == '\'' || p.s[p.i] == '"':
-		s, err := p.str()
-		return value{kind: kindString, s: s}, err
-	case strings.HasPrefix(p.s[p.i:], "True"):
-		p.i += 4
-		return value{kind: kindBool, b: true}, nil
-	case strings.HasPrefix(p.s[p.i:], "False"):
-		p.i += 5
-		return value{kind: kindBool}, nil
-	case p.s[p.i] == '(':
-		p.i++
-		return p.tuple()
-	case p.s[p.i] == '[':
-		return value{kind: kindList}, p.skipList()
-	}
-	return value{}, p.errorf("not a string, True, False, a tuple or a list")
-}
-
-// tuple reads the sizes of a shape up to its ')': non-negative integers,
-// with the trailing 'L' of Python 2's long integers allowed.
-func (p *parser) tuple() (value, error) {
-	v := value{kind: kindTuple, ints: []int{}}
-	for !p.next(')') {
+func (p *parser) dict(depth int) (literal, error) {
+	v := literal{kind: litDict}
+	for !p.next('}') {
 		p.space()
-		start := p.i
-		for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-			p.i++
+		if p.i >= len(p.s) || p.s[p.i] != '\'' && p.s[p.i] != '"' {
+			return literal{}, p.errorf("a dict key that is not a quoted string (NumPy's keys are strings)")
 		}
-		digits := p.s[start:p.i]
-		if p.i < len(p.s) && p.s[p.i] == 'L' {
-			p.i++
+		key, err := p.str()
+		if err != nil {
+			return literal{}, err
 		}
-		d, err := strconv.Atoi(digits)
-		if err != nil || len(digits) > 18 {
-			return value{}, p.errorf("a size that is not a non-negative integer: %q", clip(p.s[start:], 20))
+		if !p.next(':') {
+			return literal{}, p.errorf("no ':' after the key %q", key)
 		}
-		v.ints = append(v.ints, d)
+		val, err := p.value(depth + 1)
+		if err != nil {
+			return literal{}, fmt.Errorf("%q: %w", key, err)
+		}
+		v.keys, v.items = append(v.keys, key), append(v.items, val)
 		if !p.next(',') {
-			if !p.next(')') {
-				return value{}, p.errorf("no ',' or ')' after a size")
+			if !p.next('}') {
+				return literal{}, p.errorf("no ',' or '}' after the value of %q", key)
 			}
 			break
 		}
@@ -387,25 +475,66 @@ func (p *parser) tuple() (value, error) {
 	return v, nil
 }
 
-// skipList skips a list, nested brackets and quoted strings included.
-func (p *parser) skipList() error {
-	depth := 0
-	for p.i < len(p.s) {
-		switch c := p.s[p.i]; c {
-		case '[', '(':
-			depth++
-		case ']', ')':
-			depth--
-		case '\'', '"':
-			if _, err := p.str(); err != nil {
-				return err
-			}
-			continue
-		}
-		p.i++
-		if depth == 0 {
-			return nil
+// str reads a quoted string. NumPy's keys and dtype descriptors have no
+// escapes, so a backslash is refused rather than interpreted, and so is a
+// string that runs over a line (which Python refuses).
+func (p *parser) str() (string, error) {
+	q := p.s[p.i]
+	for j := p.i + 1; j < len(p.s); j++ {
+		switch p.s[j] {
+		case q:
+			s := p.s[p.i+1 : j]
+			p.i = j + 1
+			return s, nil
+		case '\\':
+			p.i = j
+			return "", p.errorf("a string with an escape (\\): NumPy's keys and dtype descriptors have none")
+		case '\n':
+			p.i = j
+			return "", p.errorf("a string without its closing quote")
 		}
 	}
-	return p.errorf("a list without its closing ']'")
+	p.i = len(p.s)
+	return "", p.errorf("a string without its closing quote")
+}
+
+// integer reads a decimal integer, with an optional minus sign and
+// Python 2's long suffix L: no leading zeros (Python 3 refuses them), at
+// most 18 digits.
+func (p *parser) integer() (literal, error) {
+	start := p.i
+	neg := false
+	if p.s[p.i] == '-' {
+		neg = true
+		p.i++
+		p.space()
+	}
+	digits := p.i
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		p.i++
+	}
+	d := p.s[digits:p.i]
+	switch {
+	case d == "":
+		p.i = start
+		return literal{}, p.errorf("%q is not an integer", clip(p.s[start:], 20))
+	case len(d) > 18:
+		p.i = start
+		return literal{}, p.errorf("an integer of %d digits: too large for a size", len(d))
+	case len(d) > 1 && d[0] == '0':
+		p.i = start
+		return literal{}, p.errorf("%q: an integer with a leading zero, which Python refuses", clip(d, 20))
+	}
+	if p.i < len(p.s) && (p.s[p.i] == 'L' || p.s[p.i] == 'l') {
+		p.i++
+	}
+	if p.i < len(p.s) && (p.s[p.i] == '.' || p.s[p.i] == 'e' || p.s[p.i] == 'E' || p.s[p.i] == 'x' || p.s[p.i] == '_' || p.s[p.i] == 'j') {
+		p.i = start
+		return literal{}, p.errorf("%q is not a decimal integer", clip(p.s[start:], 20))
+	}
+	n, _ := strconv.ParseInt(d, 10, 64) // at most 18 digits: no overflow
+	if neg {
+		n = -n
+	}
+	return literal{kind: litInt, n: n}, nil
 }

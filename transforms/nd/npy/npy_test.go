@@ -172,10 +172,36 @@ func TestRefused(t *testing.T) {
 		{"negative size", npyFile(dict("'<f4'", "False", "(-2,)"), nil), "not a non-negative integer"},
 		{"too many elements", npyFile(dict("'<f4'", "False", "(1048576, 1048576, 1048576)"), nil), "more elements than an array may hold"},
 		{"no shape", npyFile("{'descr': '<f4', 'fortran_order': False}", nil), `no "shape" key`},
-		{"unknown key", npyFile(dict("'<f4'", "False", "(1,)")[:len(dict("'<f4'", "False", "(1,)"))-1]+"'extra': 1}", nil), "not a string, True, False, a tuple or a list"},
+		{"unknown key", npyFile(dict("'<f4'", "False", "(1,)")[:len(dict("'<f4'", "False", "(1,)"))-1]+"'extra': 1}", nil), `unknown key "extra"`},
 		{"extra string key", npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 'y'}", make([]byte, 4)), `unknown key "x"`},
 		{"key twice", npyFile("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", make([]byte, 4)), "twice"},
-		{"not a dict", npyFile("['<f4']", nil), "not a dict"},
+		// NumPy takes the last of a key given twice (Python's dict), a
+		// reader of the first one the first: Fortran-order data read as C
+		// order, or C order refused. Refused either way.
+		{"fortran_order twice, last True", npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'fortran_order': True}", make([]byte, 16)), `the key "fortran_order" twice`},
+		{"fortran_order twice, last False", npyFile("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), 'fortran_order': False}", make([]byte, 16)), `the key "fortran_order" twice`},
+		// A structured dtype whose field is called descr holds the text
+		// 'descr': '<f4' inside its list: it is still a structured dtype.
+		{"structured, a field named descr", npyFile("{'descr': [('descr', '<f4'), ('y', '<i4')], 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), "structured dtype"},
+		{"structured, nested", npyFile("{'descr': [('a', [('descr', '<f4')], (2,))], 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), "structured dtype"},
+		{"descr a dict", npyFile("{'descr': {'descr': '<f4'}, 'fortran_order': False, 'shape': (2,), }", make([]byte, 8)), "descr is a dict, not a dtype string"},
+		{"shape an integer in parentheses", npyFile(dict("'<f4'", "False", "(3)"), make([]byte, 12)), "shape is (3), the integer 3 in Python, not a tuple"},
+		{"shape a list", npyFile(dict("'<f4'", "False", "[3]"), make([]byte, 12)), "shape is a list, not a tuple of sizes"},
+		{"shape of bools", npyFile(dict("'<f4'", "False", "(True,)"), make([]byte, 4)), "axis 0 is True, not a non-negative integer"},
+		{"shape of floats", npyFile(dict("'<f4'", "False", "(3.0,)"), make([]byte, 12)), "not a decimal integer"},
+		{"shape in hex", npyFile(dict("'<f4'", "False", "(0x3,)"), make([]byte, 12)), "not a decimal integer"},
+		{"leading zero", npyFile(dict("'<f4'", "False", "(03,)"), make([]byte, 12)), "leading zero"},
+		{"huge size", npyFile(dict("'<f4'", "False", "(1000000000000000000000,)"), nil), "too large"},
+		{"fortran_order an integer", npyFile(dict("'<f4'", "0", "(1,)"), make([]byte, 4)), "fortran_order is an integer, not True or False"},
+		{"fortran_order a string", npyFile(dict("'<f4'", "'False'", "(1,)"), make([]byte, 4)), "fortran_order is a string, not True or False"},
+		{"a name", npyFile(dict("'<f4'", "false", "(1,)"), make([]byte, 4)), `"false" is not a literal NumPy writes`},
+		{"an expression", npyFile(dict("'<f4'", "False", "(1+1,)"), make([]byte, 8)), "no ',' or ')' after an item"},
+		{"an escape", npyFile(dict(`'<f\x34'`, "False", "(1,)"), make([]byte, 4)), "a string with an escape"},
+		{"a key that is not a string", npyFile("{1: '<f4', 'fortran_order': False, 'shape': (1,)}", make([]byte, 4)), "a dict key that is not a quoted string"},
+		{"nested too deep", npyFile("{'descr': "+strings.Repeat("[", 100)+strings.Repeat("]", 100)+", 'fortran_order': False, 'shape': (1,)}", make([]byte, 4)), "nested deeper than 32"},
+		{"a list at the top", npyFile("['<f4', False, (1,)]", make([]byte, 4)), "not a dict but a list"},
+		{"two dicts", npyFile(dict("'<f4'", "False", "(1,)")+" {}", make([]byte, 4)), "text after the dict"},
+		{"not a dict", npyFile("'<f4'", nil), "not a dict"},
 		{"text after", npyFile(dict("'<f4'", "False", "(1,)")+" junk", make([]byte, 4)), "text after the dict"},
 		{"unclosed", npyFile("{'descr': '<f4", nil), "closing quote"},
 		{"data cut", npyFile(dict("'<i8'", "False", "(4,)"), make([]byte, 20)), "the header declares 32 bytes of data, the file holds 20"},
@@ -218,6 +244,11 @@ func TestHeaderVariants(t *testing.T) {
 		{1, `{"descr": "<u2", "fortran_order": False, "shape": (2L, 1L)}`, nd.Uint16, []int{2, 1}},
 		{1, "{'shape': (2,), 'fortran_order': False, 'descr': '<i1'}", nd.Int8, []int{2}},
 		{1, "{ 'descr' : '|b1' ,\n'fortran_order' : False , 'shape' : ( 2 , ) , }", nd.Bool, []int{2}},
+		{1, "{'descr': '<u1', 'fortran_order': False, 'shape': (4, 0), }", nd.Uint8, []int{4, 0}},
+		{1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", nd.Float64, []int{}},
+		{1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,\n 3,\t4,), }", nd.Float32, []int{2, 3, 4}},
+		{3, "{'descr':'<i8','fortran_order':False,'shape':(1,)}", nd.Int64, []int{1}},
+		{1, "{'descr': '<f4', 'fortran_order': False, 'shape': ((5), 2), }", nd.Float32, []int{5, 2}}, // Python's (5) is 5
 	} {
 		text := c.dict + "   \n"
 		file := []byte("\x93NUMPY")
@@ -272,5 +303,50 @@ func FuzzReadHeader(f *testing.F) {
 			assert.True(t, h.Type.Supported())
 			assert.LessOrEqual(t, h.Offset, int64(len(b)))
 		}
+	})
+}
+
+// FuzzHeaderText fuzzes the header's text (the Python literal) alone, in a
+// version 1.0 file: the parser never panics; a header it accepts has a
+// type this package reads and a shape that EncodeHeader writes back to the
+// same type and shape; and the same header with the shape given a second
+// time is refused (NumPy would take the last, this package neither).
+func FuzzHeaderText(f *testing.F) {
+	for _, s := range []string{
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+		"{'descr': '|u1', 'fortran_order': False, 'shape': (7,), }",
+		"{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
+		`{"descr": "<u2", "fortran_order": False, "shape": (2L, 1L)}`,
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), 'fortran_order': True}",
+		"{'descr': [('descr', '<f4')], 'fortran_order': False, 'shape': (1,)}",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (3)}",
+		"{'descr': '>i8', 'fortran_order': True, 'shape': (-1, 0x10, 1.5, None, [1], {'a': 'b'})}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 1<<16-2 {
+			return
+		}
+		h, err := npy.ReadHeader(bytes.NewReader(npyFile(text, nil)))
+		if err != nil {
+			return
+		}
+		assert.True(t, h.Type.Supported(), text)
+		enc, err := npy.EncodeHeader(h.Type, h.Shape)
+		require.NoError(t, err, text)
+		back, err := npy.ReadHeader(bytes.NewReader(enc))
+		require.NoError(t, err, text)
+		assert.Equal(t, h.Type, back.Type, text)
+		assert.Equal(t, h.Shape, back.Shape, text)
+		body := strings.TrimRight(text, " \t\r\n\f\v")
+		require.True(t, strings.HasSuffix(body, "}"), "an accepted header is a dict: %q", text)
+		inner := strings.TrimRight(body[:len(body)-1], " \t\r\n\f\v")
+		sep := ", "
+		if strings.HasSuffix(inner, ",") || strings.HasSuffix(inner, "{") {
+			sep = " "
+		}
+		_, err = npy.ReadHeader(bytes.NewReader(npyFile(inner+sep+"'shape': (1,)}", nil)))
+		assert.ErrorContains(t, err, `the key "shape" twice`, text)
 	})
 }
