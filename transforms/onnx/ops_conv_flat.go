@@ -18,8 +18,10 @@ import (
 // offset into the same flat plane, so a run of consecutive q (across
 // rows: the Wp-OW positions past each row's end are computed and dropped)
 // is a product of full vectors. The kernel keeps 8 output channels x 48
-// positions of sums in registers and reads each input vector once per
-// 8 channels and each weight once per 48 positions, from L1, where
+// positions of sums in registers (AVX-512; AVX2's 16 registers hold a
+// quarter of that, 4 x 24, and a tile is four calls) and reads each input
+// vector once per 8 (4) channels and each weight once per 48 (24)
+// positions, from L1, where
 // im2col writes K x positions patches (9 values per input value for a 3x3
 // kernel) and gemm reads them again to pack: for the few channels of
 // small CNNs (ResNet's 16 to 64, an RGB stem) moving patches cost more
@@ -47,7 +49,7 @@ type flatWeights struct {
 
 // useFlat reports whether the convolution takes the shifted-sum kernel:
 // float32 (checked by the caller), stride 1 or 2, at most two spatial axes
-// in effect, an AVX-512 kernel here, at least two tasks (images x groups)
+// in effect, a vector kernel here (AVX-512, or AVX2 and FMA), at least two tasks (images x groups)
 // per core, since its tasks are whole images, and images small enough that
 // a task's buffers (its padded input and its output, about one image's
 // each) stay under flatMaxBuffer: a large image (a satellite scene) takes

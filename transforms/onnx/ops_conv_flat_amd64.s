@@ -133,3 +133,91 @@ tap:
 	VMOVUPS Z23, 128(DI)
 	VZEROUPPER
 	RET
+
+// func flatQuarterAVX2(out *float32, ldo int, x *float32, plane int, offs *int, taps int, w *float32, chans int, bias *float32)
+//
+// A quarter of flatTileAVX512's tile for AVX2 and FMA (16 ymm registers
+// hold 12 sums, not 24): 4 output channels x 24 flat positions, out[r*ldo
+// + j] = bias[r] + sum over c < chans, t < taps of w[(c*taps+t)*8 + r] *
+// x[c*plane + offs[t] + j], for r < 4, j < 24. The weights keep the whole
+// tile's layout (8 a tap; w points at the quarter's first row), so the four
+// quarters of a tile read the same packed W. The sums stay in Y0-Y11 (row
+// r, vector v in Y(3r+v)); each tap loads three vectors of x and
+// broadcasts four weights.
+TEXT ·flatQuarterAVX2(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ ldo+8(FP), R11
+	SHLQ $2, R11
+	MOVQ x+16(FP), SI
+	MOVQ plane+24(FP), R12
+	SHLQ $2, R12
+	MOVQ offs+32(FP), R8
+	MOVQ taps+40(FP), R9
+	MOVQ w+48(FP), DX
+	MOVQ chans+56(FP), CX
+	MOVQ bias+64(FP), BX
+
+	VBROADCASTSS 0(BX), Y0
+	VBROADCASTSS 0(BX), Y1
+	VBROADCASTSS 0(BX), Y2
+	VBROADCASTSS 4(BX), Y3
+	VBROADCASTSS 4(BX), Y4
+	VBROADCASTSS 4(BX), Y5
+	VBROADCASTSS 8(BX), Y6
+	VBROADCASTSS 8(BX), Y7
+	VBROADCASTSS 8(BX), Y8
+	VBROADCASTSS 12(BX), Y9
+	VBROADCASTSS 12(BX), Y10
+	VBROADCASTSS 12(BX), Y11
+
+qchan:
+	XORQ R10, R10
+
+qtap:
+	MOVQ    (R8)(R10*8), AX
+	SHLQ    $2, AX
+	ADDQ    SI, AX
+	VMOVUPS (AX), Y12
+	VMOVUPS 32(AX), Y13
+	VMOVUPS 64(AX), Y14
+	VBROADCASTSS 0(DX), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VBROADCASTSS 4(DX), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VBROADCASTSS 8(DX), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VBROADCASTSS 12(DX), Y15
+	VFMADD231PS Y12, Y15, Y9
+	VFMADD231PS Y13, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ $32, DX
+	INCQ R10
+	CMPQ R10, R9
+	JLT  qtap
+	ADDQ R12, SI
+	DECQ CX
+	JNZ  qchan
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Y3, 0(DI)
+	VMOVUPS Y4, 32(DI)
+	VMOVUPS Y5, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Y6, 0(DI)
+	VMOVUPS Y7, 32(DI)
+	VMOVUPS Y8, 64(DI)
+	ADDQ R11, DI
+	VMOVUPS Y9, 0(DI)
+	VMOVUPS Y10, 32(DI)
+	VMOVUPS Y11, 64(DI)
+	VZEROUPPER
+	RET

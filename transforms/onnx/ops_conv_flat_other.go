@@ -13,3 +13,6 @@ var flatVector = false
 func flatTile(out []float32, ldo int, x []float32, plane int, offs []int, w []float32, chans int, bias []float32) {
 	flatTileGo(out, ldo, x, plane, offs, w, chans, bias)
 }
+
+// flatWidth is the lanes of the shifted-sum kernel: none in this build.
+var flatWidth = 0

@@ -70,8 +70,8 @@ func TestDepthwiseVectorAndGo(t *testing.T) {
 // bias.
 func TestFlatVectorAndGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	saved := flatVector
-	defer func() { flatVector = saved }()
+	saved := flatWidth
+	defer func() { flatWidth = saved }()
 	for trial := range 160 {
 		nsp := 1 + trial%2
 		var in, k, s, d, pads []int
@@ -99,11 +99,8 @@ func TestFlatVectorAndGo(t *testing.T) {
 		}
 		want := make([]float32, p.n*p.m*geo.outSize())
 		convDirect(p, x, wt, bias, want)
-		for _, vector := range []bool{true, false} {
-			if vector && !saved {
-				continue
-			}
-			flatVector = vector
+		for _, width := range simdWidths() {
+			flatWidth = width
 			got := make([]float32, len(want))
 			for i := range got {
 				got[i] = float32(math.NaN())
@@ -111,7 +108,7 @@ func TestFlatVectorAndGo(t *testing.T) {
 			c := &conv{}
 			convFlat(p, x, c.flatWeightsOf(wt, p), bias, got)
 			for i := range want {
-				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (vector %t) in %v k %v s %v d %v pads %v group %d c %d m %d: element %d", trial, vector, in, k, s, d, pads, group, p.c, p.m, i)
+				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (%d lanes) in %v k %v s %v d %v pads %v group %d c %d m %d: element %d", trial, width, in, k, s, d, pads, group, p.c, p.m, i)
 			}
 		}
 	}
@@ -122,7 +119,7 @@ func TestFlatVectorAndGo(t *testing.T) {
 // past 2 and too few images for the cores to the patches path.
 func TestUseFlat(t *testing.T) {
 	if !flatVector {
-		t.Skip("no AVX-512 kernel here: the path is never taken")
+		t.Skip("no vector kernel here: the path is never taken")
 	}
 	problem := func(n, c, m, size, stride int) convProblem {
 		w := window{strides: []int{stride, stride}, pads: []int{1, 1, 1, 1}, autoPad: "NOTSET"}
