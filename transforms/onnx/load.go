@@ -144,26 +144,29 @@ func firstExternal(g *onnxpb.GraphProto) string {
 func externalFrom(fsys fs.FS, name string) externalReader {
 	dir := path.Dir(name)
 	return func(t *onnxpb.TensorProto, h hash.Hash) error {
-		var loc string
-		off, length := int64(0), int64(-1)
+		var loc, offText, lengthText string
 		for _, kv := range t.ExternalData {
-			var err error
 			switch kv.GetKey() {
 			case "location":
 				loc = kv.GetValue()
 			case "offset":
-				off, err = strconv.ParseInt(kv.GetValue(), 10, 64)
+				offText = kv.GetValue()
 			case "length":
-				length, err = strconv.ParseInt(kv.GetValue(), 10, 64)
+				lengthText = kv.GetValue()
 			case "checksum":
 			default:
-				err = fmt.Errorf("unknown key %q", kv.GetKey())
-			}
-			if err != nil || off < 0 {
-				return fmt.Errorf("external data %s: %v", kv.GetKey(), err)
+				return fmt.Errorf("external data: unknown key %q", kv.GetKey())
 			}
 		}
 		full, err := externalPath(dir, loc)
+		if err != nil {
+			return err
+		}
+		off, err := externalNumber(loc, "offset", offText, 0)
+		if err != nil {
+			return err
+		}
+		length, err := externalNumber(loc, "length", lengthText, -1)
 		if err != nil {
 			return err
 		}
@@ -197,6 +200,22 @@ func externalFrom(fsys fs.FS, name string) externalReader {
 		t.RawData = raw
 		return nil
 	}
+}
+
+// externalNumber parses an external data entry's offset or length: a
+// number of bytes, 0 or more (def where the entry is left out).
+func externalNumber(loc, key, text string, def int64) (int64, error) {
+	if text == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("external data %s: %s %q is not a number of bytes", loc, key, text)
+	case n < 0:
+		return 0, fmt.Errorf("external data %s: %s %d is negative", loc, key, n)
+	}
+	return n, nil
 }
 
 // readAt fills p from f at offset off: with ReadAt where the file has it,

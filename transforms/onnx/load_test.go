@@ -17,7 +17,10 @@ import (
 
 // externalModel is y = x + w, its weight w (float32[4]) in the external
 // data file at location, at offset 8.
-func externalModel(location string) []byte {
+func externalModel(location string) []byte { return externalModelAt(location, "8", "16") }
+
+// externalModelAt is externalModel with the offset and length given.
+func externalModelAt(location, offset, length string) []byte {
 	m := onnxtest.Model(17,
 		[]*onnxpb.NodeProto{onnxtest.Node("Add", []string{"x", "w"}, []string{"y"})},
 		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, 4)},
@@ -27,8 +30,8 @@ func externalModel(location string) []byte {
 		DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
 		ExternalData: []*onnxpb.StringStringEntryProto{
 			{Key: proto.String("location"), Value: proto.String(location)},
-			{Key: proto.String("offset"), Value: proto.String("8")},
-			{Key: proto.String("length"), Value: proto.String("16")},
+			{Key: proto.String("offset"), Value: proto.String(offset)},
+			{Key: proto.String("length"), Value: proto.String(length)},
 		}}}
 	return onnxtest.Bytes(m)
 }
@@ -43,15 +46,18 @@ func weights() []byte {
 // Parse take the model's bytes and refuse external data.
 func TestLoadFS(t *testing.T) {
 	fsys := fstest.MapFS{
-		"models/m.onnx":       {Data: externalModel("data/w.bin")},
-		"models/data/w.bin":   {Data: weights()},
-		"models/escape.onnx":  {Data: externalModel("../w.bin")},
-		"models/abs.onnx":     {Data: externalModel("/w.bin")},
-		"models/url.onnx":     {Data: externalModel("gs://b/w.bin")},
-		"models/missing.onnx": {Data: externalModel("none.bin")},
-		"models/short.onnx":   {Data: externalModel("short.bin")},
-		"models/short.bin":    {Data: make([]byte, 20)},
-		"w.bin":               {Data: weights()},
+		"models/m.onnx":        {Data: externalModel("data/w.bin")},
+		"models/data/w.bin":    {Data: weights()},
+		"models/escape.onnx":   {Data: externalModel("../w.bin")},
+		"models/abs.onnx":      {Data: externalModel("/w.bin")},
+		"models/url.onnx":      {Data: externalModel("gs://b/w.bin")},
+		"models/missing.onnx":  {Data: externalModel("none.bin")},
+		"models/short.onnx":    {Data: externalModel("short.bin")},
+		"models/short.bin":     {Data: make([]byte, 20)},
+		"models/negative.onnx": {Data: externalModelAt("data/w.bin", "-8", "16")},
+		"models/badoff.onnx":   {Data: externalModelAt("data/w.bin", "8x", "16")},
+		"models/neglen.onnx":   {Data: externalModelAt("data/w.bin", "8", "-16")},
+		"w.bin":                {Data: weights()},
 	}
 	m, err := onnx.Load(fsys, "models/m.onnx")
 	require.NoError(t, err)
@@ -67,6 +73,10 @@ func TestLoadFS(t *testing.T) {
 		"models/missing.onnx": `initializer "w": external data: open models/none.bin: file does not exist`,
 		"models/short.onnx":   "external data short.bin: 16 bytes at offset 8 of a 20-byte file",
 		"models/none.onnx":    "onnx: models/none.onnx: open models/none.onnx: file does not exist",
+		// The tensor, the file and the offset, not "external data offset: <nil>".
+		"models/negative.onnx": `onnx: models/negative.onnx: initializer "w": external data data/w.bin: offset -8 is negative`,
+		"models/badoff.onnx":   `initializer "w": external data data/w.bin: offset "8x" is not a number of bytes`,
+		"models/neglen.onnx":   `initializer "w": external data data/w.bin: length -16 is negative`,
 	} {
 		_, err := onnx.Load(fsys, name)
 		require.Error(t, err, name)
