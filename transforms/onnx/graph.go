@@ -277,40 +277,45 @@ func (g *graph) sort() error {
 	)
 	state := make([]int, len(g.nodes))
 	order := make([]*node, 0, len(g.nodes))
-	var stack []int
-	var visit func(i int) error
-	visit = func(i int) error {
-		switch state[i] {
-		case done:
-			return nil
-		case visiting:
-			var names []string
-			start := len(stack) - 1
-			for stack[start] != i {
-				start--
-			}
-			for _, j := range stack[start:] {
-				names = append(names, g.nodes[j].label())
-			}
-			return fmt.Errorf("the graph has a cycle: %s", strings.Join(names, " -> "))
+	// A depth-first search with a stack of its own: a chain of millions of
+	// nodes must not grow the goroutine's stack past its limit (a fatal
+	// error, not a panic).
+	type frame struct{ node, next int } // next: the input to follow next
+	var stack []frame
+	for i := range g.nodes {
+		if state[i] != unseen {
+			continue
 		}
 		state[i] = visiting
-		stack = append(stack, i)
-		for _, in := range g.nodes[i].in {
-			if in >= 0 && producer[in] >= 0 {
-				if err := visit(producer[in]); err != nil {
-					return err
+		stack = append(stack[:0], frame{i, 0})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if ins := g.nodes[f.node].in; f.next < len(ins) {
+				in := ins[f.next]
+				f.next++
+				if in < 0 || producer[in] < 0 {
+					continue
 				}
+				switch j := producer[in]; state[j] {
+				case unseen:
+					state[j] = visiting
+					stack = append(stack, frame{j, 0})
+				case visiting:
+					start := len(stack) - 1
+					for stack[start].node != j {
+						start--
+					}
+					var names []string
+					for _, fr := range stack[start:] {
+						names = append(names, g.nodes[fr.node].label())
+					}
+					return fmt.Errorf("the graph has a cycle: %s", strings.Join(names, " -> "))
+				}
+				continue
 			}
-		}
-		stack = stack[:len(stack)-1]
-		state[i] = done
-		order = append(order, g.nodes[i])
-		return nil
-	}
-	for i := range g.nodes {
-		if err := visit(i); err != nil {
-			return err
+			state[f.node] = done
+			order = append(order, g.nodes[f.node])
+			stack = stack[:len(stack)-1]
 		}
 	}
 	g.nodes = order
