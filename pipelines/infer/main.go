@@ -63,6 +63,7 @@ var (
 	minBatch  = flag.Int("min_batch_size", 1, "fewest rows per model call (but a bundle's last); equal to --max_batch_size: batches of that fixed size")
 	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt between --min_batch_size and this)")
 	strict    = flag.Bool("strict", false, "exit with status 1 if any row failed (failures are always listed in failed.jsonl)")
+	memBudget = flag.String("memory_budget", "", "most memory one model call may allocate on a worker's CPU, e.g. 4GiB or 512MB: a call over it fails, its rows to failed.jsonl naming the node and the bytes, and the run goes on (empty: $"+onnx.EnvMemoryBudget+" where set, else the worker's memory available)")
 
 	// flags are package job's: backend selection, the launcher's, --progress.
 	flags job.Flags
@@ -93,7 +94,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Name:  "infer",
 		Usage: usage,
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
-			"shard_rows", "min_batch_size", "max_batch_size", "strict"},
+			"shard_rows", "min_batch_size", "max_batch_size", "strict", "memory_budget"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
@@ -192,7 +193,15 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	if cfg.TopK == 0 && cfg.Labels != "" {
 		cfg.TopK = 5
 	}
-	h, err := inference.ONNX(ctx, cfg.Model)
+	var opts []inference.ONNXOption
+	if *memBudget != "" {
+		n, err := onnx.ParseBytes(*memBudget)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("--memory_budget=%s: want a positive amount of memory, e.g. 4GiB", *memBudget)
+		}
+		opts = append(opts, inference.MemoryBudget(n))
+	}
+	h, err := inference.ONNX(ctx, cfg.Model, opts...)
 	if err != nil {
 		return cfg, fmt.Errorf("--model: %w", err)
 	}

@@ -2,9 +2,16 @@ package onnx_test
 
 import (
 	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
@@ -87,4 +94,66 @@ func TestLoadFS(t *testing.T) {
 	assert.ErrorContains(t, err, `onnx: m.onnx: initializer "w" is in an external data file, which a model given as bytes cannot have`)
 	_, err = onnx.Read(strings.NewReader("not a model"), "junk.onnx")
 	assert.ErrorContains(t, err, "onnx: junk.onnx: not an ONNX model")
+}
+
+// zeros is an endless stream of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// A model file's size is checked before it is read, and its first bytes
+// before the rest: a 3 GB file (over protobuf's 2 GiB), a 1 GB file of
+// zeros and a file of garbage are refused at once, in little memory (the
+// file of zeros was read whole: 2.2 GB resident, 11 s here). The files are
+// sparse: they take no disk.
+func TestLoadRefusesLargeAndGarbageFilesEarly(t *testing.T) {
+	dir := t.TempDir()
+	sparse := func(name string, size int64, head []byte) {
+		f, err := os.Create(filepath.Join(dir, name))
+		require.NoError(t, err)
+		_, err = f.Write(head)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(size))
+		require.NoError(t, f.Close())
+	}
+	model := onnxtest.Bytes(onnxtest.Model(17, nodes{onnxtest.Node("Relu", []string{"x"}, []string{"y"})},
+		values{onnxtest.Value("x", nd.Float32, 4)}, values{onnxtest.Value("y", nd.Float32, 4)}))
+	garbage := make([]byte, 1<<20)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(garbage)
+	sparse("huge.onnx", 3<<30, nil)
+	sparse("zeros.onnx", 1<<30, nil)
+	sparse("trailing.onnx", 1<<30, model) // a model, then 1 GB of zeros
+	sparse("garbage.onnx", int64(len(garbage)), garbage)
+	sparse("empty.onnx", 0, nil)
+	sparse("nograph.onnx", 1<<20, []byte{0x08, 0x08}) // ir_version 8, then zeros
+
+	runtime.GC()
+	before := rss(t)
+	start := time.Now()
+	for name, want := range map[string]string{
+		"huge.onnx":     "onnx: huge.onnx: a file of 3221225472 bytes (3.0 GiB), more than a model file may have (2147483648 bytes, protobuf's limit; larger weights go in external data files)",
+		"zeros.onnx":    "onnx: zeros.onnx: not an ONNX model: the bytes at offset 0 (00 00 00 00 00 00 00 00) are not a field of a model",
+		"trailing.onnx": "onnx: trailing.onnx: not an ONNX model: the bytes at offset " + strconv.Itoa(len(model)) + " (00 00",
+		"garbage.onnx":  "onnx: garbage.onnx: not an ONNX model: the bytes at offset ",
+		"empty.onnx":    "onnx: empty.onnx: not an ONNX model: the file is empty",
+		"nograph.onnx":  "onnx: nograph.onnx: not an ONNX model: the bytes at offset 2 (00 00",
+	} {
+		_, err := onnx.Load(os.DirFS(dir), name)
+		assert.ErrorContains(t, err, want, name)
+	}
+	// A stream: only its first 64 KiB are read.
+	_, err := onnx.Read(io.LimitReader(zeros{}, 1<<30), "stream.onnx")
+	assert.ErrorContains(t, err, "onnx: stream.onnx: not an ONNX model: the bytes at offset 0 (00 00 00 00 00 00 00 00) are not a field of a model")
+	_, err = onnx.Read(io.MultiReader(bytes.NewReader(model), io.LimitReader(zeros{}, 1<<30)), "stream.onnx")
+	assert.Error(t, err)
+
+	assert.Less(t, time.Since(start), 20*time.Second)
+	assert.Less(t, rss(t)-before, int64(64<<20), "resident memory grew")
+
+	// A model file that is whole loads, from a file and from a stream.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "m.onnx"), model, 0o644))
+	_, err = onnx.Load(os.DirFS(dir), "m.onnx")
+	require.NoError(t, err)
+	_, err = onnx.Read(bytes.NewReader(model), "m.onnx")
+	require.NoError(t, err)
 }

@@ -24,8 +24,9 @@ type Plan struct {
 	inputs, outputs []int
 	// keyed are the inputs whose contents the plan depends on.
 	keyed []bool
-	// work is the workspace's size in bytes.
-	work int
+	// work is the workspace's size in bytes; largest is the value of the
+	// workspace that takes the most of it (named in errors).
+	work, largest int
 	// overlaps counts the lifetimes place looked at (its work: about
 	// linear in the steps, tested).
 	overlaps     int
@@ -52,6 +53,9 @@ type pval struct {
 	base int
 	// first and last are the steps that make and last read the value.
 	first, last int
+	// by is the node that makes the value (nil for a graph input or a
+	// constant of the model), named in errors.
+	by *node
 }
 
 type pstep struct {
@@ -94,7 +98,11 @@ type planEntry struct {
 
 // Plan returns the plan of the model for inputs (fed as Run takes them),
 // made on first use of their shapes.
-func (m *Model) Plan(inputs []nd.Array) (*Plan, error) {
+func (m *Model) Plan(inputs []nd.Array) (*Plan, error) { return m.plan(inputs, 0) }
+
+// plan is Plan with the memory budget of the values it computes (0: the
+// default).
+func (m *Model) plan(inputs []nd.Array, budget int64) (*Plan, error) {
 	metas, err := m.inputMetas(inputs)
 	if err != nil {
 		return nil, err
@@ -113,7 +121,11 @@ func (m *Model) Plan(inputs []nd.Array) (*Plan, error) {
 			return e.Value.(*planEntry).plan, nil
 		}
 		c.mu.Unlock()
-		p, more, err := m.newPlan(metas, inputs, keyed)
+		mem, err := newMemory(budget)
+		if err != nil {
+			return nil, err
+		}
+		p, more, err := m.newPlan(metas, inputs, keyed, mem)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +217,7 @@ func inputNames(in []ValueInfo) string {
 // newPlan plans the model for inputs of metas. When a node needs the
 // contents of a graph input not yet keyed, it returns that input's index
 // as more (and no plan): the caller keys plans on it and plans again.
-func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool) (p *Plan, more int, err error) {
+func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memory) (p *Plan, more int, err error) {
 	g := m.g
 	p = &Plan{m: m, vals: make([]pval, len(g.values)), inputs: g.inputs, outputs: g.outputs, keyed: keyed}
 	for i, v := range g.values {
@@ -220,7 +232,9 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool) (p *Plan,
 		if keyed[i] {
 			a := inputs[i]
 			if a.Type != mt.Type { // a Float16 input: its Float32 value
-				a, _ = nd.Convert(a, mt.Type)
+				if a, err = mem.convert(a, mt.Type, nil, func() string { return fmt.Sprintf("input %q", m.Inputs[i].Name) }); err != nil {
+					return nil, -1, err
+				}
 			}
 			mt.Value = &a
 		}
@@ -252,7 +266,7 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool) (p *Plan,
 		}
 		_, random := n.kernel.(Nondeterministic)
 		if known && !random {
-			arrays, err := compute(n, in, out, maxFoldPlanBytes)
+			arrays, err := compute(n, in, out, maxFoldPlanBytes, mem)
 			if err != nil {
 				return nil, -1, err
 			}
@@ -260,7 +274,7 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool) (p *Plan,
 				for i, id := range n.out {
 					if id >= 0 {
 						a := arrays[i]
-						p.vals[id] = pval{meta: Meta{Type: a.Type, Shape: a.Shape, Value: &a}, st: stConst, first: -1, last: -1}
+						p.vals[id] = pval{meta: Meta{Type: a.Type, Shape: a.Shape, Value: &a}, st: stConst, first: -1, last: -1, by: n}
 					}
 				}
 				continue
@@ -314,7 +328,7 @@ func (p *Plan) place() {
 				continue
 			}
 			v := &p.vals[id]
-			v.first, v.last = si, si
+			v.first, v.last, v.by = si, si, s.n
 			if viewer != nil {
 				if j, ok := viewer.View(i); ok && s.in[j] >= 0 && !isOutput[id] {
 					v.st, v.base = stView, s.in[j]
@@ -357,6 +371,9 @@ func (p *Plan) place() {
 	// interval tree of the lifetimes, so a plan of n steps takes about
 	// n log n plus the overlaps, not n^2 (a chain of 100,000 nodes).
 	sort.SliceStable(work, func(a, b int) bool { return p.vals[work[a]].size > p.vals[work[b]].size })
+	if len(work) > 0 {
+		p.largest = work[0]
+	}
 	tree := newLifetimes(p.vals, work)
 	placed := make([]bool, len(p.vals))
 	type span struct{ lo, hi int }
