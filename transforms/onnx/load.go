@@ -231,7 +231,11 @@ func checkModelFields(r io.ReaderAt, size int64, partial bool) error {
 		}
 		off = end
 	}
-	if !graph && !partial {
+	switch {
+	case graph:
+	case off < size: // writers put the graph among the first fields
+		return fmt.Errorf("not an ONNX model: no graph in its first %d fields", maxTopFields)
+	case !partial:
 		return errors.New("not an ONNX model: no graph")
 	}
 	return nil

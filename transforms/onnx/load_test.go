@@ -126,6 +126,8 @@ func TestLoadRefusesLargeAndGarbageFilesEarly(t *testing.T) {
 	sparse("garbage.onnx", int64(len(garbage)), garbage)
 	sparse("empty.onnx", 0, nil)
 	sparse("nograph.onnx", 1<<20, []byte{0x08, 0x08}) // ir_version 8, then zeros
+	irs := bytes.Repeat([]byte{0x08, 0x08}, 1<<19)    // ir_version 8, 2^19 times over: valid protobuf
+	sparse("versions.onnx", int64(len(irs)), irs)
 
 	runtime.GC()
 	before := rss(t)
@@ -137,6 +139,7 @@ func TestLoadRefusesLargeAndGarbageFilesEarly(t *testing.T) {
 		"garbage.onnx":  "onnx: garbage.onnx: not an ONNX model: the bytes at offset ",
 		"empty.onnx":    "onnx: empty.onnx: not an ONNX model: the file is empty",
 		"nograph.onnx":  "onnx: nograph.onnx: not an ONNX model: the bytes at offset 2 (00 00",
+		"versions.onnx": "onnx: versions.onnx: not an ONNX model: no graph in its first 1024 fields",
 	} {
 		_, err := onnx.Load(os.DirFS(dir), name)
 		assert.ErrorContains(t, err, want, name)

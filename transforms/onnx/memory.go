@@ -223,7 +223,7 @@ func readAvailable() availableMemory {
 	if kb, ok := meminfo("/proc/meminfo", "MemAvailable"); ok {
 		a = availableMemory{bytes: kb * 1024, source: "the memory available: MemAvailable in /proc/meminfo"}
 	}
-	for _, c := range cgroupDirs("/proc/self/cgroup") {
+	for _, c := range cgroupDirs("/proc/self/cgroup", "/sys/fs/cgroup") {
 		if free, ok := cgroupFree(c); ok && (a.bytes < 0 || free < a.bytes) {
 			a = availableMemory{bytes: max(free, 0), source: "the memory available: the limit of cgroup " + c.dir + " less its usage"}
 		}
@@ -261,10 +261,10 @@ type cgroup struct {
 	unlimitedWord       string
 }
 
-// cgroupDirs are the memory cgroups of the process (/proc/self/cgroup) and
-// their ancestors, at the usual mount points (/sys/fs/cgroup for v2,
-// /sys/fs/cgroup/memory for v1), those that exist.
-func cgroupDirs(file string) []cgroup {
+// cgroupDirs are the memory cgroups that file (/proc/self/cgroup) lists and
+// their ancestors, at the usual mount points under sys (/sys/fs/cgroup for
+// v2, /sys/fs/cgroup/memory for v1), those that exist.
+func cgroupDirs(file, sys string) []cgroup {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
@@ -279,10 +279,10 @@ func cgroupDirs(file string) []cgroup {
 		root := ""
 		switch {
 		case parts[0] == "0" && parts[1] == "":
-			root = "/sys/fs/cgroup"
+			root = sys
 			c = cgroup{limit: "memory.max", usage: "memory.current", stat: "memory.stat", inact: "inactive_file", unlimitedWord: "max"}
 		case strings.Contains(","+parts[1]+",", ",memory,"):
-			root = "/sys/fs/cgroup/memory"
+			root = path.Join(sys, "memory")
 			c = cgroup{limit: "memory.limit_in_bytes", usage: "memory.usage_in_bytes", stat: "memory.stat", inact: "total_inactive_file", unlimitedAtOrAbove: 1 << 62}
 		default:
 			continue

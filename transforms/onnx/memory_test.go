@@ -127,6 +127,7 @@ func TestMemoryBudgetDefaultIsTheMemoryAvailable(t *testing.T) {
 	t.Setenv(onnx.EnvMemoryBudget, "")
 	b, source, err := onnx.DefaultMemoryBudget()
 	require.NoError(t, err)
+	t.Logf("default memory budget: %d bytes (%s)", b, source)
 	assert.Greater(t, b, int64(0))
 	if runtime.GOOS == "linux" {
 		assert.Contains(t, source, "the memory available")
@@ -164,6 +165,9 @@ func TestShapesThatOverflow(t *testing.T) {
 			onnxtest.Init("shape", nd.Of([]int64{1 << 62, 1 << 62}))), "dimension 0 is 4611686018427387904"},
 		"Expand": {onnxtest.Model(17, nodes{onnxtest.Node("Expand", []string{"x", "shape"}, []string{"y"})}, x, y,
 			onnxtest.Init("shape", nd.Of([]int64{1 << 62, 1 << 62, 4}))), "dimension 0 is 4611686018427387904"},
+		"Split": {onnxtest.Model(17, nodes{onnxtest.Node("Split", []string{"x", "split"}, []string{"y", "z"}, onnxtest.Int("axis", 1))}, x,
+			values{onnxtest.Value("y", nd.Float32), onnxtest.Value("z", nd.Float32)},
+			onnxtest.Init("split", nd.Of([]int64{math.MaxInt64, 5}))), "split [9223372036854775807 5] has a part of 9223372036854775807, axis 1 has 4"},
 		"Expand product": {onnxtest.Model(17, nodes{onnxtest.Node("Expand", []string{"x", "shape"}, []string{"y"})}, x, y,
 			onnxtest.Init("shape", nd.Of([]int64{1 << 30, 1 << 30, 1 << 30, 4}))), "more elements than an array may hold"},
 	} {
