@@ -203,8 +203,11 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 			run.OnHost = append(run.OnHost, s.n.Op+" "+s.n.Name)
 			err = hostStep(d, s.n, in, out)
 		}
-		if err != nil {
+		var me *MemoryError
+		if err != nil && !errors.As(err, &me) { // a MemoryError names its node
 			return nil, run, fmt.Errorf("%s: %w", s.n.label(), err)
+		} else if err != nil {
+			return nil, run, err
 		}
 		for _, cp := range copies {
 			if n := out[cp[0]].Bytes(); n > 0 {
