@@ -71,6 +71,7 @@ var (
 	minBatch  = flag.Int("min_batch_size", 1, "fewest rows per model call (but a bundle's last); equal to --max_batch_size: batches of that fixed size")
 	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt between --min_batch_size and this)")
 	strict    = flag.Bool("strict", false, "exit with status 1 if any row failed (failures are always listed in failed.jsonl)")
+	memBudget = flag.String("memory_budget", "", "most memory one model call may allocate on a worker's CPU, e.g. 4GiB or 512MB: a call over it fails, its rows to failed.jsonl naming the node and the bytes, and the run goes on (empty: $"+onnx.EnvMemoryBudget+" where set, else the worker's memory available)")
 
 	// Hostile or unusual inputs.
 	maxImage    = flag.Int64("max_image_bytes", DefaultMaxImageBytes, "images: the largest decoded size an image may declare in its header (width x height x bytes a pixel; default an 8192x8192 RGBA image); a larger one is its row's failure, refused before decoding")
@@ -107,7 +108,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Usage: usage,
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
 			"shard_rows", "min_batch_size", "max_batch_size", "strict",
-			"max_image_bytes", "check_finite", "allow_empty"},
+			"max_image_bytes", "check_finite", "allow_empty", "memory_budget"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
@@ -218,6 +219,13 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	var opts []inference.ONNXOption
 	if *checkFinite {
 		opts = append(opts, inference.CheckFinite())
+	}
+	if *memBudget != "" {
+		n, err := onnx.ParseBytes(*memBudget)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("--memory_budget=%s: want a positive amount of memory, e.g. 4GiB", *memBudget)
+		}
+		opts = append(opts, inference.MemoryBudget(n))
 	}
 	h, err := inference.ONNX(ctx, cfg.Model, opts...)
 	if err != nil {

@@ -37,6 +37,12 @@ type ONNXOption func(*ONNXHandler)
 // float input, as that row's failure.
 func CheckFinite() ONNXOption { return func(h *ONNXHandler) { h.CheckFinite = true } }
 
+// MemoryBudget bounds the memory of each model call on the CPU to bytes
+// (onnx.RunOptions.MemoryBudget; 0: the worker's default,
+// onnx.DefaultMemoryBudget): a call over it fails, its rows with it,
+// naming the node and the bytes, and the others go on.
+func MemoryBudget(bytes int64) ONNXOption { return func(h *ONNXHandler) { h.MemoryBudget = bytes } }
+
 // ONNXHandler runs an ONNX model file with the onnx step (CPU, GPU
 // executor or stub, as the backend selector chooses). Each example holds
 // the model's inputs by name, without the batch axis where the model has
@@ -46,6 +52,9 @@ type ONNXHandler struct {
 	// (gs://...), readable by every worker.
 	Path        string
 	CheckFinite bool
+	// MemoryBudget is the memory budget of a model call in bytes (0: the
+	// worker's default).
+	MemoryBudget int64 `json:",omitempty"`
 
 	// model is the model as loaded at construction, to describe it (nil
 	// in a handler decoded on a worker).
@@ -83,7 +92,9 @@ func (h *ONNXHandler) Kind() string { return KindONNX }
 func (h *ONNXHandler) Config() ([]byte, error) { return json.Marshal(h) }
 
 // Key implements Handler.
-func (h *ONNXHandler) Key() string { return fmt.Sprintf("onnx:%s|finite=%t", h.Path, h.CheckFinite) }
+func (h *ONNXHandler) Key() string {
+	return fmt.Sprintf("onnx:%s|finite=%t|memory=%d", h.Path, h.CheckFinite, h.MemoryBudget)
+}
 
 // Use is the backend's view of this model's use of the onnx step: its
 // explain line ("onnx[name]"), and why it cannot run on the GPU where some
@@ -112,7 +123,7 @@ func (h *ONNXHandler) Load(ctx context.Context) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return onnxModel{m: m, finite: h.CheckFinite}, nil
+	return onnxModel{m: m, finite: h.CheckFinite, budget: h.MemoryBudget}, nil
 }
 
 // loaded holds the ONNX models of this process, one per path: ONNX and a
@@ -156,6 +167,7 @@ func loadONNX(ctx context.Context, path string) (*onnx.Model, time.Duration, err
 type onnxModel struct {
 	m      *onnx.Model
 	finite bool
+	budget int64
 }
 
 func (o onnxModel) ID() string       { return o.m.ID }
@@ -185,7 +197,7 @@ func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example)
 	if !stack && len(ex) != 1 {
 		return nil, fmt.Errorf("%s takes one example at a time (it has no batch axis), not %d", o.m.Name, len(ex))
 	}
-	in := onnxstep.Input{Model: o.m, Inputs: rows[0]}
+	in := onnxstep.Input{Model: o.m, Inputs: rows[0], MemoryBudget: o.budget}
 	if stack {
 		if in.Inputs, err = stackRows(rows); err != nil {
 			return nil, err

@@ -25,6 +25,23 @@
 // (runtime/executor/gpu/gpuemu) with the kernels compiled for the host
 // (internal/kernelemu).
 //
+// # Memory
+//
+// A model does not decide how much memory its process takes. Every buffer
+// the runtime allocates for values (a run's workspace, its outputs, the
+// values folded at load and while planning, a model file and its external
+// data, a device run's host copies) goes through one function (memory.go)
+// that checks it against the call's memory budget first: over it, the call
+// fails with a *MemoryError naming the node and the bytes (errors.Is
+// ErrMemoryBudget) and nothing is allocated. The budget is
+// RunOptions.MemoryBudget (Model.RunWith, Plan.RunWith), else
+// $BEAMGPU_ONNX_MEMORY_BUDGET (EnvMemoryBudget, "4GiB" as ParseBytes
+// reads it), else the memory available to the process when the call starts
+// (DefaultMemoryBudget: /proc/meminfo's MemAvailable and the cgroup's
+// limit less its usage). A model file's size is checked before it is read
+// (MaxModelBytes, protobuf's 2 GiB) and its top-level fields before the
+// rest, so that a file of zeros or garbage is refused at once.
+//
 // # Files
 //
 // An operator lives in a pair of files named after it, and its kernels in a

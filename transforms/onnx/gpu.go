@@ -58,6 +58,10 @@ type Device struct {
 	// scratch is device memory for a launch's temporaries (scratch).
 	scratchPtr  gpu.Ptr
 	scratchSize int64
+	// mem is the run's host memory, node the node launched (named where
+	// its host copies are over the budget).
+	mem  *memory
+	node *node
 }
 
 // ErrOnHost is what Launch returns when it has no kernel for its inputs:
@@ -116,11 +120,15 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 			})
 		}
 	}()
-	inputs, err = p.checkInputs(inputs)
+	mem, err := newMemory(0)
 	if err != nil {
 		return nil, run, err
 	}
-	d := &Device{Call: c}
+	inputs, err = p.checkInputs(inputs, mem)
+	if err != nil {
+		return nil, run, err
+	}
+	d := &Device{Call: c, mem: mem}
 	vals := make([]DevArray, len(p.vals))
 	weights, err := p.m.residentWeights(c)
 	if err != nil {
@@ -187,15 +195,19 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 			out[i] = vals[id]
 		}
 		err := ErrOnHost
+		d.node = s.n
 		if l, ok := s.n.kernel.(Launcher); ok {
 			err = l.Launch(d, in, out)
 		}
 		if errors.Is(err, ErrOnHost) {
 			run.OnHost = append(run.OnHost, s.n.Op+" "+s.n.Name)
-			err = hostStep(c, s.n, in, out)
+			err = hostStep(d, s.n, in, out)
 		}
-		if err != nil {
+		var me *MemoryError
+		if err != nil && !errors.As(err, &me) { // a MemoryError names its node
 			return nil, run, fmt.Errorf("%s: %w", s.n.label(), err)
+		} else if err != nil {
+			return nil, run, err
 		}
 		for _, cp := range copies {
 			if n := out[cp[0]].Bytes(); n > 0 {
@@ -279,7 +291,8 @@ func outputMemory(c gpu.Call, t nd.DType, shape []int) (nd.Array, error) {
 
 // hostStep runs node n's CPU code on the host: its inputs come down, its
 // outputs go up.
-func hostStep(c gpu.Call, n *node, in, out []DevArray) error {
+func hostStep(d *Device, n *node, in, out []DevArray) error {
+	c := d.Call
 	hin := make([]nd.Array, len(in))
 	for i, a := range in {
 		switch {
@@ -287,7 +300,7 @@ func hostStep(c gpu.Call, n *node, in, out []DevArray) error {
 		case a.Host != nil:
 			hin[i] = *a.Host
 		default:
-			h, err := nd.New(a.Type, a.Shape...)
+			h, err := d.mem.array(a.Type, a.Shape, n, func() string { return fmt.Sprintf("the host copy of input %q", n.Inputs[i]) })
 			if err != nil {
 				return err
 			}
@@ -302,16 +315,17 @@ func hostStep(c gpu.Call, n *node, in, out []DevArray) error {
 	if err := c.Sync(); err != nil {
 		return err
 	}
-	return runOnHost(c, n.kernel, hin, out)
+	return runOnHost(d, n.kernel, hin, out)
 }
 
 // runOnHost runs k's CPU code on the host inputs hin and copies its outputs
 // up into out's device buffers.
-func runOnHost(c gpu.Call, k Kernel, hin []nd.Array, out []DevArray) error {
+func runOnHost(d *Device, k Kernel, hin []nd.Array, out []DevArray) error {
+	c := d.Call
 	hout := make([]nd.Array, len(out))
 	for i, a := range out {
 		if a.Defined() {
-			h, err := nd.New(a.Type, a.Shape...)
+			h, err := d.hostArray(a, i)
 			if err != nil {
 				return err
 			}
@@ -338,10 +352,27 @@ func runOnHost(c gpu.Call, k Kernel, hin []nd.Array, out []DevArray) error {
 	return nil
 }
 
+// hostArray is host memory for output i of the node launched, within the
+// run's budget.
+func (d *Device) hostArray(a DevArray, i int) (nd.Array, error) {
+	mem, n := d.mem, d.node
+	if mem == nil { // a Device made outside RunDevice
+		var err error
+		if mem, err = newMemory(0); err != nil {
+			return nd.Array{}, err
+		}
+	}
+	what := func() string { return fmt.Sprintf("the host copy of output %d", i) }
+	if n != nil && i < len(n.Outputs) {
+		what = func() string { return fmt.Sprintf("the host copy of output %q", n.Outputs[i]) }
+	}
+	return mem.array(a.Type, a.Shape, n, what)
+}
+
 // checkInputs checks inputs against the plan's input types and shapes,
 // widening Float16 and BFloat16 inputs to the Float32 the runtime computes
-// in.
-func (p *Plan) checkInputs(inputs []nd.Array) ([]nd.Array, error) {
+// in (within mem's budget).
+func (p *Plan) checkInputs(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	if len(inputs) != len(p.inputs) {
 		return nil, fmt.Errorf("%d inputs for a model of %d", len(inputs), len(p.inputs))
 	}
@@ -351,7 +382,8 @@ func (p *Plan) checkInputs(inputs []nd.Array) ([]nd.Array, error) {
 		if want := p.vals[id].meta; a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
 			if a.Type == nd.Float16 || a.Type == nd.BFloat16 {
 				var err error
-				if a, err = nd.Convert(a, nd.Float32); err != nil {
+				name := p.m.Inputs[i].Name
+				if a, err = mem.convert(a, nd.Float32, nil, func() string { return fmt.Sprintf("input %q as float32", name) }); err != nil {
 					return nil, err
 				}
 			}

@@ -49,7 +49,7 @@ func (n *node) label() string {
 // build turns a parsed model into a Model: it checks the opsets, converts
 // the initializers, makes every node's kernel, sorts the nodes and folds
 // what depends on initializers alone.
-func build(mp *onnxpb.ModelProto) (*Model, error) {
+func build(mp *onnxpb.ModelProto, mem *memory) (*Model, error) {
 	opset := -1
 	for _, o := range mp.OpsetImport {
 		if d := o.GetDomain(); d == "" || d == "ai.onnx" {
@@ -133,7 +133,7 @@ func build(mp *onnxpb.ModelProto) (*Model, error) {
 	if err := g.sort(); err != nil {
 		return nil, err
 	}
-	if err := g.fold(); err != nil {
+	if err := g.fold(mem); err != nil {
 		return nil, err
 	}
 	g.foldBatchNorm()
@@ -277,40 +277,45 @@ func (g *graph) sort() error {
 	)
 	state := make([]int, len(g.nodes))
 	order := make([]*node, 0, len(g.nodes))
-	var stack []int
-	var visit func(i int) error
-	visit = func(i int) error {
-		switch state[i] {
-		case done:
-			return nil
-		case visiting:
-			var names []string
-			start := len(stack) - 1
-			for stack[start] != i {
-				start--
-			}
-			for _, j := range stack[start:] {
-				names = append(names, g.nodes[j].label())
-			}
-			return fmt.Errorf("the graph has a cycle: %s", strings.Join(names, " -> "))
+	// A depth-first search with a stack of its own: a chain of millions of
+	// nodes must not grow the goroutine's stack past its limit (a fatal
+	// error, not a panic).
+	type frame struct{ node, next int } // next: the input to follow next
+	var stack []frame
+	for i := range g.nodes {
+		if state[i] != unseen {
+			continue
 		}
 		state[i] = visiting
-		stack = append(stack, i)
-		for _, in := range g.nodes[i].in {
-			if in >= 0 && producer[in] >= 0 {
-				if err := visit(producer[in]); err != nil {
-					return err
+		stack = append(stack[:0], frame{i, 0})
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			if ins := g.nodes[f.node].in; f.next < len(ins) {
+				in := ins[f.next]
+				f.next++
+				if in < 0 || producer[in] < 0 {
+					continue
 				}
+				switch j := producer[in]; state[j] {
+				case unseen:
+					state[j] = visiting
+					stack = append(stack, frame{j, 0})
+				case visiting:
+					start := len(stack) - 1
+					for stack[start].node != j {
+						start--
+					}
+					var names []string
+					for _, fr := range stack[start:] {
+						names = append(names, g.nodes[fr.node].label())
+					}
+					return fmt.Errorf("the graph has a cycle: %s", strings.Join(names, " -> "))
+				}
+				continue
 			}
-		}
-		stack = stack[:len(stack)-1]
-		state[i] = done
-		order = append(order, g.nodes[i])
-		return nil
-	}
-	for i := range g.nodes {
-		if err := visit(i); err != nil {
-			return err
+			state[f.node] = done
+			order = append(order, g.nodes[f.node])
+			stack = stack[:len(stack)-1]
 		}
 	}
 	g.nodes = order
@@ -324,10 +329,10 @@ const maxFoldBytes = 1 << 30
 // (initializers and the outputs of nodes folded before): their outputs
 // become constants and the nodes go. Then the constants nothing reads are
 // dropped.
-func (g *graph) fold() error {
+func (g *graph) fold(mem *memory) error {
 	kept := g.nodes[:0]
 	for _, n := range g.nodes {
-		if ok, err := g.foldNode(n); err != nil {
+		if ok, err := g.foldNode(n, mem); err != nil {
 			return err
 		} else if !ok {
 			kept = append(kept, n)
@@ -358,7 +363,7 @@ func (g *graph) dropUnused() {
 	}
 }
 
-func (g *graph) foldNode(n *node) (bool, error) {
+func (g *graph) foldNode(n *node, mem *memory) (bool, error) {
 	if _, nd := n.kernel.(Nondeterministic); nd {
 		return false, nil
 	}
@@ -377,7 +382,7 @@ func (g *graph) foldNode(n *node) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	arrays, err := compute(n, metas, outs, maxFoldBytes)
+	arrays, err := compute(n, metas, outs, maxFoldBytes, mem)
 	if err != nil || arrays == nil {
 		return false, err
 	}
@@ -423,7 +428,7 @@ func infer(n *node, in []Meta) ([]Meta, error) {
 // compute computes a node whose inputs are all known, on the CPU, and
 // returns its outputs; nil (no error) when they would take more than
 // limit bytes.
-func compute(n *node, in []Meta, out []Meta, limit int64) ([]nd.Array, error) {
+func compute(n *node, in []Meta, out []Meta, limit int64, mem *memory) ([]nd.Array, error) {
 	arrays := make([]nd.Array, len(out))
 	var need int64
 	for i, o := range out {
@@ -433,7 +438,7 @@ func compute(n *node, in []Meta, out []Meta, limit int64) ([]nd.Array, error) {
 		c, _ := nd.Numel(o.Shape)
 		need += int64(c) * int64(o.Type.Size())
 	}
-	if need > limit {
+	if need > limit || !mem.fits(need) { // left to the run, and its budget
 		return nil, nil
 	}
 	ins := make([]nd.Array, len(in))
@@ -458,9 +463,9 @@ func compute(n *node, in []Meta, out []Meta, limit int64) ([]nd.Array, error) {
 		case hasKey(views, i):
 			arrays[i] = nd.Array{Type: o.Type, Shape: o.Shape, Data: ins[views[i]].Data}
 		default:
-			a, err := nd.New(o.Type, o.Shape...)
+			a, err := mem.array(o.Type, o.Shape, n, func() string { return fmt.Sprintf("output %q", n.Outputs[i]) })
 			if err != nil {
-				return nil, fmt.Errorf("%s: output %d: %w", n.label(), i, err)
+				return nil, err
 			}
 			arrays[i] = a
 		}

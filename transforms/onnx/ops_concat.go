@@ -148,6 +148,9 @@ func (k *split) Infer(in []Meta) ([]Meta, error) {
 			if s < 0 {
 				return nil, fmt.Errorf("split %v has a negative part", sizes)
 			}
+			if s > d { // and the sum cannot wrap around
+				return nil, fmt.Errorf("split %v has a part of %d, axis %d has %d", sizes, s, axis, d)
+			}
 			sum += s
 		}
 		if sum != d {

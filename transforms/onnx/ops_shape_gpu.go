@@ -19,7 +19,7 @@ func hostValues(d *Device, k Kernel, in, out []DevArray) error {
 			hin[i] = *a.Host
 		}
 	}
-	return runOnHost(d.Call, k, hin, out)
+	return runOnHost(d, k, hin, out)
 }
 
 func (k *shapeOp) Launch(d *Device, in, out []DevArray) error {

@@ -238,6 +238,11 @@ func (k *pad) amounts(in []Meta) (before, after []int, err error) {
 	if len(pads) != 2*len(axes) {
 		return nil, nil, fmt.Errorf("pads %v has %d values, want %d (2 for each of %d axes)", pads, len(pads), 2*len(axes), len(axes))
 	}
+	for _, p := range pads {
+		if p < -nd.MaxElements || p > nd.MaxElements { // their sums must not wrap
+			return nil, nil, fmt.Errorf("pads %v: %d is more than an axis may hold (%d)", pads, p, int64(nd.MaxElements))
+		}
+	}
 	before, after = make([]int, r), make([]int, r)
 	for i, a := range axes {
 		before[a], after[a] = int(pads[i]), int(pads[i+len(axes)])

@@ -84,5 +84,9 @@ func FromProto(mp *onnxpb.ModelProto) (*Model, error) {
 	if ext := firstExternal(mp.Graph); ext != "" {
 		return nil, fmt.Errorf("onnx: initializer %q is in an external data file", ext)
 	}
-	return build(mp)
+	mem, err := newMemory(0)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	return build(mp, mem)
 }

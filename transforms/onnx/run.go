@@ -10,18 +10,38 @@ import (
 // in the order of m.Outputs (new arrays, the caller's). The plan for the
 // inputs' shapes is made on first use and kept.
 func (m *Model) Run(inputs []nd.Array) ([]nd.Array, error) {
-	p, err := m.Plan(inputs)
+	return m.RunWith(inputs, RunOptions{})
+}
+
+// RunWith is Run with options: its memory budget.
+func (m *Model) RunWith(inputs []nd.Array, opts RunOptions) ([]nd.Array, error) {
+	p, err := m.plan(inputs, opts.MemoryBudget)
 	if err != nil {
 		return nil, err
 	}
-	return p.Run(inputs)
+	return p.RunWith(inputs, opts)
 }
 
 // Run computes the plan's model on inputs of its shapes, on the CPU. It is
 // safe for concurrent use: each run has a workspace of its own (pooled).
 func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
+	return p.RunWith(inputs, RunOptions{})
+}
+
+// RunWith is Run with options: its memory budget, which the run's
+// workspace (where a pooled one is not reused) and its outputs must fit,
+// checked before they are allocated.
+func (p *Plan) RunWith(inputs []nd.Array, opts RunOptions) ([]nd.Array, error) {
+	mem, err := newMemory(opts.MemoryBudget)
+	if err != nil {
+		return nil, err
+	}
+	return p.run(inputs, mem)
+}
+
+func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	m := p.m
-	inputs, err := p.checkInputs(inputs)
+	inputs, err := p.checkInputs(inputs, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -29,8 +49,8 @@ func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
 	if p.work > 0 {
 		if w, ok := p.pool.Get().(*[]byte); ok {
 			ws = *w
-		} else {
-			ws = nd.Bytes(p.work)
+		} else if ws, err = mem.alloc(int64(p.work), p.vals[p.largest].by, p.workspaceWhat); err != nil {
+			return nil, err
 		}
 		defer func() { p.pool.Put(&ws) }()
 	}
@@ -45,7 +65,7 @@ func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
 		case stWork:
 			arrays[i] = nd.Array{Type: v.meta.Type, Shape: v.meta.Shape, Data: ws[v.off : v.off+v.size : v.off+v.size]}
 		case stOutput:
-			a, err := nd.New(v.meta.Type, v.meta.Shape...)
+			a, err := mem.array(v.meta.Type, v.meta.Shape, v.by, p.valueWhat(i))
 			if err != nil {
 				return nil, err
 			}
@@ -87,18 +107,36 @@ func (p *Plan) Run(inputs []nd.Array) ([]nd.Array, error) {
 	outs := make([]nd.Array, len(p.outputs))
 	for i, id := range p.outputs {
 		a := arrays[id]
-		if st := p.vals[id].st; st != stOutput {
-			a = a.Clone() // a constant, an input or a view: the caller's own copy
+		v := p.vals[id]
+		if v.st != stOutput { // a constant, an input or a view: the caller's own copy
+			if a, err = mem.clone(a, v.by, p.valueWhat(id)); err != nil {
+				return nil, err
+			}
 		}
 		if want := m.Outputs[i].Type; want != a.Type {
 			if internal(want) != a.Type {
 				return nil, fmt.Errorf("output %q is %v, the model declares %v", m.Outputs[i].Name, a.Type, want)
 			}
-			a, _ = nd.Convert(a, want) // Float32 rounded to the Float16 or BFloat16 declared
+			// Float32 rounded to the Float16 or BFloat16 declared
+			if a, err = mem.convert(a, want, v.by, p.valueWhat(id)); err != nil {
+				return nil, err
+			}
 		}
 		outs[i] = a
 	}
 	return outs, nil
+}
+
+// valueWhat names value id in errors: `output "y"`.
+func (p *Plan) valueWhat(id int) func() string {
+	return func() string { return fmt.Sprintf("output %q", p.m.g.values[id].name) }
+}
+
+// workspaceWhat describes the workspace in errors, with its largest value.
+func (p *Plan) workspaceWhat() string {
+	v := p.vals[p.largest]
+	return fmt.Sprintf("the run's workspace (its largest value: output %q %v%s of %d bytes)",
+		p.m.g.values[p.largest].name, v.meta.Type, nd.ShapeString(v.meta.Shape), v.size)
 }
 
 func mustView(v Viewer, out int) int {

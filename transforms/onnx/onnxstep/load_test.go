@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
@@ -111,4 +112,30 @@ func TestLoadScheme(t *testing.T) {
 	}
 	_, err := onnxstep.Load(t.Context(), "rootfs://none.onnx")
 	assert.ErrorContains(t, err, "onnx: rootfs://none.onnx: ")
+}
+
+// A model file too large for protobuf (3 GB) or of zeros (1 GB) is refused
+// from its size and its first bytes, through package files as pipelines
+// read models: at once and in little memory (a file of zeros was read
+// whole, 2.2 GB resident). The files are sparse: they take no disk.
+func TestLoadRefusesLargeAndZeroFilesEarly(t *testing.T) {
+	dir := t.TempDir()
+	for name, size := range map[string]int64{"huge.onnx": 3 << 30, "zeros.onnx": 1 << 30} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+		require.NoError(t, os.Truncate(filepath.Join(dir, name), size))
+	}
+	var before syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &before))
+	start := time.Now()
+	for name, want := range map[string]string{
+		"huge.onnx":  "huge.onnx: a file of 3221225472 bytes (3.0 GiB), more than a model file may have (2147483648 bytes, protobuf's limit",
+		"zeros.onnx": "zeros.onnx: not an ONNX model: the bytes at offset 0 (00 00 00 00 00 00 00 00) are not a field of a model",
+	} {
+		_, err := onnxstep.Load(context.Background(), filepath.Join(dir, name))
+		assert.ErrorContains(t, err, "onnx: "+filepath.Join(dir, want), name)
+	}
+	assert.Less(t, time.Since(start), 10*time.Second)
+	var after syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &after))
+	assert.Less(t, after.Maxrss-before.Maxrss, int64(64<<10), "peak resident memory grew (KiB)")
 }

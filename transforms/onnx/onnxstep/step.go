@@ -25,6 +25,11 @@ import (
 type Input struct {
 	Model  *onnx.Model
 	Inputs []nd.Array
+	// MemoryBudget bounds the memory of a run on the CPU
+	// (onnx.RunOptions.MemoryBudget; 0: the default,
+	// onnx.DefaultMemoryBudget). It does not cross to the GPU executor,
+	// whose host steps have the executor's default.
+	MemoryBudget int64
 }
 
 // Output is the onnx step's output: the model's outputs, in the order of
@@ -80,7 +85,7 @@ func Run(in Input) (Output, error) {
 	if in.Model == nil {
 		return Output{}, errors.New("onnx: no model")
 	}
-	outs, err := in.Model.Run(in.Inputs)
+	outs, err := in.Model.RunWith(in.Inputs, onnx.RunOptions{MemoryBudget: in.MemoryBudget})
 	if err != nil {
 		return Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
 	}
