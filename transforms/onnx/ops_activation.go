@@ -190,25 +190,28 @@ func clipRun[T numElem](k *clipKernel, in []nd.Array, out nd.Array) {
 		}
 	}
 	x, y := nd.MustAs[T](in[0]), nd.MustAs[T](out)
+	parallel.For(len(x), 1, func(l, h int) { clipSeq(y[l:h], x[l:h], lo, hi) })
+}
+
+// clipSeq writes min(max(x[i], lo), hi) to y[i] on the calling goroutine
+// (y may be x): Clip's loop, which a fused Conv's epilogue runs too.
+func clipSeq[T numElem](y, x []T, lo, hi T) {
 	if lo != lo || hi != hi { // a NaN bound: Max or Min with NaN is NaN
 		nan := lo
 		if hi != hi {
 			nan = hi
 		}
-		for i := range y {
+		for i := range x {
 			y[i] = nan
 		}
 		return
 	}
-	parallel.For(len(x), 1, func(l, h int) {
-		xs, ys := x[l:h], y[l:h]
-		if x32, ok := any(xs).([]float32); ok && clampF32(any(ys).([]float32), x32, float32(lo), float32(hi)) {
-			return
-		}
-		// min and max, not branches: random values mispredict. NaN stays
-		// NaN (Go's min and max propagate it).
-		for i, v := range xs {
-			ys[i] = min(max(v, lo), hi)
-		}
-	})
+	if x32, ok := any(x).([]float32); ok && clampF32(any(y).([]float32), x32, float32(lo), float32(hi)) {
+		return
+	}
+	// min and max, not branches: random values mispredict. NaN stays NaN
+	// (Go's min and max propagate it).
+	for i, v := range x {
+		y[i] = min(max(v, lo), hi)
+	}
 }

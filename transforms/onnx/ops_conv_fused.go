@@ -51,7 +51,7 @@ func (e *epilogue) apply(y, z []float32) {
 	case e.unary != nil:
 		e.unary.float32s(y, y)
 	case e.clip:
-		clip32(y, e.lo, e.hi)
+		clipSeq(y, y, e.lo, e.hi)
 	}
 }
 
@@ -68,26 +68,6 @@ func (e *epilogue) applyAll(y, z []float32) {
 		}
 		e.apply(y[lo:hi], zs)
 	})
-}
-
-// clip32 is Clip's float32 loop (clipRun) in place.
-func clip32(y []float32, lo, hi float32) {
-	if lo != lo || hi != hi {
-		nan := lo
-		if hi != hi {
-			nan = hi
-		}
-		for i := range y {
-			y[i] = nan
-		}
-		return
-	}
-	if clampF32(y, y, lo, hi) {
-		return
-	}
-	for i, v := range y {
-		y[i] = min(max(v, lo), hi)
-	}
 }
 
 // finish applies p's epilogue (if any) to rows runs of n output values,
