@@ -334,4 +334,13 @@ func TestProductFLOPs(t *testing.T) {
 	p8, err := m.Plan([]nd.Array{nd.Zeros(nd.Float32, 8, 3, 64, 64)})
 	require.NoError(t, err)
 	assert.InDelta(t, 4*p.ProductFLOPs(), p8.ProductFLOPs(), 1, "linear in the batch")
+	// Fused steps (a Conv with its Add and Relu) count as their Conv did.
+	plain, err := onnxtest.LoadFile(filepath.Join(modelsDir, "resnet-opset17.onnx"))
+	require.NoError(t, err)
+	old := onnx.SetFusion(false)
+	pp, err := plain.Plan([]nd.Array{nd.Zeros(nd.Float32, 2, 3, 64, 64)})
+	onnx.SetFusion(old)
+	require.NoError(t, err)
+	require.Less(t, len(p.StepOps()), len(pp.StepOps()), "the fused plan has fewer steps")
+	assert.Equal(t, pp.ProductFLOPs(), p.ProductFLOPs(), "fused and unfused plans do the same products")
 }

@@ -492,7 +492,7 @@ func (p *Plan) ProductFLOPs() float64 {
 			out = p.vals[s.out[0]].meta.Shape
 		}
 		switch k := s.n.kernel.(type) {
-		case *conv:
+		case *conv, *fusedConv:
 			w := shape(1)
 			if len(w) >= 2 && len(out) >= 2 {
 				f += 2 * float64(numel(out)) * float64(numel(w[1:])) // each output: C/group x kernel products
