@@ -153,9 +153,15 @@ func pipeline(configure func() (Config, error), sum *summary) job.Pipeline {
 		Flags:       &flags,
 		Steps:       func() []step.Any { return pipelineSteps(*model) },
 		WorkerPaths: workerPaths,
-		Build: func(_ context.Context, s beam.Scope, r *job.Run) error {
+		Build: func(ctx context.Context, s beam.Scope, r *job.Run) error {
 			c, err := configure()
 			if err != nil {
+				return err
+			}
+			c = c.withFilesRun()
+			// The output directory is claimed once the inputs are known
+			// (a run never removes or overwrites one of them).
+			if err := c.output(*input).Claim(ctx, r); err != nil {
 				return err
 			}
 			c.Steps = append(c.Steps, r.Options()...)
@@ -234,15 +240,7 @@ func configFromFlags() (Config, error) {
 	if *weights != tensor.WeightUniform && *weights != tensor.WeightDistance {
 		return cfg, fmt.Errorf("--knn_weights=%s: want uniform or distance", *weights)
 	}
-	if err := jobfiles.CheckWritable("output", cfg.Output); err != nil {
-		return cfg, err
-	}
 	cfg.RunID, cfg.Started, cfg.Args, cfg.AllowEmpty = jobfiles.NewRunID(), time.Now(), os.Args[1:], *allowEmpty
-	if flags.Launch.PlanOut == "" {
-		if err := jobfiles.PrepareOutput(context.Background(), "fashion", cfg.Output, outputFiles); err != nil {
-			return cfg, err
-		}
-	}
 	in := *input
 	if in == "" {
 		in = embeddedImages

@@ -87,6 +87,21 @@ type Config struct {
 	Started    time.Time
 	Args       []string
 	AllowEmpty bool
+	// FilesRun names the run's temporary files and its lock in Output:
+	// RunID, or a run ID of its own when RunID is empty (tests compare
+	// the metrics.json of two runs).
+	FilesRun string
+}
+
+// withFilesRun returns c with FilesRun set.
+func (c Config) withFilesRun() Config {
+	if c.FilesRun == "" {
+		c.FilesRun = c.RunID
+	}
+	if c.FilesRun == "" {
+		c.FilesRun = jobfiles.NewRunID()
+	}
+	return c
 }
 
 // inputs are the files the run reads.
@@ -165,6 +180,7 @@ var unitScaler = tensor.Scaler{Mode: tensor.ScaleUnit}
 //	IDX files -> decode -> standardize (x/255) -> examples -> RunInference(mlp, knn or onnx) -> Classify (top 1) --> report
 //	failures of every step -------------------------------------------------------------------------------------'
 func Build(s beam.Scope, cfg Config) error {
+	cfg = cfg.withFilesRun()
 	cl, err := cfg.classifier()
 	if err != nil {
 		return err
@@ -191,7 +207,7 @@ func Build(s beam.Scope, cfg Config) error {
 	if !cfg.Started.IsZero() {
 		run.Started = cfg.Started.UTC().Format(time.RFC3339)
 	}
-	beam.ParDo0(rep, &reportFn{Output: cfg.Output, Sources: len(cfg.Sources), Stub: stubSteps(cfg, cl.handler), Run: run},
+	beam.ParDo0(rep, &reportFn{Output: cfg.Output, FilesRun: cfg.FilesRun, Sources: len(cfg.Sources), Stub: stubSteps(cfg, cl.handler), Run: run},
 		beam.CoGroupByKey(rep, beam.AddFixedKey(rep, classes), beam.AddFixedKey(rep, failed), beam.AddFixedKey(rep, beam.Create(rep, 1))))
 	return nil
 }

@@ -68,6 +68,8 @@ type reportFn struct {
 	Stub []string
 	// Run names the run in metrics.json.
 	Run runInfo
+	// FilesRun names the run's temporary files (Config.FilesRun).
+	FilesRun string
 
 	predicted, failedRows, rejected, failures, labelled, correct beam.Counter
 }
@@ -126,17 +128,17 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, classIter func(*in
 	for c := range m.Confusion {
 		f.correct.Inc(ctx, int64(m.Confusion[c][c]))
 	}
-	if err := jobfiles.WriteJSON(ctx, jobfiles.Join(f.Output, metricsFile), m); err != nil {
+	if err := jobfiles.WriteJSON(ctx, f.FilesRun, jobfiles.Join(f.Output, metricsFile), m); err != nil {
 		return err
 	}
-	if err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, predictionsFile), func(w io.Writer) error { return writeCSV(w, rows, f.Sources > 1) }); err != nil {
+	if err := jobfiles.WriteFile(ctx, f.FilesRun, jobfiles.Join(f.Output, predictionsFile), func(w io.Writer) error { return writeCSV(w, rows, f.Sources > 1) }); err != nil {
 		return err
 	}
 	img := confusionImage(m.Confusion)
-	if err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, confusionFile), func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
+	if err := jobfiles.WriteFile(ctx, f.FilesRun, jobfiles.Join(f.Output, confusionFile), func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
 		return err
 	}
-	return jobfiles.WriteFailures(ctx, f.Output, failures)
+	return jobfiles.WriteFailures(ctx, f.FilesRun, f.Output, failures)
 }
 
 func computeMetrics(rows []row, classes int) metrics {

@@ -37,7 +37,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -95,6 +94,9 @@ func run(ctx context.Context, out io.Writer) (int, error) {
 // execute builds and runs the pipeline of cfg with sel and prints the summary.
 func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	var sum summary
+	if cfg.RunID == "" {
+		cfg.RunID = jobfiles.NewRunID()
+	}
 	_, err := job.Execute(ctx, pipeline(func(context.Context) (Config, error) { return cfg, nil }, &sum), sel, out)
 	return sum, err
 }
@@ -129,24 +131,8 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 				return err
 			}
 			c.Impl = d.Impl
-			if r.Flags().Launch.PlanOut == "" {
-				if err := jobfiles.CheckWritable("output", c.Output); err != nil {
-					return err
-				}
-				if !strings.Contains(c.Output, "://") {
-					release, err := jobfiles.LockRun(c.Output, c.RunID)
-					if err != nil {
-						return fmt.Errorf("--output: %w", err)
-					}
-					out, run := c.Output, c.RunID
-					r.Cleanup(func() {
-						jobfiles.RemoveRun(out, run)
-						release()
-					})
-				}
-				if err := jobfiles.PrepareOutput(ctx, "infer", c.Output, outputFiles); err != nil {
-					return err
-				}
+			if err := c.output().Claim(ctx, r); err != nil {
+				return err
 			}
 			cfg = c
 			return Build(ctx, s, cfg)
@@ -274,13 +260,7 @@ func isNPY(p string) bool { return strings.HasSuffix(strings.ToLower(p), ".npy")
 // listImages lists the files of a glob (a directory: its files), sorted;
 // none is an error unless allowEmpty.
 func listImages(ctx context.Context, glob string, allowEmpty bool) ([]string, error) {
-	if !strings.Contains(glob, "://") {
-		if st, err := os.Stat(glob); err == nil && st.IsDir() {
-			glob = filepath.Join(glob, "*")
-		}
-	} else if strings.HasSuffix(glob, "/") {
-		glob += "*"
-	}
+	glob = imageGlob(glob)
 	found, err := files.List(ctx, glob)
 	if err != nil {
 		return nil, fmt.Errorf("--input %s: %w", glob, err)

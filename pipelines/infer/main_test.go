@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	}
+	maybeChild()          // this binary as the command (job.Main) or a run holding a lock: output_test.go
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	flags.Progress = 0
 	ptest.Main(m)

@@ -146,6 +146,9 @@ func shards(cfg Config) []shard {
 // the model on them and writes their outputs to part files, so memory stays
 // bounded whatever the input's size; the report joins the parts in order.
 func Build(ctx context.Context, s beam.Scope, cfg Config) error {
+	if cfg.RunID == "" {
+		cfg.RunID = jobfiles.NewRunID()
+	}
 	h := cfg.Handler
 	m := h.Model()
 	input := m.Inputs[0].Name
@@ -341,7 +344,7 @@ func (w *partWriter) flush(ctx context.Context, ts beam.EventTime, s int, emit f
 	}
 	sort.Ints(idx)
 	path := jobfiles.Join(w.Output, fmt.Sprintf(".%s.%d.%s.%08d.part", w.File, idx[0], w.RunID, s))
-	err := jobfiles.WriteFile(ctx, path, func(out io.Writer) error {
+	err := jobfiles.WriteFile(ctx, w.RunID, path, func(out io.Writer) error {
 		bw := bufio.NewWriter(out)
 		var hdr [2 * binary.MaxVarintLen64]byte
 		for _, i := range idx {

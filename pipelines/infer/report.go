@@ -103,7 +103,7 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*par
 		}
 		f.classified.Inc(ctx, int64(n))
 	}
-	if err := jobfiles.WriteFailures(ctx, f.Output, failures); err != nil {
+	if err := jobfiles.WriteFailures(ctx, f.RunID, f.Output, failures); err != nil {
 		return err
 	}
 	for _, shards := range byFile {
@@ -193,7 +193,7 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 		return err
 	}
 	fill := fillRow(t, elems)
-	return jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, predictionsFile), func(w io.Writer) error {
+	return jobfiles.WriteFile(ctx, f.RunID, jobfiles.Join(f.Output, predictionsFile), func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
 		bw.Write(hdr)
 		for s := 0; s*f.ShardRows < f.N; s++ {
@@ -255,7 +255,7 @@ type rowLine struct {
 // writeRows writes predictions.jsonl: row -> image path, and whether the
 // row was predicted (false: a NaN row, listed in failed.jsonl).
 func (f *reportFn) writeRows(ctx context.Context, predicted []bool) error {
-	return jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, rowsFile), func(w io.Writer) error {
+	return jobfiles.WriteFile(ctx, f.RunID, jobfiles.Join(f.Output, rowsFile), func(w io.Writer) error {
 		bw := bufio.NewWriter(w)
 		enc := json.NewEncoder(bw)
 		for i, k := range f.Keys {
@@ -270,7 +270,7 @@ func (f *reportFn) writeRows(ctx context.Context, predicted []bool) error {
 // writeClasses writes classes.jsonl, its lines in row order, a shard at a time.
 func (f *reportFn) writeClasses(ctx context.Context, shards map[int][]part) (int, error) {
 	n := 0
-	err := jobfiles.WriteFile(ctx, jobfiles.Join(f.Output, classesFile), func(w io.Writer) error {
+	err := jobfiles.WriteFile(ctx, f.RunID, jobfiles.Join(f.Output, classesFile), func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
 		for s := 0; s*f.ShardRows < f.N; s++ {
 			lines := map[int][]byte{}
@@ -378,7 +378,7 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 	}
 	fmt.Fprintf(w, "rows: %d in, %d predicted, %d failed%s; %d failures in %s; %s; outputs in %s\n",
 		sum.RowsIn, sum.RowsPredicted, sum.RowsFailed, cls, sum.Failures, jobfiles.FailedFile, res.Elapsed.Round(time.Millisecond), cfg.Output)
-	if err := jobfiles.WriteJSON(ctx, jobfiles.Join(cfg.Output, summaryFile), sum); err != nil {
+	if err := jobfiles.WriteJSON(ctx, cfg.RunID, jobfiles.Join(cfg.Output, summaryFile), sum); err != nil {
 		return sum, err
 	}
 	if sum.RowsIn != cfg.Rows() || sum.RowsIn != sum.RowsPredicted+sum.RowsFailed {

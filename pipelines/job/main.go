@@ -44,8 +44,8 @@ func Main(p Pipeline) {
 	}
 	beam.Init()
 	p.useLogger()
-	// SIGINT or SIGTERM stops the run here: its cleanups run (they remove
-	// its temporary files), the executors this process started are stopped,
+	// SIGINT or SIGTERM stops the run here: its cleanups run (they stop
+	// its writes and remove its temporary files), the executors this process started are stopped,
 	// and the process exits with 128 + the signal's number. The runner is
 	// not cancelled but left behind: prism, cancelled while it starts its
 	// workers, panics.
@@ -70,7 +70,10 @@ func Main(p Pipeline) {
 		}()
 		interruptRuns()
 		client.ShutdownShared()
-		fmt.Fprintf(os.Stderr, "%s: interrupted by %s after %s: the run did not finish; its temporary files were removed and its executors stopped\n",
+		// What the cleanups removed, they say themselves (a pipeline's
+		// output cleanup counts the temporaries it removed and names any
+		// it could not): this line claims only what Main did.
+		fmt.Fprintf(os.Stderr, "%s: interrupted by %s after %s: the run did not finish; its cleanups ran and its executors were stopped\n",
 			p.Name, signalName(sig), time.Since(start).Round(time.Millisecond))
 		os.Exit(status)
 	}()

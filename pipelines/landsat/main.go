@@ -31,7 +31,6 @@ package main
 import (
 	"context"
 	"embed"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +38,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -104,6 +102,9 @@ func pipeline(configure func(*job.Run) (Config, error), sum *summary) job.Pipeli
 			if err != nil {
 				return err
 			}
+			if c.RunID == "" {
+				c.RunID = newRunID()
+			}
 			c.Steps = append(c.Steps, r.Options()...)
 			c.Stub = r.StubSteps()
 			cfg = c
@@ -151,7 +152,7 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config) (summ
 	if len(res.Metrics.Devices) > 0 {
 		// The GPU devices' counts are known only now, from the run's metrics.
 		rs.Devices = res.Metrics.Devices
-		if err := jobfiles.WriteJSON(ctx, join(cfg.Output, summaryFile), rs); err != nil {
+		if err := jobfiles.WriteJSON(ctx, cfg.RunID, join(cfg.Output, summaryFile), rs); err != nil {
 			return sum, fmt.Errorf("adding the GPU devices to the run's summary: %w", err)
 		}
 	}
@@ -190,63 +191,27 @@ func flagGiven(name string) bool {
 	return given
 }
 
-// claimOutput makes the output directory this run's: it locks the run ID
-// there (a local output), removes the temporary files of earlier runs that
-// were killed (kill -9, power loss: their lock is gone) and the previous
-// run's summary.json and failed.jsonl, so that a run that fails leaves no
-// report of another; its cleanup, when the run is over or interrupted,
-// stops the run's writes, removes its temporaries and says what was
-// finished.
-func claimOutput(r *job.Run, cfg Config) error {
-	if flags.Launch.PlanOut != "" {
-		return nil
-	}
-	ctx := context.Background()
-	for _, n := range reservedNames {
-		if err := jobfiles.Remove(ctx, join(cfg.Output, n)); err != nil {
-			return fmt.Errorf("--output %s: removing the previous run's %s: %w", cfg.Output, n, err)
-		}
-	}
-	if strings.Contains(cfg.Output, "://") {
-		return nil
-	}
-	// The cleanup is registered before the lock is taken, and the two
-	// exclude each other: an interruption at any moment leaves no lock.
-	var mu sync.Mutex
-	var release func()
-	cleaned := false
-	r.Cleanup(func() {
-		gateOf(cfg.RunID).stop(10 * time.Second)
-		mu.Lock()
-		defer mu.Unlock()
-		cleaned = true
-		removed, _ := jobfiles.RemoveRun(cfg.Output, cfg.RunID)
-		if release != nil {
-			release()
-		}
-		if r.Interrupted() {
+// claimOutput makes the output directory this run's (jobfiles.Output.Claim):
+// it refuses an output directory that is the filesystem root, the input
+// or a directory in it (the next run would read it as a scene), or that of
+// a live run; it locks the run ID there (a local output), removes the
+// temporary files of earlier runs that were killed (kill -9, power loss:
+// their lock is gone) and the previous run's summary.json and failed.jsonl,
+// so that a run that fails leaves no report of another; its cleanup, when
+// the run is over or interrupted, stops the run's writes, removes its
+// temporaries and says what was finished.
+func claimOutput(r *job.Run, cfg Config, input string) error {
+	o := jobfiles.Output{Program: "landsat", Dir: cfg.Output, Run: cfg.RunID, Files: reservedNames,
+		Finished: func() string {
 			done := published(cfg.RunID)
-			fmt.Fprintf(os.Stderr, "landsat: interrupted: %d of %d scenes were finished and published (%s); %d temporary files removed\n",
-				len(done), len(cfg.Scenes), strings.Join(done, ", "), len(removed))
-		}
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	if cleaned {
-		return errors.New("interrupted")
+			return fmt.Sprintf("%d of %d scenes were finished and published (%s)", len(done), len(cfg.Scenes), strings.Join(done, ", "))
+		}}
+	if input != "" {
+		// The scenes are input's directories (or input is one): an output
+		// in input, or input itself, would be read as a scene next time.
+		o.Inputs = append(o.Inputs, jobfiles.Input{Flag: "input", Path: jobfiles.Join(input, "*"), Glob: true})
 	}
-	var err error
-	if release, err = jobfiles.LockRun(cfg.Output, cfg.RunID); err != nil {
-		return fmt.Errorf("--output: %w", err)
-	}
-	stale, err := jobfiles.RemoveStale(cfg.Output)
-	if len(stale) > 0 {
-		fmt.Fprintf(os.Stderr, "landsat: removed %d temporary files of earlier runs that were killed, in %s\n", len(stale), cfg.Output)
-	}
-	if err != nil {
-		return fmt.Errorf("--output %s: removing the temporary files of earlier runs: %w", cfg.Output, err)
-	}
-	return nil
+	return o.Claim(context.Background(), r)
 }
 
 // configFromFlags resolves the input scenes (extracting the embedded one if
@@ -259,9 +224,6 @@ func configFromFlags(r *job.Run) (Config, error) {
 		return cfg, fmt.Errorf("--tile_size %d: want a positive number of pixels", cfg.TileSize)
 	}
 	if err := cfg.Composite.Validate(); err != nil {
-		return cfg, err
-	}
-	if err := jobfiles.CheckWritable("output", cfg.Output); err != nil {
 		return cfg, err
 	}
 	cfg.RunID, cfg.Started, cfg.Args = newRunID(), time.Now(), os.Args[1:]
@@ -280,5 +242,5 @@ func configFromFlags(r *job.Run) (Config, error) {
 		return cfg, err
 	}
 	cfg.Scenes = scenes
-	return cfg, claimOutput(r, cfg)
+	return cfg, claimOutput(r, cfg, *input)
 }

@@ -316,7 +316,7 @@ func TestGPUBackendFailsAtConstruction(t *testing.T) {
 func TestOutputDirectoryErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	err := jobfiles.CheckWritable("output", filepath.Join(file, "out"))
+	err := jobfiles.CheckWritable("output", filepath.Join(file, "out"), "0123456789ab")
 	assert.ErrorContains(t, err, "--output "+filepath.Join(file, "out")+": cannot create the directory")
 
 	_, err = discoverScenes(filepath.Join(t.TempDir(), "missing"))

@@ -75,8 +75,8 @@ func (m *stripImage) At(x, y int) color.Color {
 const bigPicture = 4096 * 4096
 
 // writePNG encodes m into path; an error of m's fill fails it.
-func writePNG(ctx context.Context, path string, m *stripImage) error {
-	return jobfiles.WriteFile(ctx, path, func(w io.Writer) error {
+func writePNG(ctx context.Context, run, path string, m *stripImage) error {
+	return jobfiles.WriteFile(ctx, run, path, func(w io.Writer) error {
 		if m.w*m.h > bigPicture {
 			return pngstream.Encode(w, m.w, m.h, m.rows, m.opaque, flate.BestSpeed, m.fill)
 		}
@@ -107,13 +107,13 @@ func ndviImage(p *planeRows, w, h int, opaque bool) *stripImage {
 // step) of strips of its B4, B3 and B2 planes with the scene's stretch.
 // Composite runs on the calling goroutine (it updates Beam metrics), the
 // PNG encoder on another, a strip behind; each strip also goes into prev.
-func writeTrueColor(ctx context.Context, path, scene string, planes map[string]*planeRows, w, h int, opaque bool,
+func writeTrueColor(ctx context.Context, run, path, scene string, planes map[string]*planeRows, w, h int, opaque bool,
 	st raster.Stretch, composite func(raster.CompositeInput) (raster.RGBATile, error), prev *preview) error {
 	rows := stripRows(w)
 	strips := make(chan []uint8, 2)
 	encoded := make(chan error, 1)
 	go func() {
-		encoded <- writePNG(ctx, path, &stripImage{w: w, h: h, rows: rows, opaque: opaque, fill: func(y0, n int, pix []uint8) error {
+		encoded <- writePNG(ctx, run, path, &stripImage{w: w, h: h, rows: rows, opaque: opaque, fill: func(y0, n int, pix []uint8) error {
 			got, ok := <-strips
 			if !ok || len(got) != len(pix) {
 				return fmt.Errorf("true-colour rows %d to %d were not made", y0, y0+n-1)
@@ -211,6 +211,6 @@ func (p *preview) flush(py int) {
 }
 
 // writeImagePNG writes an in-memory picture.
-func writeImagePNG(ctx context.Context, path string, img image.Image) error {
-	return jobfiles.WriteFile(ctx, path, func(w io.Writer) error { return png.Encode(w, img) })
+func writeImagePNG(ctx context.Context, run, path string, img image.Image) error {
+	return jobfiles.WriteFile(ctx, run, path, func(w io.Writer) error { return png.Encode(w, img) })
 }

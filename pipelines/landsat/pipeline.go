@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -78,11 +81,11 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	for i, d := range cfg.Scenes {
 		refs[i] = raster.SceneRef{Dir: d, TileSize: cfg.TileSize, Bands: raster.DefaultBands, RowStrips: st.objects()}
 	}
-	scenes := beam.CreateList(s, refs)
+	scenes, linkFailed := beam.ParDo2(s.Scope("links"), refuseLinks, beam.CreateList(s, refs))
 
 	scans, scanFailed := rasterbeam.Scan(s, scenes, cfg.Steps...)
 	unique, dupFailed := rasterbeam.Dedup(s, scans)
-	unique, reservedFailed := beam.ParDo2(s.Scope("reserved"), refuseReserved, unique)
+	unique, reservedFailed := beam.ParDo2(s.Scope("reserved"), &refuseSceneFn{Output: cfg.Output}, unique)
 	dn, readFailed := rasterbeam.ReadWindows(s, rasterbeam.Windows(s, unique), cfg.Steps...)
 	// The tiles' consumers below (the writes, keyTile and the two
 	// combiners) keep no tile past processing it, so the step may reuse a
@@ -97,7 +100,7 @@ func Build(s beam.Scope, cfg Config) (outcomes beam.PCollection) {
 	stats := beam.CombinePerKey(ws, &raster.StatsCombiner{}, keyed)
 	stretch := beam.CombinePerKey(ws, &raster.StretchCombiner{Params: cfg.Composite}, keyed)
 
-	failed := beam.Flatten(s, scanFailed, dupFailed, reservedFailed, readFailed, toaFailed, writeFailed)
+	failed := beam.Flatten(s, linkFailed, scanFailed, dupFailed, reservedFailed, readFailed, toaFailed, writeFailed)
 	fs := s.Scope("finish")
 	grouped := beam.CoGroupByKey(fs, beam.ParDo(fs, keyScan, unique), pixels, stats, stretch, beam.ParDo(fs, keyFailure, failed))
 	parts := beam.ParDo(fs, gatherScene, grouped)
@@ -120,7 +123,9 @@ func init() {
 	register.Function1x2(keyTile)
 	register.Function1x2(keyScan)
 	register.Function1x2(keyFailure)
-	register.Function3x0(refuseReserved)
+	register.DoFn3x0[raster.SceneScan, func(raster.SceneScan), func(step.Failure)](&refuseSceneFn{})
+	register.Function3x0(refuseLinks)
+	register.Emitter1[raster.SceneRef]()
 }
 
 // reservedNames are the names of the run's own files at the root of the
@@ -128,17 +133,81 @@ func init() {
 // directory of that name, and the run could not write its report.
 var reservedNames = []string{summaryFile, failedFile}
 
-// refuseReserved fails a scene whose product ID is a reserved name
-// (compared without case: some filesystems ignore it).
-func refuseReserved(sc raster.SceneScan, emit func(raster.SceneScan), fail func(step.Failure)) {
+// refuseSceneFn fails a scene whose product ID is a reserved name
+// (compared without case: some filesystems ignore it), and a scene whose
+// products would be written into its own directory (--output the scene
+// directory's parent, and the product ID its name): a run never writes
+// among, or removes, its inputs.
+type refuseSceneFn struct {
+	Output string
+}
+
+func (f *refuseSceneFn) ProcessElement(sc raster.SceneScan, emit func(raster.SceneScan), fail func(step.Failure)) {
+	refuse := func(reason string) {
+		fail(step.Failure{Input: sc.Dir, Step: raster.StepScan.Name(), Key: sc.Dir, Reason: reason})
+	}
 	for _, n := range reservedNames {
 		if strings.EqualFold(sc.Scene, n) {
-			fail(step.Failure{Input: sc.Dir, Step: raster.StepScan.Name(), Key: sc.Dir,
-				Reason: fmt.Sprintf("product ID %q is a name the run reserves for its own files (%s): refused", sc.Scene, strings.Join(reservedNames, ", "))})
+			refuse(fmt.Sprintf("product ID %q is a name the run reserves for its own files (%s): refused", sc.Scene, strings.Join(reservedNames, ", ")))
+			return
+		}
+	}
+	if !strings.Contains(f.Output, "://") && !strings.Contains(sc.Dir, "://") {
+		products := join(f.Output, sc.Scene)
+		a, errA := os.Stat(sc.Dir)
+		b, errB := os.Stat(products)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			refuse(fmt.Sprintf("its products would be written into its own directory (--output %s, product %s): refused, a run never writes among its inputs; choose another --output", f.Output, sc.Scene))
 			return
 		}
 	}
 	emit(sc)
+}
+
+// refuseLinks fails a scene directory that is a symlink the run cannot
+// follow to a directory: dangling, a loop, unreadable, a link to a file, or
+// a link to a directory that holds it (a cycle); each with the reason, so
+// that no scene is dropped without a line in failed.jsonl. A link to a
+// scene directory elsewhere is followed, as a directory is.
+func refuseLinks(ref raster.SceneRef, emit func(raster.SceneRef), fail func(step.Failure)) {
+	if reason := linkProblem(ref.Dir); reason != "" {
+		fail(step.Failure{Input: ref.Dir, Step: raster.StepScan.Name(), Key: ref.Dir, Reason: reason})
+		return
+	}
+	emit(ref)
+}
+
+// linkProblem says why the scene directory dir, if a symlink, cannot be
+// taken as a scene ("" if it can, or is no symlink).
+func linkProblem(dir string) string {
+	if strings.Contains(dir, "://") {
+		return ""
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return "" // not a link: the scan says what is wrong with it
+	}
+	target, _ := os.Readlink(dir)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Sprintf("symlink to %s: a loop of symlinks, refused", target)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("dangling symlink to %s: nothing there", target)
+	case err != nil:
+		return fmt.Sprintf("symlink to %s cannot be followed: %v", target, err)
+	case !st.IsDir():
+		return fmt.Sprintf("symlink to %s, which is not a directory", target)
+	}
+	real, err1 := filepath.EvalSymlinks(dir)
+	parent, err2 := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err1 != nil || err2 != nil {
+		return fmt.Sprintf("symlink to %s cannot be resolved: %v", target, errors.Join(err1, err2))
+	}
+	if rel, err := filepath.Rel(real, parent); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return fmt.Sprintf("symlink to %s, a directory that holds it (a cycle): refused", target)
+	}
+	return ""
 }
 
 func keyTile(t raster.Tile) (string, raster.Tile) { return t.Scene, t }
@@ -160,7 +229,11 @@ type Outcome struct {
 
 // discoverScenes returns the scene directories of input: input itself if it
 // holds a *_MTL.txt, else each of its subdirectories (a subdirectory that is
-// not a scene fails in the read step and is reported, not skipped).
+// not a scene fails in the read step and is reported, not skipped). A
+// symlink among them counts as a subdirectory when it leads to one, and
+// also when it cannot be followed (dangling, a loop, unreadable): such a
+// scene fails with the reason (refuseLinks), never dropped. Hidden entries
+// and files are not scenes.
 // Inputs with a scheme (gs://...) are listed through Beam's filesystems,
 // except in a plan (--plan_out), which lists nothing remote so that it needs
 // no credentials: it takes --input as one scene.
@@ -181,8 +254,18 @@ func discoverScenes(input string) ([]string, error) {
 	}
 	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			dirs = append(dirs, filepath.Join(input, e.Name()))
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(input, e.Name())
+		switch {
+		case e.IsDir():
+			dirs = append(dirs, path)
+		case e.Type()&fs.ModeSymlink != 0:
+			// DirEntry describes the link itself: follow it.
+			if st, err := os.Stat(path); err != nil || st.IsDir() {
+				dirs = append(dirs, path)
+			}
 		}
 	}
 	if len(dirs) == 0 {

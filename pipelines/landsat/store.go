@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/beamgpu/beamgpu/internal/parallel"
@@ -102,7 +101,7 @@ func (st store) writeTile(ctx context.Context, t raster.Tile) error {
 		}
 		buf := make([]byte, 4*t.Area())
 		putFloats(buf, t.Data[i])
-		if err := jobfiles.WriteFile(ctx, st.part(t.Scene, name, t.Y), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
+		if err := jobfiles.WriteFile(ctx, st.RunID, st.part(t.Scene, name, t.Y), func(w io.Writer) error { _, err := w.Write(buf); return err }); err != nil {
 			return err
 		}
 	}
@@ -156,14 +155,14 @@ func (st store) joinPlane(ctx context.Context, scene, name string, w, h int, row
 		return nil
 	}
 	hp := st.headerPart(scene, name)
-	if err := jobfiles.WriteFile(ctx, hp, func(w io.Writer) error { _, err := w.Write(hdr); return err }); err != nil {
+	if err := jobfiles.WriteFile(ctx, st.RunID, hp, func(w io.Writer) error { _, err := w.Write(hdr); return err }); err != nil {
 		return err
 	}
 	srcs := []string{hp}
 	for _, y := range rows {
 		srcs = append(srcs, st.part(scene, name, y))
 	}
-	if err := jobfiles.Concatenate(ctx, path, srcs); err != nil {
+	if err := jobfiles.Concatenate(ctx, st.RunID, path, srcs); err != nil {
 		return err
 	}
 	for _, s := range srcs {
@@ -262,71 +261,6 @@ func (st store) cleanup(ctx context.Context, scene string) error {
 		os.Remove(dir) // only if empty
 	}
 	return errors.Join(errs...)
-}
-
-// A run's gate: the DoFns that write a run's files pass through it, so
-// that an interrupted run (SIGTERM, SIGINT) can stop them writing before
-// its temporaries are removed; a file created after the removal would be
-// left behind. The DoFns run in this process on prism; on a remote runner
-// no gate is ever stopped here.
-type runGate struct {
-	mu      sync.Mutex
-	stopped bool
-	active  int
-	idle    chan struct{} // closed when active drops to 0 after stop
-}
-
-var gates sync.Map // run ID -> *runGate
-
-func gateOf(run string) *runGate {
-	g, _ := gates.LoadOrStore(run, &runGate{})
-	return g.(*runGate)
-}
-
-// errInterrupted fails the writes of a run that was interrupted.
-var errInterrupted = errors.New("the run was interrupted")
-
-// enter admits a writer, or returns errInterrupted.
-func (g *runGate) enter() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return errInterrupted
-	}
-	g.active++
-	return nil
-}
-
-func (g *runGate) leave() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.active--
-	if g.stopped && g.active == 0 && g.idle != nil {
-		close(g.idle)
-		g.idle = nil
-	}
-}
-
-// stop admits no more writers and waits up to wait for those inside to
-// leave; it reports whether they did.
-func (g *runGate) stop(wait time.Duration) bool {
-	g.mu.Lock()
-	g.stopped = true
-	if g.active == 0 {
-		g.mu.Unlock()
-		return true
-	}
-	if g.idle == nil {
-		g.idle = make(chan struct{})
-	}
-	idle := g.idle
-	g.mu.Unlock()
-	select {
-	case <-idle:
-		return true
-	case <-time.After(wait):
-		return false
-	}
 }
 
 // publishedScenes are the scenes each run published, by run ID (in this

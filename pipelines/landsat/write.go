@@ -64,12 +64,12 @@ type writeTileFn struct {
 }
 
 func (f *writeTileFn) ProcessElement(ctx context.Context, t raster.Tile, written func(string, int), fail func(step.Failure)) {
-	g := gateOf(f.Store.RunID)
-	if err := g.enter(); err != nil {
+	end, err := jobfiles.BeginWrite(f.Store.RunID)
+	if err != nil {
 		fail(step.NewFailure(stepWrite, t, err))
 		return
 	}
-	defer g.leave()
+	defer end()
 	if err := f.Store.writeTile(ctx, t); err != nil {
 		fail(step.NewFailure(stepWrite, t, err))
 		return
@@ -143,14 +143,14 @@ func (f *finishFn) ProcessElement(ctx context.Context, p sceneParts, emit func(O
 	key := p.Key
 	o := Outcome{Scene: key, Failures: p.Failures}
 	found, written := p.Scans, p.Pixels
-	g := gateOf(f.Store.RunID)
-	if err := g.enter(); err != nil {
+	end, err := jobfiles.BeginWrite(f.Store.RunID)
+	if err != nil {
 		o.Failures = append(o.Failures, step.Failure{Input: key, Step: stepWrite, Key: key, Reason: err.Error()})
 		f.failed.Inc(ctx, 1)
 		emit(o)
 		return
 	}
-	defer g.leave()
+	defer end()
 	var st raster.SceneStats
 	var stretch raster.Stretch
 	hasStats, hasStretch := len(p.Stats) == 1, len(p.Stretch) == 1
@@ -216,10 +216,10 @@ func (f *finishFn) finish(ctx context.Context, sc raster.SceneScan, st raster.Sc
 	if err := f.pictures(ctx, sc.Scene, w, h, st, stretch); err != nil {
 		return nil, err
 	}
-	if err := writeImagePNG(ctx, f.Store.temp(sc.Scene, "ndvi_legend.png"), raster.NDVILegend()); err != nil {
+	if err := writeImagePNG(ctx, f.Store.RunID, f.Store.temp(sc.Scene, "ndvi_legend.png"), raster.NDVILegend()); err != nil {
 		return nil, err
 	}
-	if err := jobfiles.WriteJSON(ctx, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
+	if err := jobfiles.WriteJSON(ctx, f.Store.RunID, f.Store.temp(sc.Scene, "stats.json"), statsJSON(st)); err != nil {
 		return nil, err
 	}
 	if err := f.Store.publish(ctx, sc.Scene, sceneOutputs); err != nil {
@@ -251,7 +251,7 @@ func (f *finishFn) pictures(ctx context.Context, scene string, w, h int, st rast
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ndviErr = writePNG(ctx, f.Store.temp(scene, "ndvi.png"), ndviImage(open[raster.PlaneNDVI], w, h, valid(raster.PlaneNDVI)))
+		ndviErr = writePNG(ctx, f.Store.RunID, f.Store.temp(scene, "ndvi.png"), ndviImage(open[raster.PlaneNDVI], w, h, valid(raster.PlaneNDVI)))
 	}()
 	prev := newPreview(w, h)
 	var compFailure *step.Failure
@@ -262,10 +262,10 @@ func (f *finishFn) pictures(ctx context.Context, scene string, w, h int, st rast
 		}
 		return out, nil
 	}
-	err := writeTrueColor(ctx, f.Store.temp(scene, "truecolor.png"), scene, open, w, h, valid("B2") && valid("B3") && valid("B4"),
+	err := writeTrueColor(ctx, f.Store.RunID, f.Store.temp(scene, "truecolor.png"), scene, open, w, h, valid("B2") && valid("B3") && valid("B4"),
 		stretch, composite, prev)
 	if err == nil {
-		err = writeImagePNG(ctx, f.Store.temp(scene, "truecolor_preview.png"), prev.img)
+		err = writeImagePNG(ctx, f.Store.RunID, f.Store.temp(scene, "truecolor_preview.png"), prev.img)
 	}
 	wg.Wait()
 	return errors.Join(err, ndviErr)
@@ -341,10 +341,10 @@ func (f *writeFailuresFn) ProcessElement(ctx context.Context, _ int, iter func(*
 	}
 	sort.Strings(sum.Done)
 	sort.Strings(sum.Failed)
-	if err := jobfiles.WriteFailures(ctx, f.Output, failures); err != nil {
+	if err := jobfiles.WriteFailures(ctx, f.Run.ID, f.Output, failures); err != nil {
 		return err
 	}
-	return jobfiles.WriteJSON(ctx, join(f.Output, summaryFile), sum)
+	return jobfiles.WriteJSON(ctx, f.Run.ID, join(f.Output, summaryFile), sum)
 }
 
 const (

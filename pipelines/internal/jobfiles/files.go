@@ -91,12 +91,12 @@ func composerFor(ctx context.Context, path string) (Composer, error) {
 	return fn(ctx)
 }
 
-// Concatenate writes dst as the bytes of srcs in order. Where the store
+// Concatenate writes dst, a file of run, as the bytes of srcs in order. Where the store
 // composes objects (Cloud Storage) it composes them, MaxSources at a time
 // into intermediate objects (dst.compose-L-I, removed after) and those
 // again, so nothing passes through this process; elsewhere it streams each
 // source into dst in turn.
-func Concatenate(ctx context.Context, dst string, srcs []string) error {
+func Concatenate(ctx context.Context, run, dst string, srcs []string) error {
 	if len(srcs) == 0 {
 		return fmt.Errorf("%s: nothing to concatenate", dst)
 	}
@@ -107,7 +107,7 @@ func Concatenate(ctx context.Context, dst string, srcs []string) error {
 	if c != nil {
 		return composeTree(ctx, c, dst, srcs)
 	}
-	return WriteFile(ctx, dst, func(w io.Writer) error {
+	return WriteFile(ctx, run, dst, func(w io.Writer) error {
 		fsys, err := filesystem.New(ctx, srcs[0])
 		if err != nil {
 			return err

@@ -52,7 +52,7 @@ func TestConcatenateStreams(t *testing.T) {
 	memfs.Write("memfs://cat/a", []byte("hello, "))
 	memfs.Write("memfs://cat/b", []byte("world"))
 	ctx := context.Background()
-	require.NoError(t, Concatenate(ctx, "memfs://cat/out", []string{"memfs://cat/a", "memfs://cat/b"}))
+	require.NoError(t, Concatenate(ctx, "0123456789ab", "memfs://cat/out", []string{"memfs://cat/a", "memfs://cat/b"}))
 	var got []byte
 	fsys, err := files.OpenAt(ctx, "memfs://cat/out")
 	require.NoError(t, err)
@@ -60,5 +60,5 @@ func TestConcatenateStreams(t *testing.T) {
 	_, err = fsys.ReadAt(got, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "hello, world", string(got))
-	assert.ErrorContains(t, Concatenate(ctx, "memfs://cat/out", []string{"memfs://cat/missing"}), "memfs://cat/missing")
+	assert.ErrorContains(t, Concatenate(ctx, "0123456789ab", "memfs://cat/out", []string{"memfs://cat/missing"}), "memfs://cat/missing")
 }

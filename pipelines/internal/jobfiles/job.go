@@ -33,14 +33,25 @@ func Join(dir string, names ...string) string {
 	return strings.TrimSuffix(dir, "/") + "/" + strings.Join(names, "/")
 }
 
-// WriteFile writes path through Beam's filesystems (local, gs://, ...). A
-// local file is written whole or not at all: under a temporary name in its
-// directory (.<name>.<random>.tmp, which RemoveStale recognises if the
-// process dies), renamed into place once written. An object store's
-// object appears only once its upload is complete.
-func WriteFile(ctx context.Context, path string, write func(io.Writer) error) error {
+// WriteFile writes path, a file of run, through Beam's filesystems
+// (local, gs://, ...). A local file is written whole or not at all: under
+// a temporary name in its directory that carries the run's ID
+// (.<name>.<run>.<nonce>.tmp: RemoveRun removes it, and RemoveStale if
+// the process dies), renamed into place once written. An object store's
+// object appears only once its upload is complete. Once the run's writes
+// are stopped (StopWrites: the run was interrupted) it writes nothing and
+// returns ErrInterrupted.
+func WriteFile(ctx context.Context, run, path string, write func(io.Writer) error) error {
+	if !runID.MatchString(run) {
+		return fmt.Errorf("%s: run ID %q: want 12 hex digits", path, run)
+	}
+	end, err := BeginWrite(run)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer end()
 	if !strings.Contains(path, "://") {
-		return writeLocal(path, write)
+		return writeLocal(run, path, write)
 	}
 	fsys, err := filesystem.New(ctx, path)
 	if err != nil {
@@ -62,15 +73,12 @@ func WriteFile(ctx context.Context, path string, write func(io.Writer) error) er
 }
 
 // writeLocal is WriteFile of a local path.
-func writeLocal(path string, write func(io.Writer) error) error {
-	dir, name := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+func writeLocal(run, path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%s: cannot create: %w", path, err)
 	}
-	tmp := filepath.Join(dir, "."+name+"."+NewRunID()+".tmp")
+	tmp := TempName(path, run)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("%s: cannot create: %w", path, err)
@@ -89,18 +97,19 @@ func writeLocal(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-// WriteJSON writes v as indented JSON to path.
-func WriteJSON(ctx context.Context, path string, v any) error {
-	return WriteFile(ctx, path, func(w io.Writer) error {
+// WriteJSON writes v as indented JSON to path, a file of run.
+func WriteJSON(ctx context.Context, run, path string, v any) error {
+	return WriteFile(ctx, run, path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	})
 }
 
-// WriteFailures writes failures to dir/failed.jsonl, one JSON object a line,
-// sorted by key, step and input (an empty file when there are none).
-func WriteFailures(ctx context.Context, dir string, failures []step.Failure) error {
+// WriteFailures writes failures to dir/failed.jsonl, a file of run, one
+// JSON object a line, sorted by key, step and input (an empty file when
+// there are none).
+func WriteFailures(ctx context.Context, run, dir string, failures []step.Failure) error {
 	sort.Slice(failures, func(i, j int) bool {
 		a, b := failures[i], failures[j]
 		return a.Key < b.Key || a.Key == b.Key && (a.Step < b.Step || a.Step == b.Step && a.Input < b.Input)
@@ -112,25 +121,30 @@ func WriteFailures(ctx context.Context, dir string, failures []step.Failure) err
 			return err
 		}
 	}
-	return WriteFile(ctx, Join(dir, FailedFile), func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err })
+	return WriteFile(ctx, run, Join(dir, FailedFile), func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err })
 }
 
 // CheckWritable makes sure a local output directory exists and can be
-// written; flag names the flag in errors. Remote directories are not checked
-// (their errors are reported per file).
-func CheckWritable(flag, dir string) error {
+// written (with a file of run's, removed at once); flag names the flag in
+// errors. Remote directories are not checked (their errors are reported
+// per file).
+func CheckWritable(flag, dir, run string) error {
 	if strings.Contains(dir, "://") {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--%s %s: cannot create the directory: %w", flag, dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".write-check-*")
+	if !runID.MatchString(run) {
+		return fmt.Errorf("run ID %q: want 12 hex digits", run)
+	}
+	tmp := TempName(filepath.Join(dir, "write-check"), run)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("--%s %s: directory is not writable: %w", flag, dir, err)
 	}
 	f.Close()
-	return os.Remove(f.Name())
+	return os.Remove(tmp)
 }
 
 // Extract copies the tree root of fsys into a new temporary directory and

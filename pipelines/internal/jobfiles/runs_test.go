@@ -18,7 +18,7 @@ func TestWriteFileLocalIsAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "metrics.json")
 	require.NoError(t, os.WriteFile(path, []byte("previous"), 0o644))
-	err := WriteFile(context.Background(), path, func(w io.Writer) error {
+	err := WriteFile(context.Background(), "0123456789ab", path, func(w io.Writer) error {
 		w.Write([]byte("half"))
 		return errors.New("disk full")
 	})
@@ -29,7 +29,7 @@ func TestWriteFileLocalIsAtomic(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "no temporary left")
-	require.NoError(t, WriteFile(context.Background(), path, func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }))
+	require.NoError(t, WriteFile(context.Background(), "0123456789ab", path, func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }))
 	got, _ = os.ReadFile(path)
 	assert.Equal(t, "new", string(got))
 }
