@@ -49,7 +49,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	client.CloseShared()
-	removeBinaries()
 	removeRehearsalLayout()
 	os.Exit(code)
 }
