@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -24,6 +25,19 @@ import (
 // executor.
 var executorPath string
 
+// slowChecks are the checks that build and run far more than the others
+// (cold builds of other settings, other modules, worker processes): make
+// test leaves them out, make test-slow (CI too) runs them with -slow.
+var slowChecks = flag.Bool("slow", false, "also run the slow checks (make test-slow): the example module as documented, the rehearsals")
+
+// slowCheck skips t unless -slow.
+func slowCheck(t *testing.T) {
+	t.Helper()
+	if !*slowChecks {
+		t.Skip("a slow check: make test-slow runs it (go test ./integration/ -slow)")
+	}
+}
+
 func TestMain(m *testing.M) {
 	steptest.MaybeServe()
 	if p := os.Getenv(client.EnvPath); p != "" {
@@ -35,7 +49,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	client.CloseShared()
-	removeBinaries()
 	removeRehearsalLayout()
 	os.Exit(code)
 }

@@ -3,6 +3,8 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -27,35 +29,77 @@ import (
 )
 
 // The launcher is tested through the pipelines' own binaries, as a user
-// runs them (and as make plan does): built once per test run.
+// runs them (and as make plan does): built once per test run, all in one go
+// build, with the settings go test builds with (cgo as go env says), so that
+// the packages they share with the tests are compiled once. The rehearsal's
+// worker binaries, which must be static, are workerBin's.
+//
+// They are kept between runs, in a directory of the user's cache for each
+// checkout (like exampleCopy's): go build leaves a binary whose build ID
+// is what it would link alone, so that a run whose sources did not change
+// links nothing (a link of the three takes a minute on 2 cores, five at a
+// load of 25). Without the VCS stamp (-buildvcs=false) a commit alone does
+// not change them.
 var (
 	binOnce sync.Once
 	binDir  string
 	binErr  error
 )
 
+// pipelines are the main packages pipelineBin builds.
+var pipelines = []string{"landsat", "fashion", "infer"}
+
 func pipelineBin(t *testing.T, name string) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if binErr = statSources(); binErr != nil {
-			return
-		}
-		binDir, binErr = os.MkdirTemp("", "beamgpu-integration-")
-		if binErr != nil {
-			return
-		}
-		for _, p := range []string{"landsat", "fashion"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, p), "github.com/beamgpu/beamgpu/pipelines/"+p)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				binErr = err
-				binDir = string(out)
-				return
-			}
-		}
-	})
-	require.NoError(t, binErr, binDir)
+	binOnce.Do(func() { binDir, binErr = buildPipelines("bin", pipelines) })
+	require.NoError(t, binErr)
 	return filepath.Join(binDir, name)
+}
+
+var (
+	workerOnce sync.Once
+	workerDir  string
+	workerErr  error
+)
+
+// workerBin is the landsat pipeline built with CGO_ENABLED=0, as the worker
+// image's binaries are: a binary that can be its own worker (the rehearsal).
+func workerBin(t *testing.T, name string) string {
+	t.Helper()
+	workerOnce.Do(func() { workerDir, workerErr = buildPipelines("static", []string{"landsat"}, "CGO_ENABLED=0") })
+	require.NoError(t, workerErr)
+	return filepath.Join(workerDir, name)
+}
+
+// buildPipelines builds the pipelines names into the directory kind of
+// this checkout's binaries, with env added to the environment.
+func buildPipelines(kind string, names []string, env ...string) (string, error) {
+	if err := statSources(); err != nil {
+		return "", err
+	}
+	checkout, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	h := sha256.Sum256([]byte(checkout))
+	dir := filepath.Join(cache, "beamgpu", "integration-"+hex.EncodeToString(h[:6]), kind)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	args := []string{"build", "-buildvcs=false", "-o", dir + string(filepath.Separator)}
+	for _, p := range names {
+		args = append(args, "github.com/beamgpu/beamgpu/pipelines/"+p)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return dir, nil
 }
 
 // statSources stats every Go source of the checkout. go test caches a
@@ -69,13 +113,6 @@ func statSources() error {
 		}
 		return err
 	})
-}
-
-// removeBinaries removes the binaries pipelineBin built (TestMain calls it).
-func removeBinaries() {
-	if binErr == nil && binDir != "" {
-		os.RemoveAll(binDir)
-	}
 }
 
 // runBin runs a pipeline binary and returns its exit status, stdout and stderr.
@@ -159,6 +196,7 @@ const image = "us-central1-docker.pkg.dev/example/beamgpu/worker:test"
 // environment with the accelerator hint, after a fusion break; the Dataflow
 // job has one container entry per environment and no worker_accelerator.
 func TestPlanRightFitting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pipeline  string
 		gpu, cpu  []string
@@ -213,6 +251,7 @@ func TestPlanRightFitting(t *testing.T) {
 // Whole-pipeline GPU: worker_accelerator in the job's service options, one
 // environment, no resource hints anywhere.
 func TestPlanWholePipelineGPU(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"landsat", "fashion"} {
 		t.Run(name, func(t *testing.T) {
 			p := plan(t, name, "--sdk_container_image="+image, "--worker_machine_type=g2-standard-8",
@@ -239,6 +278,7 @@ func TestPlanWholePipelineGPU(t *testing.T) {
 // Dataflow's own form of the whole-pipeline GPU, the raw service option of
 // its L4 page, plans as the typed flag does (and is checked as it is).
 func TestPlanRawWorkerAccelerator(t *testing.T) {
+	t.Parallel()
 	p := plan(t, "landsat", "--sdk_container_image="+image, "--worker_machine_type=g2-standard-8",
 		"--dataflow_service_options=worker_accelerator=type:nvidia-l4;count:1;install-nvidia-driver,enable_google_cloud_profiler")
 	assert.Equal(t, launch.ModeWholePipeline, p.plan.Mode)
@@ -253,6 +293,7 @@ func TestPlanRawWorkerAccelerator(t *testing.T) {
 // plan; the plan says what the workers' containers need, and the rules'
 // warnings.
 func TestPlanJobOptions(t *testing.T) {
+	t.Parallel()
 	p := plan(t, "landsat", "--sdk_container_image="+image, "--region=me-central2", "--job_name=landsat-nightly",
 		`--labels={"team":"geo","cost-center":"42"}`, "--template_location=gs://b/templates/landsat",
 		"--worker_binary=/opt/beamgpu/bin/landsat", "--max_num_workers=8")
@@ -288,6 +329,7 @@ func TestPlanJobOptions(t *testing.T) {
 // The fashion pipeline plans for Dataflow with everything on Cloud Storage:
 // images, model, training set and outputs, offline (a plan lists nothing).
 func TestPlanFashionOnCloudStorage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--input=gs://b/fashion/t10k-images-idx3-ubyte.gz", "--model_path=gs://b/models/mlp.bgmlp"},
 		{"--input=gs://b/fashion", "--model=knn", "--data_dir=gs://b/fashion"},
@@ -300,6 +342,7 @@ func TestPlanFashionOnCloudStorage(t *testing.T) {
 }
 
 func TestFashionHelpBeam(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := runBin(t, "fashion", "--help_beam")
 	assert.Equal(t, 0, code)
 	for _, f := range []string{"-sdk_container_image", "-worker_binary", "-labels", "-template_location", "-dataflow_service_options"} {
@@ -317,6 +360,7 @@ func TestFashionHelpBeam(t *testing.T) {
 // GPU sharing follows the processes per GPU: with --gpu_processes=4 each
 // executor budgets a quarter of the memory and runs one batch at a time.
 func TestPlanGPUSharing(t *testing.T) {
+	t.Parallel()
 	p := plan(t, "landsat", "--sdk_container_image="+image, "--gpu_processes=4")
 	require.NotNil(t, p.plan.Sharing)
 	assert.Equal(t, 4, p.plan.Sharing.Processes)
@@ -331,6 +375,7 @@ func TestPlanGPUSharing(t *testing.T) {
 // (whole-pipeline GPU: the worker accelerator's count; right fitting: the
 // hint's).
 func TestPlanGPUSharingOnSeveralGPUs(t *testing.T) {
+	t.Parallel()
 	p := plan(t, "landsat", "--sdk_container_image="+image, "--gpu_processes=2", "--worker_machine_type=a2-highgpu-4g",
 		"--worker_accelerator=type:nvidia-tesla-a100;count:4;install-nvidia-driver")
 	require.NotNil(t, p.plan.Sharing)
@@ -367,6 +412,7 @@ func TestPlanHoldsNoCredentials(t *testing.T) {
 // Every invalid configuration is refused with its rule, before anything is
 // read, built or written.
 func TestInvalidGPUConfigurationsAreRejected(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -419,6 +465,7 @@ func TestInvalidGPUConfigurationsAreRejected(t *testing.T) {
 // process, and the fusion breaks would only hold data in memory. The
 // outputs are the same.
 func TestRightFittedLandsatOnPrism(t *testing.T) {
+	t.Parallel()
 	cpuOut := t.TempDir()
 	code, stdout, stderr := runBin(t, "landsat", "--backend=cpu", "--output="+cpuOut)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
@@ -458,6 +505,7 @@ func TestRightFittedLandsatOnPrism(t *testing.T) {
 // A Dataflow submission refuses paths the workers cannot reach, before
 // anything is read or submitted (plans are not held to it).
 func TestDataflowSubmissionNeedsWorkerPaths(t *testing.T) {
+	t.Parallel()
 	base := []string{"--runner=dataflow", "--region=us-central1", "--project=p", "--staging_location=gs://b/s", "--sdk_container_image=" + image}
 	code, _, stderr := runBin(t, "landsat", base...)
 	assert.Equal(t, 2, code)
@@ -481,6 +529,7 @@ func TestDataflowSubmissionNeedsWorkerPaths(t *testing.T) {
 // Any portable job server, by endpoint: here a prism job server started by
 // the test, with the pipeline's workers in loopback.
 func TestPortableJobServerByEndpoint(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	_, err := prism.CreateJobServer(context.Background(), prism.Options{Port: port})
 	require.NoError(t, err)
@@ -510,6 +559,7 @@ func freePort(t *testing.T) int {
 // directory, even though its stderr (a pipe to the pipeline) is closed by
 // then.
 func TestExecutorLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	cmd := exec.Command(pipelineBin(t, "fashion"), "--progress=0", "--backend=gpu", "--gpu_executor="+executorPath,
 		"--output="+t.TempDir())

@@ -64,6 +64,7 @@ func calls(t *testing.T, dir string) [][]string {
 // command that records what it is given; the plan commands' arguments are
 // then given to the real pipeline binary, which plans with them.
 func TestReadmeMakeCommandsWorkAsWritten(t *testing.T) {
+	t.Parallel()
 	cmds := readmeMakeCommands(t)
 	require.GreaterOrEqual(t, len(cmds), 4, "the make plan and make dataflow commands of the README and docs/: %q", cmds)
 	sawSemicolon := false
@@ -116,6 +117,7 @@ func TestReadmeMakeCommandsWorkAsWritten(t *testing.T) {
 // make plan names a registry path even without IMAGE (a local tag is refused
 // by the launcher), and says what the workers' containers need.
 func TestMakePlanDefaults(t *testing.T) {
+	t.Parallel()
 	gobin, dir := fakeGo(t)
 	cmd := exec.Command("make", "-s", "plan", "GO="+gobin, "PIPELINES=landsat")
 	cmd.Dir = ".."

@@ -58,6 +58,7 @@ func exampleCopy(t *testing.T, checkout string) string {
 // outputs agree. (CI also builds, vets and tests the module with -tags cuda
 // against the CUDA headers and checks its PTX: containers/build-cuda.sh.)
 func TestExampleModuleAsDocumented(t *testing.T) {
+	slowCheck(t)
 	require.NoError(t, statSources())
 	checkout, err := filepath.Abs("..")
 	require.NoError(t, err)

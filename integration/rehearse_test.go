@@ -87,7 +87,7 @@ func runWithinDir(t *testing.T, limit time.Duration, dir, name string, args ...s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pipelineBin(t, name), append([]string{"--progress=0"}, args...)...)
+	cmd := exec.CommandContext(ctx, workerBin(t, name), append([]string{"--progress=0"}, args...)...)
 	cmd.Dir = dir
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
@@ -141,6 +141,7 @@ func noProcessesLeft(t *testing.T, root string) {
 // outputs are byte for byte the in-process CPU run's; the step metrics
 // arrive from the workers; nothing of the rehearsal runs or stays behind.
 func TestRehearsal(t *testing.T) {
+	slowCheck(t)
 	root := rehearsalLayout(t)
 	marker := markExecutor(t, root)
 	cpuOut := t.TempDir()
@@ -214,6 +215,7 @@ func TestRehearsal(t *testing.T) {
 // A job whose workers cannot start fails, within a bounded time, with the
 // worker's error; prism alone would wait forever.
 func TestRehearsalWorkerCannotStart(t *testing.T) {
+	slowCheck(t)
 	t.Run("boot loader exits", func(t *testing.T) {
 		root := rehearsalLayout(t)
 		boot := filepath.Join(root, launch.RehearsalBoot)
@@ -278,26 +280,31 @@ func TestPlanChecksTheImageOps(t *testing.T) {
 	}
 	assert.Equal(t, []string{"composite"}, gpuSteps, "only the step the image serves is planned on the GPU")
 
-	// The image's full list: both GPU steps on the GPU, no warning.
-	full := filepath.Join(t.TempDir(), "full.txt")
-	out, err := exec.Command(filepath.Join("..", "containers", "executor-ops.sh")).Output()
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(full, out, 0o644))
-	p = plan(t, "landsat", "--sdk_container_image="+image, "--backend=gpu", "--executor_ops="+full)
-	for _, w := range p.plan.Warnings {
-		assert.NotContains(t, w, "executor-ops")
-	}
-	gpuSteps = nil
-	for _, e := range p.plan.Environments {
-		if e.Hints["accelerator"] != "" {
-			for _, st := range e.Steps {
-				if !strings.HasPrefix(st, "fusion_break_") {
-					gpuSteps = append(gpuSteps, st)
+	// The image's full list (containers/executor-ops.sh: a build of the
+	// executor with tags of its own, a slow check): both GPU steps on the
+	// GPU, no warning.
+	t.Run("the image's full list", func(t *testing.T) {
+		slowCheck(t)
+		full := filepath.Join(t.TempDir(), "full.txt")
+		out, err := exec.Command(filepath.Join("..", "containers", "executor-ops.sh")).Output()
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(full, out, 0o644))
+		p = plan(t, "landsat", "--sdk_container_image="+image, "--backend=gpu", "--executor_ops="+full)
+		for _, w := range p.plan.Warnings {
+			assert.NotContains(t, w, "executor-ops")
+		}
+		gpuSteps = nil
+		for _, e := range p.plan.Environments {
+			if e.Hints["accelerator"] != "" {
+				for _, st := range e.Steps {
+					if !strings.HasPrefix(st, "fusion_break_") {
+						gpuSteps = append(gpuSteps, st)
+					}
 				}
 			}
 		}
-	}
-	assert.ElementsMatch(t, []string{"composite", "toa_ndvi"}, gpuSteps)
+		assert.ElementsMatch(t, []string{"composite", "toa_ndvi"}, gpuSteps)
+	})
 }
 
 // A pipeline binary that cannot be a worker itself (built with cgo, as `go
@@ -307,6 +314,7 @@ func TestPlanChecksTheImageOps(t *testing.T) {
 // launcher's package and stage its archive: "exec format error" on every
 // worker), and the job completes.
 func TestRehearsalBuildsTheWorkerFromSource(t *testing.T) {
+	slowCheck(t)
 	root := rehearsalLayout(t)
 	bin := filepath.Join(t.TempDir(), "landsat-cgo")
 	build := exec.Command("go", "build", "-o", bin, "github.com/beamgpu/beamgpu/pipelines/landsat")
@@ -314,7 +322,9 @@ func TestRehearsalBuildsTheWorkerFromSource(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// The run builds the worker first: a link of minutes on a busy machine
+	// (5 on 2 cores at a load of 25), hence the room.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--progress=0", "--rehearse="+root, "--backend=gpu", "--output="+t.TempDir())
 	cmd.WaitDelay = 5 * time.Second

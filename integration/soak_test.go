@@ -25,8 +25,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The fault soak: both pipelines run again and again, on the reference
-// executor under --backend=auto, while faults from a seeded schedule are
+// The fault soak: the pipelines run again and again (landsat and fashion on
+// the reference executor under --backend=auto, infer on the CPU: its faults
+// are in soak_infer_test.go), while faults from a seeded schedule are
 // injected at random moments, and after every run the invariants are
 // checked. make soak runs it with -soak.faults=200 (minutes); make test runs
 // the short version (the default, a few faults of each kind).
@@ -46,7 +47,7 @@ const (
 	faultTruncated = "truncated input"
 )
 
-var processFaults = []string{faultExecKill, faultExecStop, faultTerm, faultDiskFull, faultSmallShm}
+var processFaults = []string{faultExecKill, faultExecStop, faultTerm, faultInt, faultDiskFull, faultSmallShm}
 
 // soakBound is the longest a run may take.
 const soakBound = 90 * time.Second
@@ -64,7 +65,7 @@ type soakInputs struct {
 func TestFaultSoak(t *testing.T) {
 	root := t.TempDir()
 	r := rand.New(rand.NewPCG(*soakSeed, 1))
-	inputs := []*soakInputs{landsatSoakInputs(t, root), fashionSoakInputs(t, root)}
+	inputs := []*soakInputs{landsatSoakInputs(t, root), fashionSoakInputs(t, root), inferSoakInputs(t, root)}
 	for _, in := range inputs {
 		in.clean, in.cleanDur = cleanRun(t, in, root)
 		t.Logf("%s: clean run in %s, %d output files", in.pipeline, in.cleanDur.Round(time.Millisecond), len(in.clean))
@@ -80,6 +81,20 @@ func TestFaultSoak(t *testing.T) {
 	for total < *soakFaults {
 		runs++
 		in := inputs[r.IntN(len(inputs))]
+		if in.pipeline == "infer" {
+			f := inferFaults[r.IntN(len(inferFaults))]
+			res := soakInferRun(t, r, in, root, runs, f)
+			t.Logf("run %d (infer; %s): %s, %d violations", runs, f, res.wall.Round(time.Millisecond), len(res.violations))
+			longest = max(longest, res.wall)
+			for _, f := range res.applied {
+				injected[f]++
+				total++
+			}
+			for _, v := range res.violations {
+				violations = append(violations, fmt.Sprintf("run %d (infer; %s): %s", runs, f, v))
+			}
+			continue
+		}
 		pf := processFaults[r.IntN(len(processFaults))]
 		inf := []string{faultFIFO, faultTruncated}[r.IntN(2)]
 		if pf == faultDiskFull && !canMount || pf == faultSmallShm && !canUnshare {
@@ -87,6 +102,7 @@ func TestFaultSoak(t *testing.T) {
 			pf = ""
 		}
 		res := soakRun(t, r, in, root, runs, pf, inf)
+		t.Logf("run %d (%s; %s, %s): %s, %d violations", runs, in.pipeline, pf, inf, res.wall.Round(time.Millisecond), len(res.violations))
 		longest = max(longest, res.wall)
 		for _, f := range res.applied {
 			injected[f]++
@@ -104,10 +120,10 @@ func TestFaultSoak(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fault soak (seed %d): %d runs, %d faults injected, longest run %s\n", *soakSeed, runs, total, longest.Round(time.Millisecond))
 	for _, k := range kinds {
-		fmt.Fprintf(&b, "  %-18s %d\n", k, injected[k])
+		fmt.Fprintf(&b, "  %-27s %d\n", k, injected[k])
 	}
 	for k, n := range skipped {
-		fmt.Fprintf(&b, "  %-18s skipped %d times (needs root and a tmpfs mount; unshare(1) for /dev/shm)\n", k, n)
+		fmt.Fprintf(&b, "  %-27s skipped %d times (needs root and a tmpfs mount; unshare(1) for /dev/shm)\n", k, n)
 	}
 	fmt.Fprintf(&b, "violations: %d\n", len(violations))
 	t.Log("\n" + b.String())
@@ -245,14 +261,18 @@ func cleanRun(t *testing.T, in *soakInputs, root string) (map[string][]byte, tim
 			for _, e := range entries {
 				require.NoError(t, os.Link(filepath.Join(b, e.Name()), filepath.Join(d, e.Name())))
 			}
-		} else {
+		} else if in.pipeline == "fashion" {
 			require.NoError(t, os.Link(b, filepath.Join(input, filepath.Base(b))))
 			lbl := strings.Replace(b, "images-idx3", "labels-idx1", 1)
 			require.NoError(t, os.Link(lbl, filepath.Join(input, filepath.Base(lbl))))
 		}
 	}
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(pipelineBin(t, in.pipeline), pipelineArgs(in, input, out)...)
+	args := pipelineArgs(in, input, out)
+	if in.pipeline == "infer" {
+		args = inferArgs(in.base[0], in.base[1], out)
+	}
+	cmd := exec.Command(pipelineBin(t, in.pipeline), args...)
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the clean run of %s:\n%s", in.pipeline, b)
@@ -322,7 +342,7 @@ func soakRun(t *testing.T, r *rand.Rand, in *soakInputs, root string, n int, pf,
 	go func() { cmd.Wait(); close(done) }()
 
 	applied := pf == faultDiskFull || pf == faultSmallShm
-	if pf == faultExecKill || pf == faultExecStop || pf == faultTerm {
+	if pf == faultExecKill || pf == faultExecStop || pf == faultTerm || pf == faultInt {
 		at := time.Duration(r.Float64() * 1.2 * float64(in.cleanDur))
 		select {
 		case <-done:
@@ -330,6 +350,8 @@ func soakRun(t *testing.T, r *rand.Rand, in *soakInputs, root string, n int, pf,
 			switch pf {
 			case faultTerm:
 				applied = cmd.Process.Signal(syscall.SIGTERM) == nil
+			case faultInt:
+				applied = cmd.Process.Signal(syscall.SIGINT) == nil
 			default:
 				sig := syscall.SIGKILL
 				if pf == faultExecStop {
@@ -363,9 +385,10 @@ func soakRun(t *testing.T, r *rand.Rand, in *soakInputs, root string, n int, pf,
 	res.wall = time.Since(start)
 	code := cmd.ProcessState.ExitCode()
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	// SIGTERM before the program set its handler ends it at once, with
-	// nothing written yet.
-	interrupted := pf == faultTerm && applied && (code == 128+int(syscall.SIGTERM) || ws.Signaled() && ws.Signal() == syscall.SIGTERM)
+	// SIGTERM or SIGINT before the program set its handler ends it at once,
+	// with nothing written yet.
+	sig := map[string]syscall.Signal{faultTerm: syscall.SIGTERM, faultInt: syscall.SIGINT}[pf]
+	interrupted := sig != 0 && applied && (code == 128+int(sig) || ws.Signaled() && ws.Signal() == sig)
 	switch {
 	case interrupted:
 	case code == 0 || code == 1:
