@@ -235,7 +235,10 @@ func soakInferRun(t *testing.T, r *rand.Rand, in *soakInputs, root string, n int
 		bad("the Go runtime's fatal error (exit status %d):\n%s", code, f)
 	}
 	filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
-		if name := d.Name(); err == nil && strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".part") ||
+		if err != nil { // no output directory (a refused run), or one that went away
+			return nil
+		}
+		if name := d.Name(); strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".part") ||
 			strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, ".lock")) {
 			bad("temporary file left: %s (exit status %d):\n%s", path, code, tail(log, 8))
 		}
