@@ -29,7 +29,7 @@ import (
 // stems, 1x1 convolutions of few channels), W x patches written straight
 // into the planes, which costs packing W per chunk but no transpose.
 // Convolutions of few channels (at most 64 per group) with stride 1 or 2,
-// where AVX-512 runs and there are images enough for every core, take a
+// where AVX-512 or AVX2 runs and there are images enough for every core, take a
 // direct kernel instead, with no patches at all (ops_conv_flat.go).
 // Grouped convolutions with one input channel per group (depthwise,
 // MobileNet's) take a direct kernel (ops_conv_depthwise.go); float64 ones a
