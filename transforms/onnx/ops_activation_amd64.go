@@ -60,9 +60,21 @@ func hardF32(y, x []float32, alpha, beta float32, swish bool) bool {
 		return false
 	case len(x) == 0:
 	default: // the AVX2 kernel at width 16 too
-
-		_ = y[len(x)-1]
-		hardAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), alpha, beta, sw, &laneMask8[8-len(x)%8])
+		// Whole vectors in the kernel, the rest (under 8) in Go, as in
+		// clampF32.
+		n := len(x) &^ 7
+		if n > 0 {
+			_ = y[n-1]
+			hardAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, alpha, beta, sw, &laneMask8[8])
+		}
+		for i := n; i < len(x); i++ {
+			v := x[i]
+			t := clamp01(alpha*v + beta)
+			if swish {
+				t *= v
+			}
+			y[i] = t
+		}
 	}
 	return true
 }
