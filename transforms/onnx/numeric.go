@@ -131,13 +131,20 @@ const (
 	roundF = float32(12582912) // 1.5 * 2^23: adding it rounds to an integer
 )
 
-// expf is e^x in float32, within 2e-7 relative of math.Exp (TestFastMath).
+// expf is e^x in float32, within 2e-7 relative of math.Exp (TestFastMath;
+// results below float32's normals within one subnormal step of it).
 // x = n ln2 + r with |r| <= ln2/2 (n rounded in float32 by the 1.5*2^23
 // trick, r by Cody and Waite's two-part ln 2), e^r by its Taylor
 // polynomial of degree 7 (remainder below 6e-9), times 2^n built in the
-// exponent bits.
+// exponent bits: for x < -87, where 2^n is below float32's normals, as
+// 2^(n+64) then 2^-64, so that the one rounding to a subnormal is the
+// last. Under -105 the result rounds to 0; over 88 (and NaN) math.Exp.
+// expF32 (numeric_amd64.s) computes the same bits 8 lanes at a time.
 func expf(x float32) float32 {
-	if !(x >= -87 && x <= 88) { // results near or past float32's range, NaN
+	if !(x >= -105 && x <= 88) {
+		if x < -105 {
+			return 0
+		}
 		return float32(math.Exp(float64(x)))
 	}
 	t := x*log2eF + roundF
@@ -145,8 +152,23 @@ func expf(x float32) float32 {
 	r := (x - n*ln2Hi) - n*ln2Lo
 	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
 	// t's low mantissa bits hold n + 2^22; the exponent field of 2^n is n+127.
-	scale := math.Float32frombits((math.Float32bits(t) - 0x4b400000 + 127) << 23)
-	return p * scale
+	e := math.Float32bits(t) - 0x4b400000
+	if x < -87 {
+		return p * math.Float32frombits((e+127+64)<<23) * 0x1p-64
+	}
+	return p * math.Float32frombits((e+127)<<23)
+}
+
+// expSubInto writes expf(x[i] - sub) to y[i] (len(y) >= len(x); y may be
+// x): whole vectors in expSubF32's kernel where there is one, the rest and
+// the vectors it leaves (a value over 88 or NaN) in Go.
+func expSubInto(y, x []float32, sub float32) {
+	for i := 0; i < len(x); {
+		i += expSubF32(y[i:], x[i:], sub)
+		for end := min(i+8, len(x)); i < end; i++ {
+			y[i] = expf(x[i] - sub)
+		}
+	}
 }
 
 // erff is erf x in float32, within 1e-6 relative of math.Erf (TestFastMath).

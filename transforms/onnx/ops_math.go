@@ -163,9 +163,7 @@ func (k *ewUnary) float32s(x, y []float32) {
 	case unSqrt, unNeg, unReciprocal:
 		unaryFloats(k, x, y)
 	case unExp:
-		for i, v := range x {
-			y[i] = expf(v)
-		}
+		expSubInto(y, x, 0)
 	case unAbs:
 		for i, v := range x {
 			y[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))

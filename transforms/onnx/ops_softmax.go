@@ -135,10 +135,14 @@ func softmaxRow[T floatElem](x, y []T, log bool) {
 	for _, v := range x {
 		m = maxNaN(m, v)
 	}
-	for i, v := range x {
-		y[i] = v - m
+	if x32, ok := any(x).([]float32); ok {
+		expSubInto(any(y).([]float32), x32, float32(m))
+	} else {
+		for i, v := range x {
+			y[i] = v - m
+		}
+		expInPlace(y)
 	}
-	expInPlace(y)
 	sum := reduceRow[T, float64](redSum, y, 0)
 	if log {
 		ls := T(math.Log(sum))
@@ -202,9 +206,7 @@ func softmaxCols[T floatElem](x, y []T, n, inner, j0, j1 int, m []T, s []float64
 func expInPlace[T floatElem](v []T) {
 	switch s := any(v).(type) {
 	case []float32:
-		for i, x := range s {
-			s[i] = expf(x)
-		}
+		expSubInto(s, s, 0)
 	case []float64:
 		for i, x := range s {
 			s[i] = math.Exp(x)

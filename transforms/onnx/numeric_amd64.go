@@ -1,0 +1,42 @@
+//go:build !purego
+
+package onnx
+
+import (
+	"math"
+	"unsafe"
+)
+
+// expAVX2 is expf's vector kernel (numeric_amd64.s).
+//
+//go:noescape
+func expAVX2(y, x *float32, n int, sub float32, tab *[17][8]float32) int
+
+// expTab holds expAVX2's constants, each 8 times (a row a vector), made
+// from expf's own so that the two cannot drift apart.
+var expTab = func() (t [17][8]float32) {
+	f := []float32{log2eF, roundF, ln2Hi, ln2Lo, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, 88, -87, -105, 0x1p-64,
+		math.Float32frombits(0x4b400000 - 127), math.Float32frombits(0x4b400000 - 127 - 64)}
+	for i, v := range f {
+		for j := range t[i] {
+			t[i][j] = v
+		}
+	}
+	return t
+}()
+
+// expWidth is the lanes of expf's vector kernel: 8 wherever AVX2 is (the
+// AVX2 kernel serves AVX-512 CPUs too); a variable for the tests.
+var expWidth = min(simdWidth, 8)
+
+// expSubF32 writes expf(x[i] - sub) to y[i] for a prefix of x in whole
+// vectors, and returns its length (0 without a vector kernel): it stops at
+// the first vector with a value, less sub, over 88 or NaN. len(y) >=
+// len(x); y may be x.
+func expSubF32(y, x []float32, sub float32) int {
+	if expWidth == 0 || len(x) < 8 {
+		return 0
+	}
+	_ = y[len(x)-1]
+	return expAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), sub, &expTab)
+}

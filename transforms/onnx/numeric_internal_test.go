@@ -1,0 +1,66 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// expf's vector kernel writes expf's bits (x - sub lane by lane) at every
+// width this CPU runs, for every length and offset, across expf's ranges:
+// the polynomial's, the two-step scale under -87, 0 under -105, and the
+// values it leaves to Go (over 88, infinities, NaN), never past len(x).
+func TestExpVectorEqualsGo(t *testing.T) {
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	for _, width := range simdWidths() {
+		expWidth = min(width, 8)
+		t.Run(fmt.Sprintf("lanes=%d", expWidth), testExpVector)
+	}
+}
+
+func testExpVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		88, 88.5, -87, -87.00001, -86.99999, -103.9, -104.7, -105, -105.1, 1e-40, -1e-40, -1e30}
+	for _, sub := range []float32{0, 3.5, -2} {
+		for n := 0; n <= 70; n++ {
+			for _, off := range []int{0, 1, 5} {
+				buf := make([]float32, off+n+8)
+				for i := range buf {
+					buf[i] = rng.Float32()*240 - 140 // from under -105 to over 88
+					if rng.IntN(10) == 0 {
+						buf[i] = special[rng.IntN(len(special))]
+					}
+				}
+				x := buf[off : off+n]
+				y := make([]float32, n+8)
+				for i := range y {
+					y[i] = -7
+				}
+				expSubInto(y[:n], x, sub)
+				for i, v := range x {
+					want := expf(v - sub)
+					require.Equal(t, math.Float32bits(want), math.Float32bits(y[i]), "n %d off %d sub %v [%d]: expf(%v) = %v, got %v", n, off, sub, i, v-sub, want, y[i])
+				}
+				for i := n; i < len(y); i++ {
+					require.Equal(t, float32(-7), y[i], "n %d: written past the end at %d", n, i)
+				}
+			}
+		}
+	}
+	// In place, as softmax calls it.
+	x := make([]float32, 1000)
+	for i := range x {
+		x[i] = rng.Float32()*200 - 110
+	}
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = expf(v)
+	}
+	expSubInto(x, x, 0)
+	require.Equal(t, want, x)
+}

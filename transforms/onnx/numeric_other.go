@@ -1,0 +1,8 @@
+//go:build !amd64 || purego
+
+package onnx
+
+// expSubF32: no vector kernel in this build (numeric_amd64.go).
+func expSubF32(y, x []float32, sub float32) int { return 0 }
+
+var expWidth = 0
