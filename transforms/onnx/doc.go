@@ -7,14 +7,15 @@
 // BatchNormalization that follows a Conv into the Conv's weights and bias
 // (graph_fuse.go); Model.Run plans the graph once per
 // input shape (Model.Plan: shapes inferred, known values computed, each
-// Conv fused with the residual Add and the activation that alone read it
-// (plan_fuse.go, ops_conv_fused.go), the rest placed in one workspace) and
-// runs it. A model with an operator outside
+// Conv fused with the residual Add and the activation that alone read it,
+// each MatMul with its bias Add, residual Add and activation, GELU's five
+// operators included (plan_fuse.go, ops_conv_fused.go,
+// ops_matmul_fused.go), the rest placed in one workspace) and runs it. A model with an operator outside
 // the set is refused at load, naming the operator, its node and the opset.
 //
 // On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps
-// included (a fused Conv's bias, residual and activation are one kernel
-// after its products), runs one step at a
+// included (a fused Conv's or MatMul's bias, residual and activation are
+// one kernel after its products), runs one step at a
 // time as launches of the operators' CUDA kernels and cuBLAS products, the
 // model's weights resident on the device, the intermediate values in one
 // device workspace at the plan's offsets, one copy up per input and one

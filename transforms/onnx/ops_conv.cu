@@ -36,10 +36,12 @@ extern "C" __global__ void bias_channels_f32(float *y, const float *bias, long l
     GRID_LOOP(i, n * c * hw) { y[i] += bias[(i / hw) % c]; }
 }
 
-// conv_epilogue_f32: a fused Conv's epilogue over y (n x c x hw, the products): y += bias[c]
-// (bias may be null), y += z (the residual, y's shape; may be null), then the activation:
-// op >= 0 a unary operation (unary_op, a and b its attributes), op == -2 Clip to [a, b]
-// as clip_f32 computes it, op == -1 none. Each step rounds as the unfused kernels do.
+// conv_epilogue_f32: a fused Conv's or MatMul's epilogue over y (n x c x hw, the products): y
+// += bias[c] (bias may be null), y += z (the residual, y's shape; may be null), then the
+// activation: op >= 0 a unary operation (unary_op, a and b its attributes), op == -2 Clip to
+// [a, b] as clip_f32 computes it, op == -1 none, op -3 to -6 GELU as exported with Erf (d = v
+// / a for -3 and -5, v * a for -4 and -6; f = erf(d) + 1; (v * f) * b for -3 and -4, (v * b) * f
+// for -5 and -6). Each step rounds as the unfused kernels do.
 extern "C" __global__ void conv_epilogue_f32(float *y, const float *bias, const float *z, long long n, long long c,
                                              long long hw, long long op, double a, double b)
 {
@@ -60,6 +62,10 @@ extern "C" __global__ void conv_epilogue_f32(float *y, const float *bias, const 
                 if (v < fa) v = fa;
                 if (v > fb) v = fb;
             }
+        } else if (op <= -3 && op >= -6) {
+            float d = (op == -3 || op == -5) ? v / fa : v * fa;
+            float f = unary_op(UN_ERF, d, 0, 0) + 1.0f;
+            v = op >= -4 ? (v * f) * fb : (v * fb) * f;
         }
         y[i] = v;
     }

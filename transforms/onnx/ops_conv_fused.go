@@ -19,11 +19,13 @@ import (
 // not changed: the fusion is the plan's, made the same way for the CPU and
 // the device.
 
-// An epilogue is what a fused Conv does to each output value after its
-// bias: add the residual, then apply the activation (each the computation
+// An epilogue is what a fused Conv or MatMul (ops_matmul_fused.go) does
+// to each output value after its bias: add the residual, then apply the activation (each the computation
 // of the operator it replaces, so that the outputs are the unfused plan's,
 // bit for bit).
 type epilogue struct {
+	// head is the operator the epilogue follows: Conv or MatMul.
+	head string
 	// residual says the step's fourth input is the residual Z (Y = act(conv
 	// + Z)).
 	residual bool
@@ -34,6 +36,9 @@ type epilogue struct {
 	// every value NaN).
 	clip   bool
 	lo, hi float32
+	// gelu is the activation when it is GELU as exporters write it with
+	// Erf (nil: another or none).
+	gelu *geluErf
 	// ops are the fused operators after the Conv, for the step's label.
 	ops []string
 }
@@ -52,6 +57,39 @@ func (e *epilogue) apply(y, z []float32) {
 		e.unary.float32s(y, y)
 	case e.clip:
 		clipSeq(y, y, e.lo, e.hi)
+	case e.gelu != nil:
+		e.gelu.apply(y)
+	}
+}
+
+// geluErf is GELU, x Φ(x), in the five operators that PyTorch's exports
+// (opsets before 20's Gelu) write for it: d = x / √2 (or x times 1/√2),
+// Erf, + 1, then x times that, times ½, or ½ x times that
+// (x * 0.5 * (1 + erf(x / √2)) written out).
+type geluErf struct {
+	// div: d = x / c; else d = x * c.
+	div bool
+	c   float32
+	// half is the ½ constant; halfFirst: (x * half) * (erf(d) + 1), else
+	// (x * (erf(d) + 1)) * half.
+	half      float32
+	halfFirst bool
+}
+
+// apply computes GELU of each value of y in place, each operation as the
+// operator it replaces computes it (Erf's float32 is erff).
+func (g *geluErf) apply(y []float32) {
+	for i, x := range y {
+		d := x * g.c
+		if g.div {
+			d = x / g.c
+		}
+		f := erff(d) + 1
+		if g.halfFirst {
+			y[i] = (x * g.half) * f
+		} else {
+			y[i] = (x * f) * g.half
+		}
 	}
 }
 
@@ -107,11 +145,14 @@ func (k *fusedConv) Run(in, out []nd.Array) error {
 }
 
 // label names the operators of a fused step: "Conv+Add+Relu".
-func (e *epilogue) label() string { return strings.Join(append([]string{"Conv"}, e.ops...), "+") }
+func (e *epilogue) label() string { return strings.Join(append([]string{e.head}, e.ops...), "+") }
 
 // String describes the epilogue, for tests and logs.
 func (e *epilogue) String() string {
 	s := e.label()
+	if e.gelu != nil {
+		s += fmt.Sprintf("[gelu %+v]", *e.gelu)
+	}
 	if e.clip {
 		s += fmt.Sprintf("[%v,%v]", e.lo, e.hi)
 	}

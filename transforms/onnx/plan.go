@@ -497,7 +497,7 @@ func (p *Plan) ProductFLOPs() float64 {
 			if len(w) >= 2 && len(out) >= 2 {
 				f += 2 * float64(numel(out)) * float64(numel(w[1:])) // each output: C/group x kernel products
 			}
-		case *matMul:
+		case *matMul, *fusedMatMul:
 			if ms, err := matMulShape(shape(0), shape(1)); err == nil {
 				f += 2 * float64(numel(ms.batch)) * float64(ms.m) * float64(ms.n) * float64(ms.k)
 			}

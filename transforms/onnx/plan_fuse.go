@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"slices"
+
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -9,17 +11,20 @@ import (
 // with unfused ones).
 var fuseSteps = true
 
-// fuse makes each float32 Conv whose output is read by one step only, an
-// Add of a residual of the same shape or an activation (a one-input
-// operator, or Clip with bounds known before the run), one step with that
-// reader, and that Add's output the same way with an activation after it:
-// Conv -> Add -> Relu (ResNet's blocks), Conv -> Add (MobileNet's), Conv
-// -> Clip, HardSwish, Relu, Sigmoid (every CNN's). The fused step takes
-// the place of the last one it replaces, where all its inputs exist; the
-// values between the fused steps are no longer made (nor placed in the
-// workspace). The graph and its outputs are the same; a run computes each
-// fused value once, in cache, instead of in passes of its own. It runs
-// before place, for the CPU and the device alike.
+// fuse makes each float32 Conv or MatMul whose output is read by one step
+// only one step with what follows it: for a MatMul first an Add of a bias
+// (a constant vector along the last axis: every Linear layer's export),
+// then for both an Add of a residual of the same shape, then an
+// activation (a one-input operator, Clip with bounds known before the run,
+// or GELU as PyTorch exports it with Erf: five operators, geluErf): Conv
+// -> Add -> Relu (ResNet's blocks), Conv -> Add (MobileNet's), Conv ->
+// Clip, HardSwish, Relu, Sigmoid (every CNN's), MatMul -> Add -> GELU and
+// MatMul -> Add -> Add (a transformer's feed-forward and projections). The
+// fused step takes the place of the last one it replaces, where all its
+// inputs exist; the values between the fused steps are no longer made
+// (nor placed in the workspace). The graph and its outputs are the same; a
+// run computes each fused value once, in cache, instead of in passes of
+// its own. It runs before place, for the CPU and the device alike.
 func (p *Plan) fuse() {
 	if !fuseSteps {
 		return
@@ -37,6 +42,18 @@ func (p *Plan) fuse() {
 	for _, o := range p.outputs {
 		readers[o] += 2 // a graph output stays
 	}
+	readersOf := func(id int) []int {
+		if id < 0 || readers[id] > 2 {
+			return nil
+		}
+		var rs []int
+		for si, s := range p.steps {
+			if slices.Contains(s.in, id) {
+				rs = append(rs, si)
+			}
+		}
+		return rs
+	}
 	// only is the step that alone reads value id (and is not fused yet), or -1.
 	gone := make([]bool, len(p.steps))
 	only := func(id int) int {
@@ -48,16 +65,31 @@ func (p *Plan) fuse() {
 	fused := 0
 	for si := range p.steps {
 		s := p.steps[si]
-		c, ok := s.n.kernel.(*conv)
-		if !ok || gone[si] || len(s.out) != 1 || s.out[0] < 0 {
+		var head string
+		switch s.n.kernel.(type) {
+		case *conv:
+			head = "Conv"
+		case *matMul:
+			head = "MatMul"
+		default:
+			continue
+		}
+		if gone[si] || len(s.out) != 1 || s.out[0] < 0 {
 			continue
 		}
 		y := s.out[0]
 		if p.vals[y].meta.Type != nd.Float32 {
 			continue
 		}
-		ep := &epilogue{}
-		members, z := []int{si}, -1
+		ep := &epilogue{head: head}
+		members, bias, z := []int{si}, -1, -1
+		if r := only(y); r >= 0 && head == "MatMul" {
+			if b, ok := p.bias(p.steps[r], y); ok {
+				bias = b
+				ep.ops = append(ep.ops, p.steps[r].n.Op)
+				members, y = append(members, r), p.steps[r].out[0]
+			}
+		}
 		if r := only(y); r >= 0 {
 			if zz, ok := p.residual(p.steps[r], y); ok {
 				ep.residual, z = true, zz
@@ -68,22 +100,34 @@ func (p *Plan) fuse() {
 		if r := only(y); r >= 0 && p.activation(p.steps[r], ep) {
 			ep.ops = append(ep.ops, p.steps[r].n.Op)
 			members, y = append(members, r), p.steps[r].out[0]
+		} else if g, steps, out := p.gelu(y, readersOf, gone); g != nil {
+			ep.gelu = g
+			ep.ops = append(ep.ops, "Gelu")
+			members, y = append(members, steps...), out
 		}
 		if len(members) == 1 {
 			continue
 		}
-		in := []int{s.in[0], s.in[1], -1, z}
-		if len(s.in) > 2 {
-			in[2] = s.in[2]
+		var n *node
+		switch k := s.n.kernel.(type) {
+		case *conv:
+			in := []int{s.in[0], s.in[1], -1, z}
+			if len(s.in) > 2 {
+				in[2] = s.in[2]
+			}
+			n = &node{Node: s.n.Node, kernel: &fusedConv{conv: k, ep: ep}}
+			s.in = in
+		case *matMul:
+			n = &node{Node: s.n.Node, kernel: &fusedMatMul{mm: k, ep: ep}}
+			s.in = []int{s.in[0], s.in[1], bias, z}
 		}
-		n := &node{Node: s.n.Node, kernel: &fusedConv{conv: c, ep: ep}}
 		n.Op = ep.label()
 		n.Outputs = []string{p.m.g.values[y].name}
 		last := members[len(members)-1]
 		for _, st := range members[:len(members)-1] {
 			gone[st] = true
 		}
-		p.steps[last] = pstep{n: n, in: in, out: []int{y}}
+		p.steps[last] = pstep{n: n, in: s.in, out: []int{y}}
 		fused++
 	}
 	if fused == 0 {
@@ -119,6 +163,38 @@ func (p *Plan) residual(s pstep, y int) (int, bool) {
 	return z, true
 }
 
+// bias returns the other operand of s when s is an Add of value y (a
+// MatMul's output) and a float32 constant vector along y's last axis (a
+// shape of ones then y's last dimension), whose output is y's shape.
+func (p *Plan) bias(s pstep, y int) (int, bool) {
+	k, ok := s.n.kernel.(*ewBinary)
+	if !ok || k.op != ewAdd || len(s.in) != 2 || len(s.out) != 1 || s.out[0] < 0 {
+		return -1, false
+	}
+	b := s.in[0]
+	if b == y {
+		b = s.in[1]
+	}
+	if b < 0 || b == y || (s.in[0] != y && s.in[1] != y) {
+		return -1, false
+	}
+	bm, ym := p.vals[b].meta, p.vals[y].meta
+	if p.vals[b].st != stConst || bm.Type != nd.Float32 || len(ym.Shape) == 0 || len(bm.Shape) == 0 ||
+		!nd.SameShape(p.vals[s.out[0]].meta.Shape, ym.Shape) {
+		return -1, false
+	}
+	for i, d := range bm.Shape {
+		if i == len(bm.Shape)-1 {
+			if d != ym.Shape[len(ym.Shape)-1] {
+				return -1, false
+			}
+		} else if d != 1 {
+			return -1, false
+		}
+	}
+	return b, true
+}
+
 // activation sets ep's activation to s's and reports true when s is one
 // the epilogue computes: a one-input float32 operator (ops_math.go's
 // unary kernel: Relu, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh,
@@ -145,4 +221,95 @@ func (p *Plan) activation(s pstep, ep *epilogue) bool {
 		return ok
 	}
 	return false
+}
+
+// gelu matches GELU as PyTorch exports it with Erf (geluErf) reading x:
+// x's two readers, Div(x, c) or Mul(x, c) and Mul(x, f) or, in the
+// written-out form, Mul(x, ½); then Erf, Add of 1, and the Muls that make
+// the output; every value between read by its next step alone, every
+// constant a float32 scalar. It returns the form, the steps in order (the
+// last makes the output) and the output; nil when x is not that.
+func (p *Plan) gelu(x int, readersOf func(int) []int, gone []bool) (*geluErf, []int, int) {
+	rs := readersOf(x)
+	if len(rs) != 2 || p.vals[x].meta.Type != nd.Float32 {
+		return nil, nil, -1
+	}
+	// step si is a binary op of kernel op on a and b in either order
+	// (b < 0: a float32 scalar constant, returned), alone reading a.
+	bin := func(si int, op ewOp, a, b int) (float32, bool) {
+		if si < 0 || gone[si] {
+			return 0, false
+		}
+		s := p.steps[si]
+		k, ok := s.n.kernel.(*ewBinary)
+		if !ok || k.op != op || len(s.in) != 2 || len(s.out) != 1 || s.out[0] < 0 || p.vals[s.out[0]].meta.Type != nd.Float32 {
+			return 0, false
+		}
+		other := s.in[1]
+		if s.in[0] != a {
+			if s.in[1] != a || op == ewDiv {
+				return 0, false
+			}
+			other = s.in[0]
+		}
+		if b >= 0 {
+			return 0, other == b
+		}
+		v := p.vals[other]
+		if other < 0 || v.st != stConst || v.meta.Type != nd.Float32 || v.meta.Value.Len() != 1 {
+			return 0, false
+		}
+		return nd.MustAs[float32](*v.meta.Value)[0], true
+	}
+	next := func(si int) int { // the one step that reads step si's output
+		rs := readersOf(p.steps[si].out[0])
+		if len(rs) != 1 {
+			return -1
+		}
+		return rs[0]
+	}
+	out := func(si int) int { return p.steps[si].out[0] }
+	for _, order := range [][2]int{{rs[0], rs[1]}, {rs[1], rs[0]}} {
+		pre, mul := order[0], order[1]
+		g := &geluErf{}
+		var ok bool
+		if g.c, ok = bin(pre, ewDiv, x, -1); ok {
+			g.div = true
+		} else if g.c, ok = bin(pre, ewMul, x, -1); !ok {
+			continue
+		}
+		erf := next(pre)
+		if erf < 0 || gone[erf] {
+			continue
+		}
+		if k, ok := p.steps[erf].n.kernel.(*ewUnary); !ok || k.op != unErf || p.vals[out(erf)].meta.Type != nd.Float32 {
+			continue
+		}
+		add := next(erf)
+		if one, ok := bin(add, ewAdd, out(erf), -1); !ok || one != 1 {
+			continue
+		}
+		last := next(add)
+		if half, ok := bin(mul, ewMul, x, -1); ok { // x * ½ first
+			if _, ok := bin(last, ewMul, out(mul), out(add)); !ok {
+				continue
+			}
+			g.half, g.halfFirst = half, true
+			return g, []int{pre, mul, erf, add, last}, out(last)
+		}
+		if last != mul {
+			continue
+		}
+		if _, ok := bin(mul, ewMul, x, out(add)); !ok {
+			continue
+		}
+		fin := next(mul)
+		half, ok := bin(fin, ewMul, out(mul), -1)
+		if !ok {
+			continue
+		}
+		g.half = half
+		return g, []int{pre, erf, add, mul, fin}, out(fin)
+	}
+	return nil, nil, -1
 }

@@ -1,0 +1,90 @@
+package onnx
+
+import (
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/gemm"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// A fused MatMul: a float32 MatMul whose output only an Add of a bias (a
+// constant vector along the last axis, as every Linear layer's export
+// writes it), then an Add of a residual and/or an activation read, planned
+// as one step (plan_fuse.go), as ONNX Runtime's MatMul+Add and
+// bias+activation fusions
+// (https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html).
+// Where B is one matrix for every row (a layer's weights), the rows go in
+// blocks: each block's product, then its bias, residual and activation
+// while the block is in cache. Each step computes what the operator it
+// replaces computes, in the same order, so that the outputs are the
+// unfused plan's bit for bit. On the device the products are MatMul's and
+// the rest is conv_epilogue_f32 (ops_conv.cu), one kernel.
+
+// fusedMatMul is the kernel of a fused MatMul: inputs A, B, the bias (or
+// left out) and the residual Z (left out without one), one output.
+type fusedMatMul struct {
+	mm *matMul
+	ep *epilogue
+}
+
+func (k *fusedMatMul) Infer(in []Meta) ([]Meta, error) { return k.mm.Infer(in[:2]) }
+
+// fusedRowBytes is the output a block of rows of a fused MatMul aims at:
+// small enough to stay in a core's L2 cache from its product to its
+// epilogue.
+const fusedRowBytes = 128 << 10
+
+func (k *fusedMatMul) Run(in, out []nd.Array) error {
+	a, b, y := in[0], in[1], out[0]
+	s, err := matMulShape(a.Shape, b.Shape)
+	if err != nil {
+		return err
+	}
+	var bias, z []float32
+	if len(in) > 2 && in[2].Type != nd.Undefined {
+		bias = nd.MustAs[float32](in[2])
+	}
+	if k.ep.residual {
+		z = nd.MustAs[float32](in[3])
+	}
+	ys := nd.MustAs[float32](y)
+	rows, n := numel(s.batch)*s.m, s.n
+	if numel(s.bBatch) != 1 || s.k == 0 || !k.mm.b.constant.Load() {
+		// Products of their own (batches of B, or a B made in the run),
+		// then the epilogue over the output.
+		k.mm.runF32(s, a, b, y)
+		parallel.For(rows, 4*n, func(lo, hi int) { k.finish(ys, bias, z, lo, hi, n) })
+		return nil
+	}
+	if rows == 0 || n == 0 {
+		return nil
+	}
+	pk := k.mm.b.get(b, false, s.k, n)
+	as := nd.MustAs[float32](a)
+	block := max(1, fusedRowBytes/(4*n))
+	tasks := (rows + block - 1) / block
+	parallel.Each(tasks, block*n*s.k, func(t int) {
+		lo, hi := t*block, min(rows, (t+1)*block)
+		gemm.SgemmPacked(1, false, hi-lo, 1, as[lo*s.k:], s.k, pk, 0, n, 0, ys[lo*n:], n)
+		k.finish(ys, bias, z, lo, hi, n)
+	})
+	return nil
+}
+
+// finish computes the epilogue of rows [lo, hi) of y (rows of n): the bias
+// added (bias + y, as Add(bias, y) computes it), then the residual and
+// the activation.
+func (k *fusedMatMul) finish(y, bias, z []float32, lo, hi, n int) {
+	for r := lo; r < hi; r++ {
+		row := y[r*n : (r+1)*n]
+		if bias != nil {
+			for j, v := range bias[:n] {
+				row[j] = v + row[j]
+			}
+		}
+		var zr []float32
+		if z != nil {
+			zr = z[r*n : (r+1)*n]
+		}
+		k.ep.apply(row, zr)
+	}
+}
