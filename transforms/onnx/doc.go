@@ -9,8 +9,10 @@
 // input shape (Model.Plan: shapes inferred, known values computed, each
 // Conv fused with the residual Add and the activation that alone read it,
 // each MatMul with its bias Add, residual Add and activation, GELU's five
-// operators included (plan_fuse.go, ops_conv_fused.go,
-// ops_matmul_fused.go), the rest placed in one workspace) and runs it. A model with an operator outside
+// operators included, and scaled dot-product attention's five operators
+// as one step that never makes the score tensor whole (plan_fuse.go,
+// ops_conv_fused.go, ops_matmul_fused.go, ops_attention_fused.go), the
+// rest placed in one workspace) and runs it. A model with an operator outside
 // the set is refused at load, naming the operator, its node and the opset.
 //
 // On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps

@@ -501,6 +501,10 @@ func (p *Plan) ProductFLOPs() float64 {
 			if ms, err := matMulShape(shape(0), shape(1)); err == nil {
 				f += 2 * float64(numel(ms.batch)) * float64(ms.m) * float64(ms.n) * float64(ms.k)
 			}
+		case *fusedAttention:
+			if qk, pv, err := attentionShapes(shape(0), shape(1), shape(4)); err == nil {
+				f += 2 * float64(numel(qk.batch)) * float64(qk.m) * (float64(qk.n)*float64(qk.k) + float64(pv.n)*float64(pv.k))
+			}
 		case *gemmOp:
 			if m, kk, n, err := k.shape(shape(0), shape(1), nil, false); err == nil {
 				f += 2 * float64(m) * float64(n) * float64(kk)

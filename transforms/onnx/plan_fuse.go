@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -22,7 +23,9 @@ var fuseSteps = true
 // MatMul -> Add -> Add (a transformer's feed-forward and projections). The
 // fused step takes the place of the last one it replaces, where all its
 // inputs exist; the values between the fused steps are no longer made
-// (nor placed in the workspace). The graph and its outputs are the same; a
+// (nor placed in the workspace). Before those, attention's MatMul ->
+// scale -> mask -> Softmax -> MatMul becomes one step (attention,
+// fusedAttention). The graph and its outputs are the same; a
 // run computes each fused value once, in cache, instead of in passes of
 // its own. It runs before place, for the CPU and the device alike.
 func (p *Plan) fuse() {
@@ -63,6 +66,26 @@ func (p *Plan) fuse() {
 		return readBy[id]
 	}
 	fused := 0
+	for si := range p.steps {
+		members, in, k := p.attention(si, only, gone)
+		if k == nil {
+			continue
+		}
+		last := members[len(members)-1]
+		y := p.steps[last].out[0]
+		n := &node{Node: p.steps[si].n.Node, kernel: k}
+		ops := make([]string, len(members))
+		for i, st := range members {
+			ops[i] = p.steps[st].n.Op
+		}
+		n.Op = strings.Join(ops, "+")
+		n.Outputs = []string{p.m.g.values[y].name}
+		for _, st := range members[:len(members)-1] {
+			gone[st] = true
+		}
+		p.steps[last] = pstep{n: n, in: in, out: []int{y}}
+		fused++
+	}
 	for si := range p.steps {
 		s := p.steps[si]
 		var head string
@@ -161,6 +184,89 @@ func (p *Plan) residual(s pstep, y int) (int, bool) {
 		return -1, false
 	}
 	return z, true
+}
+
+// attention matches scaled dot-product attention from step si
+// (fusedAttention): MatMul(Q, Kᵀ), then Div or Mul by a float32 scalar
+// constant, then an Add of a float32 mask (broadcast to the scores'
+// shape), then Softmax along the last axis, then MatMul of that and V,
+// each value between read by its next step alone (the scale and the mask
+// each optional). It returns the steps in order, the fused step's inputs
+// (Q, Kᵀ, scale, mask, V) and its kernel; a nil kernel when si does not
+// start attention.
+func (p *Plan) attention(si int, only func(int) int, gone []bool) ([]int, []int, *fusedAttention) {
+	s := p.steps[si]
+	qk, ok := s.n.kernel.(*matMul)
+	if !ok || gone[si] || len(s.out) != 1 || s.out[0] < 0 || len(s.in) != 2 {
+		return nil, nil, nil
+	}
+	for _, id := range s.in {
+		if id < 0 || p.vals[id].meta.Type != nd.Float32 || len(p.vals[id].meta.Shape) < 2 {
+			return nil, nil, nil
+		}
+	}
+	k := &fusedAttention{qk: qk}
+	members, in := []int{si}, []int{s.in[0], s.in[1], -1, -1, -1}
+	y := s.out[0]
+	shape := p.vals[y].meta.Shape
+	// binary returns step r's ewBinary of y and another value (its index,
+	// and whether y is the second operand) when r makes y's shape.
+	binary := func(r int) (*ewBinary, int, bool) {
+		if r < 0 {
+			return nil, -1, false
+		}
+		st := p.steps[r]
+		b, ok := st.n.kernel.(*ewBinary)
+		if !ok || len(st.in) != 2 || len(st.out) != 1 || st.out[0] < 0 || !nd.SameShape(p.vals[st.out[0]].meta.Shape, shape) {
+			return nil, -1, false
+		}
+		if st.in[0] == y && st.in[1] != y {
+			return b, st.in[1], false
+		}
+		if st.in[1] == y && st.in[0] != y {
+			return b, st.in[0], true
+		}
+		return nil, -1, false
+	}
+	r := only(y)
+	if b, c, first := binary(r); b != nil && (b.op == ewDiv && !first || b.op == ewMul) && c >= 0 &&
+		p.vals[c].st == stConst && p.vals[c].meta.Type == nd.Float32 && p.vals[c].meta.Value.Len() == 1 {
+		k.scale, k.scaleFirst, in[2] = b, first, c
+		members, y = append(members, r), p.steps[r].out[0]
+		r = only(y)
+	}
+	if b, mk, first := binary(r); b != nil && b.op == ewAdd && mk >= 0 && p.vals[mk].meta.Type == nd.Float32 {
+		k.mask, k.maskFirst, in[3] = b, first, mk
+		members, y = append(members, r), p.steps[r].out[0]
+		r = only(y)
+	}
+	if r < 0 {
+		return nil, nil, nil
+	}
+	sm, ok := p.steps[r].n.kernel.(*softmaxKernel)
+	if !ok || sm.log || len(p.steps[r].out) != 1 || p.steps[r].out[0] < 0 {
+		return nil, nil, nil
+	}
+	if _, n, inner, err := sm.split(shape); err != nil || inner != 1 || n != shape[len(shape)-1] {
+		return nil, nil, nil
+	}
+	k.softmax = sm
+	members, y = append(members, r), p.steps[r].out[0]
+	r = only(y)
+	if r < 0 {
+		return nil, nil, nil
+	}
+	pv, ok := p.steps[r].n.kernel.(*matMul)
+	st := p.steps[r]
+	if !ok || len(st.in) != 2 || st.in[0] != y || st.in[1] < 0 || st.in[1] == y || len(st.out) != 1 || st.out[0] < 0 ||
+		p.vals[st.in[1]].meta.Type != nd.Float32 {
+		return nil, nil, nil
+	}
+	if _, _, err := attentionShapes(p.vals[in[0]].meta.Shape, p.vals[in[1]].meta.Shape, p.vals[st.in[1]].meta.Shape); err != nil {
+		return nil, nil, nil
+	}
+	k.pv, in[4] = pv, st.in[1]
+	return append(members, r), in, k
 }
 
 // bias returns the other operand of s when s is an Add of value y (a

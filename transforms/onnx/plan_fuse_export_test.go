@@ -17,3 +17,11 @@ func (p *Plan) StepOps() []string {
 	}
 	return ops
 }
+
+// SetAttentionScratch sets the bound of a fused attention step's score
+// buffer on the device, and returns the bound it replaced.
+func SetAttentionScratch(bytes int) int {
+	old := attentionScratchBytes
+	attentionScratchBytes = bytes
+	return old
+}
