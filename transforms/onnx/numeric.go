@@ -171,6 +171,14 @@ func expSubInto(y, x []float32, sub float32) {
 	}
 }
 
+// erfInto writes erff(x[i]) to y[i] (len(y) >= len(x); y may be x): whole
+// vectors in erfVecF32's kernel where there is one, the rest in Go.
+func erfInto(y, x []float32) {
+	for i := erfVecF32(y, x); i < len(x); i++ {
+		y[i] = erff(x[i])
+	}
+}
+
 // erff is erf x in float32, within 1e-6 relative of math.Erf (TestFastMath).
 // For |x| < 1, x P(x^2) with P of degree 6; for 1 <= |x| < 4,
 // 1 - e^-x^2 R(x - 2.5) with R of degree 10 (erfc x e^x^2 is smooth there);

@@ -25,6 +25,40 @@ var expTab = func() (t [17][8]float32) {
 	return t
 }()
 
+// erfAVX2 is erff's vector kernel (numeric_amd64.s): n a multiple of 8.
+//
+//go:noescape
+func erfAVX2(y, x *float32, n int, tab *[34][8]float32)
+
+// erfTab holds erfAVX2's constants, each 8 times: erff's (numeric.go,
+// written as erff writes them), then expf's.
+var erfTab = func() (t [34][8]float32) {
+	f := []float32{math.Float32frombits(0x7fffffff), math.Float32frombits(0x80000000), 1, 4, 2.5,
+		1.1283792, -0.37612629, 0.11283626, -0.0268554, 0.0051912186, -0.00080348464, 7.9334939e-05,
+		0.21080637, -0.074347556, 0.024937805, -0.0079996092, 0.0024674453, -0.00073856639, 0.00021110837, -5.3845422e-05, 1.5317162e-05, -6.3341831e-06, 1.4981339e-06,
+		log2eF, roundF, ln2Hi, ln2Lo, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2,
+		math.Float32frombits(0x4b400000 - 127)}
+	for i, v := range f {
+		for j := range t[i] {
+			t[i][j] = v
+		}
+	}
+	return t
+}()
+
+// erfVecF32 writes erff(x[i]) to y[i] for the whole vectors of x and
+// returns how many (0 without a vector kernel). len(y) >= len(x); y may be
+// x.
+func erfVecF32(y, x []float32) int {
+	n := len(x) &^ 7
+	if expWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	erfAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, &erfTab)
+	return n
+}
+
 // expWidth is the lanes of expf's vector kernel: 8 wherever AVX2 is (the
 // AVX2 kernel serves AVX-512 CPUs too); a variable for the tests.
 var expWidth = min(simdWidth, 8)

@@ -92,3 +92,146 @@ done:
 	VZEROUPPER
 	MOVQ DX, ret+40(FP)
 	RET
+
+// Rows of erfTab (numeric_amd64.go): erff's constants, then expf's.
+#define E_ABS 0(R8)
+#define E_SIGN 32(R8)
+#define E_ONE 64(R8)
+#define E_FOUR 96(R8)
+#define E_HALF5 128(R8)
+#define E_P0 160(R8)
+#define E_P1 192(R8)
+#define E_P2 224(R8)
+#define E_P3 256(R8)
+#define E_P4 288(R8)
+#define E_P5 320(R8)
+#define E_P6 352(R8)
+#define E_R0 384(R8)
+#define E_R1 416(R8)
+#define E_R2 448(R8)
+#define E_R3 480(R8)
+#define E_R4 512(R8)
+#define E_R5 544(R8)
+#define E_R6 576(R8)
+#define E_R7 608(R8)
+#define E_R8 640(R8)
+#define E_R9 672(R8)
+#define E_R10 704(R8)
+#define E_LOG2E 736(R8)
+#define E_ROUND 768(R8)
+#define E_LN2HI 800(R8)
+#define E_LN2LO 832(R8)
+#define E_C5040 864(R8)
+#define E_C720 896(R8)
+#define E_C120 928(R8)
+#define E_C24 960(R8)
+#define E_C6 992(R8)
+#define E_C2 1024(R8)
+#define E_BIAS 1056(R8)
+
+// func erfAVX2(y, x *float32, n int, tab *[34][8]float32)
+//
+// y[i] = erff(x[i]) for i < n, n a multiple of 8: both of erff's
+// polynomials and its e^-x² (expf's normal range: -x² is in (-16, -1]
+// where it is used) for every lane, then each lane's own case kept.
+TEXT ·erfAVX2(SB), NOSPLIT, $0-32
+	MOVQ    y+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    tab+24(FP), R8
+	VMOVUPS E_ABS, Y15
+
+erfloop:
+	CMPQ    CX, $8
+	JLT     erfdone
+	VMOVUPS (SI), Y0
+	VANDPS  Y15, Y0, Y1  // a = |x|
+
+	// |x| < 1: x P(x²)
+	VMULPS Y0, Y0, Y2
+	VMULPS E_P6, Y2, Y3
+	VADDPS E_P5, Y3, Y3
+	VMULPS Y2, Y3, Y3
+	VADDPS E_P4, Y3, Y3
+	VMULPS Y2, Y3, Y3
+	VADDPS E_P3, Y3, Y3
+	VMULPS Y2, Y3, Y3
+	VADDPS E_P2, Y3, Y3
+	VMULPS Y2, Y3, Y3
+	VADDPS E_P1, Y3, Y3
+	VMULPS Y2, Y3, Y3
+	VADDPS E_P0, Y3, Y3
+	VMULPS Y3, Y0, Y3
+
+	// 1 <= |x| < 4: ±(1 - e^-a² R(a - 2.5))
+	VSUBPS E_HALF5, Y1, Y4
+	VMULPS E_R10, Y4, Y5
+	VADDPS E_R9, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R8, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R7, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R6, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R5, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R4, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R3, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R2, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R1, Y5, Y5
+	VMULPS Y4, Y5, Y5
+	VADDPS E_R0, Y5, Y5  // r
+
+	VXORPS E_SIGN, Y1, Y6
+	VMULPS Y1, Y6, Y6     // v = -a * a
+	VMULPS E_LOG2E, Y6, Y8
+	VADDPS E_ROUND, Y8, Y8  // t
+	VSUBPS E_ROUND, Y8, Y9  // n
+	VMULPS E_LN2HI, Y9, Y10
+	VSUBPS Y10, Y6, Y10
+	VMULPS E_LN2LO, Y9, Y11
+	VSUBPS Y11, Y10, Y10    // r of expf
+	VMULPS E_C5040, Y10, Y11
+	VADDPS E_C720, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS E_C120, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS E_C24, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS E_C6, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS E_C2, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS E_ONE, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS E_ONE, Y11, Y11  // p
+	VPSUBD E_BIAS, Y8, Y8
+	VPSLLD $23, Y8, Y8
+	VMULPS Y8, Y11, Y7      // e^-a²
+	VMULPS Y5, Y7, Y7
+	VMOVUPS E_ONE, Y8
+	VSUBPS Y7, Y8, Y7       // 1 - e^-a² r
+	VANDPS E_SIGN, Y0, Y8   // x's sign
+	VXORPS Y8, Y7, Y7
+
+	// beyond: ±1; NaN: x
+	VORPS     E_ONE, Y8, Y9
+	VCMPPS    $3, Y0, Y0, Y10
+	VBLENDVPS Y10, Y0, Y9, Y9
+	VCMPPS    $1, E_FOUR, Y1, Y10
+	VBLENDVPS Y10, Y7, Y9, Y9
+	VCMPPS    $1, E_ONE, Y1, Y10
+	VBLENDVPS Y10, Y3, Y9, Y9
+	VMOVUPS   Y9, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	SUBQ      $8, CX
+	JMP       erfloop
+
+erfdone:
+	VZEROUPPER
+	RET

@@ -64,3 +64,55 @@ func testExpVector(t *testing.T) {
 	expSubInto(x, x, 0)
 	require.Equal(t, want, x)
 }
+
+// erff's vector kernel writes erff's bits at every width this CPU runs,
+// across erff's cases (|x| under 1, from 1 to 4, beyond, NaN, ±0, ±Inf),
+// for every length and offset, never past len(x).
+func TestErfVectorEqualsGo(t *testing.T) {
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	for _, width := range simdWidths() {
+		expWidth = min(width, 8)
+		t.Run(fmt.Sprintf("lanes=%d", expWidth), testErfVector)
+	}
+}
+
+func testErfVector(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		1, -1, 0.99999994, 4, -4, 3.9999998, 2.5, 1e-40, -1e-40, 1e30}
+	for n := 0; n <= 70; n++ {
+		for _, off := range []int{0, 1, 5} {
+			buf := make([]float32, off+n+8)
+			for i := range buf {
+				buf[i] = rng.Float32()*12 - 6
+				if rng.IntN(10) == 0 {
+					buf[i] = special[rng.IntN(len(special))]
+				}
+			}
+			x := buf[off : off+n]
+			y := make([]float32, n+8)
+			for i := range y {
+				y[i] = -7
+			}
+			erfInto(y[:n], x)
+			for i, v := range x {
+				want := erff(v)
+				require.Equal(t, math.Float32bits(want), math.Float32bits(y[i]), "n %d off %d [%d]: erff(%v) = %v, got %v", n, off, i, v, want, y[i])
+			}
+			for i := n; i < len(y); i++ {
+				require.Equal(t, float32(-7), y[i], "n %d: written past the end at %d", n, i)
+			}
+		}
+	}
+	// Every float32 of a fine grid over erff's cases.
+	x := make([]float32, 0, 1<<16)
+	for v := float32(-5); v < 5; v += 1.0 / 4096 {
+		x = append(x, v)
+	}
+	y := make([]float32, len(x))
+	erfInto(y, x)
+	for i, v := range x {
+		require.Equal(t, math.Float32bits(erff(v)), math.Float32bits(y[i]), "erff(%v)", v)
+	}
+}

@@ -79,17 +79,29 @@ type geluErf struct {
 // apply computes GELU of each value of y in place, each operation as the
 // operator it replaces computes it (Erf's float32 is erff).
 func (g *geluErf) apply(y []float32) {
-	for i, x := range y {
-		d := x * g.c
+	var buf [256]float32 // erf's arguments, then its values, a block at a time
+	for len(y) > 0 {
+		n := min(len(y), len(buf))
+		d := buf[:n]
 		if g.div {
-			d = x / g.c
-		}
-		f := erff(d) + 1
-		if g.halfFirst {
-			y[i] = (x * g.half) * f
+			for i, x := range y[:n] {
+				d[i] = x / g.c
+			}
 		} else {
-			y[i] = (x * f) * g.half
+			for i, x := range y[:n] {
+				d[i] = x * g.c
+			}
 		}
+		erfInto(d, d)
+		for i, x := range y[:n] {
+			f := d[i] + 1
+			if g.halfFirst {
+				y[i] = (x * g.half) * f
+			} else {
+				y[i] = (x * f) * g.half
+			}
+		}
+		y = y[n:]
 	}
 }
 

@@ -177,9 +177,7 @@ func (k *ewUnary) float32s(x, y []float32) {
 			y[i] = sigmoidf(v)
 		}
 	case unErf:
-		for i, v := range x {
-			y[i] = erff(v)
-		}
+		erfInto(y, x)
 	case unLog:
 		float32sVia64(k.op, x, y)
 	default:
