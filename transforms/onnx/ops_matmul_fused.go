@@ -20,10 +20,16 @@ import (
 // the rest is conv_epilogue_f32 (ops_conv.cu), one kernel.
 
 // fusedMatMul is the kernel of a fused MatMul: inputs A, B, the bias (or
-// left out) and the residual Z (left out without one), one output.
+// left out), the residual Z (left out without one), and a
+// LayerNormalization's Scale and B (left out without one), one output.
 type fusedMatMul struct {
 	mm *matMul
 	ep *epilogue
+	// ln is a LayerNormalization over each row after the epilogue (the
+	// Add + LayerNorm of a transformer's residual connections, as ONNX
+	// Runtime's SkipLayerNormalization); its Scale and B are the step's
+	// fifth and sixth inputs (B left out without one). nil: none.
+	ln *layerNorm
 }
 
 func (k *fusedMatMul) Infer(in []Meta) ([]Meta, error) { return k.mm.Infer(in[:2]) }
@@ -46,13 +52,20 @@ func (k *fusedMatMul) Run(in, out []nd.Array) error {
 	if k.ep.residual {
 		z = nd.MustAs[float32](in[3])
 	}
+	var lnScale, lnBias []float32
+	if k.ln != nil {
+		lnScale = nd.MustAs[float32](in[4])
+		if len(in) > 5 && in[5].Type != nd.Undefined {
+			lnBias = nd.MustAs[float32](in[5])
+		}
+	}
 	ys := nd.MustAs[float32](y)
 	rows, n := numel(s.batch)*s.m, s.n
 	if numel(s.bBatch) != 1 || s.k == 0 || !k.mm.b.constant.Load() {
 		// Products of their own (batches of B, or a B made in the run),
 		// then the epilogue over the output.
 		k.mm.runF32(s, a, b, y)
-		parallel.For(rows, 4*n, func(lo, hi int) { k.finish(ys, bias, z, lo, hi, n) })
+		parallel.For(rows, 4*n, func(lo, hi int) { k.finish(ys, bias, z, lnScale, lnBias, lo, hi, n) })
 		return nil
 	}
 	if rows == 0 || n == 0 {
@@ -65,15 +78,15 @@ func (k *fusedMatMul) Run(in, out []nd.Array) error {
 	parallel.Each(tasks, block*n*s.k, func(t int) {
 		lo, hi := t*block, min(rows, (t+1)*block)
 		gemm.SgemmPacked(1, false, hi-lo, 1, as[lo*s.k:], s.k, pk, 0, n, 0, ys[lo*n:], n)
-		k.finish(ys, bias, z, lo, hi, n)
+		k.finish(ys, bias, z, lnScale, lnBias, lo, hi, n)
 	})
 	return nil
 }
 
 // finish computes the epilogue of rows [lo, hi) of y (rows of n): the bias
 // added (bias + y, as Add(bias, y) computes it), then the residual and
-// the activation.
-func (k *fusedMatMul) finish(y, bias, z []float32, lo, hi, n int) {
+// the activation, then the LayerNormalization.
+func (k *fusedMatMul) finish(y, bias, z, lnScale, lnBias []float32, lo, hi, n int) {
 	for r := lo; r < hi; r++ {
 		row := y[r*n : (r+1)*n]
 		if bias != nil {
@@ -86,5 +99,8 @@ func (k *fusedMatMul) finish(y, bias, z []float32, lo, hi, n int) {
 			zr = z[r*n : (r+1)*n]
 		}
 		k.ep.apply(row, zr)
+		if k.ln != nil {
+			layerNormRowF32(row, lnScale, lnBias, k.ln.epsilon)
+		}
 	}
 }

@@ -3,10 +3,10 @@ package onnx
 // Launch runs a fused MatMul (ops_matmul_fused.go): the products as
 // MatMul's, then the bias, the residual and the activation in one kernel,
 // conv_epilogue_f32, over the rows (each row's values a "channel" of the
-// bias).
+// bias), then LayerNormalization's kernel in place where it is fused.
 func (k *fusedMatMul) Launch(d *Device, in, out []DevArray) error {
-	b, z := arrayOf(in, 2), arrayOf(in, 3)
-	if !allFloat32(b, z) {
+	b, z, lnScale, lnBias := arrayOf(in, 2), arrayOf(in, 3), arrayOf(in, 4), arrayOf(in, 5)
+	if !allFloat32(b, z, lnScale, lnBias) {
 		return ErrOnHost
 	}
 	if err := k.mm.Launch(d, in[:2], out); err != nil {
@@ -20,5 +20,8 @@ func (k *fusedMatMul) Launch(d *Device, in, out []DevArray) error {
 	if n == 0 {
 		return nil
 	}
-	return k.ep.launch(d, y, b, z, y.Len()/n, n, 1)
+	if err := k.ep.launch(d, y, b, z, y.Len()/n, n, 1); err != nil || k.ln == nil {
+		return err
+	}
+	return k.ln.Launch(d, []DevArray{y, lnScale, lnBias}, []DevArray{y})
 }

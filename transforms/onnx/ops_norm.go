@@ -415,21 +415,7 @@ func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
 	parallel.For(p.rows, 3*size, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
-			mean := sumFloat64(xs) / float64(size)
-			var s0, s1, s2, s3 float64
-			i := 0
-			for ; i+4 <= len(xs); i += 4 {
-				d0, d1, d2, d3 := float64(xs[i])-mean, float64(xs[i+1])-mean, float64(xs[i+2])-mean, float64(xs[i+3])-mean
-				s0 += d0 * d0
-				s1 += d1 * d1
-				s2 += d2 * d2
-				s3 += d3 * d3
-			}
-			for ; i < len(xs); i++ {
-				d := float64(xs[i]) - mean
-				s0 += d * d
-			}
-			inv := 1 / math.Sqrt((s0+s1+s2+s3)/float64(size)+p.eps)
+			mean, inv := meanInv(xs, p.eps)
 			if p.mean != nil {
 				p.mean[r] = float32(mean)
 			}
@@ -445,17 +431,11 @@ func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
 				bo = p.bOuter[r]
 			}
 			if p.sInner == nil && (bias == nil || p.bInner == nil) {
-				sc := scale[so : so+size]
-				if bias == nil {
-					for i, v := range xs {
-						ys[i] = (v - m) * iv * sc[i]
-					}
-					continue
+				var bs []T
+				if bias != nil {
+					bs = bias[bo : bo+size]
 				}
-				bs := bias[bo : bo+size]
-				for i, v := range xs {
-					ys[i] = (v-m)*iv*sc[i] + bs[i]
-				}
+				normRow(xs, ys, scale[so:so+size], bs, m, iv)
 				continue
 			}
 			for i, v := range xs {
@@ -474,4 +454,49 @@ func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
 			}
 		}
 	})
+}
+
+// meanInv returns the mean of a row of LayerNormalization and the inverse
+// of its standard deviation (its variance plus eps under the root), in
+// float64.
+func meanInv[T float32 | float64](xs []T, eps float64) (mean, inv float64) {
+	mean = sumFloat64(xs) / float64(len(xs))
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(xs); i += 4 {
+		d0, d1, d2, d3 := float64(xs[i])-mean, float64(xs[i+1])-mean, float64(xs[i+2])-mean, float64(xs[i+3])-mean
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(xs); i++ {
+		d := float64(xs[i]) - mean
+		s0 += d * d
+	}
+	return mean, 1 / math.Sqrt((s0+s1+s2+s3)/float64(len(xs))+eps)
+}
+
+// normRow writes (x - m) * iv * scale (+ bias, where bias is not nil) of
+// the row xs to ys (ys may be xs).
+func normRow[T float32 | float64](xs, ys, scale, bias []T, m, iv T) {
+	sc := scale[:len(xs)]
+	if bias == nil {
+		for i, v := range xs {
+			ys[i] = (v - m) * iv * sc[i]
+		}
+		return
+	}
+	bs := bias[:len(xs)]
+	for i, v := range xs {
+		ys[i] = (v-m)*iv*sc[i] + bs[i]
+	}
+}
+
+// layerNormRowF32 normalises one float32 row in place as
+// LayerNormalization does with Scale and B of the row's shape (bias nil:
+// none), the same bits: a fused step's (ops_matmul_fused.go).
+func layerNormRowF32(row, scale, bias []float32, eps float64) {
+	mean, inv := meanInv(row, eps)
+	normRow(row, row, scale, bias, float32(mean), float32(inv))
 }

@@ -25,7 +25,8 @@ var fuseSteps = true
 // inputs exist; the values between the fused steps are no longer made
 // (nor placed in the workspace). Before those, attention's MatMul ->
 // scale -> mask -> Softmax -> MatMul becomes one step (attention,
-// fusedAttention). The graph and its outputs are the same; a
+// fusedAttention); after them, an Add that a LayerNormalization alone
+// reads (fusedAddNorm) does. The graph and its outputs are the same; a
 // run computes each fused value once, in cache, instead of in passes of
 // its own. It runs before place, for the CPU and the device alike.
 func (p *Plan) fuse() {
@@ -128,6 +129,14 @@ func (p *Plan) fuse() {
 			ep.ops = append(ep.ops, "Gelu")
 			members, y = append(members, steps...), out
 		}
+		var ln *layerNorm
+		var lnIn []int
+		if r := only(y); r >= 0 && head == "MatMul" {
+			if ln, lnIn = p.rowNorm(p.steps[r], y); ln != nil {
+				ep.ops = append(ep.ops, p.steps[r].n.Op)
+				members, y = append(members, r), p.steps[r].out[0]
+			}
+		}
 		if len(members) == 1 {
 			continue
 		}
@@ -141,8 +150,11 @@ func (p *Plan) fuse() {
 			n = &node{Node: s.n.Node, kernel: &fusedConv{conv: k, ep: ep}}
 			s.in = in
 		case *matMul:
-			n = &node{Node: s.n.Node, kernel: &fusedMatMul{mm: k, ep: ep}}
+			n = &node{Node: s.n.Node, kernel: &fusedMatMul{mm: k, ep: ep, ln: ln}}
 			s.in = []int{s.in[0], s.in[1], bias, z}
+			if ln != nil {
+				s.in = append(s.in, lnIn...)
+			}
 		}
 		n.Op = ep.label()
 		n.Outputs = []string{p.m.g.values[y].name}
@@ -151,6 +163,29 @@ func (p *Plan) fuse() {
 			gone[st] = true
 		}
 		p.steps[last] = pstep{n: n, in: s.in, out: []int{y}}
+		fused++
+	}
+	for si := range p.steps { // Add + LayerNormalization
+		s := p.steps[si]
+		add, ok := s.n.kernel.(*ewBinary)
+		if !ok || gone[si] || add.op != ewAdd || len(s.in) != 2 || len(s.out) != 1 || s.out[0] < 0 {
+			continue
+		}
+		y := s.out[0]
+		r := only(y)
+		if r < 0 || !p.rowAdd(s, y) {
+			continue
+		}
+		ln, lnIn := p.rowNorm(p.steps[r], y)
+		if ln == nil {
+			continue
+		}
+		n := &node{Node: s.n.Node, kernel: &fusedAddNorm{add: add, ln: ln}}
+		n.Op = s.n.Op + "+" + p.steps[r].n.Op
+		out := p.steps[r].out[0]
+		n.Outputs = []string{p.m.g.values[out].name}
+		gone[si] = true
+		p.steps[r] = pstep{n: n, in: append([]int{s.in[0], s.in[1]}, lnIn...), out: []int{out}}
 		fused++
 	}
 	if fused == 0 {
@@ -267,6 +302,59 @@ func (p *Plan) attention(si int, only func(int) int, gone []bool) ([]int, []int,
 	}
 	k.pv, in[4] = pv, st.in[1]
 	return append(members, r), in, k
+}
+
+// rowNorm returns s's kernel and its Scale and B (-1: none) when s is a
+// float32 LayerNormalization of value y along its last axis alone, with
+// Scale and B of that axis's length and no Mean or InvStdDev output read.
+func (p *Plan) rowNorm(s pstep, y int) (*layerNorm, []int) {
+	k, ok := s.n.kernel.(*layerNorm)
+	if !ok || len(s.in) < 2 || s.in[0] != y || s.in[1] < 0 || len(s.out) < 1 || s.out[0] < 0 {
+		return nil, nil
+	}
+	for _, o := range s.out[1:] {
+		if o >= 0 {
+			return nil, nil
+		}
+	}
+	shape := p.vals[y].meta.Shape
+	if len(shape) == 0 {
+		return nil, nil
+	}
+	if axis, err := NormAxis(k.axis, len(shape)); err != nil || axis != len(shape)-1 {
+		return nil, nil
+	}
+	in := []int{s.in[1], -1}
+	if len(s.in) > 2 {
+		in[1] = s.in[2]
+	}
+	for _, id := range in {
+		if id >= 0 && (p.vals[id].meta.Type != nd.Float32 || numel(p.vals[id].meta.Shape) != shape[len(shape)-1] ||
+			len(p.vals[id].meta.Shape) > 1 && numel(p.vals[id].meta.Shape[:len(p.vals[id].meta.Shape)-1]) != 1) {
+			return nil, nil
+		}
+	}
+	return k, in
+}
+
+// rowAdd reports whether s, an Add making y, adds float32 operands that
+// broadcast along every axis of y but the last (each row of y the sum of
+// a row of each).
+func (p *Plan) rowAdd(s pstep, y int) bool {
+	shape := p.vals[y].meta.Shape
+	if len(shape) == 0 || p.vals[y].meta.Type != nd.Float32 {
+		return false
+	}
+	for _, id := range s.in {
+		if id < 0 {
+			return false
+		}
+		m := p.vals[id].meta
+		if m.Type != nd.Float32 || len(m.Shape) == 0 || len(m.Shape) > len(shape) || m.Shape[len(m.Shape)-1] != shape[len(shape)-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // bias returns the other operand of s when s is an Add of value y (a

@@ -253,3 +253,85 @@ func TestFusedAttentionOnDevice(t *testing.T) {
 		}
 	}
 }
+
+// An Add that a LayerNormalization along the last axis alone reads is one
+// step with it, the unfused plan's outputs bit for bit (same shapes, an
+// operand broadcast along the rows as positions are, with and without B),
+// on the CPU and on the device (the emulator, never the host); an Add that
+// broadcasts along the last axis is not fused.
+func TestFusedAddNormEqualsUnfused(t *testing.T) {
+	dev := emulator(t)
+	r := rand.New(rand.NewPCG(87, 88))
+	for i := range 60 {
+		lead := []int{1 + r.IntN(4), 1 + r.IntN(30)}[:1+r.IntN(2)]
+		n := 1 + r.IntN(70)
+		if i == 0 {
+			lead, n = []int{8, 128}, 256
+		}
+		shape := append(append([]int{}, lead...), n)
+		bShape := shape
+		switch r.IntN(4) {
+		case 1:
+			bShape = []int{n}
+		case 2:
+			bShape = append([]int{1}, shape[1:]...)
+		case 3:
+			bShape = append(append([]int{}, shape[:len(shape)-1]...), 1) // along the last axis: not fused
+		}
+		withB := r.IntN(2) == 0
+		inits := []onnxtest.Named{onnxtest.Init("scale", randF32(r, n))}
+		lnIn := []string{"s", "scale"}
+		if withB {
+			inits = append(inits, onnxtest.Init("bias", randF32(r, n)))
+			lnIn = append(lnIn, "bias")
+		}
+		mp := onnxtest.Model(17, nodes{onnxtest.Node("Add", []string{"A", "B"}, []string{"s"}), onnxtest.Node("LayerNormalization", lnIn, []string{"y"}, onnxtest.Int("axis", -1))},
+			[]*onnxpb.ValueInfoProto{onnxtest.Value("A", nd.Float32, shape...), onnxtest.Value("B", nd.Float32, bShape...)},
+			[]*onnxpb.ValueInfoProto{onnxtest.ValueNoShape("y", nd.Float32)}, inits...)
+		feed := []nd.Array{randF32(r, shape...), randF32(r, bShape...)}
+		fused, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		plain, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		pf, err := fused.Plan(feed)
+		require.NoError(t, err)
+		old := onnx.SetFusion(false)
+		pp, err := plain.Plan(feed)
+		onnx.SetFusion(old)
+		require.NoError(t, err)
+		var want []string
+		if bShape[len(bShape)-1] != n {
+			want = []string{"Add", "LayerNormalization"}
+		} else {
+			want = []string{"Add+LayerNormalization"}
+		}
+		require.Equal(t, want, pf.StepOps(), "case %d: %v + %v", i, shape, bShape)
+		got, err := pf.Run(feed)
+		require.NoError(t, err)
+		ref, err := pp.Run(feed)
+		require.NoError(t, err)
+		g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](ref[0])
+		for j := range w {
+			if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
+				t.Fatalf("case %d: %v + %v: element %d: fused %v, unfused %v", i, shape, bShape, j, g[j], w[j])
+			}
+		}
+		if numel(shape) > 5000 {
+			continue // the emulator runs a thread at a time
+		}
+		dv, onHost, err := runOnDevice(dev, fused, feed)
+		require.NoError(t, err)
+		require.Empty(t, onHost)
+		for j, v := range nd.MustAs[float32](dv[0]) {
+			require.InDelta(t, w[j], v, 1e-4*(1+math.Abs(float64(w[j]))), "case %d: element %d", i, j)
+		}
+	}
+}
+
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,11 +26,12 @@ type mmFuseCase struct {
 	biasRank int    // the bias's rank: 1 ([n]) or more (ones, then n)
 	residual string // "": none; "after": Add(y, Z); "before": Add(Z, y)
 	act      string // "": none, or an operator
+	ln       string // "": none; "scale" or "bias": LayerNormalization along the last axis, with B or without
 }
 
 func (c mmFuseCase) String() string {
-	return fmt.Sprintf("batch %v m%d k%d n%d bInput %t bBatch %t bias %q/%d residual %q act %q",
-		c.batch, c.m, c.k, c.n, c.bInput, c.bBatch, c.bias, c.biasRank, c.residual, c.act)
+	return fmt.Sprintf("batch %v m%d k%d n%d bInput %t bBatch %t bias %q/%d residual %q act %q ln %q",
+		c.batch, c.m, c.k, c.n, c.bInput, c.bBatch, c.bias, c.biasRank, c.residual, c.act, c.ln)
 }
 
 func (c mmFuseCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
@@ -82,7 +84,19 @@ func (c mmFuseCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 		ns = append(ns, onnxtest.Node(c.act, []string{last}, []string{"act"}))
 		last = "act"
 	}
-	return onnxtest.Model(14, ns, inputs, []*onnxpb.ValueInfoProto{onnxtest.ValueNoShape(last, nd.Float32)}, inits...), feed
+	opset := 14
+	if c.ln != "" {
+		opset = 17
+		inits = append(inits, onnxtest.Init("ln_scale", randF32(r, c.n)))
+		in := []string{last, "ln_scale"}
+		if c.ln == "bias" {
+			inits = append(inits, onnxtest.Init("ln_bias", randF32(r, 1, c.n)))
+			in = append(in, "ln_bias")
+		}
+		ns = append(ns, onnxtest.Node("LayerNormalization", in, []string{"normed"}, onnxtest.Float("epsilon", 1e-5)))
+		last = "normed"
+	}
+	return onnxtest.Model(opset, ns, inputs, []*onnxpb.ValueInfoProto{onnxtest.ValueNoShape(last, nd.Float32)}, inits...), feed
 }
 
 // mmFuseCases are random shapes (batch axes or none, one row, odd sizes,
@@ -91,6 +105,7 @@ func (c mmFuseCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 // layers).
 func mmFuseCases(r *rand.Rand, trials int) []mmFuseCase {
 	acts := []string{"", "Relu", "Sigmoid", "Tanh", "Erf", "HardSwish", "GeluDiv", "GeluMul", "GeluHalfFirst"}
+	lns := []string{"", "", "scale", "bias"}
 	sides := []string{"", "after", "before"}
 	cases := []mmFuseCase{
 		{batch: []int{4, 64}, m: 1, k: 64, n: 256, bias: "before", biasRank: 1, act: "Relu"},
@@ -99,14 +114,16 @@ func mmFuseCases(r *rand.Rand, trials int) []mmFuseCase {
 		{m: 1, k: 7, n: 5, bias: "after", biasRank: 1},
 		{batch: []int{2}, m: 128, k: 64, n: 256, bias: "before", biasRank: 1, act: "GeluDiv"},
 		{batch: []int{2}, m: 60, k: 32, n: 100, act: "GeluHalfFirst"},
+		{batch: []int{8}, m: 128, k: 64, n: 64, bias: "before", biasRank: 1, residual: "after", ln: "bias"},
+		{m: 3, k: 2, n: 1, ln: "scale"},
 	}
 	for len(cases) < trials {
 		c := mmFuseCase{m: 1 + r.IntN(40), k: 1 + r.IntN(40), n: 1 + r.IntN(40), bInput: r.IntN(4) == 0, bBatch: r.IntN(5) == 0,
-			bias: sides[r.IntN(3)], biasRank: 1 + r.IntN(2), residual: sides[r.IntN(3)], act: acts[r.IntN(len(acts))]}
+			bias: sides[r.IntN(3)], biasRank: 1 + r.IntN(2), residual: sides[r.IntN(3)], act: acts[r.IntN(len(acts))], ln: lns[r.IntN(len(lns))]}
 		for range r.IntN(3) {
 			c.batch = append(c.batch, 1+r.IntN(4))
 		}
-		if c.bias == "" && c.residual == "" && c.act == "" || c.biasRank > len(c.batch)+2 {
+		if c.bias == "" && c.residual == "" && c.act == "" && c.ln == "" || c.biasRank > len(c.batch)+2 {
 			continue
 		}
 		cases = append(cases, c)
@@ -143,8 +160,11 @@ func TestFusedMatMulEqualsUnfused(t *testing.T) {
 		} else if c.act != "" {
 			ops = append(ops, c.act)
 		}
+		if c.ln != "" {
+			ops = append(ops, "LayerNormalization")
+		}
 		require.Equal(t, []string{strings.Join(ops, "+")}, pf.StepOps(), "case %d: %v", i, c)
-		if ops[len(ops)-1] == "Gelu" {
+		if slices.Contains(ops, "Gelu") {
 			require.Len(t, pp.StepOps(), len(ops)+4, "case %d: %v", i, c)
 		} else {
 			require.Equal(t, ops, pp.StepOps(), "case %d: %v", i, c)

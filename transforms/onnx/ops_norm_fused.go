@@ -1,0 +1,71 @@
+package onnx
+
+import (
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// A fused Add + LayerNormalization (ONNX Runtime's SkipLayerNormalization,
+// https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html):
+// a float32 Add whose output only a LayerNormalization along the last axis
+// reads, planned as one step (plan_fuse.go): each row's sum, then its
+// normalisation while the row is in cache, one pass over the values
+// instead of two. The Add may broadcast along every axis but the last
+// (a transformer's embeddings: tokens plus positions). Each operation is
+// the operator's own, so the outputs are the unfused plan's bit for bit.
+// The Adds that follow a MatMul fuse with it instead (ops_matmul_fused.go).
+
+// fusedAddNorm is the kernel of a fused Add + LayerNormalization: inputs
+// A, B, Scale and B of the normalisation (left out without one), one
+// output.
+type fusedAddNorm struct {
+	add *ewBinary
+	ln  *layerNorm
+}
+
+func (k *fusedAddNorm) Infer(in []Meta) ([]Meta, error) {
+	out, err := BroadcastShapes(in[0].Shape, in[1].Shape)
+	if err != nil {
+		return nil, err
+	}
+	return []Meta{{Type: nd.Float32, Shape: out}}, nil
+}
+
+func (k *fusedAddNorm) Run(in, out []nd.Array) error {
+	shape := out[0].Shape
+	y := nd.MustAs[float32](out[0])
+	if len(y) == 0 {
+		return nil
+	}
+	n := shape[len(shape)-1]
+	lead := shape[:len(shape)-1]
+	a, b := nd.MustAs[float32](in[0]), nd.MustAs[float32](in[1])
+	aBase := batchBases(lead, BroadcastStrides(in[0].Shape, shape)[:len(lead)])
+	bBase := batchBases(lead, BroadcastStrides(in[1].Shape, shape)[:len(lead)])
+	scale := nd.MustAs[float32](in[2])
+	var bias []float32
+	if len(in) > 3 && in[3].Type != nd.Undefined {
+		bias = nd.MustAs[float32](in[3])
+	}
+	parallel.For(len(aBase), 4*n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, ar, br := y[r*n:(r+1)*n], a[aBase[r]:aBase[r]+n], b[bBase[r]:bBase[r]+n]
+			for j := range row {
+				row[j] = ar[j] + br[j]
+			}
+			layerNormRowF32(row, scale, bias, k.ln.epsilon)
+		}
+	})
+	return nil
+}
+
+// Launch runs the Add's kernel, then LayerNormalization's in place.
+func (k *fusedAddNorm) Launch(d *Device, in, out []DevArray) error {
+	if !allFloat32(in...) {
+		return ErrOnHost
+	}
+	if err := k.add.Launch(d, in[:2], out); err != nil {
+		return err
+	}
+	return k.ln.Launch(d, []DevArray{out[0], in[2], arrayOf(in, 3)}, out)
+}
