@@ -236,6 +236,55 @@ func sigmoidf(x float32) float32 {
 	return t / (1 + t)
 }
 
+// sigmoidInto writes sigmoidf(x[i]) to y[i] (len(y) >= len(x); y may be
+// x), the same bits: the exponentials of a block at a time in expf's
+// vector kernel (expSubInto), then sigmoidf's quotients.
+func sigmoidInto(y, x []float32) {
+	var buf [256]float32
+	for lo := 0; lo < len(x); lo += len(buf) {
+		xs := x[lo:min(len(x), lo+len(buf))]
+		t := buf[:len(xs)]
+		for i, v := range xs {
+			t[i] = -math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+		}
+		expSubInto(t, t, 0)
+		ys := y[lo : lo+len(xs)]
+		for i, v := range xs {
+			if v >= 0 {
+				ys[i] = 1 / (1 + t[i])
+			} else {
+				ys[i] = t[i] / (1 + t[i])
+			}
+		}
+	}
+}
+
+// tanhInto writes tanhf(x[i]) to y[i] (len(y) >= len(x); y may be x), the
+// same bits: the exponentials of the values beyond tanhf's series a block
+// at a time in expf's vector kernel, the rest as tanhf computes it.
+func tanhInto(y, x []float32) {
+	var buf [256]float32
+	for lo := 0; lo < len(x); lo += len(buf) {
+		xs := x[lo:min(len(x), lo+len(buf))]
+		t := buf[:len(xs)]
+		for i, v := range xs {
+			a := math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+			t[i] = -2 * min(a, 10) // NaN: -2 * 10 (tanhf's series keeps NaN)
+		}
+		expSubInto(t, t, 0)
+		ys := y[lo : lo+len(xs)]
+		for i, v := range xs {
+			a := math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+			if !(a >= 0.3) {
+				ys[i] = tanhf(v)
+				continue
+			}
+			r := (1 - t[i]) / (1 + t[i])
+			ys[i] = math.Float32frombits(math.Float32bits(r) | math.Float32bits(v)&(1<<31))
+		}
+	}
+}
+
 // expm1f is e^x - 1 for x <= 0 in float32 (Elu's negative side): Taylor's
 // polynomial of degree 8 above -0.35 (remainder below 3e-10 relative),
 // where e^x - 1 would cancel, and expf(x) - 1 below.

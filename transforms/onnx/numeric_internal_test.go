@@ -116,3 +116,44 @@ func testErfVector(t *testing.T) {
 		require.Equal(t, math.Float32bits(erff(v)), math.Float32bits(y[i]), "erff(%v)", v)
 	}
 }
+
+// Sigmoid's and Tanh's loops over the vector exponential write sigmoidf's
+// and tanhf's bits, at every width this CPU runs, across their cases
+// (tanhf's series under 0.3, its clamp over 10, ±0, ±Inf, NaN), in place
+// and not.
+func TestSigmoidTanhLoopsEqualGo(t *testing.T) {
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	rng := rand.New(rand.NewPCG(9, 10))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		0.3, -0.3, 0.29999998, 10, -10, 10.000001, 87, -87, 88.5, -88.5, 104, -104, 1e-40}
+	for _, width := range simdWidths() {
+		expWidth = min(width, 8)
+		for _, n := range []int{0, 1, 7, 8, 9, 255, 256, 257, 1000} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = rng.Float32()*40 - 20
+				if rng.IntN(6) == 0 {
+					x[i] = special[rng.IntN(len(special))]
+				}
+			}
+			y := make([]float32, n+1)
+			y[n] = -7
+			for _, f := range []struct {
+				name string
+				vec  func(y, x []float32)
+				one  func(float32) float32
+			}{{"sigmoid", sigmoidInto, sigmoidf}, {"tanh", tanhInto, tanhf}} {
+				f.vec(y[:n], x)
+				in := append([]float32{}, x...)
+				f.vec(in, in)
+				for i, v := range x {
+					want := math.Float32bits(f.one(v))
+					require.Equal(t, want, math.Float32bits(y[i]), "lanes %d %s(%v)", expWidth, f.name, v)
+					require.Equal(t, want, math.Float32bits(in[i]), "lanes %d %s(%v) in place", expWidth, f.name, v)
+				}
+				require.Equal(t, float32(-7), y[n], "written past the end")
+			}
+		}
+	}
+}

@@ -41,7 +41,7 @@ extern "C" __global__ void bias_channels_f32(float *y, const float *bias, long l
 // activation: op >= 0 a unary operation (unary_op, a and b its attributes), op == -2 Clip to
 // [a, b] as clip_f32 computes it, op == -1 none, op -3 to -6 GELU as exported with Erf (d = v
 // / a for -3 and -5, v * a for -4 and -6; f = erf(d) + 1; (v * f) * b for -3 and -4, (v * b) * f
-// for -5 and -6). Each step rounds as the unfused kernels do.
+// for -5 and -6), op -7 SiLU (v * sigmoid(v)). Each step rounds as the unfused kernels do.
 extern "C" __global__ void conv_epilogue_f32(float *y, const float *bias, const float *z, long long n, long long c,
                                              long long hw, long long op, double a, double b)
 {
@@ -62,6 +62,8 @@ extern "C" __global__ void conv_epilogue_f32(float *y, const float *bias, const 
                 if (v < fa) v = fa;
                 if (v > fb) v = fb;
             }
+        } else if (op == -7) {
+            v = v * unary_op(UN_SIGMOID, v, 0, 0);
         } else if (op <= -3 && op >= -6) {
             float d = (op == -3 || op == -5) ? v / fa : v * fa;
             float f = unary_op(UN_ERF, d, 0, 0) + 1.0f;

@@ -39,6 +39,9 @@ type epilogue struct {
 	// gelu is the activation when it is GELU as exporters write it with
 	// Erf (nil: another or none).
 	gelu *geluErf
+	// silu: the activation is SiLU (Swish) as exporters write it, x *
+	// Sigmoid(x).
+	silu bool
 	// ops are the fused operators after the Conv, for the step's label.
 	ops []string
 }
@@ -59,6 +62,8 @@ func (e *epilogue) apply(y, z []float32) {
 		clipSeq(y, y, e.lo, e.hi)
 	case e.gelu != nil:
 		e.gelu.apply(y)
+	case e.silu:
+		siluInPlace(y)
 	}
 }
 
@@ -194,4 +199,18 @@ func clipBounds(k *clipKernel, in []Meta) (lo, hi float32, ok bool) {
 		*b = nd.MustAs[float32](*in[i+1].Value)[0]
 	}
 	return lo, hi, true
+}
+
+// siluInPlace replaces each value x of y by x * sigmoidf(x), as Sigmoid
+// then Mul compute it.
+func siluInPlace(y []float32) {
+	var buf [256]float32
+	for lo := 0; lo < len(y); lo += len(buf) {
+		ys := y[lo:min(len(y), lo+len(buf))]
+		s := buf[:len(ys)]
+		sigmoidInto(s, ys)
+		for i, v := range s {
+			ys[i] *= v
+		}
+	}
 }

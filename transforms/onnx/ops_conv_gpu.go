@@ -107,6 +107,8 @@ func (e *epilogue) launch(d *Device, y, b, z DevArray, n, m, os int) error {
 		op, a, bb = int64(e.unary.op), float64(e.unary.alpha), float64(e.unary.beta)
 	case e.clip:
 		op, a, bb = -2, float64(e.lo), float64(e.hi)
+	case e.silu:
+		op = -7
 	case e.gelu != nil:
 		g := e.gelu
 		op, a, bb = -3, float64(g.c), float64(g.half)

@@ -169,13 +169,9 @@ func (k *ewUnary) float32s(x, y []float32) {
 			y[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
 		}
 	case unTanh:
-		for i, v := range x {
-			y[i] = tanhf(v)
-		}
+		tanhInto(y, x)
 	case unSigmoid:
-		for i, v := range x {
-			y[i] = sigmoidf(v)
-		}
+		sigmoidInto(y, x)
 	case unErf:
 		erfInto(y, x)
 	case unLog:

@@ -17,7 +17,8 @@ var fuseSteps = true
 // (a constant vector along the last axis: every Linear layer's export),
 // then for both an Add of a residual of the same shape, then an
 // activation (a one-input operator, Clip with bounds known before the run,
-// or GELU as PyTorch exports it with Erf: five operators, geluErf): Conv
+// SiLU as x * Sigmoid(x), or GELU as PyTorch exports it with Erf: five
+// operators, geluErf): Conv
 // -> Add -> Relu (ResNet's blocks), Conv -> Add (MobileNet's), Conv ->
 // Clip, HardSwish, Relu, Sigmoid (every CNN's), MatMul -> Add -> GELU and
 // MatMul -> Add -> Add (a transformer's feed-forward and projections). The
@@ -124,6 +125,10 @@ func (p *Plan) fuse() {
 		if r := only(y); r >= 0 && p.activation(p.steps[r], ep) {
 			ep.ops = append(ep.ops, p.steps[r].n.Op)
 			members, y = append(members, r), p.steps[r].out[0]
+		} else if steps, out := p.silu(y, readersOf, gone); steps != nil {
+			ep.silu = true
+			ep.ops = append(ep.ops, "SiLU")
+			members, y = append(members, steps...), out
 		} else if g, steps, out := p.gelu(y, readersOf, gone); g != nil {
 			ep.gelu = g
 			ep.ops = append(ep.ops, "Gelu")
@@ -506,4 +511,36 @@ func (p *Plan) gelu(x int, readersOf func(int) []int, gone []bool) (*geluErf, []
 		return g, []int{pre, erf, add, mul, fin}, out(fin)
 	}
 	return nil, nil, -1
+}
+
+// silu matches SiLU (Swish) as exporters write it reading x: x's two
+// readers Sigmoid(x) and Mul of x and that (either order), the Sigmoid's
+// output read by the Mul alone. It returns the two steps in order and the
+// Mul's output; nil when x is not that.
+func (p *Plan) silu(x int, readersOf func(int) []int, gone []bool) ([]int, int) {
+	rs := readersOf(x)
+	if len(rs) != 2 || p.vals[x].meta.Type != nd.Float32 {
+		return nil, -1
+	}
+	for _, order := range [][2]int{{rs[0], rs[1]}, {rs[1], rs[0]}} {
+		sg, mul := p.steps[order[0]], p.steps[order[1]]
+		if gone[order[0]] || gone[order[1]] || order[0] > order[1] {
+			continue
+		}
+		if k, ok := sg.n.kernel.(*ewUnary); !ok || k.op != unSigmoid || len(sg.out) != 1 || sg.out[0] < 0 {
+			continue
+		}
+		s := sg.out[0]
+		if r := readersOf(s); len(r) != 1 || r[0] != order[1] {
+			continue
+		}
+		k, ok := mul.n.kernel.(*ewBinary)
+		if !ok || k.op != ewMul || len(mul.in) != 2 || len(mul.out) != 1 || mul.out[0] < 0 ||
+			!(mul.in[0] == x && mul.in[1] == s || mul.in[0] == s && mul.in[1] == x) ||
+			p.vals[mul.out[0]].meta.Type != nd.Float32 || !nd.SameShape(p.vals[mul.out[0]].meta.Shape, p.vals[x].meta.Shape) {
+			continue
+		}
+		return order[:], mul.out[0]
+	}
+	return nil, -1
 }

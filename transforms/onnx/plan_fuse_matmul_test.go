@@ -77,6 +77,9 @@ func (c mmFuseCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 	}
 	switch c.act {
 	case "":
+	case "SiLU":
+		ns = append(ns, onnxtest.Node("Sigmoid", []string{last}, []string{"sig"}), onnxtest.Node("Mul", []string{last, "sig"}, []string{"act"}))
+		last = "act"
 	case "GeluDiv", "GeluMul", "GeluHalfFirst":
 		ns, inits = append(ns, geluNodes(c.act, last, "act")...), append(inits, geluConsts(c.act)...)
 		last = "act"
@@ -104,7 +107,7 @@ func (c mmFuseCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 // and activation, and fixed ones of many row blocks (a transformer's
 // layers).
 func mmFuseCases(r *rand.Rand, trials int) []mmFuseCase {
-	acts := []string{"", "Relu", "Sigmoid", "Tanh", "Erf", "HardSwish", "GeluDiv", "GeluMul", "GeluHalfFirst"}
+	acts := []string{"", "Relu", "Sigmoid", "Tanh", "Erf", "HardSwish", "GeluDiv", "GeluMul", "GeluHalfFirst", "SiLU"}
 	lns := []string{"", "", "scale", "bias"}
 	sides := []string{"", "after", "before"}
 	cases := []mmFuseCase{
@@ -166,6 +169,8 @@ func TestFusedMatMulEqualsUnfused(t *testing.T) {
 		require.Equal(t, []string{strings.Join(ops, "+")}, pf.StepOps(), "case %d: %v", i, c)
 		if slices.Contains(ops, "Gelu") {
 			require.Len(t, pp.StepOps(), len(ops)+4, "case %d: %v", i, c)
+		} else if c.act == "SiLU" {
+			require.Len(t, pp.StepOps(), len(ops)+1, "case %d: %v", i, c)
 		} else {
 			require.Equal(t, ops, pp.StepOps(), "case %d: %v", i, c)
 		}
