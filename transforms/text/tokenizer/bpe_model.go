@@ -1,0 +1,386 @@
+package tokenizer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// bpeToken is one token of a word: its id and the byte range it covers in the word.
+type bpeToken struct {
+	id         int32
+	start, end int32
+}
+
+// bpeMerge is what a merge rule makes of a pair: its rank (lower merges first) and the id
+// of the merged token.
+type bpeMerge struct {
+	rank, id int32
+}
+
+// bpeConfig is the BPE model as a tokenizer.json describes it, validated by newBPE.
+type bpeConfig struct {
+	vocab                   map[string]int32
+	merges                  [][2]string
+	unkToken                *string
+	continuingSubwordPrefix string
+	endOfWordSuffix         string
+	fuseUnk                 bool
+	byteFallback            bool
+	ignoreMerges            bool
+}
+
+// bpeModel is a byte-pair-encoding model (Sennrich et al.; GPT-2's byte-level form when the
+// pre-tokenizer maps bytes to characters first). It merges the pair of adjacent symbols
+// with the lowest merge rank, leftmost first, until no pair merges, as the Rust tokenizers
+// library does. It is safe for concurrent use.
+type bpeModel struct {
+	vocab                   map[string]int32
+	vocabR                  []string
+	merges                  map[uint64]bpeMerge
+	unkID                   int32 // -1 without an unknown token
+	continuingSubwordPrefix string
+	endOfWordSuffix         string
+	fuseUnk                 bool
+	byteFallback            bool
+	ignoreMerges            bool
+	byteIDs                 [256]int32 // id of <0xNN>, -1 where absent (byte fallback)
+	cache                   *wordCache[[]bpeToken]
+}
+
+// bpeCacheMaxWord is the longest word (in bytes) kept in the word cache, as the Rust
+// library's MAX_LENGTH.
+const bpeCacheMaxWord = 256
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// newBPE validates c and builds the model. Errors say what is wrong without the file's
+// name; the loader adds it.
+func newBPE(c bpeConfig) (*bpeModel, error) {
+	if len(c.vocab) == 0 {
+		return nil, fmt.Errorf("BPE vocabulary is empty")
+	}
+	maxID := int32(-1)
+	for tok, id := range c.vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("BPE vocabulary gives %q the negative id %d", tok, id)
+		}
+		if id > maxID {
+			maxID = id
+		}
+	}
+	if int64(maxID) >= 2*int64(len(c.vocab))+1024 {
+		return nil, fmt.Errorf("BPE vocabulary of %d tokens has id %d: ids this sparse are not supported", len(c.vocab), maxID)
+	}
+	m := &bpeModel{
+		vocab:                   c.vocab,
+		vocabR:                  make([]string, maxID+1),
+		merges:                  make(map[uint64]bpeMerge, len(c.merges)),
+		unkID:                   -1,
+		continuingSubwordPrefix: c.continuingSubwordPrefix,
+		endOfWordSuffix:         c.endOfWordSuffix,
+		fuseUnk:                 c.fuseUnk,
+		byteFallback:            c.byteFallback,
+		ignoreMerges:            c.ignoreMerges,
+		cache:                   newWordCache[[]bpeToken](),
+	}
+	seen := make([]bool, maxID+1)
+	for tok, id := range c.vocab {
+		if seen[id] {
+			return nil, fmt.Errorf("BPE vocabulary gives id %d to both %q and %q", id, m.vocabR[id], tok)
+		}
+		seen[id] = true
+		m.vocabR[id] = tok
+	}
+	if c.unkToken != nil {
+		id, ok := c.vocab[*c.unkToken]
+		if !ok {
+			return nil, fmt.Errorf("BPE unk_token %q is not in the vocabulary", *c.unkToken)
+		}
+		m.unkID = id
+	}
+	for b := range m.byteIDs {
+		m.byteIDs[b] = -1
+		if id, ok := c.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.byteIDs[b] = id
+		}
+	}
+	if len(c.merges) > math.MaxInt32 {
+		return nil, fmt.Errorf("BPE has %d merges, too many", len(c.merges))
+	}
+	prefixLen := len(c.continuingSubwordPrefix)
+	for i, pair := range c.merges {
+		a, b := pair[0], pair[1]
+		ida, ok := c.vocab[a]
+		if !ok {
+			return nil, fmt.Errorf("BPE merge %d (%q %q): %q is not in the vocabulary", i, a, b, a)
+		}
+		idb, ok := c.vocab[b]
+		if !ok {
+			return nil, fmt.Errorf("BPE merge %d (%q %q): %q is not in the vocabulary", i, a, b, b)
+		}
+		// As the Rust library: the merged token is a followed by b less the length of the
+		// continuing-subword prefix.
+		if prefixLen > len(b) {
+			return nil, fmt.Errorf("BPE merge %d (%q %q): %q is shorter than the continuing_subword_prefix %q", i, a, b, b, c.continuingSubwordPrefix)
+		}
+		merged := a + b[prefixLen:]
+		idm, ok := c.vocab[merged]
+		if !ok {
+			return nil, fmt.Errorf("BPE merge %d (%q %q): the merged token %q is not in the vocabulary", i, a, b, merged)
+		}
+		// A pair listed twice keeps its last rank, as the Rust library's map does.
+		m.merges[pairKey(ida, idb)] = bpeMerge{rank: int32(i), id: idm}
+	}
+	return m, nil
+}
+
+// tokenize returns the tokens of word (one pre-tokenized piece). The slice may be shared
+// with the cache: callers must not modify it.
+func (m *bpeModel) tokenize(word string) []bpeToken {
+	if word == "" {
+		return nil
+	}
+	if m.ignoreMerges {
+		if id, ok := m.vocab[word]; ok {
+			return []bpeToken{{id: id, start: 0, end: int32(len(word))}}
+		}
+	}
+	cacheable := len(word) < bpeCacheMaxWord
+	if cacheable {
+		if toks, ok := m.cache.get(word); ok {
+			return toks
+		}
+	}
+	toks := m.mergeWord(word)
+	if cacheable {
+		m.cache.put(word, toks)
+	}
+	return toks
+}
+
+// bpeSymbol is a symbol of a word being merged: a doubly linked list over the initial
+// characters; a merged-away symbol has length 0.
+type bpeSymbol struct {
+	id         int32
+	prev, next int32
+	start, len int32
+}
+
+// mergeWord splits word into its initial symbols (characters, with the prefix and
+// suffix, the unknown token or byte fallback as the Rust library does) and merges them.
+func (m *bpeModel) mergeWord(word string) []bpeToken {
+	syms := make([]bpeSymbol, 0, utf8.RuneCountInString(word))
+	add := func(id int32, start, length int) {
+		p := int32(len(syms) - 1)
+		syms = append(syms, bpeSymbol{id: id, prev: p, next: -1, start: int32(start), len: int32(length)})
+		if p >= 0 {
+			syms[p].next = p + 1
+		}
+	}
+	unkID, unkStart, unkLen := int32(-1), 0, 0
+	flushUnk := func() {
+		if unkID >= 0 {
+			add(unkID, unkStart, unkLen)
+			unkID = -1
+		}
+	}
+	var buf []byte
+	for i := 0; i < len(word); {
+		_, w := utf8.DecodeRuneInString(word[i:])
+		end := i + w
+		var s string
+		if (i > 0 && m.continuingSubwordPrefix != "") || (end == len(word) && m.endOfWordSuffix != "") {
+			buf = buf[:0]
+			if i > 0 {
+				buf = append(buf, m.continuingSubwordPrefix...)
+			}
+			buf = append(buf, word[i:end]...)
+			if end == len(word) {
+				buf = append(buf, m.endOfWordSuffix...)
+			}
+			s = string(buf)
+		} else {
+			s = word[i:end]
+		}
+		if id, ok := m.vocab[s]; ok {
+			flushUnk()
+			add(id, i, w)
+		} else if m.byteFallback && m.allBytesKnown(s) {
+			// The Rust library looks up the bytes of the symbol with its prefix and
+			// suffix, each byte token covering one byte of the word.
+			flushUnk()
+			for k := 0; k < len(s); k++ {
+				add(m.byteIDs[s[k]], i, 1)
+			}
+		} else if m.unkID >= 0 {
+			if unkID >= 0 && m.fuseUnk {
+				unkLen += w
+			} else {
+				flushUnk()
+				unkID, unkStart, unkLen = m.unkID, i, w
+			}
+		}
+		// Without an unknown token an unknown character is dropped, as the Rust library does.
+		i = end
+	}
+	flushUnk()
+	m.mergeAll(syms)
+	out := make([]bpeToken, 0, len(syms))
+	for i := int32(0); len(syms) > 0 && i >= 0; i = syms[i].next {
+		s := syms[i]
+		out = append(out, bpeToken{id: s.id, start: s.start, end: s.start + s.len})
+	}
+	return out
+}
+
+func (m *bpeModel) allBytesKnown(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if m.byteIDs[s[k]] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// bpeHeapItem is a candidate merge: the pair starting at symbol pos.
+type bpeHeapItem struct {
+	rank, pos, id int32
+}
+
+func (a bpeHeapItem) less(b bpeHeapItem) bool {
+	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+}
+
+// mergeAll applies the merges to the linked symbols: the lowest rank first, leftmost
+// among equal ranks. Small words scan for the best pair; longer ones use a binary heap,
+// so a word of n characters costs O(n log n), not O(n²).
+func (m *bpeModel) mergeAll(syms []bpeSymbol) {
+	if len(syms) < 2 {
+		return
+	}
+	if len(syms) <= 12 {
+		m.mergeScan(syms)
+		return
+	}
+	h := make([]bpeHeapItem, 0, len(syms))
+	push := func(it bpeHeapItem) {
+		h = append(h, it)
+		for c := len(h) - 1; c > 0; {
+			p := (c - 1) / 2
+			if !h[c].less(h[p]) {
+				break
+			}
+			h[c], h[p] = h[p], h[c]
+			c = p
+		}
+	}
+	pop := func() bpeHeapItem {
+		top := h[0]
+		last := len(h) - 1
+		h[0] = h[last]
+		h = h[:last]
+		for p := 0; ; {
+			l, r, best := 2*p+1, 2*p+2, p
+			if l < len(h) && h[l].less(h[best]) {
+				best = l
+			}
+			if r < len(h) && h[r].less(h[best]) {
+				best = r
+			}
+			if best == p {
+				break
+			}
+			h[p], h[best] = h[best], h[p]
+			p = best
+		}
+		return top
+	}
+	for i := 0; i+1 < len(syms); i++ {
+		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			push(bpeHeapItem{rank: mg.rank, pos: int32(i), id: mg.id})
+		}
+	}
+	for len(h) > 0 {
+		top := pop()
+		cur := &syms[top.pos]
+		if cur.len == 0 || cur.next < 0 {
+			continue
+		}
+		right := syms[cur.next]
+		if mg, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mg.id != top.id {
+			continue // stale: one side has merged since this was queued
+		}
+		cur.id = top.id
+		cur.len += right.len
+		syms[cur.next].len = 0
+		cur.next = right.next
+		if right.next >= 0 {
+			syms[right.next].prev = top.pos
+		}
+		if cur.prev >= 0 {
+			if mg, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+				push(bpeHeapItem{rank: mg.rank, pos: cur.prev, id: mg.id})
+			}
+		}
+		if cur.next >= 0 {
+			if mg, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				push(bpeHeapItem{rank: mg.rank, pos: top.pos, id: mg.id})
+			}
+		}
+	}
+}
+
+// mergeScan is mergeAll for short words: find the best pair by scanning, merge, repeat.
+func (m *bpeModel) mergeScan(syms []bpeSymbol) {
+	for {
+		best := bpeHeapItem{rank: math.MaxInt32, pos: -1}
+		for i := int32(0); i >= 0 && syms[i].next >= 0; i = syms[i].next {
+			if mg, ok := m.merges[pairKey(syms[i].id, syms[syms[i].next].id)]; ok && mg.rank < best.rank {
+				best = bpeHeapItem{rank: mg.rank, pos: i, id: mg.id}
+			}
+		}
+		if best.pos < 0 {
+			return
+		}
+		cur := &syms[best.pos]
+		right := syms[cur.next]
+		cur.id = best.id
+		cur.len += right.len
+		syms[cur.next].len = 0
+		cur.next = right.next
+		if right.next >= 0 {
+			syms[right.next].prev = best.pos
+		}
+	}
+}
+
+// parseMerges reads a tokenizer.json merges list in either form: "a b" strings (split at
+// its one space, as the Rust library does) or ["a", "b"] pairs.
+func parseMerges(raw []any) ([][2]string, error) {
+	out := make([][2]string, len(raw))
+	for i, r := range raw {
+		switch v := r.(type) {
+		case string:
+			a, b, ok := strings.Cut(v, " ")
+			if !ok || strings.Contains(b, " ") {
+				return nil, fmt.Errorf("BPE merge %d %q is not two tokens separated by a space", i, v)
+			}
+			out[i] = [2]string{a, b}
+		case []any:
+			if len(v) != 2 {
+				return nil, fmt.Errorf("BPE merge %d has %d parts, not 2", i, len(v))
+			}
+			a, ok1 := v[0].(string)
+			b, ok2 := v[1].(string)
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("BPE merge %d is not a pair of strings", i)
+			}
+			out[i] = [2]string{a, b}
+		default:
+			return nil, fmt.Errorf("BPE merge %d is neither a string nor a pair of strings", i)
+		}
+	}
+	return out, nil
+}
