@@ -101,8 +101,8 @@ func TestUnigramMatchesSentencePiece(t *testing.T) {
 func TestUnigramLattice(t *testing.T) {
 	unk := 0
 	m, err := newUnigram(unigramConfig{
-		pieces: []string{"<unk>", "a", "b", "ab", "abc", "c", "<0x78>", "<0xC3>", "<0xA9>"},
-		scores: []float64{0, -1, -1, -3, -10, -1, -1, -1, -1},
+		pieces: []string{"<unk>", "a", "b", "ab", "abc", "c", "<0x78>", "<0xC3>", "<0xA9>", "qb"},
+		scores: []float64{0, -1, -1, -3, -10, -1, -1, -1, -1, -5},
 		unkID:  &unk,
 	})
 	require.NoError(t, err)
@@ -110,6 +110,8 @@ func TestUnigramLattice(t *testing.T) {
 	assert.Equal(t, []unigramToken{{1, 0, 1}, {2, 1, 2}}, m.tokenize("ab"))
 	// abc (-10) loses to a+b+c (-3).
 	assert.Equal(t, []unigramToken{{1, 0, 1}, {2, 1, 2}, {5, 2, 3}}, m.tokenize("abc"))
+	// An unknown character costs the lowest score less 10: qb (-5) beats <unk> b (-21).
+	assert.Equal(t, []unigramToken{{9, 0, 2}}, m.tokenize("qb"))
 	// Unknown characters fuse into one unknown token covering them.
 	assert.Equal(t, []unigramToken{{1, 0, 1}, {0, 1, 4}, {2, 4, 5}}, m.tokenize("axyzb"))
 	assert.Equal(t, []unigramToken{{0, 0, 6}}, m.tokenize("日本"))
