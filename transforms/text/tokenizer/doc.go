@@ -1,0 +1,57 @@
+// Package tokenizer encodes text into token ids as a Hugging Face
+// tokenizer.json says, in pure Go (no cgo, no Beam), so that any pipeline
+// step can turn text into the input_ids, attention_mask and token_type_ids
+// of a transformer model.
+//
+// A Tokenizer is loaded with LoadFile (tokenizer.json, and the
+// tokenizer_config.json beside it when there is one) or Read (from
+// readers). Encode and EncodePair run Hugging Face's steps:
+//
+//  1. added tokens (tokenizer.json's added_tokens) are found in the original
+//     text first: those with "normalized": false before normalization,
+//     the others in the normalized text of each section between them;
+//  2. the normalizer changes each section's text, keeping the alignment of
+//     every byte to the original text (NormalizedString), so offsets
+//     survive normalizers that change lengths;
+//  3. the pre-tokenizer cuts it into words;
+//  4. the model (WordPiece, ...) cuts each word into tokens of its
+//     vocabulary;
+//  5. truncation (tokenizer.json's "truncation", else tokenizer_config.json's
+//     model_max_length) leaves room for the special tokens, the
+//     post-processor adds them ([CLS] ... [SEP]) and sets the type ids, and
+//     padding pads (to a fixed length in Encode; to the longest of a batch in
+//     EncodeBatch and Pad).
+//
+// A Tokenizer is immutable and safe for concurrent use; WithTruncation and
+// WithPadding return changed copies. Offsets are byte offsets into the
+// original text.
+//
+// # Components
+//
+// Normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase,
+// StripAccents, Strip, Prepend, Sequence. Pre-tokenizers: BertPreTokenizer.
+// Models: WordPiece. Post-processors: TemplateProcessing. Decoders:
+// WordPiece. A tokenizer.json naming any other component is refused when it
+// is loaded, the error naming the file, the JSON path
+// (normalizer.normalizers[2].type) and the type, and wrapping
+// ErrUnsupported. EXTENDING.md says how a component is added.
+//
+// # Reference
+//
+// The package is held to tokenizers.js (npm @huggingface/tokenizers 0.2.0,
+// Hugging Face's pure-JavaScript implementation): the same ids, tokens,
+// type ids and attention masks on a generated corpus (reference_test.go).
+// Where tokenizers.js and Hugging Face's Rust crate differ, this package
+// follows tokenizers.js in these places, all rare in real text:
+//
+//   - BertNormalizer puts spaces around CJK ideographs of the Basic
+//     Multilingual Plane only (the Rust crate also around those of
+//     Extension B and later), and removes Cc, Cf, Co and Cs characters as
+//     control characters but keeps unassigned code points (Cn), which the
+//     Rust crate removes.
+//   - Lower-casing is JavaScript's toLowerCase: full Unicode mappings
+//     (İ becomes "i̇") and the final sigma (a word-final Σ becomes ς); the
+//     Rust crate maps one character at a time.
+//   - White space (BertPreTokenizer, Strip, lstrip/rstrip of added tokens)
+//     is JavaScript's: it includes U+FEFF and not U+0085.
+package tokenizer
