@@ -136,9 +136,9 @@ func newBPE(c bpeConfig) (*bpeModel, error) {
 	return m, nil
 }
 
-// tokenize returns the tokens of word (one pre-tokenized piece). The slice may be shared
+// wordTokens returns the tokens of word (one pre-tokenized piece). The slice may be shared
 // with the cache: callers must not modify it.
-func (m *bpeModel) tokenize(word string) []bpeToken {
+func (m *bpeModel) wordTokens(word string) []bpeToken {
 	if word == "" {
 		return nil
 	}
@@ -383,4 +383,118 @@ func parseMerges(raw []any) ([][2]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func init() {
+	models["BPE"] = newBPEComponent
+	decoders["BPEDecoder"] = newBPEDecoder
+}
+
+// newBPEComponent builds the "BPE" model of a tokenizer.json.
+func newBPEComponent(c *component) (model, error) {
+	var j struct {
+		Vocab                   map[string]int `json:"vocab"`
+		Merges                  []any          `json:"merges"`
+		UnkToken                *string        `json:"unk_token"`
+		ContinuingSubwordPrefix *string        `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string        `json:"end_of_word_suffix"`
+		FuseUnk                 bool           `json:"fuse_unk"`
+		ByteFallback            bool           `json:"byte_fallback"`
+		IgnoreMerges            bool           `json:"ignore_merges"`
+		Dropout                 *float64       `json:"dropout"`
+	}
+	if err := c.decode(&j); err != nil {
+		return nil, err
+	}
+	// Dropout skips merges at random: encoding would not be repeatable, so a
+	// dropout above 0 is refused (null and 0 mean none, as in the Rust library).
+	if j.Dropout != nil && *j.Dropout != 0 {
+		return nil, c.errorf("dropout %v: BPE dropout makes encoding random (it is for training); set it to null", *j.Dropout)
+	}
+	merges, err := parseMerges(j.Merges)
+	if err != nil {
+		return nil, c.errorf("merges: %v", err)
+	}
+	cfg := bpeConfig{
+		vocab:        make(map[string]int32, len(j.Vocab)),
+		merges:       merges,
+		unkToken:     j.UnkToken,
+		fuseUnk:      j.FuseUnk,
+		byteFallback: j.ByteFallback,
+		ignoreMerges: j.IgnoreMerges,
+	}
+	for tok, id := range j.Vocab {
+		if id < 0 || id > math.MaxInt32 {
+			return nil, c.errorf("vocab: token %q has id %d", tok, id)
+		}
+		cfg.vocab[tok] = int32(id)
+	}
+	if j.ContinuingSubwordPrefix != nil {
+		cfg.continuingSubwordPrefix = *j.ContinuingSubwordPrefix
+	}
+	if j.EndOfWordSuffix != nil {
+		cfg.endOfWordSuffix = *j.EndOfWordSuffix
+	}
+	m, err := newBPE(cfg)
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return m, nil
+}
+
+func (m *bpeModel) tokenize(word string, out []Token) []Token {
+	for _, t := range m.wordTokens(word) {
+		out = append(out, Token{ID: int(t.id), Value: m.vocabR[t.id], Start: int(t.start), End: int(t.end)})
+	}
+	return out
+}
+
+func (m *bpeModel) tokenToID(token string) (int, bool) {
+	id, ok := m.vocab[token]
+	return int(id), ok
+}
+
+func (m *bpeModel) idToToken(id int) (string, bool) {
+	if id < 0 || id >= len(m.vocabR) {
+		return "", false
+	}
+	tok := m.vocabR[id]
+	if tok == "" { // a hole in the ids, or the empty token
+		if eid, ok := m.vocab[""]; !ok || int(eid) != id {
+			return "", false
+		}
+	}
+	return tok, true
+}
+
+func (m *bpeModel) vocabSize() int { return len(m.vocab) }
+
+// bpeDecoder is the "BPEDecoder": the end-of-word suffix becomes a space
+// (none after the last token).
+type bpeDecoder struct{ suffix string }
+
+func newBPEDecoder(c *component) (decoder, error) {
+	var j struct {
+		Suffix *string `json:"suffix"`
+	}
+	if err := c.decode(&j); err != nil {
+		return nil, err
+	}
+	d := bpeDecoder{suffix: "</w>"}
+	if j.Suffix != nil {
+		d.suffix = *j.Suffix
+	}
+	return d, nil
+}
+
+func (d bpeDecoder) decodeChain(tokens []string) []string {
+	out := make([]string, len(tokens))
+	for i, t := range tokens {
+		rep := " "
+		if i == len(tokens)-1 {
+			rep = ""
+		}
+		out[i] = strings.ReplaceAll(t, d.suffix, rep)
+	}
+	return out
 }

@@ -39,7 +39,7 @@ func byteLevelIDs(m *bpeModel, text string) []int32 {
 		for i := s; i < e; i++ {
 			b.WriteString(byteLevelEncoded[text[i]])
 		}
-		for _, t := range m.tokenize(b.String()) {
+		for _, t := range m.wordTokens(b.String()) {
 			ids = append(ids, t.id)
 		}
 	})
@@ -78,18 +78,19 @@ func TestGPT2Split(t *testing.T) {
 	assert.Equal(t, []string{"a", "\t", "\t", "b"}, split("a\t\tb"))
 	assert.Equal(t, []string{"x", "\n\n", " y"}, split("x\n\n y"))
 	assert.Equal(t, []string{" 123", " abc", "45", " ...!?", "日本"}, split(" 123 abc45 ...!?日本"))
-	assert.Equal(t, []string{" ", "\u0085", "x"}, split(" \u0085x"), "U+0085 is a space to Oniguruma")
+	assert.Equal(t, []string{" \u0085", "x"}, split(" \u0085x"), "U+0085 is not a space to JavaScript")
 	assert.Equal(t, []string{"'", "x"}, split("'x"))
 	assert.Equal(t, []string{" "}, split(" "))
 	assert.Equal(t, []string(nil), split(""))
-	assert.Equal(t, []string{"ab", "\ufeff", "c"}, split("ab\ufeffc"), "U+FEFF is not a space to Oniguruma")
+	assert.Equal(t, []string{"ab", "\ufeff", "c"}, split("ab\ufeffc"), "U+FEFF is a space to JavaScript")
+	assert.Equal(t, []string{"ab", " \ufeff", "\ufeff", "c"}, split("ab \ufeff\ufeffc"))
 }
 
 func TestBPEMergesAndOptions(t *testing.T) {
 	vocab := map[string]int32{"<unk>": 0, "a": 1, "b": 2, "c": 3, "ab": 4, "abc": 5, "##b": 6, "##c": 7, "a##b": 8, "<0x64>": 9, "c</w>": 10, "bc</w>": 11, "b##b": 12}
 	unk := "<unk>"
 	ids := func(m *bpeModel, w string) (out []int32) {
-		for _, t := range m.tokenize(w) {
+		for _, t := range m.wordTokens(w) {
 			out = append(out, t.id)
 		}
 		return out
@@ -98,12 +99,12 @@ func TestBPEMergesAndOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int32{5}, ids(m, "abc"))
 	assert.Equal(t, []int32{4, 0, 0, 3}, ids(m, "abxyc"), "unknown characters each an <unk> without fuse_unk")
-	toks := m.tokenize("abxyc")
+	toks := m.wordTokens("abxyc")
 	assert.Equal(t, []bpeToken{{4, 0, 2}, {0, 2, 3}, {0, 3, 4}, {3, 4, 5}}, toks)
 	m.fuseUnk = true
 	m.cache = newWordCache[[]bpeToken]()
-	assert.Equal(t, []bpeToken{{4, 0, 2}, {0, 2, 4}, {3, 4, 5}}, m.tokenize("abxyc"), "fused unknowns")
-	assert.Equal(t, []bpeToken{{0, 0, 4}}, m.tokenize("éé"), "fused unknown covers the bytes")
+	assert.Equal(t, []bpeToken{{4, 0, 2}, {0, 2, 4}, {3, 4, 5}}, m.wordTokens("abxyc"), "fused unknowns")
+	assert.Equal(t, []bpeToken{{0, 0, 4}}, m.wordTokens("éé"), "fused unknown covers the bytes")
 
 	// The continuing-subword prefix: symbols after the first carry it, merges drop it from b.
 	p, err := newBPE(bpeConfig{vocab: vocab, merges: [][2]string{{"a", "##b"}}, continuingSubwordPrefix: "##"})
@@ -120,7 +121,7 @@ func TestBPEMergesAndOptions(t *testing.T) {
 	// Byte fallback: an unknown character becomes its bytes' <0xNN> tokens where all exist.
 	f, err := newBPE(bpeConfig{vocab: vocab, byteFallback: true, unkToken: &unk})
 	require.NoError(t, err)
-	assert.Equal(t, []bpeToken{{1, 0, 1}, {9, 1, 2}, {0, 2, 3}}, f.tokenize("adz"))
+	assert.Equal(t, []bpeToken{{1, 0, 1}, {9, 1, 2}, {0, 2, 3}}, f.wordTokens("adz"))
 
 	// ignore_merges: a word in the vocabulary is one token even where merges would differ.
 	g, err := newBPE(bpeConfig{vocab: vocab, merges: [][2]string{{"a", "b"}}, ignoreMerges: true})
@@ -135,7 +136,7 @@ func TestBPEMergeOrderLowestRankLeftmost(t *testing.T) {
 	m, err := newBPE(bpeConfig{vocab: vocab, merges: [][2]string{{"a", "a"}, {"aa", "a"}, {"b", "a"}, {"a", "b"}}})
 	require.NoError(t, err)
 	ids := func(w string) (out []int32) {
-		for _, t := range m.tokenize(w) {
+		for _, t := range m.wordTokens(w) {
 			out = append(out, t.id)
 		}
 		return out
@@ -229,6 +230,6 @@ func TestBPECacheConcurrentAndBounded(t *testing.T) {
 	assert.LessOrEqual(t, m.cache.len(), wordCacheShards*wordCacheShardSize)
 	// A word of 256 bytes or more is not cached.
 	before := m.cache.len()
-	m.tokenize(strings.Repeat("z", 300))
+	m.wordTokens(strings.Repeat("z", 300))
 	assert.Equal(t, before, m.cache.len())
 }

@@ -42,27 +42,16 @@ var byteLevelEncoded = func() (t [256]string) {
 	return t
 }()
 
-// isOnigSpace is Oniguruma's \s in UTF-8 mode, which the Rust tokenizers library compiles
-// its patterns with: Unicode's White_Space property. (tokenizers.js writes the GPT-2
-// pattern as a JavaScript RegExp, whose \s also takes U+FEFF and leaves out U+0085; the
-// Rust library, which the models were trained with, is followed here.)
-func isOnigSpace(r rune) bool {
-	switch {
-	case r >= 0x09 && r <= 0x0D, r == ' ', r == 0x85, r == 0xA0, r == 0x1680,
-		r >= 0x2000 && r <= 0x200A, r == 0x2028, r == 0x2029, r == 0x202F, r == 0x205F, r == 0x3000:
-		return true
-	}
-	return false
-}
-
 // gpt2Split calls emit with the byte range of each match of GPT-2's pre-tokenization
 // pattern
 //
 //	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //
-// in s, left to right, as Oniguruma matches it (the first alternative that matches at a
-// position wins). The matches cover s, so they are also the Isolated split of s. Invalid
-// UTF-8 bytes count as neither space, letter nor number (each is one U+FFFD).
+// in s, left to right, as a backtracking engine matches it (the first alternative that
+// matches at a position wins). The matches cover s, so they are also the Isolated split of
+// s. \s is JavaScript's, as tokenizers.js writes the pattern (it takes U+FEFF and not
+// U+0085; the Rust library's Oniguruma has it the other way round); \p{L} and \p{N} are
+// Go's Unicode tables. Invalid UTF-8 bytes count as neither space, letter nor number.
 func gpt2Split(s string, emit func(start, end int)) {
 	i := 0
 	n := len(s)
@@ -91,7 +80,7 @@ func runClass(r rune) int {
 		return 1
 	case unicode.IsNumber(r):
 		return 2
-	case isOnigSpace(r):
+	case isJSSpace(r):
 		return 3
 	}
 	return 0

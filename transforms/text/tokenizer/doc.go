@@ -29,9 +29,10 @@
 // # Components
 //
 // Normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase,
-// StripAccents, Strip, Prepend, Sequence. Pre-tokenizers: BertPreTokenizer.
-// Models: WordPiece. Post-processors: TemplateProcessing. Decoders:
-// WordPiece. A tokenizer.json naming any other component is refused when it
+// StripAccents, Strip, Prepend, Precompiled, Sequence. Pre-tokenizers:
+// BertPreTokenizer, ByteLevel, Metaspace. Models: WordPiece, BPE, Unigram.
+// Post-processors: TemplateProcessing, ByteLevel. Decoders: WordPiece,
+// ByteLevel, Metaspace, BPEDecoder. A tokenizer.json naming any other component is refused when it
 // is loaded, the error naming the file, the JSON path
 // (normalizer.normalizers[2].type) and the type, and wrapping
 // ErrUnsupported. EXTENDING.md says how a component is added.

@@ -6,17 +6,17 @@ import "sort"
 // of Unigram's lattice: which pieces start at a position of the text. It is built once
 // and read concurrently.
 type pieceTrie struct {
-	nodes []trieNode
-	edges []trieEdge
+	nodes []pieceNode
+	edges []pieceEdge
 	root  [256]int32 // the root's children by byte, -1 where none
 }
 
-type trieNode struct {
+type pieceNode struct {
 	edgeStart, edgeEnd int32 // this node's children in edges, sorted by byte
 	value              int32 // the piece's id, -1 where no piece ends here
 }
 
-type trieEdge struct {
+type pieceEdge struct {
 	b     byte
 	child int32
 }
@@ -40,7 +40,7 @@ func newPieceTrie(pieces []string, ids []int32) *pieceTrie {
 	var build func(lo, hi, depth int) int32
 	build = func(lo, hi, depth int) int32 {
 		idx := int32(len(t.nodes))
-		t.nodes = append(t.nodes, trieNode{value: -1})
+		t.nodes = append(t.nodes, pieceNode{value: -1})
 		if lo < hi && len(pieces[order[lo]]) == depth {
 			t.nodes[idx].value = ids[order[lo]]
 			lo++ // a piece listed twice: the caller gives both the same id
@@ -64,7 +64,7 @@ func newPieceTrie(pieces []string, ids []int32) *pieceTrie {
 		}
 		start := int32(len(t.edges))
 		for _, g := range groups {
-			t.edges = append(t.edges, trieEdge{b: g.b})
+			t.edges = append(t.edges, pieceEdge{b: g.b})
 		}
 		t.nodes[idx].edgeStart, t.nodes[idx].edgeEnd = start, start+int32(len(groups))
 		for k, g := range groups {

@@ -89,66 +89,92 @@ func unitOffset(unit uint32) uint32 {
 	return (unit >> 10) << ((unit & (1 << 9)) >> 6)
 }
 
-// runeChange is one character of a normalized string and how it came from the original,
-// as the Rust library's NormalizedString::transform takes them: 0 replaces an original
-// character, 1 is inserted, -n replaces and also removes the n original characters after.
-type runeChange struct {
-	r      rune
-	change int
+func init() {
+	normalizers["Precompiled"] = newPrecompiledNormalizer
 }
 
-// precompiledTransform normalizes s as the Rust library's Precompiled normalizer does:
-// grapheme clusters of under 6 bytes are looked up whole, others (and clusters with no
-// entry) character by character. It returns false when nothing changed.
-func (p *precompiledMap) transform(s string) ([]runeChange, bool) {
-	var out []runeChange
-	modified := false
+// precompiledNormalizer is the "Precompiled" normalizer: SentencePiece's charsmap
+// applied as the Rust library applies it (tokenizers.js approximates it with NFKC; this
+// package reads the charsmap).
+type precompiledNormalizer struct{ m *precompiledMap }
+
+func newPrecompiledNormalizer(c *component) (normalizer, error) {
+	var j struct {
+		Charsmap *string `json:"precompiled_charsmap"`
+	}
+	if err := c.decode(&j); err != nil {
+		return nil, err
+	}
+	if j.Charsmap == nil || *j.Charsmap == "" {
+		// Some exports write a charsmap of null for "no normalization".
+		return precompiledNormalizer{}, nil
+	}
+	m, err := newPrecompiledMap(*j.Charsmap)
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return precompiledNormalizer{m}, nil
+}
+
+func (p precompiledNormalizer) normalize(n *NormalizedString) {
+	if p.m == nil || n.Len() == 0 {
+		return
+	}
+	s := n.String()
+	var e *Editor
 	state := -1
-	rest := s
-	for len(rest) > 0 {
+	for pos := 0; pos < len(s); {
 		var g string
-		g, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		g, _, _, state = uniseg.FirstGraphemeClusterInString(s[pos:], state)
 		if len(g) < 6 {
-			if norm, ok := p.lookup(g); ok {
-				modified = true
-				out = replaceChanges(out, g, norm)
+			if norm, ok := p.m.lookup(g); ok {
+				e = startEdit(n, e, pos)
+				replaceAligned(e, g, norm)
+				pos += len(g)
 				continue
 			}
 		}
-		for i, r := range g {
-			part := g[i : i+utf8.RuneLen(r)]
-			if r == utf8.RuneError {
-				_, w := utf8.DecodeRuneInString(g[i:])
-				part = g[i : i+w]
+		for i := 0; i < len(g); {
+			_, w := utf8.DecodeRuneInString(g[i:])
+			if norm, ok := p.m.lookup(g[i : i+w]); ok {
+				e = startEdit(n, e, pos+i)
+				replaceAligned(e, g[i:i+w], norm)
 			}
-			if norm, ok := p.lookup(part); ok {
-				modified = true
-				out = replaceChanges(out, part, norm)
-			} else {
-				out = append(out, runeChange{r: r})
-			}
+			i += w
 		}
+		pos += len(g)
 	}
-	return out, modified
+	if e != nil {
+		e.Done()
+	}
 }
 
-// replaceChanges appends the characters of new replacing those of old, as the Rust
-// library's Precompiled does: extra characters are marked inserted, fewer characters
-// fold the removed ones into the last.
-func replaceChanges(out []runeChange, old, new string) []runeChange {
-	diff := utf8.RuneCountInString(new) - utf8.RuneCountInString(old)
-	for _, r := range new {
-		out = append(out, runeChange{r: r})
+// edit starts the editor on first use and keeps the unchanged bytes before pos.
+func startEdit(n *NormalizedString, e *Editor, pos int) *Editor {
+	if e == nil {
+		e = n.Edit()
 	}
-	switch {
-	case diff > 0:
-		for i := 0; i < diff && i < len(out); i++ {
-			out[len(out)-1-i].change = 1
+	e.Keep(pos - e.Pos())
+	return e
+}
+
+// replaceAligned writes new in place of old as the Rust library aligns a Precompiled
+// replacement: the i-th new character comes from the i-th old one, extra new characters
+// are inserted after them, and old characters left over are removed.
+func replaceAligned(e *Editor, old, new string) {
+	for old != "" && new != "" {
+		_, ow := utf8.DecodeRuneInString(old)
+		_, nw := utf8.DecodeRuneInString(new)
+		if ow == len(old) {
+			nw = len(new) // inserted characters align with the one before them
 		}
-	case diff < 0:
-		if len(out) > 0 {
-			out[len(out)-1].change += diff
-		}
+		e.Replace(ow, new[:nw])
+		old, new = old[ow:], new[nw:]
 	}
-	return out
+	if new != "" {
+		e.Replace(0, new) // (old was empty: not a charsmap key)
+	}
+	if old != "" {
+		e.Replace(len(old), "")
+	}
 }

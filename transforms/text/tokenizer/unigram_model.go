@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -89,9 +90,9 @@ func newUnigram(c unigramConfig) (*unigramModel, error) {
 	return m, nil
 }
 
-// tokenize returns the tokens of word. The slice may be shared with the cache: callers
+// wordTokens returns the tokens of word. The slice may be shared with the cache: callers
 // must not modify it.
-func (m *unigramModel) tokenize(word string) []unigramToken {
+func (m *unigramModel) wordTokens(word string) []unigramToken {
 	if word == "" {
 		return nil
 	}
@@ -185,3 +186,64 @@ func (m *unigramModel) allBytesKnown(s string) bool {
 	}
 	return true
 }
+
+func init() {
+	models["Unigram"] = newUnigramComponent
+}
+
+// newUnigramComponent builds the "Unigram" model of a tokenizer.json: vocab is a list of
+// [piece, score] pairs, the id of a piece its index.
+func newUnigramComponent(c *component) (model, error) {
+	var j struct {
+		UnkID        *int                `json:"unk_id"`
+		Vocab        [][]json.RawMessage `json:"vocab"`
+		ByteFallback bool                `json:"byte_fallback"`
+	}
+	if err := c.decode(&j); err != nil {
+		return nil, err
+	}
+	cfg := unigramConfig{unkID: j.UnkID, byteFallback: j.ByteFallback}
+	cfg.pieces = make([]string, len(j.Vocab))
+	cfg.scores = make([]float64, len(j.Vocab))
+	for i, v := range j.Vocab {
+		if len(v) != 2 {
+			return nil, c.errorf("vocab[%d] has %d items, want [piece, score]", i, len(v))
+		}
+		if err := json.Unmarshal(v[0], &cfg.pieces[i]); err != nil {
+			return nil, c.errorf("vocab[%d]: the piece is not a string", i)
+		}
+		if err := json.Unmarshal(v[1], &cfg.scores[i]); err != nil {
+			return nil, c.errorf("vocab[%d] (%q): the score is not a number", i, cfg.pieces[i])
+		}
+	}
+	m, err := newUnigram(cfg)
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return m, nil
+}
+
+func (m *unigramModel) tokenize(word string, out []Token) []Token {
+	for _, t := range m.wordTokens(word) {
+		v := m.pieces[t.id]
+		if t.id == m.unkID {
+			v = word[t.start:t.end] // the Rust library names an unknown token by its text
+		}
+		out = append(out, Token{ID: int(t.id), Value: v, Start: int(t.start), End: int(t.end)})
+	}
+	return out
+}
+
+func (m *unigramModel) tokenToID(token string) (int, bool) {
+	id, ok := m.ids[token]
+	return int(id), ok
+}
+
+func (m *unigramModel) idToToken(id int) (string, bool) {
+	if id < 0 || id >= len(m.pieces) {
+		return "", false
+	}
+	return m.pieces[id], true
+}
+
+func (m *unigramModel) vocabSize() int { return len(m.pieces) }

@@ -43,13 +43,9 @@ func loadSPM(t testing.TB, path string) (*precompiledMap, *unigramModel) {
 // plumbing: Precompiled, then Metaspace (spaces to ▁, ▁ prepended, split before each ▁),
 // then Unigram on each piece.
 func spmIDs(pm *precompiledMap, m *unigramModel, text string) []int32 {
-	if ch, ok := pm.transform(text); ok {
-		var b strings.Builder
-		for _, c := range ch {
-			b.WriteRune(c.r)
-		}
-		text = b.String()
-	}
+	n := newNormalized(text, 0, len(text))
+	precompiledNormalizer{pm}.normalize(&n)
+	text = n.String()
 	text = strings.ReplaceAll(text, " ", "▁")
 	if !strings.HasPrefix(text, "▁") {
 		text = "▁" + text
@@ -61,7 +57,7 @@ func spmIDs(pm *precompiledMap, m *unigramModel, text string) []int32 {
 		if next >= 0 {
 			word = text[:next+len("▁")]
 		}
-		for _, t := range m.tokenize(word) {
+		for _, t := range m.wordTokens(word) {
 			ids = append(ids, t.id)
 		}
 		text = text[len(word):]
@@ -107,21 +103,21 @@ func TestUnigramLattice(t *testing.T) {
 	})
 	require.NoError(t, err)
 	// ab (-3) beats a+b (-2)? No: -2 > -3, so a, b.
-	assert.Equal(t, []unigramToken{{1, 0, 1}, {2, 1, 2}}, m.tokenize("ab"))
+	assert.Equal(t, []unigramToken{{1, 0, 1}, {2, 1, 2}}, m.wordTokens("ab"))
 	// abc (-10) loses to a+b+c (-3).
-	assert.Equal(t, []unigramToken{{1, 0, 1}, {2, 1, 2}, {5, 2, 3}}, m.tokenize("abc"))
+	assert.Equal(t, []unigramToken{{1, 0, 1}, {2, 1, 2}, {5, 2, 3}}, m.wordTokens("abc"))
 	// An unknown character costs the lowest score less 10: qb (-5) beats <unk> b (-21).
-	assert.Equal(t, []unigramToken{{9, 0, 2}}, m.tokenize("qb"))
+	assert.Equal(t, []unigramToken{{9, 0, 2}}, m.wordTokens("qb"))
 	// Unknown characters fuse into one unknown token covering them.
-	assert.Equal(t, []unigramToken{{1, 0, 1}, {0, 1, 4}, {2, 4, 5}}, m.tokenize("axyzb"))
-	assert.Equal(t, []unigramToken{{0, 0, 6}}, m.tokenize("日本"))
+	assert.Equal(t, []unigramToken{{1, 0, 1}, {0, 1, 4}, {2, 4, 5}}, m.wordTokens("axyzb"))
+	assert.Equal(t, []unigramToken{{0, 0, 6}}, m.wordTokens("日本"))
 	// Byte fallback: an unknown piece whose bytes all have tokens becomes them, each
 	// covering the piece.
 	m.byteFallback = true
 	m.cache = newWordCache[[]unigramToken]()
-	assert.Equal(t, []unigramToken{{1, 0, 1}, {6, 1, 2}}, m.tokenize("ax"))
-	assert.Equal(t, []unigramToken{{7, 0, 2}, {8, 0, 2}}, m.tokenize("é"))
-	assert.Equal(t, []unigramToken{{0, 0, 1}}, m.tokenize("y"), "a byte without a token: the unknown token")
+	assert.Equal(t, []unigramToken{{1, 0, 1}, {6, 1, 2}}, m.wordTokens("ax"))
+	assert.Equal(t, []unigramToken{{7, 0, 2}, {8, 0, 2}}, m.wordTokens("é"))
+	assert.Equal(t, []unigramToken{{0, 0, 1}}, m.wordTokens("y"), "a byte without a token: the unknown token")
 }
 
 func TestUnigramLoadErrors(t *testing.T) {
@@ -137,26 +133,31 @@ func TestUnigramLoadErrors(t *testing.T) {
 func TestPrecompiledCharsmap(t *testing.T) {
 	pm, _ := loadSPM(t, "testdata/spm/test_model.tokenizer.json")
 	norm := func(s string) string {
-		ch, ok := pm.transform(s)
-		if !ok {
-			return s
-		}
-		var b strings.Builder
-		for _, c := range ch {
-			b.WriteRune(c.r)
-		}
-		return b.String()
+		n := newNormalized(s, 0, len(s))
+		precompiledNormalizer{pm}.normalize(&n)
+		return n.String()
 	}
 	assert.Equal(t, "hello world 12", norm("ｈｅｌｌｏ\u3000ｗｏｒｌｄ ①②"))
 	assert.Equal(t, "plain ascii", norm("plain ascii"))
-	_, changed := pm.transform("plain ascii")
-	assert.False(t, changed)
 	// NFKC composes e + combining acute (one grapheme, looked up whole).
 	assert.Equal(t, "é", norm("e\u0301"))
 	assert.Equal(t, "fi", norm("ﬁ"))
-	// Alignment: ① (one character) becomes 1; ﬁ becomes f (replacing) and i (inserted).
-	ch, _ := pm.transform("ﬁx")
-	assert.Equal(t, []runeChange{{'f', 0}, {'i', 1}, {'x', 0}}, ch)
+	// Alignment: ﬁ becomes f and an inserted i, both from ﬁ; e + U+0301 becomes é from e
+	// alone (the Rust library pairs characters in order), the accent removed.
+	n := newNormalized("aﬁx", 0, len("aﬁx"))
+	precompiledNormalizer{pm}.normalize(&n)
+	require.Equal(t, "afix", n.String())
+	for i, want := range [][2]int{{0, 1}, {1, 4}, {1, 4}, {4, 5}} {
+		s, e := n.Original(i, i+1)
+		assert.Equal(t, want, [2]int{s, e}, "byte %d", i)
+	}
+	n = newNormalized("e\u0301!", 0, len("e\u0301!"))
+	precompiledNormalizer{pm}.normalize(&n)
+	require.Equal(t, "é!", n.String())
+	s, e := n.Original(0, 2)
+	assert.Equal(t, [2]int{0, 1}, [2]int{s, e})
+	s, e = n.Original(2, 3)
+	assert.Equal(t, [2]int{3, 4}, [2]int{s, e})
 
 	for _, bad := range []struct{ in, msg string }{
 		{"not base64!", "not base64"},

@@ -1,0 +1,241 @@
+package tokenizer
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+func init() {
+	preTokenizers["ByteLevel"] = newByteLevelPreTokenizer
+	postProcessors["ByteLevel"] = newByteLevelProcessor
+	decoders["ByteLevel"] = newByteLevelDecoder
+}
+
+// byteLevel is the ByteLevel component (GPT-2, RoBERTa): as a pre-tokenizer it
+// prepends a space when asked, splits with GPT-2's pattern and writes every byte of
+// each piece as a printable character; as a post-processor it trims the spaces
+// out of token offsets; as a decoder it turns the characters back into bytes.
+type byteLevel struct {
+	addPrefixSpace bool
+	trimOffsets    bool
+	useRegex       bool
+}
+
+func decodeByteLevel(c *component) (byteLevel, error) {
+	var j struct {
+		AddPrefixSpace *bool `json:"add_prefix_space"`
+		TrimOffsets    *bool `json:"trim_offsets"`
+		UseRegex       *bool `json:"use_regex"`
+	}
+	if err := c.decode(&j); err != nil {
+		return byteLevel{}, err
+	}
+	b := byteLevel{addPrefixSpace: true, trimOffsets: true, useRegex: true}
+	if j.AddPrefixSpace != nil {
+		b.addPrefixSpace = *j.AddPrefixSpace
+	}
+	if j.TrimOffsets != nil {
+		b.trimOffsets = *j.TrimOffsets
+	}
+	if j.UseRegex != nil {
+		b.useRegex = *j.UseRegex
+	}
+	return b, nil
+}
+
+func newByteLevelPreTokenizer(c *component) (preTokenizer, error) { return decodeByteLevel(c) }
+
+func (b byteLevel) preTokenize(p *preTokenized) {
+	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+		if n.Len() == 0 {
+			return out
+		}
+		if b.addPrefixSpace && n.String()[0] != ' ' {
+			e := n.Edit()
+			e.Replace(0, " ")
+			e.Done()
+		}
+		first := len(out)
+		if b.useRegex {
+			var local [64][2]int
+			matches := local[:0]
+			gpt2Split(n.String(), func(s, e int) { matches = append(matches, [2]int{s, e}) })
+			out = n.SplitMatches(matches, Isolated, out)
+		} else {
+			out = append(out, *n)
+		}
+		for i := first; i < len(out); i++ {
+			mapBytes(&out[i])
+		}
+		return out
+	})
+}
+
+// mapBytes writes every byte of n as its byte-level character, each aligned to the
+// original of the character the byte belonged to.
+func mapBytes(n *NormalizedString) {
+	s := n.String()
+	i := 0
+	for i < len(s) && s[i] >= '!' && s[i] <= '~' {
+		i++
+	}
+	if i == len(s) {
+		return // printable ASCII maps to itself
+	}
+	e := n.Edit()
+	e.Keep(i)
+	var buf [4 * 2]byte
+	for i < len(s) {
+		c := s[i]
+		if c >= '!' && c <= '~' {
+			j := i + 1
+			for j < len(s) && s[j] >= '!' && s[j] <= '~' {
+				j++
+			}
+			e.Keep(j - i)
+			i = j
+			continue
+		}
+		_, w := utf8.DecodeRuneInString(s[i:])
+		k := 0
+		for _, by := range []byte(s[i : i+w]) {
+			k += utf8.EncodeRune(buf[k:], byteLevelChars[by])
+		}
+		e.Replace(w, string(buf[:k]))
+		i += w
+	}
+	e.Done()
+}
+
+func newByteLevelProcessor(c *component) (postProcessor, error) { return decodeByteLevel(c) }
+
+func (b byteLevel) addedTokens(bool) int { return 0 }
+
+// process trims the offsets when trim_offsets is set and joins a pair; it adds no
+// tokens and keeps the type ids the sequences were encoded with.
+func (b byteLevel) process(a, p *Encoding, _ bool) *Encoding {
+	if b.trimOffsets {
+		trimByteLevelOffsets(a, b.addPrefixSpace)
+		if p != nil {
+			trimByteLevelOffsets(p, b.addPrefixSpace)
+		}
+	}
+	if p != nil {
+		a.appendEncoding(p, -1)
+	}
+	return a
+}
+
+// trimByteLevelOffsets moves each token's offsets past the spaces it starts or ends
+// with (Ġ, the byte-level space, or white space), as the Rust library's
+// process_offsets: the one space add_prefix_space put before the first token stays.
+func trimByteLevelOffsets(e *Encoding, addPrefixSpace bool) {
+	isSpace := func(r rune) bool { return r == 'Ġ' || unicode.IsSpace(r) }
+	for i, tok := range e.Tokens {
+		off := &e.Offsets[i]
+		lead := 0
+		for _, r := range tok {
+			if !isSpace(r) {
+				break
+			}
+			lead++
+		}
+		trail := 0
+		for j := len(tok); j > 0; {
+			r, w := utf8.DecodeLastRuneInString(tok[:j])
+			if !isSpace(r) {
+				break
+			}
+			trail++
+			j -= w
+		}
+		if lead > 0 {
+			if (i == 0 || off[0] == 0) && addPrefixSpace && lead == 1 {
+				lead = 0
+			}
+			off[0] = min(off[0]+lead, off[1])
+		}
+		if trail > 0 && off[1] >= trail {
+			off[1] = max(off[1]-trail, off[0])
+		}
+	}
+}
+
+func newByteLevelDecoder(c *component) (decoder, error) { return decodeByteLevel(c) }
+
+// decodeChain turns the tokens' characters back into bytes (a token with a character
+// outside the byte-level alphabet is kept as it is) and the bytes into text, invalid
+// UTF-8 becoming U+FFFD.
+func (b byteLevel) decodeChain(tokens []string) []string {
+	var buf []byte
+	for _, t := range tokens {
+		start := len(buf)
+		ok := true
+		for _, r := range t {
+			by, found := byteLevelBytes[r]
+			if !found {
+				ok = false
+				break
+			}
+			buf = append(buf, by)
+		}
+		if !ok {
+			buf = append(buf[:start], t...)
+		}
+	}
+	return []string{lossyUTF8(buf)}
+}
+
+// lossyUTF8 is Rust's String::from_utf8_lossy (and the WHATWG decoder's): each maximal
+// invalid subsequence becomes one U+FFFD.
+func lossyUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || w > 1 {
+			sb.Write(b[i : i+w])
+			i += w
+			continue
+		}
+		sb.WriteRune(utf8.RuneError)
+		i += invalidRun(b[i:])
+	}
+	return sb.String()
+}
+
+// invalidRun is the length of the maximal subpart of an ill-formed sequence at the start
+// of b: the lead byte and the continuation bytes that could still have completed it.
+func invalidRun(b []byte) int {
+	var want int
+	lo, hi := byte(0x80), byte(0xBF)
+	switch c := b[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		want = 2
+	case c == 0xE0:
+		want, lo = 3, 0xA0
+	case c == 0xED:
+		want, hi = 3, 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		want = 3
+	case c == 0xF0:
+		want, lo = 4, 0x90
+	case c == 0xF4:
+		want, hi = 4, 0x8F
+	case c >= 0xF1 && c <= 0xF3:
+		want = 4
+	default:
+		return 1
+	}
+	n := 1
+	if n < len(b) && b[n] >= lo && b[n] <= hi {
+		n++
+		for n < want && n < len(b) && b[n] >= 0x80 && b[n] <= 0xBF {
+			n++
+		}
+	}
+	return n
+}
