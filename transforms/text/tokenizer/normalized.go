@@ -101,8 +101,8 @@ func (n *NormalizedString) Edit() *Editor {
 // or to the byte after it at the start, as Hugging Face aligns inserted
 // characters. Consume whole runes only.
 //
-// An editor whose replacements all keep byte lengths keeps the cheap
-// identity alignment.
+// An editor whose replacements all put one rune for one rune of the same
+// length keeps the alignment as it was (for ASCII case mapping, say).
 type Editor struct {
 	n       *NormalizedString
 	pos     int // bytes of n.s consumed
@@ -133,7 +133,10 @@ func (e *Editor) Keep(nbytes int) {
 // their place.
 func (e *Editor) Replace(nbytes int, text string) {
 	e.changed = true
-	if e.sameLen && len(text) == nbytes {
+	// One rune for one rune of the same length keeps every byte's place
+	// (and so the identity alignment); anything else aligns explicitly.
+	if e.sameLen && len(text) == nbytes && (nbytes <= 1 ||
+		(utf8.RuneCountInString(text) == 1 && utf8.RuneCountInString(e.n.s[e.pos:e.pos+nbytes]) == 1)) {
 		e.buf = append(e.buf, text...)
 		e.pos += nbytes
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,37 @@ func TestConcurrentEncode(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Every token of the BERT tokenizer (but [UNK] and the special tokens)
+// is in the normalized text its offsets cover: the offsets survive the
+// normalizer's changes of length (NFD, removed characters, CJK spacing).
+func TestOffsetsBERT(t *testing.T) {
+	tk := loadBERT(t)
+	checked := 0
+	for i, in := range referenceCorpus(3000, 7) {
+		e, err := tk.Encode(in.A)
+		require.NoError(t, err)
+		for k, o := range e.Offsets {
+			if e.SpecialTokensMask[k] == 1 || e.Tokens[k] == "[UNK]" {
+				continue
+			}
+			n := newNormalized(in.A, o[0], o[1])
+			tk.normalizer.normalize(&n)
+			// (A final sigma depends on the text around it: ς and σ are one.)
+			sigma := strings.NewReplacer("ς", "σ")
+			want := sigma.Replace(strings.TrimPrefix(e.Tokens[k], "##"))
+			got := sigma.Replace(strings.TrimSpace(n.String()))
+			// A token cut from one decomposed character (a Hangul
+			// syllable's jamo) covers the whole character.
+			if utf8.RuneCountInString(in.A[o[0]:o[1]]) == 1 && strings.Contains(got, want) {
+				got = want
+			}
+			if !assert.Equal(t, want, got, "text %d %q token %d offsets %v", i, in.A, k, o) {
+				return
+			}
+			checked++
+		}
+	}
+	t.Logf("%d tokens checked", checked)
 }
