@@ -52,8 +52,11 @@ func (b byteLevel) preTokenize(p *preTokenized) {
 			return out
 		}
 		if b.addPrefixSpace && n.String()[0] != ' ' {
+			// The space takes the first character's place and that character
+			// follows it, both aligned to it (the Rust library's prepend).
+			_, w := utf8.DecodeRuneInString(n.String())
 			e := n.Edit()
-			e.Replace(0, " ")
+			e.Replace(w, " "+n.String()[:w])
 			e.Done()
 		}
 		first := len(out)

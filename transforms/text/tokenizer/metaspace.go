@@ -87,7 +87,11 @@ func (m metaspace) preTokenize(p *preTokenized) {
 		if prepend || strings.IndexByte(s, ' ') >= 0 {
 			e := n.Edit()
 			if prepend {
-				e.Replace(0, m.rep)
+				// As the Rust library's prepend: the replacement takes the first
+				// character's place and that character follows it, both aligned
+				// to the first character.
+				_, w := utf8.DecodeRuneInString(s)
+				e.Replace(w, m.rep+s[:w])
 			}
 			for i := strings.IndexByte(s, ' '); i >= 0; {
 				e.Keep(i - e.Pos())

@@ -23,9 +23,19 @@ var referenceCases = []struct {
 	name string
 	file string // tokenizer.json; tokenizer_config.json beside it when present
 	seed uint64
+	// joinPairs: tokenizers.js drops the second text of a pair (its ByteLevel
+	// post-processor); compare a pair with its encodings of the two texts
+	// joined, which is what the Rust library returns.
+	joinPairs bool
+	// normalizer, when set, replaces the file's normalizer (JSON) for the
+	// comparison: tokenizers.js approximates Precompiled with NFKC.
+	normalizer string
 }{
-	{"bert-uncased", "testdata/bert/uncased/tokenizer.json", 1},
-	{"bert-cased", "testdata/bert/cased/tokenizer.json", 2},
+	{name: "bert-uncased", file: "testdata/bert/uncased/tokenizer.json", seed: 1},
+	{name: "bert-cased", file: "testdata/bert/cased/tokenizer.json", seed: 2},
+	{name: "gpt2", file: "testdata/gpt2/tokenizer.json", seed: 3, joinPairs: true},
+	{name: "spm-unigram", file: "testdata/spm/test_model.tokenizer.json", seed: 4, normalizer: `{"type": "NFKC"}`},
+	{name: "spm-unigram-ja", file: "testdata/spm/test_ja_model.tokenizer.json", seed: 5, normalizer: `{"type": "NFKC"}`},
 }
 
 const referenceCorpusSize = 10000
@@ -37,7 +47,11 @@ func TestReference(t *testing.T) {
 			if testing.Short() {
 				n = 1000
 			}
-			compareWithReference(t, c.file, referenceCorpus(n, c.seed))
+			file := c.file
+			if c.normalizer != "" {
+				file = withNormalizer(t, file, c.normalizer)
+			}
+			compareWithReference(t, file, referenceCorpus(n, c.seed), c.joinPairs)
 		})
 	}
 }
@@ -104,14 +118,19 @@ func runReference(t *testing.T, file string, inputs []refInput) []refOutput {
 // encodings to the untruncated ones). It reports the first differences with
 // their texts. The Go offsets, which tokenizers.js does not return, are
 // checked for being rune-aligned ranges of the text.
-func compareWithReference(t *testing.T, file string, inputs []refInput) {
+func compareWithReference(t *testing.T, file string, inputs []refInput, joinPairs bool) {
 	tk, err := LoadFile(file)
 	require.NoError(t, err)
 	full, err := tk.WithTruncation(nil)
 	require.NoError(t, err)
 	full, err = full.WithPadding(nil)
 	require.NoError(t, err)
-	ref := runReference(t, file, inputs)
+	var ref []refOutput
+	if joinPairs {
+		ref = runReferenceJoined(t, file, inputs)
+	} else {
+		ref = runReference(t, file, inputs)
+	}
 	var diffs []string
 	same := 0
 	for i, in := range inputs {
