@@ -1,8 +1,10 @@
 package tokenizer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -244,18 +246,73 @@ func (m *bpeModel) allBytesKnown(s string) bool {
 	return true
 }
 
-// bpeHeapItem is a candidate merge: the pair starting at symbol pos.
+// bpeHeapItem is a candidate merge: the pair starting at symbol pos, ordered by rank then
+// position (key is rank<<32 | pos), and the id the merge makes.
 type bpeHeapItem struct {
-	rank, pos, id int32
+	key uint64
+	id  int32
 }
 
-func (a bpeHeapItem) less(b bpeHeapItem) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+func heapKey(rank, pos int32) uint64 { return uint64(uint32(rank))<<32 | uint64(uint32(pos)) }
+
+// bpeHeap is a 4-ary min-heap of candidate merges (shallower than a binary heap: a
+// word of millions of characters touches fewer cache lines per pop).
+type bpeHeap []bpeHeapItem
+
+func (h bpeHeap) down(i int) {
+	n := len(h)
+	it := h[i]
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		best := c
+		for k := c + 1; k < c+4 && k < n; k++ {
+			if h[k].key < h[best].key {
+				best = k
+			}
+		}
+		if h[best].key >= it.key {
+			break
+		}
+		h[i] = h[best]
+		i = best
+	}
+	h[i] = it
+}
+
+func (h *bpeHeap) push(it bpeHeapItem) {
+	*h = append(*h, it)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if s[p].key <= it.key {
+			break
+		}
+		s[i] = s[p]
+		i = p
+	}
+	s[i] = it
+}
+
+func (h *bpeHeap) pop() bpeHeapItem {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	*h = s[:last]
+	if last > 0 {
+		(*h).down(0)
+	}
+	return top
 }
 
 // mergeAll applies the merges to the linked symbols: the lowest rank first, leftmost
-// among equal ranks. Small words scan for the best pair; longer ones use a binary heap,
-// so a word of n characters costs O(n log n), not O(n²).
+// among equal ranks, as the Rust library's priority queue does. Small words scan for the
+// best pair; longer ones use a heap, so a word of n characters costs O(n log n), not
+// O(n²).
 func (m *bpeModel) mergeAll(syms []bpeSymbol) {
 	if len(syms) < 2 {
 		return
@@ -264,47 +321,25 @@ func (m *bpeModel) mergeAll(syms []bpeSymbol) {
 		m.mergeScan(syms)
 		return
 	}
-	h := make([]bpeHeapItem, 0, len(syms))
-	push := func(it bpeHeapItem) {
-		h = append(h, it)
-		for c := len(h) - 1; c > 0; {
-			p := (c - 1) / 2
-			if !h[c].less(h[p]) {
-				break
-			}
-			h[c], h[p] = h[p], h[c]
-			c = p
-		}
-	}
-	pop := func() bpeHeapItem {
-		top := h[0]
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
-		for p := 0; ; {
-			l, r, best := 2*p+1, 2*p+2, p
-			if l < len(h) && h[l].less(h[best]) {
-				best = l
-			}
-			if r < len(h) && h[r].less(h[best]) {
-				best = r
-			}
-			if best == p {
-				break
-			}
-			h[p], h[best] = h[best], h[p]
-			p = best
-		}
-		return top
-	}
+	// The pairs of the initial symbols, sorted (sequential, cheaper than heap pops),
+	// and a heap of the pairs merges make; the next merge is the smaller of their heads.
+	initial := make([]bpeHeapItem, 0, len(syms)-1)
 	for i := 0; i+1 < len(syms); i++ {
 		if mg, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
-			push(bpeHeapItem{rank: mg.rank, pos: int32(i), id: mg.id})
+			initial = append(initial, bpeHeapItem{key: heapKey(mg.rank, int32(i)), id: mg.id})
 		}
 	}
-	for len(h) > 0 {
-		top := pop()
-		cur := &syms[top.pos]
+	slices.SortFunc(initial, func(a, b bpeHeapItem) int { return cmp.Compare(a.key, b.key) })
+	h := make(bpeHeap, 0, len(initial)/4+16)
+	for len(initial) > 0 || len(h) > 0 {
+		var top bpeHeapItem
+		if len(h) == 0 || (len(initial) > 0 && initial[0].key < h[0].key) {
+			top, initial = initial[0], initial[1:]
+		} else {
+			top = h.pop()
+		}
+		pos := int32(uint32(top.key))
+		cur := &syms[pos]
 		if cur.len == 0 || cur.next < 0 {
 			continue
 		}
@@ -317,16 +352,16 @@ func (m *bpeModel) mergeAll(syms []bpeSymbol) {
 		syms[cur.next].len = 0
 		cur.next = right.next
 		if right.next >= 0 {
-			syms[right.next].prev = top.pos
+			syms[right.next].prev = pos
 		}
 		if cur.prev >= 0 {
 			if mg, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
-				push(bpeHeapItem{rank: mg.rank, pos: cur.prev, id: mg.id})
+				h.push(bpeHeapItem{key: heapKey(mg.rank, cur.prev), id: mg.id})
 			}
 		}
 		if cur.next >= 0 {
 			if mg, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
-				push(bpeHeapItem{rank: mg.rank, pos: top.pos, id: mg.id})
+				h.push(bpeHeapItem{key: heapKey(mg.rank, pos), id: mg.id})
 			}
 		}
 	}
@@ -335,10 +370,10 @@ func (m *bpeModel) mergeAll(syms []bpeSymbol) {
 // mergeScan is mergeAll for short words: find the best pair by scanning, merge, repeat.
 func (m *bpeModel) mergeScan(syms []bpeSymbol) {
 	for {
-		best := bpeHeapItem{rank: math.MaxInt32, pos: -1}
+		best := struct{ rank, pos, id int32 }{rank: math.MaxInt32, pos: -1}
 		for i := int32(0); i >= 0 && syms[i].next >= 0; i = syms[i].next {
 			if mg, ok := m.merges[pairKey(syms[i].id, syms[syms[i].next].id)]; ok && mg.rank < best.rank {
-				best = bpeHeapItem{rank: mg.rank, pos: i, id: mg.id}
+				best.rank, best.pos, best.id = mg.rank, i, mg.id
 			}
 		}
 		if best.pos < 0 {
@@ -443,7 +478,9 @@ func newBPEComponent(c *component) (model, error) {
 }
 
 func (m *bpeModel) tokenize(word string, out []Token) []Token {
-	for _, t := range m.wordTokens(word) {
+	toks := m.wordTokens(word)
+	out = slices.Grow(out, len(toks))
+	for _, t := range toks {
 		out = append(out, Token{ID: int(t.id), Value: m.vocabR[t.id], Start: int(t.start), End: int(t.end)})
 	}
 	return out

@@ -294,6 +294,9 @@ func (t *Tokenizer) encodeSequence(text string, typeID int, limit int) (*Encodin
 				}
 				sc.tokens = t.model.tokenize(w.s, sc.tokens[:0])
 				for _, tok := range sc.tokens {
+					if full() {
+						break
+					}
 					s, en := w.Original(tok.Start, tok.End)
 					e.push(tok.ID, typeID, tok.Value, [2]int{s, en}, 0, word, seq)
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -224,7 +225,9 @@ func newUnigramComponent(c *component) (model, error) {
 }
 
 func (m *unigramModel) tokenize(word string, out []Token) []Token {
-	for _, t := range m.wordTokens(word) {
+	toks := m.wordTokens(word)
+	out = slices.Grow(out, len(toks))
+	for _, t := range toks {
 		v := m.pieces[t.id]
 		if t.id == m.unkID {
 			v = word[t.start:t.end] // the Rust library names an unknown token by its text
