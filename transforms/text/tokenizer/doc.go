@@ -53,6 +53,31 @@
 //   - Lower-casing is JavaScript's toLowerCase: full Unicode mappings
 //     (İ becomes "i̇") and the final sigma (a word-final Σ becomes ς); the
 //     Rust crate maps one character at a time.
-//   - White space (BertPreTokenizer, Strip, lstrip/rstrip of added tokens)
-//     is JavaScript's: it includes U+FEFF and not U+0085.
+//   - White space (BertPreTokenizer, Strip, lstrip/rstrip of added tokens,
+//     the \s of ByteLevel's GPT-2 pattern) is JavaScript's: it includes
+//     U+FEFF and not U+0085.
+//
+// In three places tokenizers.js is not followed, because it departs from the
+// Rust crate (and the models' training) in ways real text meets:
+//
+//   - Precompiled: tokenizers.js approximates SentencePiece's charsmap with
+//     NFKC; this package reads the charsmap (a darts double-array trie) as
+//     the Rust crate does, grapheme clusters of under 6 bytes looked up
+//     whole. It is held to SentencePiece itself instead
+//     (TestPrecompiledMatchesSentencePiece), and to tokenizers.js with NFKC
+//     in its place.
+//   - ByteLevel post-processing of a pair: tokenizers.js drops the second
+//     text; this package joins the two, as the Rust crate does (type ids 0
+//     then 1).
+//   - Metaspace with split (the default) cuts the text before each ▁ and
+//     the model sees each word alone, as in the Rust crate; tokenizers.js
+//     gives the model the whole section. The ids differ only where a
+//     vocabulary has pieces with a ▁ inside (SentencePiece's
+//     split_by_whitespace leaves none).
+//
+// BPE, Unigram: the Rust crate's algorithms (merges by rank, leftmost
+// first; Viterbi in float64 with SentencePiece's unknown penalty, unknowns
+// fused), each with a bounded, concurrency-safe word cache. BPE dropout
+// above 0 is refused at load: it makes encoding random (it is for
+// training). A BPE word of n characters costs O(n log n).
 package tokenizer

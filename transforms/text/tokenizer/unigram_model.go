@@ -45,16 +45,16 @@ const unigramUnkPenalty = 10.0
 
 func newUnigram(c unigramConfig) (*unigramModel, error) {
 	if len(c.pieces) == 0 {
-		return nil, fmt.Errorf("Unigram vocabulary is empty")
+		return nil, fmt.Errorf("the vocabulary is empty")
 	}
 	if c.unkID == nil {
-		return nil, fmt.Errorf("Unigram model has no unk_id: a vocabulary without its unknown token cannot encode a character outside it")
+		return nil, fmt.Errorf("no unk_id: a vocabulary without its unknown token cannot encode a character outside it")
 	}
 	if *c.unkID < 0 || *c.unkID >= len(c.pieces) {
-		return nil, fmt.Errorf("Unigram unk_id %d is outside the vocabulary of %d pieces", *c.unkID, len(c.pieces))
+		return nil, fmt.Errorf("unk_id %d is outside the vocabulary of %d pieces", *c.unkID, len(c.pieces))
 	}
 	if len(c.pieces) > math.MaxInt32 {
-		return nil, fmt.Errorf("Unigram vocabulary of %d pieces is too large", len(c.pieces))
+		return nil, fmt.Errorf("the vocabulary of %d pieces is too large", len(c.pieces))
 	}
 	m := &unigramModel{
 		pieces:       c.pieces,
@@ -68,10 +68,10 @@ func newUnigram(c unigramConfig) (*unigramModel, error) {
 	ids := make([]int32, len(c.pieces))
 	for i, p := range c.pieces {
 		if math.IsNaN(c.scores[i]) || math.IsInf(c.scores[i], 0) {
-			return nil, fmt.Errorf("Unigram piece %d (%q) has the score %v", i, p, c.scores[i])
+			return nil, fmt.Errorf("vocab[%d] (%q) has the score %v", i, p, c.scores[i])
 		}
 		if !utf8.ValidString(p) {
-			return nil, fmt.Errorf("Unigram piece %d is not valid UTF-8", i)
+			return nil, fmt.Errorf("vocab[%d] is not valid UTF-8", i)
 		}
 		m.ids[p] = int32(i) // a piece listed twice has its last id, as in the Rust library
 
