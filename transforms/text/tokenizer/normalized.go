@@ -131,19 +131,30 @@ func (e *Editor) Keep(nbytes int) {
 
 // Replace consumes the next nbytes bytes (0 inserts) and writes text in
 // their place.
-func (e *Editor) Replace(nbytes int, text string) {
+func (e *Editor) Replace(nbytes int, text string) { replace(e, nbytes, text) }
+
+// ReplaceBytes is Replace with the text in a byte slice (not retained).
+func (e *Editor) ReplaceBytes(nbytes int, text []byte) { replace(e, nbytes, text) }
+
+// ReplaceRune consumes the next nbytes bytes and writes r in their place.
+func (e *Editor) ReplaceRune(nbytes int, r rune) {
+	var b [utf8.UTFMax]byte
+	replace(e, nbytes, utf8.AppendRune(b[:0], r))
+}
+
+func replace[T string | []byte](e *Editor, nbytes int, text T) {
 	e.changed = true
 	// One rune for one rune of the same length keeps every byte's place
 	// (and so the identity alignment); anything else aligns explicitly.
 	if e.sameLen && len(text) == nbytes && (nbytes <= 1 ||
-		(utf8.RuneCountInString(text) == 1 && utf8.RuneCountInString(e.n.s[e.pos:e.pos+nbytes]) == 1)) {
+		(runeCount(text) == 1 && utf8.RuneCountInString(e.n.s[e.pos:e.pos+nbytes]) == 1)) {
 		e.buf = append(e.buf, text...)
 		e.pos += nbytes
 		return
 	}
 	if e.sameLen {
 		e.sameLen = false
-		e.align = make([]span, len(e.buf), len(e.n.s)+len(text)+16)
+		e.align = make([]span, len(e.buf), len(e.n.s)+len(e.n.s)/4+len(text)+16)
 		for i := range e.buf {
 			e.align[i] = e.n.alignAt(i)
 		}
@@ -167,11 +178,8 @@ func (e *Editor) Replace(nbytes int, text string) {
 	e.pos += nbytes
 }
 
-// ReplaceRune consumes the next nbytes bytes and writes r in their place.
-func (e *Editor) ReplaceRune(nbytes int, r rune) {
-	var b [utf8.UTFMax]byte
-	k := utf8.EncodeRune(b[:], r)
-	e.Replace(nbytes, string(b[:k]))
+func runeCount[T string | []byte](s T) int {
+	return utf8.RuneCountInString(string(s)) // no copy: the conversion does not escape
 }
 
 // Done keeps what was not consumed and installs the new text. It reports
