@@ -29,9 +29,13 @@
 // # Components
 //
 // Normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase,
-// StripAccents, Strip, Prepend, Sequence. Pre-tokenizers: BertPreTokenizer.
-// Models: WordPiece. Post-processors: TemplateProcessing. Decoders:
-// WordPiece. A tokenizer.json naming any other component is refused when it
+// StripAccents, Strip, Replace, Prepend, Sequence. Pre-tokenizers:
+// BertPreTokenizer, Whitespace, WhitespaceSplit, Punctuation, Digits,
+// Split (every behaviour, invert), Sequence. Models: WordPiece.
+// Post-processors: TemplateProcessing, BertProcessing, RobertaProcessing,
+// Sequence. Decoders: WordPiece. Regular expressions (Split, Replace) are
+// Go's RE2 with Oniguruma's Unicode \s, \d and \w; a pattern RE2 cannot
+// take (look-around, backreferences) is refused at load. A tokenizer.json naming any other component is refused when it
 // is loaded, the error naming the file, the JSON path
 // (normalizer.normalizers[2].type) and the type, and wrapping
 // ErrUnsupported. EXTENDING.md says how a component is added.
@@ -40,7 +44,12 @@
 //
 // The package is held to tokenizers.js (npm @huggingface/tokenizers 0.2.0,
 // Hugging Face's pure-JavaScript implementation): the same ids, tokens,
-// type ids and attention masks on a generated corpus (reference_test.go).
+// type ids and attention masks on a generated corpus of 10,000 texts per
+// tokenizer.json (reference_test.go), BERT's and variants of it that use
+// the other components. tokenizers.js returns no offsets and does not
+// truncate or pad; the offsets are checked against the text and truncation
+// against the untruncated encodings instead.
+//
 // Where tokenizers.js and Hugging Face's Rust crate differ, this package
 // follows tokenizers.js in these places, all rare in real text:
 //
@@ -54,4 +63,22 @@
 //     Rust crate maps one character at a time.
 //   - White space (BertPreTokenizer, Strip, lstrip/rstrip of added tokens)
 //     is JavaScript's: it includes U+FEFF and not U+0085.
+//   - StripAccents removes every mark (\p{M}), not only non-spacing ones.
+//
+// and follows the Rust crate where tokenizers.js is plainly off:
+//
+//   - Whitespace's \w is Unicode's (tokenizers.js's is ASCII: "café"
+//     becomes "caf" and "é"); WhitespaceSplit splits at Unicode's white
+//     space.
+//   - Punctuation and Split apply their behaviour (tokenizers.js treats
+//     Punctuation as Contiguous and Split's MergedWithPrevious,
+//     MergedWithNext and Contiguous as Isolated; a Split with a String
+//     pattern and Removed keeps the delimiters there).
+//   - EncodePair with an empty second text encodes a pair (tokenizers.js
+//     encodes the first text alone).
+//   - A token of the model keeps the model's id (tokenizers.js gives a
+//     model token whose text is an added token's content that added
+//     token's id).
+//   - added tokens' single_word is not implemented yet by either: a
+//     tokenizer.json with a single_word added token loads and ignores it.
 package tokenizer

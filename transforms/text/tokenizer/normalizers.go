@@ -19,6 +19,7 @@ func init() {
 	normalizers["StripAccents"] = func(*component) (normalizer, error) { return stripMarks{}, nil }
 	normalizers["Strip"] = newStrip
 	normalizers["Prepend"] = newPrepend
+	normalizers["Replace"] = newReplaceNormalizer
 }
 
 // bertNormalizer is BERT's normalizer: control characters removed and
@@ -335,9 +336,15 @@ func applyForm(n *NormalizedString, f norm.Form) {
 	e := n.Edit()
 	var it norm.Iter
 	it.InitString(f, s)
+	var out []byte
 	for !it.Done() {
+		// A long decomposition comes in several pieces before the
+		// iterator moves on in the input.
 		p := it.Pos()
-		out := it.Next()
+		out = append(out[:0], it.Next()...)
+		for it.Pos() == p && !it.Done() {
+			out = append(out, it.Next()...)
+		}
 		q := it.Pos()
 		if string(out) == s[p:q] {
 			e.Keep(q - p)
@@ -440,4 +447,41 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// replaceNormalizer replaces every match of a pattern by content.
+type replaceNormalizer struct {
+	pattern pattern
+	content string
+}
+
+func newReplaceNormalizer(c *component) (normalizer, error) {
+	var j struct {
+		Content *string `json:"content"`
+	}
+	if err := c.decode(&j); err != nil {
+		return nil, err
+	}
+	if j.Content == nil {
+		return nil, c.errorf("no \"content\"")
+	}
+	p, err := parsePattern(c, "pattern")
+	if err != nil {
+		return nil, err
+	}
+	return replaceNormalizer{p, *j.Content}, nil
+}
+
+func (rn replaceNormalizer) normalize(n *NormalizedString) {
+	var buf [8][2]int
+	m := rn.pattern.find(n.s, buf[:0])
+	if len(m) == 0 {
+		return
+	}
+	e := n.Edit()
+	for _, r := range m {
+		e.Keep(r[0] - e.Pos())
+		e.Replace(r[1]-r[0], rn.content)
+	}
+	e.Done()
 }

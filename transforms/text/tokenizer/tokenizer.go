@@ -336,7 +336,7 @@ func (t *Tokenizer) encodeSection(e *Encoding, sc *scratch, text string, start, 
 		if sub.added >= 0 {
 			a := &t.added.tokens[sub.added]
 			s, en := n.Original(sub.start, sub.end)
-			e.push(a.id, typeID, a.content, [2]int{s, en}, a.specialMask(), *word, typeID)
+			e.push(a.id, typeID, n.s[sub.start:sub.end], [2]int{s, en}, a.specialMask(), *word, typeID)
 			*word++
 			continue
 		}
