@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -115,54 +114,26 @@ func newByteLevelProcessor(c *component) (postProcessor, error) { return decodeB
 
 func (b byteLevel) addedTokens(bool) int { return 0 }
 
-// process trims the offsets when trim_offsets is set and joins a pair; it adds no
-// tokens and keeps the type ids the sequences were encoded with.
-func (b byteLevel) process(a, p *Encoding, _ bool) *Encoding {
+// processEach trims the offsets of one text's encoding when trim_offsets is
+// set (trimByteLevelOffsets); it adds no tokens (a perSequence processor).
+func (b byteLevel) processEach(e *Encoding) {
 	if b.trimOffsets {
-		trimByteLevelOffsets(a, b.addPrefixSpace)
-		if p != nil {
-			trimByteLevelOffsets(p, b.addPrefixSpace)
-		}
+		trimByteLevelOffsets(e, b.addPrefixSpace)
 	}
-	if p != nil {
-		a.appendEncoding(p, -1)
-	}
-	return a
 }
 
-// trimByteLevelOffsets moves each token's offsets past the spaces it starts or ends
-// with (Ġ, the byte-level space, or white space), as the Rust library's
-// process_offsets: the one space add_prefix_space put before the first token stays.
-func trimByteLevelOffsets(e *Encoding, addPrefixSpace bool) {
-	isSpace := func(r rune) bool { return r == 'Ġ' || unicode.IsSpace(r) }
-	for i, tok := range e.Tokens {
-		off := &e.Offsets[i]
-		lead := 0
-		for _, r := range tok {
-			if !isSpace(r) {
-				break
-			}
-			lead++
-		}
-		trail := 0
-		for j := len(tok); j > 0; {
-			r, w := utf8.DecodeLastRuneInString(tok[:j])
-			if !isSpace(r) {
-				break
-			}
-			trail++
-			j -= w
-		}
-		if lead > 0 {
-			if (i == 0 || off[0] == 0) && addPrefixSpace && lead == 1 {
-				lead = 0
-			}
-			off[0] = min(off[0]+lead, off[1])
-		}
-		if trail > 0 && off[1] >= trail {
-			off[1] = max(off[1]-trail, off[0])
-		}
+// process trims the offsets and joins a pair, keeping the type ids the texts
+// were encoded with (0, then 1), as the Rust crate's ByteLevel does.
+func (b byteLevel) process(a, p *Encoding, _ bool) *Encoding {
+	b.processEach(a)
+	if p == nil {
+		return a
 	}
+	b.processEach(p)
+	out := newEncoding(a.Len() + p.Len())
+	out.appendEncoding(a, -1)
+	out.appendEncoding(p, -1)
+	return out
 }
 
 func newByteLevelDecoder(c *component) (decoder, error) { return decodeByteLevel(c) }

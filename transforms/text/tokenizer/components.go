@@ -49,6 +49,18 @@ func (p *preTokenized) splitEach(f func(n *NormalizedString, out []NormalizedStr
 	p.splits = out
 }
 
+// cutter is implemented by the normalizers and pre-tokenizers whose result
+// is the same when their text is cut right before any character for which
+// cutBefore is true and the pieces are processed one after the other
+// (BertPreTokenizer at white space and punctuation, BertNormalizer at
+// white space and most ASCII punctuation). When both the normalizer and
+// the pre-tokenizer are cutters, a huge text that is truncated anyway is
+// encoded a chunk at a time and only until the limit. Implementing it is
+// optional.
+type cutter interface {
+	cutBefore(r rune) bool
+}
+
 // Token is one token the model found in a word: its id, its text as in the
 // vocabulary, and the byte range [Start, End) of the word it covers.
 type Token struct {

@@ -32,7 +32,7 @@ var corpusControls = []string{"\x00", "\x01", "\x07", "\b", "\t", "\n", "\v", "\
 	"\u00ad", "\u200b", "\u200c", "\u200d", "\u200e", "\u2060", "\ufeff", "\ufffd", "\ue000", "\U000f0000",
 	"\u00a0", "\u2002", "\u2009", "\u3000", "\u2028", "\u2029", "\u202f", "\u205f", "\u1680", "\u180e"}
 
-var corpusAdded = []string{"[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "[SEP", "[[MASK]]", "x[SEP]y"}
+var corpusAdded = []string{"[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "[SEP", "[[MASK]]", "x[SEP]y", "[SEP] [CLS]", " \t[MASK]\n ", "State-Of-The-Art", "UNITED", "united states"}
 
 // corpusBlocks are ranges of code points to sample from: scripts, symbols,
 // marks, compatibility forms (assigned in Unicode 15.0, which both Go and

@@ -34,6 +34,33 @@ type Encoding struct {
 // Len returns the number of tokens.
 func (e *Encoding) Len() int { return len(e.IDs) }
 
+// newEncoding returns an empty encoding with room for n tokens, its six
+// int slices cut from one allocation.
+func newEncoding(n int) *Encoding {
+	ints := make([]int, 6*n)
+	cut := func(i int) []int { return ints[i*n : i*n : (i+1)*n] }
+	return &Encoding{
+		IDs: cut(0), TypeIDs: cut(1), SpecialTokensMask: cut(2),
+		AttentionMask: cut(3), WordIDs: cut(4), SequenceIDs: cut(5),
+		Tokens:  make([]string, 0, n),
+		Offsets: make([][2]int, 0, n),
+	}
+}
+
+// reset empties e keeping its memory (for the pooled encodings of
+// encodeSequence).
+func (e *Encoding) reset() {
+	e.IDs = e.IDs[:0]
+	e.TypeIDs = e.TypeIDs[:0]
+	clear(e.Tokens) // let the GC have the strings
+	e.Tokens = e.Tokens[:0]
+	e.Offsets = e.Offsets[:0]
+	e.SpecialTokensMask = e.SpecialTokensMask[:0]
+	e.AttentionMask = e.AttentionMask[:0]
+	e.WordIDs = e.WordIDs[:0]
+	e.SequenceIDs = e.SequenceIDs[:0]
+}
+
 // push appends one token.
 func (e *Encoding) push(id, typeID int, token string, off [2]int, special, word, seq int) {
 	e.IDs = append(e.IDs, id)

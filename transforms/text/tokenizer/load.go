@@ -200,6 +200,9 @@ func parse(name string, data []byte, cfgName string, cfgData []byte) (*Tokenizer
 		t.padding = p
 	}
 	t.modelMaxLength = l.config.ModelMaxLength
+	_, preCuts := t.preTokenizer.(cutter)
+	_, normCuts := t.normalizer.(cutter)
+	t.chunkable = preCuts && (t.normalizer == nil || normCuts) && !t.added.hasNormalized
 	return t, nil
 }
 

@@ -131,19 +131,30 @@ func (e *Editor) Keep(nbytes int) {
 
 // Replace consumes the next nbytes bytes (0 inserts) and writes text in
 // their place.
-func (e *Editor) Replace(nbytes int, text string) {
+func (e *Editor) Replace(nbytes int, text string) { replace(e, nbytes, text) }
+
+// ReplaceBytes is Replace with the text in a byte slice (not retained).
+func (e *Editor) ReplaceBytes(nbytes int, text []byte) { replace(e, nbytes, text) }
+
+// ReplaceRune consumes the next nbytes bytes and writes r in their place.
+func (e *Editor) ReplaceRune(nbytes int, r rune) {
+	var b [utf8.UTFMax]byte
+	replace(e, nbytes, utf8.AppendRune(b[:0], r))
+}
+
+func replace[T string | []byte](e *Editor, nbytes int, text T) {
 	e.changed = true
 	// One rune for one rune of the same length keeps every byte's place
 	// (and so the identity alignment); anything else aligns explicitly.
 	if e.sameLen && len(text) == nbytes && (nbytes <= 1 ||
-		(utf8.RuneCountInString(text) == 1 && utf8.RuneCountInString(e.n.s[e.pos:e.pos+nbytes]) == 1)) {
+		(runeCount(text) == 1 && utf8.RuneCountInString(e.n.s[e.pos:e.pos+nbytes]) == 1)) {
 		e.buf = append(e.buf, text...)
 		e.pos += nbytes
 		return
 	}
 	if e.sameLen {
 		e.sameLen = false
-		e.align = make([]span, len(e.buf), len(e.n.s)+len(text)+16)
+		e.align = make([]span, len(e.buf), len(e.n.s)+len(e.n.s)/4+len(text)+16)
 		for i := range e.buf {
 			e.align[i] = e.n.alignAt(i)
 		}
@@ -167,11 +178,8 @@ func (e *Editor) Replace(nbytes int, text string) {
 	e.pos += nbytes
 }
 
-// ReplaceRune consumes the next nbytes bytes and writes r in their place.
-func (e *Editor) ReplaceRune(nbytes int, r rune) {
-	var b [utf8.UTFMax]byte
-	k := utf8.EncodeRune(b[:], r)
-	e.Replace(nbytes, string(b[:k]))
+func runeCount[T string | []byte](s T) int {
+	return utf8.RuneCountInString(string(s)) // no copy: the conversion does not escape
 }
 
 // Done keeps what was not consumed and installs the new text. It reports
@@ -219,53 +227,91 @@ const (
 // ranges matches (sorted, not overlapping; [2]int{start, end}), treating the
 // delimiters as behavior says. Empty pieces are left out.
 func (n *NormalizedString) SplitMatches(matches [][2]int, behavior SplitBehavior, out []NormalizedString) []NormalizedString {
-	if len(matches) == 0 {
-		if n.Len() > 0 {
-			out = append(out, *n)
+	return n.splitEntries(matchEntries(matches, n.Len(), false), behavior, out)
+}
+
+// entry is one range of a text and whether it is a delimiter, as Hugging
+// Face's find_matches returns them: the whole text covered, each match an
+// entry of its own.
+type entry struct {
+	start, end int
+	delim      bool
+}
+
+// matchEntries turns matches in a text of length n into entries; invert
+// makes the matches the pieces and the text between them the delimiters
+// (Hugging Face's Invert).
+func matchEntries(matches [][2]int, n int, invert bool) []entry {
+	es := make([]entry, 0, 2*len(matches)+1)
+	prev := 0
+	for _, m := range matches {
+		if m[0] > prev {
+			es = append(es, entry{prev, m[0], invert})
 		}
-		return out
-	}
-	emit := func(a, b int) {
-		if b > a {
-			out = append(out, n.Slice(a, b))
-		}
-	}
-	prev := 0     // end of the last delimiter
-	pending := -1 // MergedWithNext: start of a delimiter waiting for its piece
-	runStart := -1
-	for i, m := range matches {
-		switch behavior {
-		case Removed:
-			emit(prev, m[0])
-		case Isolated:
-			emit(prev, m[0])
-			emit(m[0], m[1])
-		case MergedWithPrevious:
-			emit(prev, m[1])
-		case MergedWithNext:
-			if pending >= 0 {
-				emit(pending, m[0])
-			} else {
-				emit(prev, m[0])
-			}
-			pending = m[0]
-		case Contiguous:
-			if runStart < 0 {
-				emit(prev, m[0])
-				runStart = m[0]
-			}
-			if i+1 == len(matches) || matches[i+1][0] != m[1] {
-				emit(runStart, m[1])
-				runStart = -1
-			}
-		}
+		es = append(es, entry{m[0], m[1], !invert})
 		prev = m[1]
 	}
-	if behavior == MergedWithNext && pending >= 0 {
-		emit(pending, n.Len())
-		return out
+	if prev < n || len(es) == 0 {
+		es = append(es, entry{prev, n, invert})
 	}
-	emit(prev, n.Len())
+	return es
+}
+
+// splitEntries is Hugging Face's NormalizedString::split: the behaviour
+// decides which entries are merged and which removed.
+func (n *NormalizedString) splitEntries(es []entry, behavior SplitBehavior, out []NormalizedString) []NormalizedString {
+	type piece struct {
+		start, end int
+		remove     bool
+	}
+	ps := make([]piece, 0, len(es))
+	prevDelim := false
+	switch behavior {
+	case Removed:
+		for _, e := range es {
+			ps = append(ps, piece{e.start, e.end, e.delim})
+		}
+	case Isolated:
+		for _, e := range es {
+			ps = append(ps, piece{e.start, e.end, false})
+		}
+	case MergedWithPrevious:
+		for _, e := range es {
+			if e.delim && !prevDelim && len(ps) > 0 {
+				ps[len(ps)-1].end = e.end
+			} else {
+				ps = append(ps, piece{e.start, e.end, false})
+			}
+			prevDelim = e.delim
+		}
+	case MergedWithNext:
+		for i := len(es) - 1; i >= 0; i-- {
+			e := es[i]
+			if e.delim && !prevDelim && len(ps) > 0 {
+				ps[len(ps)-1].start = e.start
+			} else {
+				ps = append(ps, piece{e.start, e.end, false})
+			}
+			prevDelim = e.delim
+		}
+		for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
+			ps[i], ps[j] = ps[j], ps[i]
+		}
+	case Contiguous:
+		for _, e := range es {
+			if e.delim == prevDelim && len(ps) > 0 {
+				ps[len(ps)-1].end = e.end
+			} else {
+				ps = append(ps, piece{e.start, e.end, false})
+			}
+			prevDelim = e.delim
+		}
+	}
+	for _, p := range ps {
+		if !p.remove && p.end > p.start {
+			out = append(out, n.Slice(p.start, p.end))
+		}
+	}
 	return out
 }
 

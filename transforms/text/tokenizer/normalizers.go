@@ -19,6 +19,7 @@ func init() {
 	normalizers["StripAccents"] = func(*component) (normalizer, error) { return stripMarks{}, nil }
 	normalizers["Strip"] = newStrip
 	normalizers["Prepend"] = newPrepend
+	normalizers["Replace"] = newReplaceNormalizer
 }
 
 // bertNormalizer is BERT's normalizer: control characters removed and
@@ -66,6 +67,38 @@ func (b bertNormalizer) normalize(n *NormalizedString) {
 	if b.strip {
 		stripAccentsNFD(n)
 	}
+}
+
+// safeCut reports whether a text may be cut before r without changing what
+// the normalizers that look at one character at a time do: r is white
+// space or punctuation, neither cased nor case-ignorable (lower-case's
+// final sigma looks past case-ignorable characters), a starter that
+// composes with nothing before it (Unicode normalization).
+func safeCut(r rune) bool {
+	if isJSSpace(r) {
+		return true
+	}
+	return isBertPunct(r) && !isCaseIgnorable(r)
+}
+
+func (b bertNormalizer) cutBefore(r rune) bool { return safeCut(r) || b.spacedBefore(r) }
+
+// spacedBefore reports whether the normalizer puts a space before r (a
+// CJK ideograph), so that a white-space splitting pre-tokenizer may be cut
+// there too.
+func (b bertNormalizer) spacedBefore(r rune) bool { return b.chinese && isChineseBMP(r) }
+func (lowercase) cutBefore(r rune) bool           { return safeCut(r) }
+func (stripMarks) cutBefore(r rune) bool          { return safeCut(r) }
+func (formNormalizer) cutBefore(r rune) bool      { return safeCut(r) }
+
+func (seq normalizerSequence) cutBefore(r rune) bool {
+	for _, nz := range seq {
+		c, ok := nz.(cutter)
+		if !ok || !c.cutBefore(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanAndSpace does clean_text and handle_chinese_chars in one pass (each
@@ -147,7 +180,7 @@ func (lowercase) normalize(n *NormalizedString) {
 					e = n.Edit()
 				}
 				e.Keep(i - mark)
-				e.Replace(1, string(rune(c+'a'-'A')))
+				e.ReplaceRune(1, rune(c+'a'-'A'))
 				mark = i + 1
 			}
 			i++
@@ -169,7 +202,14 @@ func (lowercase) normalize(n *NormalizedString) {
 				i += size
 				continue
 			}
-			repl = string(l)
+			if e == nil {
+				e = n.Edit()
+			}
+			e.Keep(i - mark)
+			e.ReplaceRune(size, l)
+			mark = i + size
+			i += size
+			continue
 		}
 		if e == nil {
 			e = n.Edit()
@@ -285,26 +325,32 @@ type formNormalizer struct{ f norm.Form }
 
 func (u formNormalizer) normalize(n *NormalizedString) { applyForm(n, u.f) }
 
-// applyForm normalizes n to form f one normalization segment at a time, so
-// each changed segment's bytes align to that segment of the original.
+// applyForm normalizes n to form f one normalization segment at a time
+// (norm.Iter's), so each changed segment's bytes align to that segment of
+// the original.
 func applyForm(n *NormalizedString, f norm.Form) {
 	s := n.s
-	if isASCII(s) || f.IsNormalString(s) {
+	if f.QuickSpanString(s) == len(s) {
 		return
 	}
 	e := n.Edit()
-	for i := 0; i < len(s); {
-		k := f.NextBoundaryInString(s[i:], true)
-		if k <= 0 {
-			k = len(s) - i
+	var it norm.Iter
+	it.InitString(f, s)
+	var out []byte
+	for !it.Done() {
+		// A long decomposition comes in several pieces before the
+		// iterator moves on in the input.
+		p := it.Pos()
+		out = append(out[:0], it.Next()...)
+		for it.Pos() == p && !it.Done() {
+			out = append(out, it.Next()...)
 		}
-		seg := s[i : i+k]
-		if f.IsNormalString(seg) {
-			e.Keep(k)
+		q := it.Pos()
+		if string(out) == s[p:q] {
+			e.Keep(q - p)
 		} else {
-			e.Replace(k, f.String(seg))
+			e.ReplaceBytes(q-p, out)
 		}
-		i += k
 	}
 	e.Done()
 }
@@ -401,4 +447,41 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// replaceNormalizer replaces every match of a pattern by content.
+type replaceNormalizer struct {
+	pattern pattern
+	content string
+}
+
+func newReplaceNormalizer(c *component) (normalizer, error) {
+	var j struct {
+		Content *string `json:"content"`
+	}
+	if err := c.decode(&j); err != nil {
+		return nil, err
+	}
+	if j.Content == nil {
+		return nil, c.errorf("no \"content\"")
+	}
+	p, err := parsePattern(c, "pattern")
+	if err != nil {
+		return nil, err
+	}
+	return replaceNormalizer{p, *j.Content}, nil
+}
+
+func (rn replaceNormalizer) normalize(n *NormalizedString) {
+	var buf [8][2]int
+	m := rn.pattern.find(n.s, buf[:0])
+	if len(m) == 0 {
+		return
+	}
+	e := n.Edit()
+	for _, r := range m {
+		e.Keep(r[0] - e.Pos())
+		e.Replace(r[1]-r[0], rn.content)
+	}
+	e.Done()
 }

@@ -106,8 +106,7 @@ func (t *template) process(a, b *Encoding, addSpecial bool) *Encoding {
 	if b != nil {
 		n += b.Len()
 	}
-	out := &Encoding{}
-	out.grow(n + t.addedTokens(b != nil))
+	out := newEncoding(n + t.addedTokens(b != nil))
 	for _, p := range pieces {
 		switch p.seq {
 		case -1:

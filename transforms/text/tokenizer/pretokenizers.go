@@ -52,6 +52,8 @@ func (bertPreTokenizer) preTokenize(p *preTokenized) {
 	})
 }
 
+func (bertPreTokenizer) cutBefore(r rune) bool { return isJSSpace(r) || isBertPunct(r) }
+
 // isBertPunct is BERT's punctuation: the ASCII symbols and punctuation, and
 // Unicode's punctuation categories (P*).
 func isBertPunct(r rune) bool {

@@ -1,29 +1,6 @@
 package tokenizer
 
-import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"testing"
-
-	"github.com/stretchr/testify/require"
-)
-
-// withNormalizer writes a copy of the tokenizer.json file with its normalizer
-// replaced by norm (JSON) and returns its path.
-func withNormalizer(t *testing.T, file, norm string) string {
-	t.Helper()
-	raw, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var m map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(raw, &m))
-	m["normalizer"] = json.RawMessage(norm)
-	out, err := json.Marshal(m)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), filepath.Base(file))
-	require.NoError(t, os.WriteFile(path, out, 0o644))
-	return path
-}
+import "testing"
 
 // runReferenceJoined is runReference for a tokenizer whose post-processor
 // tokenizers.js applies to the first text of a pair only (ByteLevel): each

@@ -12,30 +12,120 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // referenceCases are the tokenizer.json files held to tokenizers.js, each
 // on its own corpus of referenceCorpusSize texts. Add a file here to hold
-// a new model or component to the reference.
+// a new model or component to the reference. A case with edit is a
+// variant of file: edit changes its JSON (other components, added tokens)
+// and the variant is written to a temporary directory with the
+// tokenizer_config.json of file.
 var referenceCases = []struct {
 	name string
 	file string // tokenizer.json; tokenizer_config.json beside it when present
 	seed uint64
+	edit func(j map[string]any)
 	// joinPairs: tokenizers.js drops the second text of a pair (its ByteLevel
 	// post-processor); compare a pair with its encodings of the two texts
 	// joined, which is what the Rust library returns.
 	joinPairs bool
-	// normalizer, when set, replaces the file's normalizer (JSON) for the
-	// comparison: tokenizers.js approximates Precompiled with NFKC.
-	normalizer string
 }{
 	{name: "bert-uncased", file: "testdata/bert/uncased/tokenizer.json", seed: 1},
 	{name: "bert-cased", file: "testdata/bert/cased/tokenizer.json", seed: 2},
-	{name: "gpt2", file: "testdata/gpt2/tokenizer.json", seed: 3, joinPairs: true},
-	{name: "spm-unigram", file: "testdata/spm/test_model.tokenizer.json", seed: 4, normalizer: `{"type": "NFKC"}`},
-	{name: "spm-unigram-ja", file: "testdata/spm/test_ja_model.tokenizer.json", seed: 5, normalizer: `{"type": "NFKC"}`},
+	{name: "bert-sequences", file: "testdata/bert/uncased/tokenizer.json", seed: 3, edit: func(j map[string]any) {
+		j["normalizer"] = seq("normalizers",
+			obj("NFD"), obj("Lowercase"), obj("StripAccents"),
+			obj("Replace", "pattern", map[string]any{"String": "``"}, "content", "\""),
+			// tokenizers.js's white space has U+FEFF, Unicode's does not:
+			// take it out so that WhitespaceSplit cannot differ.
+			obj("Replace", "pattern", map[string]any{"String": "\ufeff"}, "content", ""),
+			obj("Replace", "pattern", map[string]any{"Regex": `\s+`}, "content", " "),
+			obj("Strip", "strip_left", true, "strip_right", true),
+		)
+		j["pre_tokenizer"] = seq("pretokenizers",
+			obj("WhitespaceSplit"),
+			// tokenizers.js ignores the behaviour and joins runs of
+			// punctuation: Contiguous.
+			obj("Punctuation", "behavior", "Contiguous"),
+			obj("Digits", "individual_digits", true),
+		)
+		j["post_processor"] = obj("BertProcessing", "cls", []any{"[CLS]", 101}, "sep", []any{"[SEP]", 102})
+	}},
+	{name: "bert-split", file: "testdata/bert/uncased/tokenizer.json", seed: 4, edit: func(j map[string]any) {
+		j["normalizer"] = seq("normalizers", obj("NFKC"), obj("Lowercase"))
+		// tokenizers.js implements the behaviours Removed (without a
+		// capture group) and Isolated, and invert as Removed.
+		j["pre_tokenizer"] = seq("pretokenizers",
+			obj("Split", "pattern", map[string]any{"Regex": `\s+`}, "behavior", "Removed", "invert", false),
+			obj("Split", "pattern", map[string]any{"String": "-"}, "behavior", "Isolated", "invert", false),
+			obj("Split", "pattern", map[string]any{"Regex": `\p{L}+|\p{N}+|[^\p{L}\p{N}\s]+`}, "behavior", "Removed", "invert", true),
+		)
+		j["post_processor"] = obj("RobertaProcessing", "cls", []any{"[CLS]", 101}, "sep", []any{"[SEP]", 102}, "trim_offsets", true, "add_prefix_space", false)
+	}},
+	{name: "bert-added-tokens", file: "testdata/bert/uncased/tokenizer.json", seed: 5, edit: func(j map[string]any) {
+		added := j["added_tokens"].([]any)
+		for _, a := range added {
+			if a := a.(map[string]any); a["content"] == "[MASK]" {
+				a["lstrip"], a["rstrip"] = true, true
+			}
+		}
+		j["added_tokens"] = append(added,
+			map[string]any{"id": 30522, "content": "State-of-the-Art", "single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false},
+			// Not a token of the vocabulary: tokenizers.js gives every
+			// token whose text is an added token's the added token's id,
+			// the model's tokens too (Hugging Face's Rust crate keeps the
+			// model's id).
+			map[string]any{"id": 30523, "content": "UNITED", "single_word": false, "lstrip": false, "rstrip": true, "normalized": false, "special": false},
+			map[string]any{"id": 30524, "content": "[SEP] [CLS]", "single_word": false, "lstrip": true, "rstrip": false, "normalized": false, "special": true},
+		)
+	}},
+	{name: "gpt2", file: "testdata/gpt2/tokenizer.json", seed: 6, joinPairs: true},
+	// tokenizers.js approximates Precompiled with NFKC: NFKC in its place here
+	// (TestPrecompiledMatchesSentencePiece holds Precompiled to SentencePiece).
+	{name: "spm-unigram", file: "testdata/spm/test_model.tokenizer.json", seed: 7, edit: func(j map[string]any) {
+		j["normalizer"] = obj("NFKC")
+	}},
+	{name: "spm-unigram-ja", file: "testdata/spm/test_ja_model.tokenizer.json", seed: 8, edit: func(j map[string]any) {
+		j["normalizer"] = obj("NFKC")
+	}},
+}
+
+// obj returns a component {"type": typ, k1: v1, ...}.
+func obj(typ string, kv ...any) map[string]any {
+	m := map[string]any{"type": typ}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// seq returns a Sequence component with its items under key.
+func seq(key string, items ...map[string]any) map[string]any {
+	l := make([]any, len(items))
+	for i, it := range items {
+		l[i] = it
+	}
+	return obj("Sequence", key, l)
+}
+
+// variant writes file changed by edit, and its tokenizer_config.json, to a
+// temporary directory and returns the path of the new tokenizer.json.
+func variant(t *testing.T, file string, edit func(map[string]any)) string {
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var j map[string]any
+	require.NoError(t, json.Unmarshal(data, &j))
+	edit(j)
+	out, err := json.Marshal(j)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokenizer.json")
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	if cfg, err := os.ReadFile(filepath.Join(filepath.Dir(file), "tokenizer_config.json")); err == nil {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), cfg, 0o644))
+	}
+	return path
 }
 
 const referenceCorpusSize = 10000
@@ -48,8 +138,8 @@ func TestReference(t *testing.T) {
 				n = 1000
 			}
 			file := c.file
-			if c.normalizer != "" {
-				file = withNormalizer(t, file, c.normalizer)
+			if c.edit != nil {
+				file = variant(t, file, c.edit)
 			}
 			compareWithReference(t, file, referenceCorpus(n, c.seed), c.joinPairs)
 		})
@@ -166,19 +256,18 @@ func compareWithReference(t *testing.T, file string, inputs []refInput, joinPair
 				}
 			}
 		}
-		if d != "" && len(diffs) < 10 {
+		if d != "" && len(diffs) < 5 {
 			text := fmt.Sprintf("%q", in.A)
 			if in.B != nil {
 				text += fmt.Sprintf(" + %q", *in.B)
 			}
-			if len(text) > 400 {
-				text = text[:400] + "..."
-			}
-			diffs = append(diffs, fmt.Sprintf("text %d %s: %s", i, text, d))
+			diffs = append(diffs, fmt.Sprintf("text %d %s: %s", i, clip(text, 300), clip(d, 1500)))
 		}
 	}
 	t.Logf("%s: %d of %d texts identical to tokenizers.js", file, same, len(inputs))
-	assert.Empty(t, diffs, "%d texts differ from tokenizers.js; the first:\n%s", len(inputs)-same, strings.Join(diffs, "\n"))
+	if len(diffs) > 0 {
+		t.Errorf("%d texts differ from tokenizers.js; the first:\n%s", len(inputs)-same, strings.Join(diffs, "\n"))
+	}
 }
 
 // checkOffsets checks that every token's offsets are a rune-aligned range
@@ -270,6 +359,16 @@ func checkTruncation(tk *Tokenizer, in refInput, e *Encoding) string {
 		return fmt.Sprintf("truncated to %d\n  go   %v\n  want %v", tr.MaxLength, got.IDs, want)
 	}
 	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func equalInts(a, b []int) bool {

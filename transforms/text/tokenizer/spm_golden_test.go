@@ -17,11 +17,12 @@ import (
 
 var spmTexts = flag.String("spm-texts", "", "TestWriteSPMTexts writes the texts of the SentencePiece golden files here")
 
-// spmGoldenTexts are the texts of testdata/spm/*.golden.jsonl: the reference
-// corpus's first texts of each pair.
+// spmGoldenTexts are the texts TestWriteSPMTexts writes for the golden files
+// (the reference corpus's first texts); the files keep them, so a change to
+// the corpus leaves them as they are.
 func spmGoldenTexts() []string {
 	var out []string
-	for _, in := range referenceCorpus(1200, 6) {
+	for _, in := range referenceCorpus(1000, 6) {
 		out = append(out, in.A)
 	}
 	return out
@@ -60,7 +61,6 @@ func TestPrecompiledMatchesSentencePiece(t *testing.T) {
 			f, err := os.Open("testdata/spm/" + model + ".golden.jsonl")
 			require.NoError(t, err)
 			defer f.Close()
-			texts := spmGoldenTexts()
 			sc := bufio.NewScanner(f)
 			sc.Buffer(nil, 1<<24)
 			um := tk.model.(*unigramModel)
@@ -70,12 +70,12 @@ func TestPrecompiledMatchesSentencePiece(t *testing.T) {
 			i := 0
 			for ; sc.Scan(); i++ {
 				var g struct {
+					Text string `json:"text"`
 					IDs  []int  `json:"ids"`
 					Norm string `json:"norm"`
 				}
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &g))
-				require.Less(t, i, len(texts))
-				text := texts[i]
+				text := g.Text
 				e, err := tk.Encode(text)
 				require.NoError(t, err)
 				// An independent check of the charsmap reading: SentencePiece's own
@@ -110,7 +110,7 @@ func TestPrecompiledMatchesSentencePiece(t *testing.T) {
 				}
 			}
 			require.NoError(t, sc.Err())
-			require.Equal(t, len(texts), i)
+			require.Equal(t, 1000, i)
 			t.Logf("%s: %d of %d texts identical to SentencePiece; %d differ in how a tie of scores breaks, %d only in white space, %d in a grapheme cluster", model, same, i, ties, space, grapheme)
 			assert.Empty(t, diffs)
 			assert.Greater(t, same, i*3/4)

@@ -19,6 +19,10 @@ type Tokenizer struct {
 	decoder       decoder
 	added         addedVocab
 
+	// chunkable: the normalizer and pre-tokenizer are cutters, so a long
+	// section may be encoded a chunk at a time (see cut).
+	chunkable bool
+
 	truncation     *Truncation
 	padding        *Padding
 	modelMaxLength int
@@ -173,13 +177,21 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 	if tr := t.truncation; tr != nil && !tr.Left {
 		limit = tr.MaxLength
 	}
-	ea, err := t.encodeSequence(a, 0, limit)
-	if err != nil {
+	sc := scratchPool.Get().(*scratch)
+	defer func() {
+		// Keep no huge buffers (from a huge text) in the pool.
+		if cap(sc.seq[0].IDs)+cap(sc.seq[1].IDs) < 1<<16 {
+			scratchPool.Put(sc)
+		}
+	}()
+	ea := &sc.seq[0]
+	if err := t.encodeSequence(ea, sc, a, 0, limit); err != nil {
 		return nil, err
 	}
 	var eb *Encoding
 	if pair {
-		if eb, err = t.encodeSequence(*b, 1, limit); err != nil {
+		eb = &sc.seq[1]
+		if err := t.encodeSequence(eb, sc, *b, 1, limit); err != nil {
 			return nil, fmt.Errorf("second text: %w", err)
 		}
 	}
@@ -188,14 +200,18 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}
+	// ea and eb are pooled: the result is a copy.
 	var e *Encoding
 	if t.postProcessor != nil {
 		e = t.postProcessor.process(ea, eb, true)
 	} else {
-		e = ea
+		n := ea.Len()
 		if eb != nil {
-			e.appendEncoding(eb, -1)
+			n += eb.Len()
 		}
+		e = newEncoding(n)
+		e.appendEncoding(ea, -1)
+		e.appendEncoding(eb, -1)
 	}
 	if p := t.padding; p != nil && p.Length > 0 {
 		p.pad(e, p.target(0))
@@ -205,6 +221,7 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 
 // scratch holds per-call buffers, pooled.
 type scratch struct {
+	seq    [2]Encoding // the encodings of the texts, before post-processing
 	pre    preTokenized
 	tokens []Token
 	secs   []section
@@ -212,9 +229,9 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// encodeSequence encodes one text without special tokens, with type id
-// typeID, stopping after limit tokens when limit >= 0.
-func (t *Tokenizer) encodeSequence(text string, typeID int, limit int) (*Encoding, error) {
+// encodeSequence encodes one text into e (reset first) without special
+// tokens, with type id typeID, stopping after limit tokens when limit >= 0.
+func (t *Tokenizer) encodeSequence(e *Encoding, sc *scratch, text string, typeID int, limit int) error {
 	if !utf8.ValidString(text) {
 		i := 0
 		for i < len(text) {
@@ -224,17 +241,10 @@ func (t *Tokenizer) encodeSequence(text string, typeID int, limit int) (*Encodin
 			}
 			i += size
 		}
-		return nil, fmt.Errorf("tokenizer: text is not valid UTF-8 (byte %d is %#02x)", i, text[i])
+		return fmt.Errorf("tokenizer: text is not valid UTF-8 (byte %d is %#02x)", i, text[i])
 	}
 	seq := typeID
-	e := &Encoding{}
-	if n := len(text)/4 + 4; limit < 0 || n < limit {
-		e.grow(n)
-	} else {
-		e.grow(limit)
-	}
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
+	e.reset()
 	full := func() bool { return limit >= 0 && e.Len() >= limit }
 
 	word := 0
@@ -251,74 +261,113 @@ func (t *Tokenizer) encodeSequence(text string, typeID int, limit int) (*Encodin
 		if sec.start >= sec.end {
 			continue
 		}
-		n := newNormalized(text, sec.start, sec.end)
-		if t.normalizer != nil {
-			t.normalizer.normalize(&n)
-		}
-		if n.Len() == 0 {
+		if limit < 0 || !t.chunkable || sec.end-sec.start <= chunkBytes {
+			t.encodeSection(e, sc, text, sec.start, sec.end, si, typeID, &word, full)
 			continue
 		}
-		var subs []section
-		if t.added.hasNormalized {
-			subs = t.added.split(n.s, 0, n.Len(), true, nil)
-		} else {
-			subs = []section{{start: 0, end: n.Len(), added: -1}}
-		}
-		for _, sub := range subs {
-			if full() {
-				break
-			}
-			if sub.added >= 0 {
-				a := &t.added.tokens[sub.added]
-				s, en := n.Original(sub.start, sub.end)
-				e.push(a.id, typeID, a.content, [2]int{s, en}, a.specialMask(), word, seq)
-				word++
-				continue
-			}
-			if sub.start >= sub.end {
-				continue
-			}
-			p := &sc.pre
-			p.splits = append(p.splits[:0], n.Slice(sub.start, sub.end))
-			p.section = si
-			if t.preTokenizer != nil {
-				t.preTokenizer.preTokenize(p)
-			}
-			for i := range p.splits {
-				if full() {
-					break
-				}
-				w := &p.splits[i]
-				if w.Len() == 0 {
-					continue
-				}
-				sc.tokens = t.model.tokenize(w.s, sc.tokens[:0])
-				for _, tok := range sc.tokens {
-					if full() {
-						break
-					}
-					s, en := w.Original(tok.Start, tok.End)
-					e.push(tok.ID, typeID, tok.Value, [2]int{s, en}, 0, word, seq)
-				}
-				word++
-			}
+		// A long section of a tokenizer whose normalizer and
+		// pre-tokenizer give the same tokens when the text is cut before
+		// some characters (white space, say): encode it a chunk at a time
+		// until the limit, so a huge text costs a bounded amount.
+		for a := sec.start; a < sec.end && !full(); {
+			b := t.cut(text, a+chunkBytes, sec.end)
+			t.encodeSection(e, sc, text, a, b, si, typeID, &word, full)
+			a = b
 		}
 	}
 	if limit >= 0 && e.Len() > limit {
 		e.truncate(limit, false)
 	}
-	return e, nil
+	return nil
 }
 
-func (e *Encoding) grow(n int) {
-	e.IDs = make([]int, 0, n)
-	e.TypeIDs = make([]int, 0, n)
-	e.Tokens = make([]string, 0, n)
-	e.Offsets = make([][2]int, 0, n)
-	e.SpecialTokensMask = make([]int, 0, n)
-	e.AttentionMask = make([]int, 0, n)
-	e.WordIDs = make([]int, 0, n)
-	e.SequenceIDs = make([]int, 0, n)
+// chunkBytes is the size of the chunks a long section is encoded in when
+// the tokenizer allows it (see cut).
+const chunkBytes = 1 << 14
+
+// cut returns where to end a chunk that starts before from: the first
+// character at or after from before which the normalizer and the
+// pre-tokenizer allow a cut, or end.
+func (t *Tokenizer) cut(text string, from, end int) int {
+	for from < end && !utf8.RuneStart(text[from]) {
+		from++
+	}
+	for i := from; i < end; {
+		r, size := utf8.DecodeRuneInString(text[i:end])
+		if t.normalizer == nil {
+			if t.preTokenizer.(cutter).cutBefore(r) {
+				return i
+			}
+		} else if t.normalizer.(cutter).cutBefore(r) {
+			if sp, ok := t.normalizer.(interface{ spacedBefore(rune) bool }); ok && sp.spacedBefore(r) {
+				r = ' '
+			}
+			if t.preTokenizer.(cutter).cutBefore(r) {
+				return i
+			}
+		}
+		i += size
+	}
+	return end
+}
+
+// encodeSection appends the tokens of the section text[start:end] (no
+// added token in it) to e: normalizer, normalized added tokens,
+// pre-tokenizer, model.
+func (t *Tokenizer) encodeSection(e *Encoding, sc *scratch, text string, start, end, si, typeID int, word *int, full func() bool) {
+	n := newNormalized(text, start, end)
+	if t.normalizer != nil {
+		t.normalizer.normalize(&n)
+	}
+	if n.Len() == 0 {
+		return
+	}
+	var one [1]section
+	subs := one[:]
+	if t.added.hasNormalized {
+		subs = t.added.split(n.s, 0, n.Len(), true, nil)
+	} else {
+		one[0] = section{start: 0, end: n.Len(), added: -1}
+	}
+	for _, sub := range subs {
+		if full() {
+			break
+		}
+		if sub.added >= 0 {
+			a := &t.added.tokens[sub.added]
+			s, en := n.Original(sub.start, sub.end)
+			e.push(a.id, typeID, n.s[sub.start:sub.end], [2]int{s, en}, a.specialMask(), *word, typeID)
+			*word++
+			continue
+		}
+		if sub.start >= sub.end {
+			continue
+		}
+		p := &sc.pre
+		p.splits = append(p.splits[:0], n.Slice(sub.start, sub.end))
+		p.section = si
+		if t.preTokenizer != nil {
+			t.preTokenizer.preTokenize(p)
+		}
+		for i := range p.splits {
+			if full() {
+				break
+			}
+			w := &p.splits[i]
+			if w.Len() == 0 {
+				continue
+			}
+			sc.tokens = t.model.tokenize(w.s, sc.tokens[:0])
+			for _, tok := range sc.tokens {
+				if full() {
+					break // a huge word: no more than the limit
+				}
+				s, en := w.Original(tok.Start, tok.End)
+				e.push(tok.ID, typeID, tok.Value, [2]int{s, en}, 0, *word, typeID)
+			}
+			*word++
+		}
+	}
 }
 
 // Decode turns ids back into text with the decoder tokenizer.json names

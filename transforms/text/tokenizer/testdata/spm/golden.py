@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Encodes texts with SentencePiece itself, the reference for the Precompiled
 normalizer and the Unigram model: reads {"text": ...} lines on stdin, writes
-{"ids", "norm"} lines, "norm" being the pieces joined (SentencePiece's
+{"text", "ids", "norm"} lines, "norm" being the pieces joined (SentencePiece's
 normalized text with ▁ for spaces). Needs Debian's python3-sentencepiece.
 
     go test -run TestWriteSPMTexts ./transforms/text/tokenizer -args -spm-texts=/tmp/texts.jsonl
@@ -17,4 +17,4 @@ for line in sys.stdin:
     text = json.loads(line)["text"]
     pieces = sp.encode(text, out_type=str)
     ids = sp.encode(text)
-    print(json.dumps({"ids": ids, "norm": "".join(pieces)}, ensure_ascii=False, separators=(",", ":")))
+    print(json.dumps({"text": text, "ids": ids, "norm": "".join(pieces)}, ensure_ascii=False, separators=(",", ":")))
