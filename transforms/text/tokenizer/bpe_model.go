@@ -232,7 +232,17 @@ func (m *bpeModel) mergeWord(word string) []bpeToken {
 	out := make([]bpeToken, 0, len(syms))
 	for i := int32(0); len(syms) > 0 && i >= 0; i = syms[i].next {
 		s := syms[i]
-		out = append(out, bpeToken{id: s.id, start: s.start, end: s.start + s.len})
+		t := bpeToken{id: s.id, start: s.start, end: s.start + s.len}
+		// A byte-fallback token covers one byte of a character; its offsets
+		// widen to the whole character (the Rust library leaves them inside it,
+		// which no text can be sliced at).
+		for t.start > 0 && !utf8.RuneStart(word[t.start]) {
+			t.start--
+		}
+		for int(t.end) < len(word) && !utf8.RuneStart(word[t.end]) {
+			t.end++
+		}
+		out = append(out, t)
 	}
 	return out
 }

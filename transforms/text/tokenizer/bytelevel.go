@@ -51,12 +51,7 @@ func (b byteLevel) preTokenize(p *preTokenized) {
 			return out
 		}
 		if b.addPrefixSpace && n.String()[0] != ' ' {
-			// The space takes the first character's place and that character
-			// follows it, both aligned to it (the Rust library's prepend).
-			_, w := utf8.DecodeRuneInString(n.String())
-			e := n.Edit()
-			e.Replace(w, " "+n.String()[:w])
-			e.Done()
+			prependUnaligned(n, " ")
 		}
 		first := len(out)
 		if b.useRegex {
@@ -108,6 +103,26 @@ func mapBytes(n *NormalizedString) {
 		i += w
 	}
 	e.Done()
+}
+
+// prependUnaligned puts text before n, aligned to the empty range at the
+// start of n's original: a token of only the added space has the offsets
+// (start, start) and a token of the space and a word the word's. (The Rust
+// library aligns the space to the first character, so that trimming a lone
+// space token leaves offsets inside that character when it has several
+// bytes.)
+func prependUnaligned(n *NormalizedString, text string) {
+	p := int32(n.pointAt(0))
+	align := make([]span, len(text), len(text)+n.Len())
+	for i := range align {
+		align[i] = span{p, p}
+	}
+	for i := 0; i < n.Len(); i++ {
+		align = append(align, n.alignAt(i))
+	}
+	n.s = text + n.s
+	n.align = align
+	n.base = int(p)
 }
 
 func newByteLevelProcessor(c *component) (postProcessor, error) { return decodeByteLevel(c) }

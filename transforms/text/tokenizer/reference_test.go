@@ -81,6 +81,32 @@ var referenceCases = []struct {
 		)
 	}},
 	{name: "gpt2", file: "testdata/gpt2/tokenizer.json", seed: 6, joinPairs: true},
+	// RoBERTa's layout on GPT-2's vocabulary: a space before each text,
+	// <s> A </s></s> B </s> (here <|endoftext|>), offsets trimmed.
+	{name: "gpt2-roberta", file: "testdata/gpt2/tokenizer.json", seed: 9, edit: func(j map[string]any) {
+		j["pre_tokenizer"] = obj("ByteLevel", "add_prefix_space", true, "trim_offsets", true, "use_regex", true)
+		j["post_processor"] = obj("RobertaProcessing", "cls", []any{"<|endoftext|>", 50256}, "sep", []any{"<|endoftext|>", 50256},
+			"trim_offsets", true, "add_prefix_space", true)
+	}},
+	// BPE without the byte-level alphabet: characters outside the vocabulary
+	// (CJK, emoji) fall back to <0xNN> byte tokens.
+	{name: "bpe-byte-fallback", file: "testdata/gpt2/tokenizer.json", seed: 10, edit: func(j map[string]any) {
+		// WhitespaceSplit's white space is Unicode's, tokenizers.js's has
+		// U+FEFF and not U+0085: make both plain spaces so that it cannot differ.
+		j["normalizer"] = seq("normalizers",
+			obj("Replace", "pattern", map[string]any{"String": "\ufeff"}, "content", " "),
+			obj("Replace", "pattern", map[string]any{"String": "\u0085"}, "content", " "))
+		j["pre_tokenizer"] = obj("WhitespaceSplit")
+		j["post_processor"] = nil
+		j["decoder"] = nil
+		m := j["model"].(map[string]any)
+		vocab := m["vocab"].(map[string]any)
+		for b := 0; b < 256; b++ {
+			vocab[fmt.Sprintf("<0x%02X>", b)] = 50257 + b
+		}
+		m["byte_fallback"] = true
+		m["unk_token"] = "<|endoftext|>"
+	}},
 	// tokenizers.js approximates Precompiled with NFKC: NFKC in its place here
 	// (TestPrecompiledMatchesSentencePiece holds Precompiled to SentencePiece).
 	{name: "spm-unigram", file: "testdata/spm/test_model.tokenizer.json", seed: 7, edit: func(j map[string]any) {
