@@ -122,6 +122,11 @@ func TestBPEMergesAndOptions(t *testing.T) {
 	f, err := newBPE(bpeConfig{vocab: vocab, byteFallback: true, unkToken: &unk})
 	require.NoError(t, err)
 	assert.Equal(t, []bpeToken{{1, 0, 1}, {9, 1, 2}, {0, 2, 3}}, f.wordTokens("adz"))
+	// Each byte token of a character covers the whole character.
+	vocab2 := map[string]int32{"a": 0, "<0xC3>": 1, "<0xA9>": 2}
+	f2, err := newBPE(bpeConfig{vocab: vocab2, byteFallback: true})
+	require.NoError(t, err)
+	assert.Equal(t, []bpeToken{{0, 0, 1}, {1, 1, 3}, {2, 1, 3}}, f2.wordTokens("aé"))
 
 	// ignore_merges: a word in the vocabulary is one token even where merges would differ.
 	g, err := newBPE(bpeConfig{vocab: vocab, merges: [][2]string{{"a", "b"}}, ignoreMerges: true})

@@ -65,6 +65,20 @@ func TestByteLevelOptions(t *testing.T) {
 	assert.Equal(t, []string{"ĠhÃ©llo", "Ġworld"}, pieces)
 	assert.Equal(t, [][2]int{{0, 6}, {6, 12}}, offs)
 
+	// The added space aligns to the empty range before the text: a token of it
+	// alone has offsets (0, 0).
+	c := &component{l: &loader{name: "test.json"}, raw: json.RawMessage(`{"add_prefix_space": true}`), typ: "ByteLevel"}
+	bl, err := newByteLevelPreTokenizer(c)
+	require.NoError(t, err)
+	p := &preTokenized{splits: []NormalizedString{newNormalized("日", 0, len("日"))}}
+	bl.preTokenize(p)
+	require.Len(t, p.splits, 1)
+	assert.Equal(t, "ĠæĹ¥", p.splits[0].String())
+	s, e := p.splits[0].Original(0, len("Ġ"))
+	assert.Equal(t, [2]int{0, 0}, [2]int{s, e})
+	s, e = p.splits[0].Original(len("Ġ"), len("Ġæ"))
+	assert.Equal(t, [2]int{0, 3}, [2]int{s, e}, "a byte of 日 maps to all of it")
+
 	pieces, _ = preTokenizeWith(t, `{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}`, "a b\tc", 0)
 	assert.Equal(t, []string{"aĠbĉc"}, pieces)
 
