@@ -62,47 +62,70 @@ func (b byteLevel) preTokenize(p *preTokenized) {
 		} else {
 			out = append(out, *n)
 		}
-		for i := first; i < len(out); i++ {
-			mapBytes(&out[i])
-		}
+		mapPieces(out[first:])
 		return out
 	})
 }
 
-// mapBytes writes every byte of n as its byte-level character, each aligned to the
-// original of the character the byte belonged to.
-func mapBytes(n *NormalizedString) {
-	s := n.String()
-	i := 0
-	for i < len(s) && s[i] >= '!' && s[i] <= '~' {
-		i++
-	}
-	if i == len(s) {
-		return // printable ASCII maps to itself
-	}
-	e := n.Edit()
-	e.Keep(i)
-	var buf [4 * 2]byte
-	for i < len(s) {
-		c := s[i]
-		if c >= '!' && c <= '~' {
-			j := i + 1
-			for j < len(s) && s[j] >= '!' && s[j] <= '~' {
-				j++
+// mapPieces writes every byte of the pieces as its byte-level character,
+// each aligned to the original of the character the byte belonged to. The
+// pieces' new texts and alignments share one string and one slice (two
+// allocations for a section rather than two for each word). Pieces of
+// printable ASCII, which map to themselves, are left as they are.
+func mapPieces(pieces []NormalizedString) {
+	total := 0
+	for i := range pieces {
+		if !printableASCII(pieces[i].s) {
+			for k := 0; k < len(pieces[i].s); k++ {
+				total += len(byteLevelEncoded[pieces[i].s[k]])
 			}
-			e.Keep(j - i)
-			i = j
+		}
+	}
+	if total == 0 {
+		return
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	aligns := make([]span, 0, total)
+	type place struct{ i, off, n int }
+	var local [32]place
+	places := local[:0]
+	for i := range pieces {
+		n := &pieces[i]
+		if printableASCII(n.s) {
 			continue
 		}
-		_, w := utf8.DecodeRuneInString(s[i:])
-		k := 0
-		for _, by := range []byte(s[i : i+w]) {
-			k += utf8.EncodeRune(buf[k:], byteLevelChars[by])
+		off := sb.Len()
+		for k := 0; k < len(n.s); {
+			_, w := utf8.DecodeRuneInString(n.s[k:])
+			sp := span{n.alignAt(k).start, n.alignAt(k + w - 1).end}
+			for _, by := range []byte(n.s[k : k+w]) {
+				enc := byteLevelEncoded[by]
+				sb.WriteString(enc)
+				for range len(enc) {
+					aligns = append(aligns, sp)
+				}
+			}
+			k += w
 		}
-		e.Replace(w, string(buf[:k]))
-		i += w
+		places = append(places, place{i, off, sb.Len() - off})
 	}
-	e.Done()
+	all := sb.String()
+	for _, pl := range places {
+		n := &pieces[pl.i]
+		n.base = n.pointAt(0)
+		n.s = all[pl.off : pl.off+pl.n]
+		n.align = aligns[pl.off : pl.off+pl.n : pl.off+pl.n]
+	}
+}
+
+func printableASCII(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if s[k] < '!' || s[k] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // prependUnaligned puts text before n, aligned to the empty range at the
