@@ -336,7 +336,13 @@ func (t *Tokenizer) encodeSection(e *Encoding, sc *scratch, text string, start, 
 		if sub.added >= 0 {
 			a := &t.added.tokens[sub.added]
 			s, en := n.Original(sub.start, sub.end)
-			e.push(a.id, typeID, n.s[sub.start:sub.end], [2]int{s, en}, a.specialMask(), *word, typeID)
+			// The token is spelled as matched (the normalized content),
+			// without the white space lstrip and rstrip took.
+			tok := n.s[sub.start:sub.end]
+			if a.lstrip || a.rstrip {
+				tok = strings.TrimFunc(tok, isJSSpace)
+			}
+			e.push(a.id, typeID, tok, [2]int{s, en}, a.specialMask(), *word, typeID)
 			*word++
 			continue
 		}
