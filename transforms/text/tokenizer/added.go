@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // addedToken is one entry of tokenizer.json's added_tokens.
@@ -160,6 +161,11 @@ func (v *addedVocab) split(s string, start, end int, normalized bool, out []sect
 			i++
 			continue
 		}
+		if v.tokens[tk].singleWord && !singleWord(s, start, end, i, i+n) {
+			// Hugging Face drops the match and goes on after it.
+			i += n
+			continue
+		}
 		if i > prev {
 			out = append(out, section{prev, i, -1})
 		}
@@ -176,16 +182,38 @@ func (v *addedVocab) split(s string, start, end int, normalized bool, out []sect
 			continue
 		}
 		a := &v.tokens[sc.added]
+		// The white space an lstrip or rstrip token takes becomes part of
+		// it (its offsets), as in Hugging Face's Rust crate.
 		if a.lstrip && i > 0 && secs[i-1].added < 0 {
 			p := &secs[i-1]
 			p.end = p.start + len(strings.TrimRightFunc(s[p.start:p.end], isJSSpace))
+			secs[i].start = p.end
 		}
 		if a.rstrip && i+1 < len(secs) && secs[i+1].added < 0 {
 			p := &secs[i+1]
 			p.start = p.end - len(strings.TrimLeftFunc(s[p.start:p.end], isJSSpace))
+			secs[i].end = p.start
 		}
 	}
 	return out
+}
+
+// singleWord reports whether s[i:j] stands alone as a word within
+// s[start:end]: no word character right before or after it (single_word).
+func singleWord(s string, start, end, i, j int) bool {
+	if i > start {
+		r, _ := utf8.DecodeLastRuneInString(s[start:i])
+		if isWordChar(r) {
+			return false
+		}
+	}
+	if j < end {
+		r, _ := utf8.DecodeRuneInString(s[j:end])
+		if isWordChar(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // isJSSpace reports whether r is white space as JavaScript's \s and trim()

@@ -50,16 +50,18 @@ func (d wordPieceDecoder) decodeChain(tokens []string) []string {
 	return out
 }
 
-var cleanUpReplacer = strings.NewReplacer(
-	" .", ".", " ?", "?", " !", "!", " ,", ",", " ' ", "'", " n't", "n't",
-	" 'm", "'m", " 's", "'s", " 've", "'ve", " 're", "'re",
-)
-
 // cleanUpTokenization is Hugging Face's clean_up_tokenization: the spaces
-// before punctuation and English contractions removed.
+// before punctuation and English contractions removed, one replacement
+// after the other as tokenizers.js does them.
 func cleanUpTokenization(s string) string {
 	if !strings.Contains(s, " ") {
 		return s
 	}
-	return cleanUpReplacer.Replace(s)
+	for _, r := range [...][2]string{
+		{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+		{" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+	} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
 }

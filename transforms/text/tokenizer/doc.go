@@ -83,8 +83,9 @@
 //   - A token of the model keeps the model's id (tokenizers.js gives a
 //     model token whose text is an added token's content that added
 //     token's id).
-//   - added tokens' single_word is not implemented yet by either: a
-//     tokenizer.json with a single_word added token loads and ignores it.
+//   - An added token with single_word matches only where no word character
+//     touches it, and the white space an lstrip or rstrip token takes is
+//     part of its offsets (tokenizers.js ignores single_word).
 //
 // and, for byte-level BPE and SentencePiece tokenizers:
 //

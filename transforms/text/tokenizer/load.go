@@ -25,6 +25,9 @@ type tokenizerConfig struct {
 	// number (1e30) for "no limit"; that is 0 here too.
 	ModelMaxLength int
 	EOSToken       string
+	// CleanUpSpaces is clean_up_tokenization_spaces (true when absent, as
+	// tokenizers.js has it): Decode removes the spaces before punctuation.
+	CleanUpSpaces bool
 }
 
 // fileJSON is the top level of tokenizer.json.
@@ -130,6 +133,7 @@ func jsonError(name string, data []byte, err error) error {
 
 func parse(name string, data []byte, cfgName string, cfgData []byte) (*Tokenizer, error) {
 	l := &loader{name: name}
+	l.config.CleanUpSpaces = true
 	if cfgData != nil {
 		var cfg map[string]json.RawMessage
 		if err := json.Unmarshal(cfgData, &cfg); err != nil {
@@ -142,6 +146,11 @@ func parse(name string, data []byte, cfgName string, cfgData []byte) (*Tokenizer
 			}
 			if f > 0 && f < 1<<31 {
 				l.config.ModelMaxLength = int(f)
+			}
+		}
+		if raw, ok := cfg["clean_up_tokenization_spaces"]; ok && !isNull(raw) {
+			if err := json.Unmarshal(raw, &l.config.CleanUpSpaces); err != nil {
+				return nil, fmt.Errorf("tokenizer: %s: clean_up_tokenization_spaces: %v", cfgName, err)
 			}
 		}
 		if raw, ok := cfg["eos_token"]; ok {
@@ -200,6 +209,7 @@ func parse(name string, data []byte, cfgName string, cfgData []byte) (*Tokenizer
 		t.padding = p
 	}
 	t.modelMaxLength = l.config.ModelMaxLength
+	t.cleanUpSpaces = l.config.CleanUpSpaces
 	_, preCuts := t.preTokenizer.(cutter)
 	_, normCuts := t.normalizer.(cutter)
 	t.chunkable = preCuts && (t.normalizer == nil || normCuts) && !t.added.hasNormalized

@@ -178,6 +178,7 @@ type refOutput struct {
 	Tokens  []string `json:"tokens"`
 	TypeIDs []int    `json:"type_ids"`
 	Mask    []int    `json:"mask"`
+	Decoded *string  `json:"decoded"`
 	Error   string   `json:"error"`
 }
 
@@ -228,8 +229,8 @@ func runReference(t *testing.T, file string, inputs []refInput) []refOutput {
 }
 
 // compareWithReference encodes inputs with the Go tokenizer loaded from
-// file and with tokenizers.js, and requires the same ids, tokens, type ids
-// and attention masks text by text (tokenizers.js neither truncates nor
+// file and with tokenizers.js, and requires the same ids, tokens, type ids,
+// attention masks and decoded text (Decode(ids, true)) text by text (tokenizers.js neither truncates nor
 // pads, so truncation is off here; checkTruncation holds the truncated
 // encodings to the untruncated ones). It reports the first differences with
 // their texts. The Go offsets, which tokenizers.js does not return, are
@@ -273,6 +274,11 @@ func compareWithReference(t *testing.T, file string, inputs []refInput, joinPair
 			d = fmt.Sprintf("attention mask\n  go  %v\n  ref %v", e.AttentionMask, r.Mask)
 		default:
 			d = checkOffsets(e, in)
+		}
+		if d == "" && err == nil && r.Decoded != nil {
+			if s, derr := full.Decode(e.IDs, true); derr != nil || s != *r.Decoded {
+				d = fmt.Sprintf("decode\n  go  %q (%v)\n  ref %q", s, derr, *r.Decoded)
+			}
 		}
 		if d == "" {
 			same++

@@ -26,6 +26,7 @@ type Tokenizer struct {
 	truncation     *Truncation
 	padding        *Padding
 	modelMaxLength int
+	cleanUpSpaces  bool
 }
 
 // Name returns the file name (or the name given to Read) the tokenizer was
@@ -336,7 +337,13 @@ func (t *Tokenizer) encodeSection(e *Encoding, sc *scratch, text string, start, 
 		if sub.added >= 0 {
 			a := &t.added.tokens[sub.added]
 			s, en := n.Original(sub.start, sub.end)
-			e.push(a.id, typeID, n.s[sub.start:sub.end], [2]int{s, en}, a.specialMask(), *word, typeID)
+			// The token is spelled as matched (the normalized content),
+			// without the white space lstrip and rstrip took.
+			tok := n.s[sub.start:sub.end]
+			if a.lstrip || a.rstrip {
+				tok = strings.TrimFunc(tok, isJSSpace)
+			}
+			e.push(a.id, typeID, tok, [2]int{s, en}, a.specialMask(), *word, typeID)
 			*word++
 			continue
 		}
@@ -360,7 +367,7 @@ func (t *Tokenizer) encodeSection(e *Encoding, sc *scratch, text string, start, 
 			sc.tokens = t.model.tokenize(w.s, sc.tokens[:0])
 			for _, tok := range sc.tokens {
 				if full() {
-					break // a huge word: no more than the limit
+					break
 				}
 				s, en := w.Original(tok.Start, tok.End)
 				e.push(tok.ID, typeID, tok.Value, [2]int{s, en}, 0, *word, typeID)
@@ -372,7 +379,10 @@ func (t *Tokenizer) encodeSection(e *Encoding, sc *scratch, text string, start, 
 
 // Decode turns ids back into text with the decoder tokenizer.json names
 // (tokens joined by spaces when it names none), leaving out special added
-// tokens when skipSpecial. An id outside the vocabulary is an error.
+// tokens when skipSpecial, and removes the spaces before punctuation and
+// contractions unless tokenizer_config.json's clean_up_tokenization_spaces
+// is false (as tokenizers.js and transformers decode). An id outside the
+// vocabulary is an error.
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) (string, error) {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
@@ -385,8 +395,14 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) (string, error) {
 		}
 		toks = append(toks, s)
 	}
+	var s string
 	if t.decoder == nil {
-		return strings.Join(toks, " "), nil
+		s = strings.Join(toks, " ")
+	} else {
+		s = strings.Join(t.decoder.decodeChain(toks), "")
 	}
-	return strings.Join(t.decoder.decodeChain(toks), ""), nil
+	if t.cleanUpSpaces {
+		s = cleanUpTokenization(s)
+	}
+	return s, nil
 }

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -151,4 +153,135 @@ func TestOffsetsBERT(t *testing.T) {
 		}
 	}
 	t.Logf("%d tokens checked", checked)
+}
+
+func TestAddedTokenOptions(t *testing.T) {
+	data, err := os.ReadFile(bertUncased)
+	require.NoError(t, err)
+	var j map[string]any
+	require.NoError(t, json.Unmarshal(data, &j))
+	j["added_tokens"] = append(j["added_tokens"].([]any),
+		map[string]any{"id": 30522, "content": "<x>", "single_word": true, "lstrip": false, "rstrip": false, "normalized": false, "special": false},
+		map[string]any{"id": 30523, "content": "<m>", "single_word": false, "lstrip": true, "rstrip": true, "normalized": false, "special": true},
+		map[string]any{"id": 30524, "content": "Big Cat", "single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false},
+	)
+	out, err := json.Marshal(j)
+	require.NoError(t, err)
+	tk, err := Read("added.json", bytes.NewReader(out), nil)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		text   string
+		tokens []string
+		offs   [][2]int
+	}{
+		// single_word: only where no word character touches it.
+		{"a <x> b", []string{"a", "<x>", "b"}, [][2]int{{0, 1}, {2, 5}, {6, 7}}},
+		{"a<x> b", []string{"a", "<", "x", ">", "b"}, nil},
+		{"(<x>)", []string{"(", "<x>", ")"}, nil},
+		// lstrip and rstrip take the white space around the token.
+		{"hi  <m>  there", []string{"hi", "<m>", "there"}, [][2]int{{0, 2}, {2, 9}, {9, 14}}},
+		// A normalized token is found in the normalized text.
+		{"my BIG cat", []string{"my", "big cat"}, [][2]int{{0, 2}, {3, 10}}},
+	} {
+		e, err := tk.Encode(c.text)
+		require.NoError(t, err)
+		assert.Equal(t, c.tokens, e.Tokens[1:e.Len()-1], c.text)
+		if c.offs != nil {
+			assert.Equal(t, c.offs, e.Offsets[1:e.Len()-1], c.text)
+		}
+	}
+}
+
+func TestTruncationAndPadding(t *testing.T) {
+	tk := loadBERT(t)
+	a := "one two three four five six seven" // 7 tokens
+	b := "eight nine ten"                    // 3 tokens
+	ids := func(tk *Tokenizer, a string, b *string) []int {
+		var e *Encoding
+		var err error
+		if b == nil {
+			e, err = tk.Encode(a)
+		} else {
+			e, err = tk.EncodePair(a, *b)
+		}
+		require.NoError(t, err)
+		return e.IDs
+	}
+	words := map[string]int{}
+	for _, w := range strings.Fields(a + " " + b) {
+		id, ok := tk.TokenToID(w)
+		require.True(t, ok, w)
+		words[w] = id
+	}
+	seq := func(ws ...string) []int {
+		var out []int
+		for _, w := range ws {
+			switch w {
+			case "C":
+				out = append(out, 101)
+			case "S":
+				out = append(out, 102)
+			case "P":
+				out = append(out, 0)
+			default:
+				out = append(out, words[w])
+			}
+		}
+		return out
+	}
+	with := func(tr *Truncation, p *Padding) *Tokenizer {
+		t2, err := tk.WithTruncation(tr)
+		require.NoError(t, err)
+		t2, err = t2.WithPadding(p)
+		require.NoError(t, err)
+		return t2
+	}
+	// Single text: room for 4 of its tokens.
+	assert.Equal(t, seq("C", "one", "two", "three", "four", "S"), ids(with(&Truncation{MaxLength: 6}, nil), a, nil))
+	assert.Equal(t, seq("C", "four", "five", "six", "seven", "S"), ids(with(&Truncation{MaxLength: 6, Left: true}, nil), a, nil))
+	// Pairs: 7 + 3 tokens, room for 6.
+	assert.Equal(t, seq("C", "one", "two", "three", "S", "eight", "nine", "ten", "S"), ids(with(&Truncation{MaxLength: 9}, nil), a, &b))
+	assert.Equal(t, seq("C", "one", "two", "three", "S", "eight", "nine", "ten", "S"), ids(with(&Truncation{MaxLength: 9, Strategy: OnlyFirst}, nil), a, &b))
+	assert.Equal(t, seq("C", "one", "two", "S", "eight", "S"), ids(with(&Truncation{MaxLength: 6, Strategy: LongestFirst}, nil), a, &b))
+	long := "eight nine ten eight nine ten" // 6 tokens: both longer than half
+	assert.Equal(t, seq("C", "one", "two", "S", "eight", "nine", "S"), ids(with(&Truncation{MaxLength: 7}, nil), a, &long))
+	assert.Equal(t, seq("C", "one", "two", "three", "four", "five", "six", "seven", "S", "eight", "S"), ids(with(&Truncation{MaxLength: 11, Strategy: OnlySecond}, nil), a, &long))
+	_, err := with(&Truncation{MaxLength: 6, Strategy: OnlySecond}, nil).EncodePair(a, b)
+	assert.ErrorContains(t, err, "only_second")
+	_, err = with(&Truncation{MaxLength: 6, Strategy: OnlySecond}, nil).Encode(a)
+	assert.ErrorContains(t, err, "no second text")
+	// Padding: fixed, to a multiple, on the left, batch longest.
+	fixed := with(nil, &Padding{Length: 8, PadToken: "[PAD]"})
+	e, err := fixed.Encode("one two")
+	require.NoError(t, err)
+	assert.Equal(t, seq("C", "one", "two", "S", "P", "P", "P", "P"), e.IDs)
+	assert.Equal(t, []int{1, 1, 1, 1, 0, 0, 0, 0}, e.AttentionMask)
+	assert.Equal(t, []int{1, 0, 0, 1, 1, 1, 1, 1}, e.SpecialTokensMask)
+	assert.Equal(t, []string{"[CLS]", "one", "two", "[SEP]", "[PAD]", "[PAD]", "[PAD]", "[PAD]"}, e.Tokens)
+	left := with(nil, &Padding{PadToMultipleOf: 3, Left: true, PadID: 7, PadTypeID: 1, PadToken: "[PAD]"})
+	encs, err := left.EncodeBatch([]string{"one", "one two three"})
+	require.NoError(t, err)
+	assert.Equal(t, []int{7, 7, 7, 101, words["one"], 102}, encs[0].IDs)
+	assert.Equal(t, []int{1, 1, 1, 0, 0, 0}, encs[0].TypeIDs)
+	assert.Equal(t, [][2]int{{}, {}, {}, {}, {0, 3}, {}}, encs[0].Offsets)
+	assert.Len(t, encs[1].IDs, 6)
+	// Both: truncation first, padding after.
+	both := with(&Truncation{MaxLength: 4}, &Padding{Length: 5})
+	assert.Equal(t, seq("C", "one", "two", "S", "P"), ids(both, a, nil))
+	// Settings from tokenizer.json.
+	data, err := os.ReadFile(bertUncased)
+	require.NoError(t, err)
+	js := strings.Replace(string(data), `"truncation": null`, `"truncation": {"direction": "Left", "max_length": 5, "strategy": "OnlyFirst", "stride": 0}`, 1)
+	js = strings.Replace(js, `"padding": null`, `"padding": {"strategy": {"Fixed": 6}, "direction": "Right", "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]"}`, 1)
+	fromFile, err := Read("t.json", strings.NewReader(js), nil)
+	require.NoError(t, err)
+	assert.Equal(t, &Truncation{MaxLength: 5, Strategy: OnlyFirst, Left: true}, fromFile.Truncation())
+	assert.Equal(t, &Padding{Length: 6, PadToken: "[PAD]"}, fromFile.Padding())
+	assert.Equal(t, seq("C", "five", "six", "seven", "S", "P"), ids(fromFile, a, nil))
+	// tokenizer_config.json's model_max_length.
+	assert.Equal(t, 512, tk.ModelMaxLength())
+	assert.Equal(t, &Truncation{MaxLength: 512}, tk.Truncation())
+	bad := strings.Replace(string(data), `"padding": null`, `"padding": {"strategy": "Longest"}`, 1)
+	_, err = Read("t.json", strings.NewReader(bad), nil)
+	assert.ErrorContains(t, err, `t.json: padding.strategy: unknown strategy "Longest"`)
 }

@@ -3,7 +3,9 @@
 //
 // Usage: node reference.js TOKENIZER.json CONFIG.json|- IN.jsonl OUT.jsonl
 //   IN.jsonl: one {"a": text, "b": second text (optional)} per line
-//   OUT.jsonl: one {"ids", "tokens", "type_ids", "mask"} or {"error"} per line
+//   OUT.jsonl: one {"ids", "tokens", "type_ids", "mask", "decoded"} or
+//   {"error"} per line; decoded is decode(ids, skip_special_tokens) or, when
+//   decode throws, {"decode_error"}
 // NODE_PATH must reach @huggingface/tokenizers
 // (containers/text/tokenizers-js.sh -- reference.js ...).
 "use strict";
@@ -27,7 +29,13 @@ for (const line of lines) {
 		const opts = { return_token_type_ids: true };
 		if (b !== undefined && b !== null) opts.text_pair = b;
 		const e = tok.encode(a, opts);
-		out.push(JSON.stringify({ ids: e.ids, tokens: e.tokens, type_ids: e.token_type_ids ?? null, mask: e.attention_mask }));
+		const o = { ids: e.ids, tokens: e.tokens, type_ids: e.token_type_ids ?? null, mask: e.attention_mask };
+		try {
+			o.decoded = tok.decode(e.ids, { skip_special_tokens: true });
+		} catch (err) {
+			o.decode_error = String(err && err.message ? err.message : err);
+		}
+		out.push(JSON.stringify(o));
 	} catch (err) {
 		out.push(JSON.stringify({ error: String(err && err.message ? err.message : err) }));
 	}
