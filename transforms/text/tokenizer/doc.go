@@ -34,7 +34,8 @@
 // WhitespaceSplit, Punctuation, Digits, Split (every behaviour, invert),
 // Sequence. Models: WordPiece, BPE, Unigram. Post-processors:
 // TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel,
-// Sequence. Decoders: WordPiece, ByteLevel, Metaspace, BPEDecoder. Regular
+// Sequence. Decoders: WordPiece, ByteLevel, Metaspace, BPEDecoder,
+// ByteFallback, Fuse, Strip, Replace, Sequence. Regular
 // expressions (Split, Replace) are Go's RE2 with Oniguruma's Unicode \s, \d
 // and \w; a pattern RE2 cannot take (look-around, backreferences) is
 // refused at load (ByteLevel's GPT-2 pattern, which has a look-ahead, is

@@ -98,7 +98,10 @@ var referenceCases = []struct {
 			obj("Replace", "pattern", map[string]any{"String": "\u0085"}, "content", " "))
 		j["pre_tokenizer"] = obj("WhitespaceSplit")
 		j["post_processor"] = nil
-		j["decoder"] = nil
+		// Llama's decoders: the byte tokens back into characters.
+		j["decoder"] = seq("decoders",
+			obj("Replace", "pattern", map[string]any{"String": "▁"}, "content", " "),
+			obj("ByteFallback"), obj("Fuse"), obj("Strip", "content", " ", "start", 1, "stop", 0))
 		m := j["model"].(map[string]any)
 		vocab := m["vocab"].(map[string]any)
 		for b := 0; b < 256; b++ {
