@@ -161,14 +161,16 @@ func (b byteLevel) processEach(e *Encoding) {
 }
 
 // process trims the offsets and joins a pair, keeping the type ids the texts
-// were encoded with (0, then 1), as the Rust crate's ByteLevel does.
+// were encoded with (0, then 1), as the Rust crate's ByteLevel does. The
+// result is a new Encoding (a and p are the caller's pooled buffers).
 func (b byteLevel) process(a, p *Encoding, _ bool) *Encoding {
 	b.processEach(a)
-	if p == nil {
-		return a
+	n := a.Len()
+	if p != nil {
+		b.processEach(p)
+		n += p.Len()
 	}
-	b.processEach(p)
-	out := newEncoding(a.Len() + p.Len())
+	out := newEncoding(n)
 	out.appendEncoding(a, -1)
 	out.appendEncoding(p, -1)
 	return out

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,4 +70,35 @@ func TestSentencePieceTokenizer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 39, 88, 21, 2}, e.IDs)
 	assert.Equal(t, [][2]int{{0, 0}, {0, 6}, {6, 12}, {12, 15}, {0, 0}}, e.Offsets)
+}
+
+// TestModelsConcurrent encodes the same texts from several goroutines with
+// one tokenizer (the word caches shared) and requires the serial results.
+func TestModelsConcurrent(t *testing.T) {
+	for _, file := range []string{"testdata/gpt2/tokenizer.json", "testdata/spm/test_ja_model.tokenizer.json"} {
+		tk, err := LoadFile(file)
+		require.NoError(t, err)
+		inputs := referenceCorpus(400, 11)
+		want := make([][]int, len(inputs))
+		for i, in := range inputs {
+			e, err := tk.Encode(in.A)
+			require.NoError(t, err)
+			want[i] = e.IDs
+		}
+		var wg sync.WaitGroup
+		for g := 0; g < 6; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for k := range inputs {
+					i := (k*7 + g*13) % len(inputs)
+					e, err := tk.Encode(inputs[i].A)
+					if !assert.NoError(t, err) || !assert.Equal(t, want[i], e.IDs, "%s text %d", file, i) {
+						return
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+	}
 }
