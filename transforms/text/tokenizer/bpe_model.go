@@ -229,7 +229,11 @@ func (m *bpeModel) mergeWord(word string) []bpeToken {
 	}
 	flushUnk()
 	m.mergeAll(syms)
-	out := make([]bpeToken, 0, len(syms))
+	live := 0
+	for i := int32(0); len(syms) > 0 && i >= 0; i = syms[i].next {
+		live++
+	}
+	out := make([]bpeToken, 0, live)
 	for i := int32(0); len(syms) > 0 && i >= 0; i = syms[i].next {
 		s := syms[i]
 		t := bpeToken{id: s.id, start: s.start, end: s.start + s.len}
