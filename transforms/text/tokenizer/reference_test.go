@@ -118,6 +118,28 @@ var referenceCases = []struct {
 	{name: "spm-unigram-ja", file: "testdata/spm/test_ja_model.tokenizer.json", seed: 8, edit: func(j map[string]any) {
 		j["normalizer"] = obj("NFKC")
 	}},
+	// T5's layout: words split at white space first, then Metaspace; $A </s>.
+	{name: "spm-t5", file: "testdata/spm/test_model.tokenizer.json", seed: 12, edit: func(j map[string]any) {
+		// (U+FEFF and U+0085 made spaces: WhitespaceSplit's white space is
+		// Unicode's, tokenizers.js's JavaScript's.)
+		j["normalizer"] = seq("normalizers", obj("NFKC"),
+			obj("Replace", "pattern", map[string]any{"String": "\ufeff"}, "content", " "),
+			obj("Replace", "pattern", map[string]any{"String": "\u0085"}, "content", " "))
+		j["pre_tokenizer"] = seq("pretokenizers", obj("WhitespaceSplit"),
+			obj("Metaspace", "replacement", "▁", "prepend_scheme", "always", "split", true))
+		eos := map[string]any{"SpecialToken": map[string]any{"id": "</s>", "type_id": 0}}
+		a := map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}
+		b := map[string]any{"Sequence": map[string]any{"id": "B", "type_id": 0}}
+		j["post_processor"] = obj("TemplateProcessing", "single", []any{a, eos}, "pair", []any{a, eos, b, eos},
+			"special_tokens", map[string]any{"</s>": map[string]any{"id": "</s>", "ids": []any{2}, "tokens": []any{"</s>"}}})
+	}},
+	// prepend_scheme first (only the text's first section gets a ▁; an added
+	// token in the text starts another), without split.
+	{name: "spm-first", file: "testdata/spm/test_model.tokenizer.json", seed: 13, edit: func(j map[string]any) {
+		j["normalizer"] = obj("NFKC")
+		j["pre_tokenizer"] = obj("Metaspace", "replacement", "▁", "prepend_scheme", "first", "split", false)
+		j["decoder"] = obj("Metaspace", "replacement", "▁", "prepend_scheme", "first", "split", false)
+	}},
 }
 
 // obj returns a component {"type": typ, k1: v1, ...}.
