@@ -283,6 +283,9 @@ func TestTruncationAndPadding(t *testing.T) {
 	assert.ErrorContains(t, err, "only_second")
 	_, err = with(&Truncation{MaxLength: 6, Strategy: OnlySecond}, nil).Encode(a)
 	assert.ErrorContains(t, err, "no second text")
+	_, err = with(&Truncation{MaxLength: 2}, nil).EncodePair(a, b)
+	assert.ErrorContains(t, err, "truncation to 2 tokens leaves no room for the 3 special tokens")
+	assert.Equal(t, seq("C", "S"), ids(with(&Truncation{MaxLength: 2}, nil), a, nil))
 	// Padding: fixed, to a multiple, on the left, batch longest.
 	fixed := with(nil, &Padding{Length: 8, PadToken: "[PAD]"})
 	e, err := fixed.Encode("one two")
@@ -311,8 +314,14 @@ func TestTruncationAndPadding(t *testing.T) {
 	assert.Equal(t, &Truncation{MaxLength: 5, Strategy: OnlyFirst, Left: true}, fromFile.Truncation())
 	assert.Equal(t, &Padding{Length: 6, PadToken: "[PAD]"}, fromFile.Padding())
 	assert.Equal(t, seq("C", "five", "six", "seven", "S", "P"), ids(fromFile, a, nil))
-	// tokenizer_config.json's model_max_length.
+	// tokenizer_config.json's model_max_length and pad_token.
 	assert.Equal(t, 512, tk.ModelMaxLength())
+	tok, id, ok := tk.PadToken()
+	assert.True(t, ok)
+	assert.Equal(t, "[PAD]", tok)
+	assert.Equal(t, 0, id)
+	tok, id, ok = left.PadToken()
+	assert.Equal(t, []any{"[PAD]", 7, true}, []any{tok, id, ok})
 	assert.Equal(t, &Truncation{MaxLength: 512}, tk.Truncation())
 	bad := strings.Replace(string(data), `"padding": null`, `"padding": {"strategy": "Longest"}`, 1)
 	_, err = Read("t.json", strings.NewReader(bad), nil)
