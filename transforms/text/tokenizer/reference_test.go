@@ -153,7 +153,7 @@ func TestBERTFilesAreBuilt(t *testing.T) {
 // referenceModules installs tokenizers.js on first use
 // (containers/text/tokenizers-js.sh, into the user's cache) and returns its
 // node_modules directory. It skips the test when node or npm is missing.
-func referenceModules(t *testing.T) string {
+func referenceModules(t testing.TB) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
