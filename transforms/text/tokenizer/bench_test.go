@@ -1,7 +1,13 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,6 +37,7 @@ func BenchmarkEncode(b *testing.B) {
 	tokens, bytes := 0, 0
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuSeconds()
 	for i := 0; i < b.N; i++ {
 		s := texts[i%len(texts)]
 		e, err := tk.Encode(s)
@@ -41,6 +48,7 @@ func BenchmarkEncode(b *testing.B) {
 		bytes += len(s)
 	}
 	b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(tokens)/(cpuSeconds()-cpu0), "tokens/cpu-s")
 	b.SetBytes(int64(bytes / b.N))
 }
 
@@ -69,3 +77,58 @@ func BenchmarkEncodeParallel(b *testing.B) {
 }
 
 func addInt64(p *int64, v int64) { atomic.AddInt64(p, v) }
+
+// BenchmarkEncodeTokenizersJS is BenchmarkEncode's peer: tokenizers.js
+// (node, one thread) encoding the same prose with the same file, timed
+// inside node after a warm-up pass. It reports tokens per second of wall
+// time and per CPU second, and ratio_to_js: the Go tokenizer's tokens per
+// CPU second on the same texts, right after, over tokenizers.js's.
+func BenchmarkEncodeTokenizersJS(b *testing.B) {
+	modules := referenceModules(b)
+	texts := benchProse(256)
+	dir := b.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, s := range texts {
+		if err := enc.Encode(refInput{A: s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	rounds := b.N/len(texts) + 1
+	cmd := exec.Command("node", "testdata/bench.js", bertUncased, filepath.Join(filepath.Dir(bertUncased), "tokenizer_config.json"), in, strconv.Itoa(rounds))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	b.ResetTimer()
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("bench.js: %v", err)
+	}
+	var r struct {
+		Tokens     int     `json:"tokens"`
+		Seconds    float64 `json:"seconds"`
+		CPUSeconds float64 `json:"cpu_seconds"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("bench.js said %q: %v", out, err)
+	}
+	b.ReportMetric(float64(r.Tokens)/r.Seconds, "tokens/s")
+	b.ReportMetric(float64(r.Tokens)/r.CPUSeconds, "tokens/cpu-s")
+	b.StopTimer()
+	tk := loadBERT(b)
+	goTokens := 0
+	cpu0 := cpuSeconds()
+	for range rounds {
+		for _, s := range texts {
+			e, err := tk.Encode(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			goTokens += e.Len()
+		}
+	}
+	goRate := float64(goTokens) / (cpuSeconds() - cpu0)
+	b.ReportMetric(goRate/(float64(r.Tokens)/r.CPUSeconds), "ratio_to_js")
+}

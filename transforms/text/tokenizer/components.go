@@ -221,6 +221,26 @@ func (l *loader) preTokenizer(path string, raw json.RawMessage) (preTokenizer, e
 }
 
 func (l *loader) model(path string, raw json.RawMessage) (model, error) {
+	// Files written before models had a "type" are told apart by their
+	// fields, as Hugging Face and tokenizers.js do.
+	var head map[string]json.RawMessage
+	if json.Unmarshal(raw, &head) == nil {
+		if _, ok := head["type"]; !ok {
+			typ := ""
+			switch {
+			case len(bytes.TrimSpace(head["vocab"])) > 0 && bytes.TrimSpace(head["vocab"])[0] == '[':
+				typ = "Unigram"
+			case head["merges"] != nil:
+				typ = "BPE"
+			case head["continuing_subword_prefix"] != nil || head["max_input_chars_per_word"] != nil:
+				typ = "WordPiece"
+			}
+			if typ != "" {
+				head["type"], _ = json.Marshal(typ)
+				raw, _ = json.Marshal(head)
+			}
+		}
+	}
 	return build(l, path, raw, "model", models)
 }
 

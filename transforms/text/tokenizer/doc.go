@@ -54,6 +54,10 @@
 // truncate or pad; the offsets are checked against the text and truncation
 // against the untruncated encodings instead.
 //
+// The character tables are Go's (Unicode 15.0 in Go 1.26); Node's are
+// newer (Unicode 17.0 in Node 20's ICU). Characters assigned after 15.0
+// may be classified differently (the corpus leaves them out).
+//
 // Where tokenizers.js and Hugging Face's Rust crate differ, this package
 // follows tokenizers.js in these places, all rare in real text:
 //

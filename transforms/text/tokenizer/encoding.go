@@ -228,7 +228,7 @@ func (p *Padding) pad(e *Encoding, n int) {
 func (t *Truncation) truncatePair(a, b *Encoding, added int) error {
 	max := t.MaxLength - added
 	if max < 0 {
-		max = 0
+		return fmt.Errorf("truncation to %d tokens leaves no room for the %d special tokens", t.MaxLength, added)
 	}
 	n1, n2 := a.Len(), 0
 	if b != nil {

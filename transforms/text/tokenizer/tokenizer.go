@@ -27,6 +27,7 @@ type Tokenizer struct {
 	padding        *Padding
 	modelMaxLength int
 	cleanUpSpaces  bool
+	padToken       string // tokenizer_config.json's pad_token
 }
 
 // Name returns the file name (or the name given to Read) the tokenizer was
@@ -88,6 +89,21 @@ func (t *Tokenizer) WithPadding(p *Padding) (*Tokenizer, error) {
 	}
 	c.padding = p
 	return &c, nil
+}
+
+// PadToken returns the pad token and its id: the padding settings' when
+// padding is on, else tokenizer_config.json's pad_token when the
+// vocabulary has it; ok is false when neither says. A pipeline that pads
+// batches itself pads input_ids with this id.
+func (t *Tokenizer) PadToken() (token string, id int, ok bool) {
+	if p := t.padding; p != nil {
+		return p.PadToken, p.PadID, true
+	}
+	if t.padToken == "" {
+		return "", 0, false
+	}
+	id, ok = t.TokenToID(t.padToken)
+	return t.padToken, id, ok
 }
 
 // VocabSize returns the number of ids: the model's vocabulary and the added

@@ -88,6 +88,29 @@ func TestMalformedJSON(t *testing.T) {
 	assert.Contains(t, err.Error(), "invalid JSON")
 }
 
+func TestMalformedConfig(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(bertUncased)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokenizer.json"), data, 0o644))
+	cfg := filepath.Join(dir, "tokenizer_config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte("{\n  \"model_max_length\": 512\n  \"x\": 1\n}"), 0o644))
+	_, err = LoadFile(filepath.Join(dir, "tokenizer.json"))
+	assert.ErrorContains(t, err, cfg+":3:")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"model_max_length": "long"}`), 0o644))
+	_, err = LoadFile(filepath.Join(dir, "tokenizer.json"))
+	assert.ErrorContains(t, err, cfg+": model_max_length:")
+	// Without "type", a model is told apart by its fields.
+	untyped := strings.Replace(string(data), `"type": "WordPiece",
+  "unk_token"`, `"unk_token"`, 1)
+	require.NotEqual(t, len(data), len(untyped))
+	tk, err := Read("untyped.json", strings.NewReader(untyped), nil)
+	require.NoError(t, err)
+	e, err := tk.Encode("hello")
+	require.NoError(t, err)
+	assert.Equal(t, []int{101, 7592, 102}, e.IDs)
+}
+
 func TestInvalidUTF8(t *testing.T) {
 	tk := loadBERT(t)
 	_, err := tk.Encode("ok \xff bad")
@@ -95,24 +118,34 @@ func TestInvalidUTF8(t *testing.T) {
 	assert.Contains(t, err.Error(), "not valid UTF-8 (byte 3 is 0xff)")
 }
 
+// One Tokenizer encodes from many goroutines at once (run with -race):
+// short and long texts (the pooled buffers, the chunked path), pairs.
 func TestConcurrentEncode(t *testing.T) {
 	tk := loadBERT(t)
-	texts := []string{"Hello, world!", "Ünïcödé 中文", "The quick brown fox jumps over the lazy dog.", ""}
-	want := make([][]int, len(texts))
-	for i, s := range texts {
-		e, err := tk.Encode(s)
+	inputs := referenceCorpus(200, 9)
+	long := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 3000)
+	inputs = append(inputs, refInput{A: long}, refInput{A: long, B: &long})
+	encode := func(in refInput) (*Encoding, error) {
+		if in.B != nil {
+			return tk.EncodePair(in.A, *in.B)
+		}
+		return tk.Encode(in.A)
+	}
+	want := make([]*Encoding, len(inputs))
+	for i, in := range inputs {
+		e, err := encode(in)
 		require.NoError(t, err)
-		want[i] = e.IDs
+		want[i] = e
 	}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := range 200 {
-				i := (g + k) % len(texts)
-				e, err := tk.Encode(texts[i])
-				if !assert.NoError(t, err) || !assert.Equal(t, want[i], e.IDs) {
+			for k := range 3 * len(inputs) {
+				i := (g*37 + k) % len(inputs)
+				e, err := encode(inputs[i])
+				if !assert.NoError(t, err) || !assert.Equal(t, want[i], e, "input %d", i) {
 					return
 				}
 			}
@@ -250,6 +283,9 @@ func TestTruncationAndPadding(t *testing.T) {
 	assert.ErrorContains(t, err, "only_second")
 	_, err = with(&Truncation{MaxLength: 6, Strategy: OnlySecond}, nil).Encode(a)
 	assert.ErrorContains(t, err, "no second text")
+	_, err = with(&Truncation{MaxLength: 2}, nil).EncodePair(a, b)
+	assert.ErrorContains(t, err, "truncation to 2 tokens leaves no room for the 3 special tokens")
+	assert.Equal(t, seq("C", "S"), ids(with(&Truncation{MaxLength: 2}, nil), a, nil))
 	// Padding: fixed, to a multiple, on the left, batch longest.
 	fixed := with(nil, &Padding{Length: 8, PadToken: "[PAD]"})
 	e, err := fixed.Encode("one two")
@@ -278,8 +314,14 @@ func TestTruncationAndPadding(t *testing.T) {
 	assert.Equal(t, &Truncation{MaxLength: 5, Strategy: OnlyFirst, Left: true}, fromFile.Truncation())
 	assert.Equal(t, &Padding{Length: 6, PadToken: "[PAD]"}, fromFile.Padding())
 	assert.Equal(t, seq("C", "five", "six", "seven", "S", "P"), ids(fromFile, a, nil))
-	// tokenizer_config.json's model_max_length.
+	// tokenizer_config.json's model_max_length and pad_token.
 	assert.Equal(t, 512, tk.ModelMaxLength())
+	tok, id, ok := tk.PadToken()
+	assert.True(t, ok)
+	assert.Equal(t, "[PAD]", tok)
+	assert.Equal(t, 0, id)
+	tok, id, ok = left.PadToken()
+	assert.Equal(t, []any{"[PAD]", 7, true}, []any{tok, id, ok})
 	assert.Equal(t, &Truncation{MaxLength: 512}, tk.Truncation())
 	bad := strings.Replace(string(data), `"padding": null`, `"padding": {"strategy": "Longest"}`, 1)
 	_, err = Read("t.json", strings.NewReader(bad), nil)

