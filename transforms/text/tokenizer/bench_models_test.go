@@ -1,9 +1,13 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,14 +91,61 @@ func BenchmarkBPEUncached(b *testing.B) {
 	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
 
-// cpuSeconds is the CPU time (user and system) this process has used: on a
-// shared machine the wall clock also counts other processes' time, so the
-// benchmarks report tokens per CPU second too (the garbage collector's work
-// included: the cost on one core).
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+// BenchmarkModelsVsTokenizersJS encodes the prose with GPT-2's and the
+// SentencePiece Unigram tokenizer here and with tokenizers.js (testdata/bench.js)
+// on the same file and reports the Go tokenizer's tokens per CPU second over
+// tokenizers.js's (ratio_to_js). tokenizers.js's Precompiled is NFKC, cheaper
+// than the charsmap this package reads.
+func BenchmarkModelsVsTokenizersJS(b *testing.B) {
+	modules := referenceModules(b)
+	lines := proseLines(b)
+	dir := b.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, s := range lines {
+		require.NoError(b, enc.Encode(refInput{A: s}))
 	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	require.NoError(b, os.WriteFile(in, buf.Bytes(), 0o644))
+	noConfig := filepath.Join(dir, "tokenizer_config.json")
+	require.NoError(b, os.WriteFile(noConfig, []byte("{}"), 0o644))
+	for _, c := range []struct{ name, file, config string }{
+		{"gpt2", "testdata/gpt2/tokenizer.json", "testdata/gpt2/tokenizer_config.json"},
+		{"unigram", "testdata/spm/test_model.tokenizer.json", noConfig},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rounds := 3
+			cmd := exec.Command("node", "testdata/bench.js", c.file, c.config, in, strconv.Itoa(rounds))
+			cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+			out, err := cmd.Output()
+			require.NoError(b, err, "bench.js")
+			var r struct {
+				Tokens     int     `json:"tokens"`
+				CPUSeconds float64 `json:"cpu_seconds"`
+			}
+			require.NoError(b, json.Unmarshal(out, &r), "bench.js said %q", out)
+			tk, err := LoadFile(c.file)
+			require.NoError(b, err)
+			full, err := tk.WithTruncation(nil) // tokenizers.js does not truncate
+			require.NoError(b, err)
+			for _, s := range lines { // warm up, as bench.js does
+				_, err := full.Encode(s)
+				require.NoError(b, err)
+			}
+			goTokens := 0
+			cpu0 := cpuSeconds()
+			for range rounds {
+				for _, s := range lines {
+					e, err := full.Encode(s)
+					require.NoError(b, err)
+					goTokens += e.Len()
+				}
+			}
+			goRate := float64(goTokens) / (cpuSeconds() - cpu0)
+			jsRate := float64(r.Tokens) / r.CPUSeconds
+			b.ReportMetric(goRate, "go_tokens/cpu-s")
+			b.ReportMetric(jsRate, "js_tokens/cpu-s")
+			b.ReportMetric(goRate/jsRate, "ratio_to_js")
+		})
+	}
 }
