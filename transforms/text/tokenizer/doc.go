@@ -24,7 +24,9 @@
 //
 // A Tokenizer is immutable and safe for concurrent use; WithTruncation and
 // WithPadding return changed copies. Offsets are byte offsets into the
-// original text.
+// original text. With Truncation.Overflowing, what truncation cuts off comes
+// back in Encoding.Overflowing as overlapping windows (Stride tokens of
+// overlap), each with its special tokens: a long document as chunks.
 //
 // # Components
 //

@@ -29,6 +29,9 @@ type Encoding struct {
 	// SequenceIDs is 0 or 1 for the text of a pair each token came from,
 	// -1 for special tokens and padding.
 	SequenceIDs []int
+	// Overflowing holds the windows of the tokens truncation cut off, when
+	// Truncation.Overflowing is set; nil otherwise.
+	Overflowing []*Encoding
 }
 
 // Len returns the number of tokens.
@@ -95,6 +98,47 @@ func (e *Encoding) appendEncoding(o *Encoding, typeID int) {
 	e.SequenceIDs = append(e.SequenceIDs, o.SequenceIDs...)
 }
 
+// window returns a copy of the tokens [a, b).
+func (e *Encoding) window(a, b int) *Encoding {
+	w := newEncoding(b - a)
+	w.IDs = append(w.IDs, e.IDs[a:b]...)
+	w.TypeIDs = append(w.TypeIDs, e.TypeIDs[a:b]...)
+	w.Tokens = append(w.Tokens, e.Tokens[a:b]...)
+	w.Offsets = append(w.Offsets, e.Offsets[a:b]...)
+	w.SpecialTokensMask = append(w.SpecialTokensMask, e.SpecialTokensMask[a:b]...)
+	w.AttentionMask = append(w.AttentionMask, e.AttentionMask[a:b]...)
+	w.WordIDs = append(w.WordIDs, e.WordIDs[a:b]...)
+	w.SequenceIDs = append(w.SequenceIDs, e.SequenceIDs[a:b]...)
+	return w
+}
+
+// windows returns the ranges Hugging Face's Encoding::truncate cuts a
+// sequence of n tokens into, size tokens each, each stride tokens into the
+// one before: from the start (right truncation) or from the end (left).
+// The first range is what truncation keeps.
+func windows(n, size, stride int, left bool) [][2]int {
+	step := size - stride
+	var out [][2]int
+	if !left {
+		for start := 0; start < n; start += step {
+			stop := min(start+size, n)
+			out = append(out, [2]int{start, stop})
+			if stop == n {
+				break
+			}
+		}
+		return out
+	}
+	for stop := n; stop > 0; stop -= step {
+		start := max(stop-size, 0)
+		out = append(out, [2]int{start, stop})
+		if start == 0 {
+			break
+		}
+	}
+	return out
+}
+
 // truncate keeps n tokens, the first ones or (left) the last ones.
 func (e *Encoding) truncate(n int, left bool) {
 	if n >= e.Len() {
@@ -147,9 +191,16 @@ type Truncation struct {
 	Strategy  TruncationStrategy
 	// Left removes tokens from the start instead of the end.
 	Left bool
-	// Stride is read from tokenizer.json for completeness; the tokens cut
-	// off are dropped, not kept as overflowing encodings, so it has no
-	// effect.
+	// Overflowing keeps the tokens truncation cuts off, as Hugging Face's
+	// return_overflowing_tokens: Encoding.Overflowing holds them in windows
+	// of the same length, each with its special tokens (and padding), one
+	// window's start Stride tokens before the end of the one before. A
+	// document then becomes overlapping chunks. Single texts only: a pair
+	// with Overflowing set is an error.
+	Overflowing bool
+	// Stride is how many tokens each overflowing window repeats from the
+	// one before (tokenizer.json's "stride"); less than MaxLength minus
+	// the special tokens.
 	Stride int
 }
 

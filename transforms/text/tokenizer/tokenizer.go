@@ -191,8 +191,12 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 	// A right-truncated text never keeps more than MaxLength tokens, so
 	// the model may stop there (bounded work for a huge text).
 	limit := -1
-	if tr := t.truncation; tr != nil && !tr.Left {
+	tr := t.truncation
+	if tr != nil && !tr.Left && !tr.Overflowing {
 		limit = tr.MaxLength
+	}
+	if tr != nil && tr.Overflowing && pair {
+		return nil, fmt.Errorf("tokenizer: truncation with overflowing tokens takes single texts, not pairs")
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer func() {
@@ -212,8 +216,19 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 			return nil, fmt.Errorf("second text: %w", err)
 		}
 	}
-	if t.truncation != nil {
-		if err := t.truncation.truncatePair(ea, eb, added); err != nil {
+	var rest []*Encoding // the overflowing windows, before post-processing
+	if tr != nil && tr.Overflowing && ea.Len() > tr.MaxLength-added {
+		room := tr.MaxLength - added
+		if room <= 0 || tr.Stride < 0 || tr.Stride >= room {
+			return nil, fmt.Errorf("tokenizer: truncation to %d tokens (%d beside the special tokens) with stride %d: want 0 <= stride < %d", tr.MaxLength, room, tr.Stride, room)
+		}
+		ws := windows(ea.Len(), room, tr.Stride, tr.Left)
+		for _, w := range ws[1:] {
+			rest = append(rest, ea.window(w[0], w[1]))
+		}
+		ea.truncate(room, tr.Left)
+	} else if tr != nil {
+		if err := tr.truncatePair(ea, eb, added); err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}
@@ -232,6 +247,16 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 	}
 	if p := t.padding; p != nil && p.Length > 0 {
 		p.pad(e, p.target(0))
+	}
+	for _, w := range rest {
+		o := w
+		if t.postProcessor != nil {
+			o = t.postProcessor.process(w, nil, true)
+		}
+		if p := t.padding; p != nil && p.Length > 0 {
+			p.pad(o, p.target(0))
+		}
+		e.Overflowing = append(e.Overflowing, o)
 	}
 	return e, nil
 }

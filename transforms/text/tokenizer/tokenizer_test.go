@@ -327,3 +327,55 @@ func TestTruncationAndPadding(t *testing.T) {
 	_, err = Read("t.json", strings.NewReader(bad), nil)
 	assert.ErrorContains(t, err, `t.json: padding.strategy: unknown strategy "Longest"`)
 }
+
+// Overflowing tokens come back in windows of the same length, each Stride
+// tokens into the one before, each with its special tokens and padding.
+func TestOverflowing(t *testing.T) {
+	tk := loadBERT(t)
+	words := strings.Fields("one two three four five six seven eight nine ten")
+	text := strings.Join(words, " ")
+	id := func(ws ...string) []int {
+		out := []int{101}
+		for _, w := range ws {
+			i, ok := tk.TokenToID(w)
+			require.True(t, ok)
+			out = append(out, i)
+		}
+		return append(out, 102)
+	}
+	right, err := tk.WithTruncation(&Truncation{MaxLength: 6, Stride: 1, Overflowing: true})
+	require.NoError(t, err)
+	e, err := right.Encode(text)
+	require.NoError(t, err)
+	assert.Equal(t, id(words[0:4]...), e.IDs)
+	require.Len(t, e.Overflowing, 2)
+	assert.Equal(t, id(words[3:7]...), e.Overflowing[0].IDs)
+	assert.Equal(t, id(words[6:10]...), e.Overflowing[1].IDs)
+	assert.Equal(t, [2]int{strings.Index(text, "four"), strings.Index(text, "four") + 4}, e.Overflowing[0].Offsets[1])
+
+	left, err := tk.WithTruncation(&Truncation{MaxLength: 6, Stride: 2, Overflowing: true, Left: true})
+	require.NoError(t, err)
+	left, err = left.WithPadding(&Padding{Length: 6, PadToken: "[PAD]"})
+	require.NoError(t, err)
+	text9 := strings.Join(words[:9], " ")
+	e, err = left.Encode(text9)
+	require.NoError(t, err)
+	assert.Equal(t, id(words[5:9]...), e.IDs)
+	require.Len(t, e.Overflowing, 3)
+	assert.Equal(t, id(words[3:7]...), e.Overflowing[0].IDs)
+	assert.Equal(t, id(words[1:5]...), e.Overflowing[1].IDs)
+	assert.Equal(t, append(id(words[0:3]...), 0), e.Overflowing[2].IDs)
+	assert.Equal(t, []int{1, 1, 1, 1, 1, 0}, e.Overflowing[2].AttentionMask)
+
+	// A text that fits has none; a stride as long as the window and pairs
+	// are errors.
+	e, err = right.Encode("one two")
+	require.NoError(t, err)
+	assert.Nil(t, e.Overflowing)
+	bad, err := tk.WithTruncation(&Truncation{MaxLength: 6, Stride: 4, Overflowing: true})
+	require.NoError(t, err)
+	_, err = bad.Encode(text)
+	assert.ErrorContains(t, err, "want 0 <= stride < 4")
+	_, err = right.EncodePair(text, text)
+	assert.ErrorContains(t, err, "not pairs")
+}
