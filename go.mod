@@ -8,6 +8,7 @@ require (
 	github.com/distribution/reference v0.6.0
 	github.com/moby/buildkit v0.30.0
 	github.com/moby/patternmatcher v0.6.1
+	github.com/rivo/uniseg v0.4.7
 	github.com/sbinet/npyio v0.9.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/image v0.47.0
@@ -70,7 +71,6 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
-	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/spiffe/go-spiffe/v2 v2.7.0 // indirect
 	github.com/tonistiigi/go-csvvalue v0.0.0-20240814133006-030d3b2625d0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
