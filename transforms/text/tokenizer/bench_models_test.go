@@ -114,7 +114,7 @@ func BenchmarkModelsVsTokenizersJS(b *testing.B) {
 		{"unigram", "testdata/spm/test_model.tokenizer.json", noConfig},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			rounds := 3
+			rounds := 1 + b.N/len(lines) // passes over the prose, each line one op
 			cmd := exec.Command("node", "testdata/bench.js", c.file, c.config, in, strconv.Itoa(rounds))
 			cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 			out, err := cmd.Output()
