@@ -169,3 +169,21 @@ func byteSize(n int) string {
 	}
 	return strconv.Itoa(n>>10) + "KB"
 }
+
+// TestUnigramHugeWord encodes one 2 MB word with the SentencePiece model: the
+// lattice is linear in the word's length (each position tries the pieces
+// that start there, at most the longest piece's length).
+func TestUnigramHugeWord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 2 MB word takes a second")
+	}
+	_, m := loadSPM(t, "testdata/spm/test_model.tokenizer.json")
+	word := "▁" + strings.Repeat("ab", 1<<20)
+	toks := m.wordTokens(word)
+	require.NotEmpty(t, toks)
+	assert.Equal(t, int32(0), toks[0].start)
+	assert.Equal(t, int32(len(word)), toks[len(toks)-1].end)
+	for i := 1; i < len(toks); i++ {
+		require.Equal(t, toks[i-1].end, toks[i].start, "tokens cover the word without gaps")
+	}
+}
