@@ -98,11 +98,11 @@ func TestJSONLEncoderMatchesORT(t *testing.T) {
 		args   []string
 		padded int // -1: not known in advance
 	}{
-		{[]string{"--max_batch_size=12"}, 12 * 40},                                        // one call, all padded to 40
-		{[]string{"--max_batch_size=12", "--sort_window=1"}, real},                        // a window of one row: calls of one row
-		{[]string{"--max_batch_size=4"}, 4*5 + 4*16 + 4*40},                               // sorted: 1 2 3 5 | 7 9 12 16 | 17 24 31 40
-		{[]string{"--max_batch_size=3", "--sort_window=12", "--max_batch_tokens=40"}, -1}, // by tokens
-		{[]string{"--shard_rows=5", "--max_batch_size=5"}, -1},                            // three shards
+		{[]string{"--max_batch_size=12"}, 12 * 40},                                                                     // one call, all padded to 40
+		{[]string{"--max_batch_size=12", "--sort_window=1"}, real},                                                     // a window of one row: calls of one row
+		{[]string{"--max_batch_size=4"}, 4*5 + 4*16 + 4*40},                                                            // sorted: 1 2 3 5 | 7 9 12 16 | 17 24 31 40
+		{[]string{"--max_batch_size=3", "--sort_window=12", "--max_batch_tokens=40"}, 9 + 27 + 32 + 17 + 24 + 31 + 40}, // 1 2 3 | 5 7 9 | 12 16 | 17 | 24 | 31 | 40
+		{[]string{"--shard_rows=5", "--max_batch_size=5"}, -1},                                                         // three shards
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			out := t.TempDir()
