@@ -471,10 +471,14 @@ type summary struct {
 	// JSONL input, or one .npy per input): the rows' tokens (their size
 	// along the model's dynamic axes), the tokens of the model calls as
 	// padded (rows x padded size), and 1 - tokens/padded tokens.
-	Tokens         *int64   `json:"tokens,omitempty"`
-	PaddedTokens   *int64   `json:"padded_tokens,omitempty"`
-	PaddingShare   *float64 `json:"padding_share,omitempty"`
-	ElapsedSeconds float64  `json:"elapsed_seconds"`
+	Tokens       *int64   `json:"tokens,omitempty"`
+	PaddedTokens *int64   `json:"padded_tokens,omitempty"`
+	PaddingShare *float64 `json:"padding_share,omitempty"`
+	// Padding says how rows of different lengths share a model call: the
+	// output axes cut back to each row's length, or why none can be (then
+	// rows of different lengths run in calls of their own).
+	Padding        string  `json:"padding,omitempty"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Backend is each step's implementation (cpu, gpu, stub) and counts.
 	Backend []stepJSON `json:"backend"`
 	// Stub is set when steps ran their stand-ins: the predictions are not results.
@@ -512,6 +516,7 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 			share = 1 - float64(tok)/float64(pad)
 		}
 		sum.Tokens, sum.PaddedTokens, sum.PaddingShare = &tok, &pad, &share
+		sum.Padding = cfg.Handler.Padding()
 	}
 	sum.ElapsedSeconds = res.Elapsed.Seconds()
 	// The model's use of the onnx step and the onnx step the pipeline

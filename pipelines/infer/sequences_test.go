@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/stretchr/testify/assert"
@@ -120,6 +121,7 @@ func TestJSONLEncoderMatchesORT(t *testing.T) {
 				assert.Equal(t, int64(c.padded), *s.PaddedTokens)
 			}
 			assert.InDelta(t, 1-float64(real)/float64(*s.PaddedTokens), *s.PaddingShare, 1e-9)
+			assert.Equal(t, "rows are padded; outputs cut back per row: last_hidden_state axis 1 as input_ids axis 1", s.Padding)
 		})
 	}
 }
@@ -201,6 +203,7 @@ func TestJSONLBadLines(t *testing.T) {
 		`{"input_ids": [1, 2], "attention_mask": [1, 1, 1], "token_type_ids": [0, 0]}`,
 		`{"input_ids": [5, 500], "attention_mask": [1, 1], "token_type_ids": [0, 0]}`,
 		lines[2],
+		longRow(70), // past the model's 64 positions: its call fails, the row alone
 	}
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "bad.jsonl")
@@ -216,40 +219,51 @@ func TestJSONLBadLines(t *testing.T) {
 		code, text, err := runInfer(t, "--model="+encoderModel, "--input="+in, "--output="+out, "--backend=cpu", "--shard_rows=4")
 		require.NoError(t, err)
 		require.Equal(t, 0, code)
-		assert.Contains(t, text, "rows: 11 in, 3 predicted, 8 failed")
+		assert.Contains(t, text, "rows: 12 in, 3 predicted, 9 failed")
 		fails := readLines[step.Failure](t, filepath.Join(out, "failed.jsonl"))
 		slices.SortFunc(fails, func(a, b step.Failure) int { return strings.Compare(a.Input, b.Input) })
 		reasons := map[string]string{}
 		for _, f := range fails {
 			reasons[f.Input] = f.Reason
 		}
-		require.Len(t, reasons, 8, "%v", fails)
+		require.Len(t, reasons, 9, "%v", fails)
 		for row, want := range map[string]string{
-			"#1": in + " line 2: not a JSON object",
-			"#2": in + ` line 3: field "token_type_ids" missing`,
-			"#3": in + ` line 5: field "input_ids": value[1] is a string, not a number`,
-			"#4": in + ` line 6: field "input_ids": rank 2 ([2x2]), but the model's input input_ids: int64[batchxsequence] takes rank 1 per row`,
-			"#5": in + ` line 7: field "input_ids": value[1]: 2.5 is not an integer`,
-			"#6": in + " line 8: not valid JSON",
-			"#8": "sequence", // lengths 2 and 3 of one row: the model's check
-			"#9": "",         // id 500 outside the vocabulary: the model fails the row alone
+			"#1":  in + " line 2: not a JSON object",
+			"#2":  in + ` line 3: field "token_type_ids" missing`,
+			"#3":  in + ` line 5: field "input_ids": value[1] is a string, not a number`,
+			"#4":  in + ` line 6: field "input_ids": rank 2 ([2x2]), but the model's input input_ids: int64[batchxsequence] takes rank 1 per row`,
+			"#5":  in + ` line 7: field "input_ids": value[1]: 2.5 is not an integer`,
+			"#6":  in + " line 8: not valid JSON",
+			"#8":  "sequence", // lengths 2 and 3 of one row: the model's check
+			"#9":  "",         // id 500 outside the vocabulary: the model fails the row alone
+			"#11": "",         // 70 positions of 64
 		} {
 			assert.Contains(t, reasons[row], want, row)
 		}
 		got := readLines[outputsJSON](t, filepath.Join(out, rowsFile))
-		require.Len(t, got, 11)
+		require.Len(t, got, 12)
 		refs := readLines[refLine](t, encoderDir+"/rows.ref.jsonl")
 		for i, ref := range map[int]refLine{0: refs[0], 7: refs[1], 10: refs[2]} {
 			require.True(t, got[i].Predicted, "row %d", i)
 			closeRel(t, fmt.Sprintf("row %d", i), ref.PoolerOutput, got[i].Outputs["pooler_output"])
 		}
-		for _, i := range []int{1, 2, 3, 4, 5, 6, 8, 9} {
+		for _, i := range []int{1, 2, 3, 4, 5, 6, 8, 9, 11} {
 			assert.False(t, got[i].Predicted, "row %d", i)
 		}
 		s := readSummary(t, out)
-		assert.Equal(t, 11, s.RowsIn)
+		assert.Equal(t, 12, s.RowsIn)
 		assert.Equal(t, s.RowsIn, s.RowsPredicted+s.RowsFailed)
 	}
+}
+
+// longRow is a JSONL line of the encoder's inputs of n tokens.
+func longRow(n int) string {
+	ids, ones, zeros := make([]int, n), make([]int, n), make([]int, n)
+	for i := range ids {
+		ids[i], ones[i] = 1+i%90, 1
+	}
+	b, _ := json.Marshal(map[string][]int{"input_ids": ids, "attention_mask": ones, "token_type_ids": zeros})
+	return string(b)
 }
 
 // Rows of one length in a JSONL file: predictions.npy (the first output),
@@ -304,4 +318,45 @@ func TestParseArray(t *testing.T) {
 	assert.ErrorContains(t, err, "value[0][1] is null, not a number")
 	_, err = parseArray(json.RawMessage(`[300]`), jsonInput{Type: nd.Uint8, Dims: []int{-1}, Desc: "u"})
 	assert.ErrorContains(t, err, "out of the range of uint8")
+}
+
+// A JSONL file (gzip) and .npy files on an object store.
+func TestSequencesOnObjectStore(t *testing.T) {
+	model, err := os.ReadFile(encoderModel)
+	require.NoError(t, err)
+	memfs.Write("memfs://seq/in/encoder.onnx", model)
+	rows, err := os.ReadFile(encoderRows)
+	require.NoError(t, err)
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(rows)
+	require.NoError(t, zw.Close())
+	memfs.Write("memfs://seq/in/rows.jsonl.gz", z.Bytes())
+	var in []string
+	for _, name := range []string{"input_ids", "attention_mask", "token_type_ids"} {
+		b, err := os.ReadFile(fmt.Sprintf("%s/fixed_%s.npy", encoderDir, name))
+		require.NoError(t, err)
+		memfs.Write("memfs://seq/in/"+name+".npy", b)
+		in = append(in, name+"=memfs://seq/in/"+name+".npy")
+	}
+	code, text, err := runInfer(t, "--model=memfs://seq/in/encoder.onnx", "--input=memfs://seq/in/rows.jsonl.gz",
+		"--output=memfs://seq/out", "--backend=cpu", "--shard_rows=5", "--max_batch_tokens=64")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 12 in, 12 predicted, 0 failed")
+	lines := strings.Split(strings.TrimSpace(string(readMemfs(t, "memfs://seq/out/predictions.jsonl"))), "\n")
+	require.Len(t, lines, 12)
+	refs := readLines[refLine](t, encoderDir+"/rows.ref.jsonl")
+	for i, l := range lines {
+		var got outputsJSON
+		require.NoError(t, json.Unmarshal([]byte(l), &got))
+		require.Equal(t, i, got.Row)
+		closeRel(t, fmt.Sprintf("row %d", i), refs[i].LastHiddenState, got.Outputs["last_hidden_state"])
+	}
+	code, text, err = runInfer(t, "--model=memfs://seq/in/encoder.onnx", "--input="+strings.Join(in, ","),
+		"--output=memfs://seq/out2", "--backend=cpu", "--shard_rows=4")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 6 in, 6 predicted, 0 failed")
+	assert.NotEmpty(t, readMemfs(t, "memfs://seq/out2/predictions.npy"))
 }

@@ -242,7 +242,10 @@ func (o onnxModel) Batched() bool    { return o.m.Batched() }
 
 // Check checks e's inputs against the model's declared types and shapes.
 func (o onnxModel) Check(e Example) error {
-	_, err := rowInputs(o.m, e, o.finite)
+	row, err := rowInputs(o.m, e, o.finite)
+	if err == nil && o.pad != nil {
+		err = o.pad.checkRow(row)
+	}
 	return err
 }
 

@@ -43,6 +43,35 @@ type padPlan struct {
 	tokens int
 	// pad are the pad values, per input, in the input's type.
 	pad []nd.Array
+	// names are the symbolic names of each input's dynamic row axes ("":
+	// none), parallel to axes.
+	names  [][]string
+	inputs []string
+}
+
+// checkRow refuses a row whose inputs differ in size on dynamic axes of
+// one name (input_ids and attention_mask of different lengths), which
+// padding would otherwise hide.
+func (p *padPlan) checkRow(row []nd.Array) error {
+	type seen struct{ in, size int }
+	sizes := map[string]seen{}
+	for i, a := range row {
+		if i >= len(p.axes) {
+			break
+		}
+		for k, ax := range p.axes[i] {
+			name := p.names[i][k]
+			if name == "" || ax >= len(a.Shape) {
+				continue
+			}
+			if s, ok := sizes[name]; ok && s.size != a.Shape[ax] {
+				return fmt.Errorf("input %q is %d long on axis %d (%s) where input %q is %d: a row's inputs agree on the sizes of a name", p.inputs[i], a.Shape[ax], ax+1, name, p.inputs[s.in], s.size)
+			} else if !ok {
+				sizes[name] = seen{i, a.Shape[ax]}
+			}
+		}
+	}
+	return nil
 }
 
 // newPadPlan makes the padding plan of m with the pad values (by input
@@ -67,15 +96,19 @@ func newPadPlan(m *onnx.Model, values map[string]float64) (*padPlan, error) {
 	named := map[string]axis{}
 	for i, v := range m.Inputs {
 		var axes []int
+		var axisNames []string
 		for a, d := range rowDims(m, v.Shape) {
 			if d.Size < 0 {
 				axes = append(axes, a)
+				axisNames = append(axisNames, d.Param)
 				if _, dup := named[d.Param]; d.Param != "" && !dup {
 					named[d.Param] = axis{i, a}
 				}
 			}
 		}
 		p.axes = append(p.axes, axes)
+		p.names = append(p.names, axisNames)
+		p.inputs = append(p.inputs, v.Name)
 		if p.tokens < 0 && len(axes) > 0 {
 			p.tokens = i
 		}
