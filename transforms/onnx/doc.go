@@ -9,8 +9,9 @@
 // input shape (Model.Plan: shapes inferred, known values computed, each
 // Conv fused with the residual Add and the activation that alone read it
 // (plan_fuse.go, ops_conv_fused.go), the rest placed in one workspace) and
-// runs it. A model with an operator outside
-// the set is refused at load, naming the operator, its node and the opset.
+// runs it. A model with operators outside
+// the set is refused at load by one error that names each of them, with
+// its first node and the opset (ops_check.go).
 //
 // On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps
 // included (a fused Conv's bias, residual and activation are one kernel
