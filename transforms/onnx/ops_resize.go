@@ -1,0 +1,706 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): interpolation of
+// an N-dimensional array, nearest (every nearest_mode), linear or cubic
+// (cubic_coeff_a, exclude_outside), with every
+// coordinate_transformation_mode (half_pixel, half_pixel_symmetric,
+// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn,
+// tf_crop_and_resize with roi and extrapolation_value), to scales or to
+// sizes, with antialias, axes and keep_aspect_ratio_policy (18).
+//
+// The interpolation is separable: the runtime resizes one axis at a time
+// (an axis whose mapping is the identity not at all), the axes that shrink
+// first so that no intermediate is larger than the input or the output.
+// For each output coordinate of an axis, resizeAxis.taps gives the input
+// coordinates and weights that ONNX's reference implementation
+// (onnx/reference/ops/op_resize.py) gives it, and the device kernel
+// (ops_resize.cu) computes the same from the same parameters. Where that
+// reference and the specification's text differ, the specification and
+// ONNX Runtime are followed: pytorch_half_pixel maps an output of length 1
+// to 0, and an output size from scales is floor(in x scale) computed in
+// float32 (without roi). Resize 10 and Upsample are asymmetric; their
+// nearest rounds down when enlarging and up when shrinking, as ONNX
+// Runtime does.
+//
+// Nearest moves elements of any type; linear and cubic take float32 and
+// float64, sums in float64.
+
+func init() {
+	RegisterOp(OpDef{Name: "Resize", Versions: []int{10, 11, 13, 18, 19}, New: newResize})
+	RegisterOp(OpDef{Name: "Upsample", Versions: []int{7, 9}, New: newUpsample})
+}
+
+// Interpolation modes, coordinate transformations and nearest modes, in the
+// order of ops_resize.cu's enums.
+const (
+	rsNearest = iota
+	rsLinear
+	rsCubic
+)
+
+const (
+	ctHalfPixel = iota
+	ctHalfPixelSymmetric
+	ctPytorchHalfPixel
+	ctAlignCorners
+	ctAsymmetric
+	ctTFHalfPixelForNN
+	ctTFCropAndResize
+)
+
+const (
+	nmRoundPreferFloor = iota
+	nmRoundPreferCeil
+	nmFloor
+	nmCeil
+	nmSimple // Resize 10's and Upsample's: floor enlarging, ceil shrinking
+)
+
+var (
+	resizeModes  = []string{"nearest", "linear", "cubic"}
+	coordModes   = []string{"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"}
+	nearestModes = []string{"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
+)
+
+type resize struct {
+	op                  string
+	mode, coord, near   int
+	cubicA, extrapolate float64
+	excludeOutside      bool
+	antialias           bool
+	axes                []int64 // nil: all
+	policy              string  // keep_aspect_ratio_policy
+	// scalesAttr is Upsample 7's scales; in the indices of the inputs.
+	scalesAttr               []float32
+	roiIn, scalesIn, sizesIn int // -1: the version has no such input
+	upsample                 bool
+}
+
+func newResize(n *Node) (Kernel, error) {
+	a := n.Attrs
+	r := &resize{op: "Resize", cubicA: -0.75, near: nmSimple, coord: ctAsymmetric, roiIn: -1, scalesIn: 1, sizesIn: -1, policy: "stretch"}
+	if n.Since == 10 {
+		if err := n.CheckArity(2, 2, 1, 1); err != nil {
+			return nil, err
+		}
+		r.mode = oneOfIndex(a, "mode", "nearest", resizeModes[:2])
+		return r, a.Err()
+	}
+	min := 3
+	if n.Since >= 13 {
+		min = 1
+	}
+	if err := n.CheckArity(min, 4, 1, 1); err != nil {
+		return nil, err
+	}
+	r.roiIn, r.scalesIn, r.sizesIn = 1, 2, 3
+	r.mode = oneOfIndex(a, "mode", "nearest", resizeModes)
+	coords := coordModes
+	switch {
+	case n.Since == 11:
+		coords = slices.Clone(coordModes)
+		coords[ctHalfPixelSymmetric] = "" // not yet
+	case n.Since < 19:
+		coords = slices.Clone(coordModes)
+		coords[ctHalfPixelSymmetric], coords[ctTFHalfPixelForNN] = "", ""
+	default:
+		coords = slices.Clone(coordModes)
+		coords[ctTFHalfPixelForNN] = ""
+	}
+	r.coord = oneOfIndex(a, "coordinate_transformation_mode", "half_pixel", coords)
+	r.near = oneOfIndex(a, "nearest_mode", "round_prefer_floor", nearestModes)
+	r.cubicA = float64(a.Float("cubic_coeff_a", -0.75))
+	r.excludeOutside = a.Flag("exclude_outside", false)
+	r.extrapolate = float64(a.Float("extrapolation_value", 0))
+	if n.Since >= 18 {
+		r.antialias = a.Flag("antialias", false)
+		if v, ok := a.Ints("axes"); ok {
+			r.axes = v
+		}
+		r.policy = a.String("keep_aspect_ratio_policy", "stretch")
+		a.OneOf("keep_aspect_ratio_policy", r.policy, "stretch", "not_larger", "not_smaller")
+	}
+	return r, a.Err()
+}
+
+func newUpsample(n *Node) (Kernel, error) {
+	a := n.Attrs
+	r := &resize{op: "Upsample", cubicA: -0.75, near: nmSimple, coord: ctAsymmetric, roiIn: -1, scalesIn: 1, sizesIn: -1, upsample: true, policy: "stretch"}
+	if n.Since < 9 {
+		if err := n.CheckArity(1, 1, 1, 1); err != nil {
+			return nil, err
+		}
+		s, ok := a.Floats("scales")
+		if !ok {
+			a.Fail("attribute scales is required")
+		}
+		r.scalesAttr, r.scalesIn = s, -1
+	} else if err := n.CheckArity(2, 2, 1, 1); err != nil {
+		return nil, err
+	}
+	r.mode = oneOfIndex(a, "mode", "nearest", resizeModes[:2])
+	return r, a.Err()
+}
+
+// oneOfIndex reads the string attribute name (def when not set) as its index
+// in allowed ("" entries are not allowed).
+func oneOfIndex(a *Attrs, name, def string, allowed []string) int {
+	v := a.String(name, def)
+	for i, s := range allowed {
+		if s != "" && s == v {
+			return i
+		}
+	}
+	var ok []string
+	for _, s := range allowed {
+		if s != "" {
+			ok = append(ok, s)
+		}
+	}
+	a.Fail("attribute %s is %q, want one of %q", name, v, ok)
+	return 0
+}
+
+// resizeAxis is one axis of a resize: its lengths, the scale its
+// coordinates are mapped with, its roi.
+type resizeAxis struct {
+	in, out      int
+	scale        float64
+	roiLo, roiHi float64
+}
+
+// resizePlan is a resize of a shape: every axis, and those to resize in
+// the order they are resized.
+type resizePlan struct {
+	axes  []resizeAxis
+	order []int
+}
+
+// plan reads the scales, sizes and roi (known before the run) and gives the
+// output's shape and the axes to resize.
+func (r *resize) plan(in []Meta) (resizePlan, error) {
+	x := in[0]
+	rank := len(x.Shape)
+	var p resizePlan
+	p.axes = make([]resizeAxis, rank)
+	for i, d := range x.Shape {
+		p.axes[i] = resizeAxis{in: d, out: d, scale: 1, roiLo: 0, roiHi: 1}
+	}
+	axes := make([]int, rank)
+	for i := range axes {
+		axes[i] = i
+	}
+	if r.axes != nil {
+		var err error
+		if axes, err = NormAxes(r.axes, rank); err != nil {
+			return p, fmt.Errorf("attribute axes: %w", err)
+		}
+	}
+	// roi: starts then ends of the axes.
+	if r.roiIn >= 0 && r.coord == ctTFCropAndResize && r.roiIn < len(in) && in[r.roiIn].Type != nd.Undefined && numel(in[r.roiIn].Shape) > 0 {
+		roi := in[r.roiIn]
+		if roi.Value == nil {
+			return p, NeedValue(r.roiIn)
+		}
+		if !roi.Type.IsFloat() {
+			return p, fmt.Errorf("input roi is %v, want float", roi.Type)
+		}
+		v := nd.Float64s(*roi.Value)
+		if len(v) != 2*len(axes) {
+			return p, fmt.Errorf("input roi has %d values, want %d (starts, then ends, of %d axes)", len(v), 2*len(axes), len(axes))
+		}
+		for j, a := range axes {
+			p.axes[a].roiLo, p.axes[a].roiHi = v[j], v[len(axes)+j]
+		}
+	}
+	var scales []float64
+	var sizes []int64
+	switch {
+	case r.scalesAttr != nil:
+		for _, s := range r.scalesAttr {
+			scales = append(scales, float64(s))
+		}
+	default:
+		if r.scalesIn < len(in) && in[r.scalesIn].Type != nd.Undefined && numel(in[r.scalesIn].Shape) > 0 {
+			s := in[r.scalesIn]
+			if s.Value == nil {
+				return p, NeedValue(r.scalesIn)
+			}
+			if s.Type != nd.Float32 {
+				return p, fmt.Errorf("input scales is %v, want float32", s.Type)
+			}
+			for _, v := range nd.MustAs[float32](*s.Value) {
+				scales = append(scales, float64(v))
+			}
+		}
+		if r.sizesIn >= 0 && r.sizesIn < len(in) && in[r.sizesIn].Type != nd.Undefined && numel(in[r.sizesIn].Shape) > 0 {
+			var err error
+			if sizes, err = KnownInts(in, r.sizesIn, "input sizes"); err != nil {
+				return p, err
+			}
+		}
+	}
+	switch {
+	case scales != nil && sizes != nil:
+		return p, fmt.Errorf("both scales and sizes are given: want one")
+	case scales == nil && sizes == nil:
+		return p, fmt.Errorf("neither scales nor sizes is given: want one")
+	case scales != nil:
+		if len(scales) != len(axes) {
+			return p, fmt.Errorf("scales has %d values for %d axes (X %s)", len(scales), len(axes), nd.ShapeString(x.Shape))
+		}
+		for j, a := range axes {
+			s := scales[j]
+			if !(s > 0) || math.IsInf(s, 0) {
+				return p, fmt.Errorf("scales %v: each must be positive and finite", scales)
+			}
+			if r.upsample && s < 1 {
+				return p, fmt.Errorf("scales %v: Upsample's must be at least 1", scales)
+			}
+			// floor(in x scale), in float32 as ONNX Runtime computes it.
+			o := math.Floor(float64(float32(p.axes[a].in) * float32(s)))
+			if o > nd.MaxElements {
+				return p, fmt.Errorf("scales %v: axis %d would have %g elements (X %s)", scales, a, o, nd.ShapeString(x.Shape))
+			}
+			p.axes[a].out, p.axes[a].scale = int(o), s
+		}
+	default:
+		if len(sizes) != len(axes) {
+			return p, fmt.Errorf("sizes has %d values for %d axes (X %s)", len(sizes), len(axes), nd.ShapeString(x.Shape))
+		}
+		for _, s := range sizes {
+			if s < 0 || s > nd.MaxElements {
+				return p, fmt.Errorf("sizes %v: each must be 0 or more and at most %d", sizes, int64(nd.MaxElements))
+			}
+		}
+		if r.policy == "stretch" {
+			for j, a := range axes {
+				ax := &p.axes[a]
+				ax.out = int(sizes[j])
+				ax.scale = float64(ax.out) / float64(ax.in)
+			}
+			break
+		}
+		scale := math.Inf(1)
+		if r.policy == "not_smaller" {
+			scale = math.Inf(-1)
+		}
+		for j, a := range axes {
+			s := float64(sizes[j]) / float64(p.axes[a].in)
+			if r.policy == "not_larger" {
+				scale = math.Min(scale, s)
+			} else {
+				scale = math.Max(scale, s)
+			}
+		}
+		for _, a := range axes {
+			ax := &p.axes[a]
+			o := math.Floor(scale*float64(ax.in) + 0.5)
+			if o > nd.MaxElements {
+				return p, fmt.Errorf("sizes %v with keep_aspect_ratio_policy %s: axis %d would have %g elements", sizes, r.policy, a, o)
+			}
+			ax.out, ax.scale = int(o), scale
+		}
+	}
+	if _, err := nd.Numel(p.outShape()); err != nil {
+		return p, fmt.Errorf("the output would have shape %s: over %d elements", nd.ShapeString(p.outShape()), int64(nd.MaxElements))
+	}
+	for a := range p.axes {
+		ax := p.axes[a]
+		if ax.out > 0 && ax.in == 0 {
+			return p, fmt.Errorf("axis %d of X is empty and cannot be resized to %d", a, ax.out)
+		}
+		if !r.identity(ax) {
+			p.order = append(p.order, a)
+		}
+	}
+	// The axes that shrink first: no intermediate is larger than X or Y.
+	slices.SortStableFunc(p.order, func(i, j int) int {
+		ri := float64(p.axes[i].out) / float64(p.axes[i].in)
+		rj := float64(p.axes[j].out) / float64(p.axes[j].in)
+		switch {
+		case ri < rj:
+			return -1
+		case ri > rj:
+			return 1
+		}
+		return 0
+	})
+	return p, nil
+}
+
+func (p resizePlan) outShape() []int {
+	out := make([]int, len(p.axes))
+	for i, a := range p.axes {
+		out[i] = a.out
+	}
+	return out
+}
+
+// identity reports whether an axis maps each output coordinate to the
+// input coordinate of the same index, with weight 1.
+func (r *resize) identity(ax resizeAxis) bool {
+	if ax.in != ax.out || ax.out == 0 {
+		return ax.out == 0 && ax.in == 0
+	}
+	var w []float64
+	for o := range ax.out {
+		first, n, ww, outside := r.taps(ax, o, w)
+		w = ww
+		if outside || n != 1 && !(r.mode != rsNearest && singleTap(ww[:n], first, o)) || n == 1 && first != o {
+			return false
+		}
+	}
+	return true
+}
+
+// singleTap reports whether the taps from first are weight 1 at want and 0
+// elsewhere.
+func singleTap(w []float64, first, want int) bool {
+	for j, v := range w {
+		if (first+j == want && v != 1) || (first+j != want && v != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *resize) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	if r.mode != rsNearest && !x.Type.IsFloat() {
+		return nil, fmt.Errorf("input X is %v: %s %s takes float32 or float64", x.Type, r.op, resizeModes[r.mode])
+	}
+	if !isNumeric(x.Type) && x.Type != nd.Bool {
+		return nil, fmt.Errorf("input X is %v: %s takes numbers or booleans", x.Type, r.op)
+	}
+	p, err := r.plan(in)
+	if err != nil {
+		return nil, err
+	}
+	return []Meta{{Type: x.Type, Shape: p.outShape()}}, nil
+}
+
+// original maps output coordinate o of an axis to the input's (ONNX's
+// coordinate_transformation_mode; outF is the output's length before
+// flooring, scale x in).
+func (r *resize) original(ax resizeAxis, o int) float64 {
+	x, s := float64(o), ax.scale
+	inF := float64(ax.in)
+	outF := s * inF
+	switch r.coord {
+	case ctHalfPixel:
+		return (x+0.5)/s - 0.5
+	case ctHalfPixelSymmetric:
+		adj := float64(ax.out) / outF
+		center := inF / 2
+		off := center * (1 - adj)
+		return off + (x+0.5)/s - 0.5
+	case ctPytorchHalfPixel:
+		if ax.out <= 1 {
+			return 0
+		}
+		return (x+0.5)/s - 0.5
+	case ctAlignCorners:
+		if outF == 1 {
+			return 0
+		}
+		return x * (inF - 1) / (outF - 1)
+	case ctTFHalfPixelForNN:
+		return (x + 0.5) / s
+	case ctTFCropAndResize:
+		var v float64
+		if outF == 1 {
+			v = (ax.roiHi - ax.roiLo) * (inF - 1) / 2
+		} else {
+			v = x * (ax.roiHi - ax.roiLo) * (inF - 1) / (outF - 1)
+		}
+		return v + ax.roiLo*(inF-1)
+	default: // asymmetric
+		return x / s
+	}
+}
+
+// taps gives output coordinate o's input coordinates, first to first+n-1
+// (clamped to the axis when read: ONNX pads with the edge), and their
+// weights in w (grown as needed; nearest: none, one tap); outside when the
+// coordinate is outside the input under tf_crop_and_resize (the output is
+// extrapolation_value).
+func (r *resize) taps(ax resizeAxis, o int, w []float64) (first, n int, _ []float64, outside bool) {
+	x := r.original(ax, o)
+	if r.coord == ctTFCropAndResize && (x < 0 || x > float64(ax.in-1)) {
+		return 0, 0, w, true
+	}
+	x0 := math.Floor(x)
+	ratio := x - x0
+	if r.mode == rsNearest {
+		i := int(x0)
+		if ratio != 0 {
+			switch r.near {
+			case nmRoundPreferFloor:
+				if ratio > 0.5 {
+					i++
+				}
+			case nmRoundPreferCeil:
+				if ratio >= 0.5 {
+					i++
+				}
+			case nmCeil:
+				i++
+			case nmSimple:
+				if ax.scale < 1 {
+					i++
+				}
+			}
+		}
+		return i, 1, w, false
+	}
+	// As the reference: the taps are the n input coordinates nearest x (the
+	// lower ones on a tie), weighted by the kernel at (tap - x) x scale.
+	support := 1.0
+	if r.mode == rsCubic {
+		support = 2
+	}
+	s := 1.0
+	if r.antialias && ax.scale < 1 {
+		s = ax.scale
+	}
+	start := int(math.Floor(-support/s)) + 1
+	n = 2 - 2*start
+	first = int(x0) + start
+	if ratio == 0 {
+		first--
+	}
+	w = slices.Grow(w[:0], n)[:n]
+	sum := 0.0
+	for j := range w {
+		d := (float64(first+j) - x) * s
+		if r.mode == rsCubic {
+			w[j] = cubicWeight(d, r.cubicA)
+		} else {
+			w[j] = max(0, 1-math.Abs(d))
+		}
+		sum += w[j]
+	}
+	if s != 1 {
+		for j := range w {
+			w[j] /= sum
+		}
+	}
+	if r.excludeOutside {
+		sum = 0
+		for j := range w {
+			if i := first + j; i < 0 || i >= ax.in {
+				w[j] = 0
+			}
+			sum += w[j]
+		}
+		for j := range w {
+			w[j] /= sum
+		}
+	}
+	return first, n, w, false
+}
+
+// cubicWeight is the cubic convolution kernel of coefficient a at distance
+// d (Keys).
+func cubicWeight(d, a float64) float64 {
+	d = math.Abs(d)
+	d2 := d * d
+	d3 := d * d2
+	switch {
+	case d <= 1:
+		return (a+2)*d3 - (a+3)*d2 + 1
+	case d < 2:
+		return a*d3 - 5*a*d2 + 8*a*d - 4*a
+	}
+	return 0
+}
+
+// axisTable is an axis's taps for every output coordinate: output o reads
+// idx[off[o]:off[o+1]] (clamped) with weights w at the same places; an
+// output with no taps is extrapolation_value.
+type axisTable struct {
+	off []int
+	idx []int
+	w   []float64
+}
+
+func (r *resize) table(ax resizeAxis) axisTable {
+	t := axisTable{off: make([]int, 1, ax.out+1)}
+	var w []float64
+	for o := range ax.out {
+		first, n, ww, outside := r.taps(ax, o, w)
+		w = ww
+		if !outside {
+			for j := range n {
+				i := min(max(first+j, 0), ax.in-1)
+				t.idx = append(t.idx, i)
+				if r.mode != rsNearest {
+					t.w = append(t.w, ww[j])
+				}
+			}
+		}
+		t.off = append(t.off, len(t.idx))
+	}
+	return t
+}
+
+func (r *resize) Run(in, out []nd.Array) error {
+	p, err := r.plan(ValueMetas(in))
+	if err != nil {
+		return err
+	}
+	x, y := in[0], out[0]
+	if numel(y.Shape) == 0 {
+		return nil
+	}
+	if len(p.order) == 0 {
+		copy(y.Data, x.Data)
+		return nil
+	}
+	if r.mode == rsNearest {
+		r.nearest(p, x, y)
+		return nil
+	}
+	f, err := floating[resizeLoop](r.op, x.Type)
+	if err != nil {
+		return err
+	}
+	f.resize(r, p, x, y)
+	return nil
+}
+
+// resizePasses runs pass once per axis to resize, from x to y through
+// intermediates: pass(a, src, dst, shape) resizes axis a of src (shape)
+// into dst. An element is elem Ts.
+func resizePasses[T any](p resizePlan, x, y []T, elem int, pass func(a int, src, dst []T, shape []int)) {
+	cur := make([]int, len(p.axes))
+	for i, a := range p.axes {
+		cur[i] = a.in
+	}
+	src := x
+	var bufs [2][]T
+	for k, a := range p.order {
+		next := slices.Clone(cur)
+		next[a] = p.axes[a].out
+		var dst []T
+		if k == len(p.order)-1 {
+			dst = y
+		} else {
+			b := &bufs[k%2]
+			if n := numel(next) * elem; cap(*b) < n {
+				*b = make([]T, n)
+			}
+			dst = (*b)[:numel(next)*elem]
+		}
+		pass(a, src, dst, cur)
+		src, cur = dst, next
+	}
+}
+
+// split gives the elements before axis a, and after it, of shape.
+func splitAt(shape []int, a int) (outer, inner int) {
+	return numel(shape[:a]), numel(shape[a+1:])
+}
+
+func (r *resize) nearest(p resizePlan, x, y nd.Array) {
+	size := x.Type.Size()
+	fill := make([]byte, size)
+	if r.coord == ctTFCropAndResize {
+		e := nd.Of([]float64{r.extrapolate})
+		if v, err := nd.Convert(e, x.Type); err == nil {
+			copy(fill, v.Data)
+		}
+	}
+	resizePasses(p, x.Data, y.Data, size, func(a int, src, dst []byte, shape []int) {
+		outer, inner := splitAt(shape, a)
+		ax := p.axes[a]
+		t := r.table(ax)
+		row := inner * size
+		parallel.For(outer*ax.out, row, func(lo, hi int) {
+			for k := lo; k < hi; k++ {
+				o, ob := k%ax.out, k/ax.out
+				d := dst[k*row : (k+1)*row]
+				if t.off[o] == t.off[o+1] {
+					for i := 0; i < len(d); i += size {
+						copy(d[i:], fill)
+					}
+					continue
+				}
+				i := t.idx[t.off[o]]
+				copy(d, src[(ob*ax.in+i)*row:][:row])
+			}
+		})
+	})
+}
+
+type resizeLoop interface {
+	resize(r *resize, p resizePlan, x, y nd.Array)
+}
+
+func (floats[T]) resize(r *resize, p resizePlan, x, y nd.Array) {
+	resizeInterp(r, p, nd.MustAs[T](x), nd.MustAs[T](y))
+}
+
+// resizeInterp resizes linearly or cubically, axis by axis, each output
+// value a sum in float64 of its taps.
+func resizeInterp[T floatElem](r *resize, p resizePlan, x, y []T) {
+	e := r.extrapolate
+	resizePasses(p, x, y, 1, func(a int, src, dst []T, shape []int) {
+		outer, inner := splitAt(shape, a)
+		ax := p.axes[a]
+		t := r.table(ax)
+		parallel.For(outer*ax.out, inner*4, func(lo, hi int) {
+			var acc []float64
+			if inner > 1 {
+				acc = make([]float64, inner)
+			}
+			for k := lo; k < hi; k++ {
+				o, ob := k%ax.out, k/ax.out
+				d := dst[k*inner : (k+1)*inner]
+				taps := t.off[o+1] - t.off[o]
+				if taps == 0 {
+					for i := range d {
+						d[i] = T(e)
+					}
+					continue
+				}
+				idx, w := t.idx[t.off[o]:t.off[o+1]], t.w[t.off[o]:t.off[o+1]]
+				base := src[ob*ax.in*inner:]
+				if inner == 1 {
+					s := 0.0
+					for j, i := range idx {
+						if w[j] != 0 {
+							s += w[j] * float64(base[i])
+						}
+					}
+					d[0] = T(s)
+					continue
+				}
+				clear(acc)
+				for j, i := range idx {
+					wj := w[j]
+					if wj == 0 {
+						continue
+					}
+					row := base[i*inner : (i+1)*inner]
+					for q, v := range row {
+						acc[q] += wj * float64(v)
+					}
+				}
+				for q := range d {
+					d[q] = T(acc[q])
+				}
+			}
+		})
+	})
+}
