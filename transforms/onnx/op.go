@@ -19,10 +19,14 @@ import (
 // that also implements Launcher runs on the device.
 
 // MinOpset and MaxOpset bound the opset versions of the default domain
-// ("" or "ai.onnx") that a model may import.
+// ("" or "ai.onnx") that a model may import. Of the operators opset 19
+// changed, Resize registers its version 19; the others refuse what 19
+// added (AveragePool's dilations and Cast's saturate are attributes they do
+// not read, Pad's wrap a mode they do not take, float8 a type the runtime
+// lacks), so a model of opset 19 runs as its opset says or is refused.
 const (
 	MinOpset = 1
-	MaxOpset = 18
+	MaxOpset = 19
 )
 
 // OpDef is an ONNX operator's implementation.

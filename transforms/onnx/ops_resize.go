@@ -255,21 +255,25 @@ func (r *resize) plan(in []Meta) (resizePlan, error) {
 	case scales == nil && sizes == nil:
 		return p, fmt.Errorf("neither scales nor sizes is given: want one")
 	case scales != nil:
+		shown := make([]float32, len(scales)) // as the model holds them
+		for i, v := range scales {
+			shown[i] = float32(v)
+		}
 		if len(scales) != len(axes) {
 			return p, fmt.Errorf("scales has %d values for %d axes (X %s)", len(scales), len(axes), nd.ShapeString(x.Shape))
 		}
 		for j, a := range axes {
 			s := scales[j]
 			if !(s > 0) || math.IsInf(s, 0) {
-				return p, fmt.Errorf("scales %v: each must be positive and finite", scales)
+				return p, fmt.Errorf("scales %v: each must be positive and finite", shown)
 			}
 			if r.upsample && s < 1 {
-				return p, fmt.Errorf("scales %v: Upsample's must be at least 1", scales)
+				return p, fmt.Errorf("scales %v: Upsample's must be at least 1", shown)
 			}
 			// floor(in x scale), in float32 as ONNX Runtime computes it.
 			o := math.Floor(float64(float32(p.axes[a].in) * float32(s)))
 			if o > nd.MaxElements {
-				return p, fmt.Errorf("scales %v: axis %d would have %g elements (X %s)", scales, a, o, nd.ShapeString(x.Shape))
+				return p, fmt.Errorf("scales %v: axis %d would have %g elements (X %s)", shown, a, o, nd.ShapeString(x.Shape))
 			}
 			p.axes[a].out, p.axes[a].scale = int(o), s
 		}
