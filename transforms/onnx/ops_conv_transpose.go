@@ -196,8 +196,9 @@ func (c *convTranspose) Run(in, out []nd.Array) error {
 	return nil
 }
 
-// convTransposeChunkFloats bounds one product's columns (64 MiB).
-const convTransposeChunkFloats = 16 << 20
+// convTransposeChunkFloats bounds one product's columns (64 MiB; a
+// variable for the tests, which cut the input positions into small chunks).
+var convTransposeChunkFloats = 16 << 20
 
 // convTransposeGemm computes a float32 transposed convolution: per image
 // and group, the columns W_g^T X_g in chunks of input positions, each
