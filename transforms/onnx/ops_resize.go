@@ -529,31 +529,47 @@ func cubicWeight(d, a float64) float64 {
 	return 0
 }
 
-// axisTable is an axis's taps for every output coordinate: output o reads
-// idx[off[o]:off[o+1]] (clamped) with weights w at the same places; an
-// output with no taps is extrapolation_value.
+// axisTable is an axis's taps for every output coordinate, n of them each:
+// output o reads idx[o*n:(o+1)*n] (clamped) with weights w at the same
+// places (nearest: n is 1 and w is nil); ext[o] marks an output that is
+// extrapolation_value (tf_crop_and_resize outside the input).
 type axisTable struct {
-	off []int
+	n   int
 	idx []int
 	w   []float64
+	ext []bool
 }
 
 func (r *resize) table(ax resizeAxis) axisTable {
-	t := axisTable{off: make([]int, 1, ax.out+1)}
+	t := axisTable{ext: make([]bool, ax.out)}
 	var w []float64
 	for o := range ax.out {
 		first, n, ww, outside := r.taps(ax, o, w)
 		w = ww
-		if !outside {
-			for j := range n {
-				i := min(max(first+j, 0), ax.in-1)
-				t.idx = append(t.idx, i)
-				if r.mode != rsNearest {
-					t.w = append(t.w, ww[j])
-				}
+		if outside {
+			t.ext[o] = true
+			continue
+		}
+		if t.n == 0 {
+			t.n = n
+			t.idx = make([]int, ax.out*n)
+			if r.mode != rsNearest {
+				t.w = make([]float64, ax.out*n)
 			}
 		}
-		t.off = append(t.off, len(t.idx))
+		for j := range n {
+			t.idx[o*n+j] = min(max(first+j, 0), ax.in-1)
+			if t.w != nil {
+				t.w[o*n+j] = ww[j]
+			}
+		}
+	}
+	if t.n == 0 { // every output extrapolated
+		t.n = 1
+		t.idx = make([]int, ax.out)
+		if r.mode != rsNearest {
+			t.w = make([]float64, ax.out)
+		}
 	}
 	return t
 }
@@ -583,68 +599,102 @@ func (r *resize) Run(in, out []nd.Array) error {
 	return nil
 }
 
-// resizePasses runs pass once per axis to resize, from x to y through
-// intermediates: pass(a, src, dst, shape) resizes axis a of src (shape)
-// into dst. An element is elem Ts.
-func resizePasses[T any](p resizePlan, x, y []T, elem int, pass func(a int, src, dst []T, shape []int)) {
-	cur := make([]int, len(p.axes))
-	for i, a := range p.axes {
-		cur[i] = a.in
-	}
-	src := x
-	var bufs [2][]T
-	for k, a := range p.order {
-		next := slices.Clone(cur)
-		next[a] = p.axes[a].out
-		var dst []T
-		if k == len(p.order)-1 {
-			dst = y
-		} else {
-			b := &bufs[k%2]
-			if n := numel(next) * elem; cap(*b) < n {
-				*b = make([]T, n)
-			}
-			dst = (*b)[:numel(next)*elem]
-		}
-		pass(a, src, dst, cur)
-		src, cur = dst, next
-	}
-}
-
-// split gives the elements before axis a, and after it, of shape.
-func splitAt(shape []int, a int) (outer, inner int) {
-	return numel(shape[:a]), numel(shape[a+1:])
-}
-
+// nearest resizes in one pass, any element type: each output row (the
+// last axis) reads the input row its other coordinates map to, through the
+// last axis's table.
 func (r *resize) nearest(p resizePlan, x, y nd.Array) {
 	size := x.Type.Size()
 	fill := make([]byte, size)
 	if r.coord == ctTFCropAndResize {
-		e := nd.Of([]float64{r.extrapolate})
-		if v, err := nd.Convert(e, x.Type); err == nil {
+		if v, err := nd.Convert(nd.Of([]float64{r.extrapolate}), x.Type); err == nil {
 			copy(fill, v.Data)
 		}
 	}
-	resizePasses(p, x.Data, y.Data, size, func(a int, src, dst []byte, shape []int) {
-		outer, inner := splitAt(shape, a)
-		ax := p.axes[a]
-		t := r.table(ax)
-		row := inner * size
-		parallel.For(outer*ax.out, row, func(lo, hi int) {
-			for k := lo; k < hi; k++ {
-				o, ob := k%ax.out, k/ax.out
-				d := dst[k*row : (k+1)*row]
-				if t.off[o] == t.off[o+1] {
-					for i := 0; i < len(d); i += size {
-						copy(d[i:], fill)
-					}
-					continue
+	switch size {
+	case 1:
+		resizeNearest(r, p, words[uint8](x.Data), words[uint8](y.Data), words[uint8](fill)[0])
+	case 2:
+		resizeNearest(r, p, words[uint16](x.Data), words[uint16](y.Data), words[uint16](fill)[0])
+	case 4:
+		resizeNearest(r, p, words[uint32](x.Data), words[uint32](y.Data), words[uint32](fill)[0])
+	default:
+		resizeNearest(r, p, words[uint64](x.Data), words[uint64](y.Data), words[uint64](fill)[0])
+	}
+}
+
+func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
+	rank := len(p.axes)
+	tables := make([]axisTable, rank)
+	for a, ax := range p.axes {
+		tables[a] = r.table(ax)
+	}
+	inSt := Strides(p.outShapeIn())
+	last := p.axes[rank-1]
+	lt := tables[rank-1]
+	rows := numel(p.outShape()[:rank-1])
+	parallel.For(rows, last.out, func(lo, hi int) {
+		coord := make([]int, rank)
+		for row := lo; row < hi; row++ {
+			dst := y[row*last.out : (row+1)*last.out]
+			off, outside := 0, false
+			for a, rem := rank-2, row; a >= 0; a-- {
+				n := p.axes[a].out
+				coord[a], rem = rem%n, rem/n
+				if tables[a].ext[coord[a]] {
+					outside = true
 				}
-				i := t.idx[t.off[o]]
-				copy(d, src[(ob*ax.in+i)*row:][:row])
+				off += tables[a].idx[coord[a]] * inSt[a]
 			}
-		})
+			if outside {
+				fillWords(dst, fill)
+				continue
+			}
+			src := x[off : off+last.in]
+			for o := range dst {
+				if lt.ext[o] {
+					dst[o] = fill
+				} else {
+					dst[o] = src[lt.idx[o]]
+				}
+			}
+		}
 	})
+}
+
+// outShapeIn is the input's shape.
+func (p resizePlan) outShapeIn() []int {
+	in := make([]int, len(p.axes))
+	for i, a := range p.axes {
+		in[i] = a.in
+	}
+	return in
+}
+
+// resizePasses runs pass once per axis to resize, from x to y through
+// intermediates (scratch from get): pass(a, src, dst, shape) resizes axis
+// a of src (shape) into dst.
+func resizePasses[T any](p resizePlan, x, y []T, get func(n int) ([]T, func()), pass func(a int, src, dst []T, shape []int)) {
+	cur := p.outShapeIn()
+	src := x
+	var release func()
+	for k, a := range p.order {
+		next := slices.Clone(cur)
+		next[a] = p.axes[a].out
+		dst, done := y, func() {}
+		if k < len(p.order)-1 {
+			dst, done = get(numel(next))
+		}
+		pass(a, src, dst, cur)
+		if release != nil {
+			release()
+		}
+		src, cur, release = dst, next, done
+	}
+}
+
+// splitAt gives the elements before axis a, and after it, of shape.
+func splitAt(shape []int, a int) (outer, inner int) {
+	return numel(shape[:a]), numel(shape[a+1:])
 }
 
 type resizeLoop interface {
@@ -655,40 +705,101 @@ func (floats[T]) resize(r *resize, p resizePlan, x, y nd.Array) {
 	resizeInterp(r, p, nd.MustAs[T](x), nd.MustAs[T](y))
 }
 
+// scratchOf returns n Ts of scratch (float32s from the package's pool) and
+// the function that gives them back.
+func scratchOf[T floatElem](n int) ([]T, func()) {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		b := getFloats(n)
+		return any(*b).([]T), func() { putFloats(b) }
+	}
+	return make([]T, n), func() {}
+}
+
 // resizeInterp resizes linearly or cubically, axis by axis, each output
-// value a sum in float64 of its taps.
+// value a sum in float64 of its taps (a tap of weight 0 is not read).
 func resizeInterp[T floatElem](r *resize, p resizePlan, x, y []T) {
-	e := r.extrapolate
-	resizePasses(p, x, y, 1, func(a int, src, dst []T, shape []int) {
+	e := T(r.extrapolate)
+	resizePasses(p, x, y, scratchOf[T], func(a int, src, dst []T, shape []int) {
 		outer, inner := splitAt(shape, a)
 		ax := p.axes[a]
 		t := r.table(ax)
-		parallel.For(outer*ax.out, inner*4, func(lo, hi int) {
-			var acc []float64
-			if inner > 1 {
-				acc = make([]float64, inner)
+		n := t.n
+		if inner == 1 && n == 2 { // the last axis, two taps: split tables, then the special outputs
+			i0, i1, w0, w1 := make([]int, ax.out), make([]int, ax.out), make([]float64, ax.out), make([]float64, ax.out)
+			var special []int // extrapolated, or a tap of weight 0 (not read)
+			for o := range ax.out {
+				if t.ext[o] || t.w[2*o] == 0 || t.w[2*o+1] == 0 {
+					special = append(special, o)
+					continue
+				}
+				i0[o], i1[o], w0[o], w1[o] = t.idx[2*o], t.idx[2*o+1], t.w[2*o], t.w[2*o+1]
 			}
+			parallel.For(outer, ax.out*n, func(lo, hi int) {
+				for ob := lo; ob < hi; ob++ {
+					row, d := src[ob*ax.in:(ob+1)*ax.in], dst[ob*ax.out:(ob+1)*ax.out]
+					d = d[:len(i0)]
+					for o := range d {
+						d[o] = T(w0[o]*float64(row[i0[o]]) + w1[o]*float64(row[i1[o]]))
+					}
+					for _, o := range special {
+						switch {
+						case t.ext[o]:
+							d[o] = e
+						case t.w[2*o] != 0:
+							d[o] = T(t.w[2*o] * float64(row[t.idx[2*o]]))
+						case t.w[2*o+1] != 0:
+							d[o] = T(t.w[2*o+1] * float64(row[t.idx[2*o+1]]))
+						default:
+							d[o] = 0
+						}
+					}
+				}
+			})
+			return
+		}
+		if inner == 1 { // the last axis: a row of outputs per task item
+			parallel.For(outer, ax.out*n, func(lo, hi int) {
+				for ob := lo; ob < hi; ob++ {
+					row, d := src[ob*ax.in:(ob+1)*ax.in], dst[ob*ax.out:(ob+1)*ax.out]
+					for o := range d {
+						if t.ext[o] {
+							d[o] = e
+							continue
+						}
+						s := 0.0
+						for j := o * n; j < (o+1)*n; j++ {
+							if w := t.w[j]; w != 0 {
+								s += w * float64(row[t.idx[j]])
+							}
+						}
+						d[o] = T(s)
+					}
+				}
+			})
+			return
+		}
+		parallel.For(outer*ax.out, inner*n, func(lo, hi int) {
+			var acc []float64
 			for k := lo; k < hi; k++ {
 				o, ob := k%ax.out, k/ax.out
 				d := dst[k*inner : (k+1)*inner]
-				taps := t.off[o+1] - t.off[o]
-				if taps == 0 {
-					for i := range d {
-						d[i] = T(e)
+				if t.ext[o] {
+					fillCopies(d, e)
+					continue
+				}
+				base := src[ob*ax.in*inner:]
+				idx, w := t.idx[o*n:(o+1)*n], t.w[o*n:(o+1)*n]
+				if n == 2 && w[0] != 0 && w[1] != 0 {
+					r0, r1 := base[idx[0]*inner:][:inner], base[idx[1]*inner:][:inner]
+					w0, w1 := w[0], w[1]
+					for q := range d {
+						d[q] = T(w0*float64(r0[q]) + w1*float64(r1[q]))
 					}
 					continue
 				}
-				idx, w := t.idx[t.off[o]:t.off[o+1]], t.w[t.off[o]:t.off[o+1]]
-				base := src[ob*ax.in*inner:]
-				if inner == 1 {
-					s := 0.0
-					for j, i := range idx {
-						if w[j] != 0 {
-							s += w[j] * float64(base[i])
-						}
-					}
-					d[0] = T(s)
-					continue
+				if acc == nil {
+					acc = make([]float64, inner)
 				}
 				clear(acc)
 				for j, i := range idx {
