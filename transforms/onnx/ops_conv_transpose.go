@@ -208,7 +208,15 @@ func convTransposeGemm(p convProblem, x, w, bias, y []float32) {
 	cg, mg := p.c/p.group, p.m/p.group
 	K := g.kSize()
 	P, Q := g.outSize(), g.inSize() // input positions, output positions
-	convBiasOnly(y, bias, p.m, Q)
+	parallel.For(p.n*p.m, Q, func(lo, hi int) {
+		for t := lo; t < hi; t++ { // each plane its bias, or 0
+			if bias != nil {
+				fillCopies(y[t*Q:(t+1)*Q], bias[t%p.m])
+			} else {
+				clear(y[t*Q : (t+1)*Q])
+			}
+		}
+	})
 	if cg == 0 || P == 0 {
 		return
 	}
