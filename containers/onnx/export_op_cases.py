@@ -2,7 +2,8 @@
 """Writes single-operator models and ONNX Runtime's outputs for the forms of the
 newer operators that ONNX's conformance data (Debian's libonnx-testdata, ONNX 1.12)
 does not hold: Resize at opsets 18 and 19 (antialias, axes, keep_aspect_ratio_policy,
-half_pixel_symmetric), tf_crop_and_resize with extrapolation, Resize 10, Upsample.
+half_pixel_symmetric), tf_crop_and_resize with extrapolation, Resize 10, Upsample; Mish
+(18), Gelu (20), and Softplus, Celu and Round on wider inputs.
 
 Each case is a model of one node (its scales, sizes and roi initializers), a seeded
 random input and ONNX Runtime's output for it, in transforms/onnx/testdata/ops/:
@@ -58,6 +59,17 @@ def resize_case(opset, shape, attrs, scales=None, sizes=None, roi=None, op="Resi
     return model
 
 
+def unary_case(opset, op, shape, attrs=None, scale=1.0):
+    """A one-input operator; the input is standard normal times scale."""
+    node = helper.make_node(op, ["X"], ["Y"], name=op.lower(), **(attrs or {}))
+    graph = helper.make_graph([node], "case", [helper.make_tensor_value_info("X", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="export_op_cases")
+    model.ir_version = 8
+    model.doc_string = f"scale={scale}"
+    return model
+
+
 CASES = {
     # opset 18: antialias, axes, keep_aspect_ratio_policy
     "resize18_linear_antialias_scales": resize_case(18, [1, 2, 9, 10], dict(mode="linear", antialias=1), scales=[1, 1, 0.6, 0.5]),
@@ -91,6 +103,14 @@ CASES = {
     "resize10_linear_up": resize_case(10, [1, 2, 3, 4], dict(mode="linear"), scales=[1, 1, 2, 1.5]),
     "upsample7_nearest": resize_case(7, [1, 2, 3, 3], dict(mode="nearest", scales=[1.0, 1.0, 2.0, 3.0]), op="Upsample"),
     "upsample9_linear": resize_case(9, [1, 1, 3, 4], dict(mode="linear"), scales=[1, 1, 2.5, 2], op="Upsample"),
+    # the activations the conformance data lacks (Mish 18, Gelu 20) or
+    # tests only near 0
+    "mish18": unary_case(18, "Mish", [3, 50], scale=6.0),
+    "gelu20": unary_case(20, "Gelu", [3, 50], scale=4.0),
+    "gelu20_tanh": unary_case(20, "Gelu", [3, 50], dict(approximate="tanh"), scale=4.0),
+    "softplus_wide": unary_case(13, "Softplus", [3, 50], scale=60.0),
+    "celu_alpha": unary_case(12, "Celu", [3, 50], dict(alpha=0.5), scale=3.0),
+    "round_halves": unary_case(11, "Round", [4, 25], scale=4.0),
 }
 
 
@@ -107,7 +127,10 @@ def main():
     lines = ["# Single-operator cases (written by containers/onnx/export_op_cases.py): name  model  input  output (ONNX Runtime's)"]
     for name, model in CASES.items():
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-        x = rng.standard_normal(shape).astype(np.float32)
+        scale = float(model.doc_string.split("=")[1]) if model.doc_string.startswith("scale=") else 1.0
+        x = (rng.standard_normal(shape) * scale).astype(np.float32)
+        if name == "round_halves":  # ties, both parities and signs
+            x = (np.round(x * 2) / 2).astype(np.float32)
         paths = [os.path.join(OUT, name + ext) for ext in (".onnx", ".input.pb", ".output.pb")]
         onnx.save(model, paths[0])
         save_tensor(paths[1], x, "X")
