@@ -81,7 +81,7 @@ func (k *ewExtra) Infer(in []Meta) ([]Meta, error) {
 	case !isNumeric(a.Type):
 		return nil, fmt.Errorf("%s of %v inputs: not a number type", k.name, a.Type)
 	case k.op == ewMod && a.Type.IsFloat():
-		return nil, fmt.Errorf("Mod of %v with fmod=0: floats take fmod=1 (C's fmod)", a.Type)
+		return nil, fmt.Errorf("%s of %v with fmod=0: floats take fmod=1 (C's fmod)", k.name, a.Type)
 	}
 	_, out, err := k.shape(a.Shape, b.Shape)
 	if err != nil {

@@ -104,16 +104,13 @@ func newResize(n *Node) (Kernel, error) {
 	}
 	r.roiIn, r.scalesIn, r.sizesIn = 1, 2, 3
 	r.mode = oneOfIndex(a, "mode", "nearest", resizeModes)
-	coords := coordModes
-	switch {
-	case n.Since == 11:
-		coords = slices.Clone(coordModes)
-		coords[ctHalfPixelSymmetric] = "" // not yet
-	case n.Since < 19:
-		coords = slices.Clone(coordModes)
-		coords[ctHalfPixelSymmetric], coords[ctTFHalfPixelForNN] = "", ""
-	default:
-		coords = slices.Clone(coordModes)
+	// The modes of the version: half_pixel_symmetric from 19,
+	// tf_half_pixel_for_nn before 13.
+	coords := slices.Clone(coordModes)
+	if n.Since < 19 {
+		coords[ctHalfPixelSymmetric] = ""
+	}
+	if n.Since >= 13 {
 		coords[ctTFHalfPixelForNN] = ""
 	}
 	r.coord = oneOfIndex(a, "coordinate_transformation_mode", "half_pixel", coords)
