@@ -14,6 +14,13 @@ our own):
                       shape: 6 layers, hidden 384, 12 heads, feed-forward 1536,
                       BERT's 30,522-token vocabulary), batches 8 x 128 and
                       32 x 64 tokens; inputs input_ids and attention_mask (int64)
+  resize_linear, resize_nearest, resize_cubic
+                      one Resize (F.interpolate by 2: bilinear, nearest,
+                      bicubic), batch 8 of 32x112x112 (cubic: 16x64x64)
+  convtranspose_k2s2, convtranspose_k3s2
+                      one ConvTranspose of 64 to 32 channels (2x2 stride 2;
+                      3x3 stride 2, padding 1, output_padding 1), batch 8 of
+                      64x56x56
 
 Random weights give a benchmark nothing to compare unless the outputs are far
 from zero, so: batch-norm statistics are recalibrated on a few random batches
@@ -133,6 +140,26 @@ def export_vision(model, path):
     )
 
 
+class Interpolate(nn.Module):
+    """F.interpolate by 2 in mode: a lone Resize."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x):
+        return nn.functional.interpolate(x, scale_factor=2.0, mode=self.mode)
+
+
+def export_op(model, shape, path):
+    """A module of one operator on inputs of shape (any batch), at opset 17."""
+    x = torch.randn((1,) + shape[1:])
+    torch.onnx.export(
+        model.eval(), (x,), path, opset_version=17, input_names=["input"], output_names=["output"],
+        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, do_constant_folding=True,
+    )
+
+
 def export_encoder(model, path):
     ids = torch.randint(0, 30522, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
@@ -160,6 +187,15 @@ def token_inputs(batch, seq, seed):
 VISION = [("resnet50", (1, 8)), ("mobilenet_v3_small", (1, 32)), ("efficientnet_b0", (8,)),
           ("convnext_tiny", (8,)), ("vit_b_16", (4,))]
 ENCODER = [("bert", ((8, 128), (32, 64)))]
+# Single operators of the decoders users bring (U-Net, FPN): Resize and
+# ConvTranspose, each on the input shape given.
+OPS = [
+    ("resize_linear", lambda: Interpolate("bilinear"), (8, 32, 112, 112)),
+    ("resize_nearest", lambda: Interpolate("nearest"), (8, 32, 112, 112)),
+    ("resize_cubic", lambda: Interpolate("bicubic"), (8, 16, 64, 64)),
+    ("convtranspose_k2s2", lambda: nn.ConvTranspose2d(64, 32, 2, stride=2), (8, 64, 56, 56)),
+    ("convtranspose_k3s2", lambda: nn.ConvTranspose2d(64, 32, 3, stride=2, padding=1, output_padding=1), (8, 64, 56, 56)),
+]
 
 
 def main():
@@ -207,6 +243,18 @@ def main():
             os.replace(path + ".tmp", path)
         for b, s in shapes:
             add(name, f"b{b}x{s}", path, token_inputs(b, s, 200 + b))
+
+    for seed, (name, make, shape) in enumerate(OPS, start=300):
+        if only and name not in only:
+            continue
+        path = os.path.join(args.out, name + ".onnx")
+        if not os.path.exists(path):
+            print(f"bench_models: exporting {name}", file=sys.stderr, flush=True)
+            torch.manual_seed(seed)
+            export_op(make(), shape, path + ".tmp")
+            onnx.checker.check_model(path + ".tmp")
+            os.replace(path + ".tmp", path)
+        add(name, f"b{shape[0]}", path, [np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)])
 
     with open(os.path.join(args.out, "manifest.tsv.tmp"), "w") as f:
         f.write("".join(line + "\n" for line in lines))

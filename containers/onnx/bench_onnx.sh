@@ -4,9 +4,10 @@
 # interleaved run, at one thread and at all cores.
 #
 # The models (containers/onnx/bench_models.py: torchvision's resnet50,
-# mobilenet_v3_small, efficientnet_b0, convnext_tiny and vit_b_16, and a
-# BERT-style encoder with an attention mask) are exported once with Debian's
-# PyTorch into a cache directory outside the repository; the three models of
+# mobilenet_v3_small, efficientnet_b0, convnext_tiny and vit_b_16, a
+# BERT-style encoder with an attention mask, and single Resize and
+# ConvTranspose operators) are exported once with Debian's PyTorch into a
+# cache directory outside the repository; the four models of
 # transforms/onnx/testdata/models run at batch 64 beside them. For each model
 # and batch, in each round: ONNX Runtime at 1 intra-op thread, ours at
 # GOMAXPROCS=1, ONNX Runtime at all cores, ours at all cores (each its median
@@ -54,7 +55,7 @@ out=$(cd "$out" && pwd)
 manifest=$out/manifest.tsv
 cp "$cache/manifest.tsv" "$manifest"
 models=$PWD/transforms/onnx/testdata/models
-for m in resnet mobilenetv2 transformer; do
+for m in resnet mobilenetv2 transformer unet; do
 	printf '%s\tb64\t%s\t%s\n' "$m" "$models/$m-opset17.onnx" "$models/$m.input.pb@64" >>"$manifest"
 done
 if [[ $# -gt 0 ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports the ONNX models that beamgpu's ONNX runtime is tested and benchmarked on.
 
-Three small models with seeded random weights, each at opset 14 and 17, with a
+Four small models with seeded random weights, each at opset 14 and 17, with a
 dynamic batch axis, written to transforms/onnx/testdata/models/ with a fixed
 input (batch 4) and ONNX Runtime's outputs for it:
 
@@ -16,6 +16,10 @@ input (batch 4) and ONNX Runtime's outputs for it:
                nn.TransformerEncoder (2 layers, d_model 64, 4 heads,
                feed-forward 128, GELU), a final LayerNorm, the mean over the
                sequence and a linear head; input int64 token ids [N, 16].
+  unet         a small U-Net segmenter (UNetSmall: ConvTranspose with and
+               without padding, output_padding and groups, bilinear and
+               nearest Resize, Concat skip connections, MaxPool, batch norm);
+               input 3x64x64, output 2 class logits per pixel.
 
 Batch normalisation and dropout are in eval mode. The models are exported with
 training=TrainingMode.PRESERVE (the modules in eval mode), so that the
@@ -29,7 +33,7 @@ python3-torchvision python3-onnx; the committed files were made with torch
 1.13.0a0, torchvision 0.14.1a0, onnx 1.12.0, numpy 1.24.2 and onnxruntime-node
 1.30.0), from the repository root:
 
-  /usr/bin/python3 containers/onnx/export_models.py
+  /usr/bin/python3 containers/onnx/export_models.py [--only unet ...]
 
 It writes, for each model M and opset V:
   M-opsetV.onnx              the model
@@ -118,6 +122,42 @@ class TinyTransformer(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+def conv_bn_relu(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class UNetSmall(nn.Module):
+    """A U-Net segmenter at a small width: two encoder levels (3x3
+    convolutions, batch norm, ReLU, max pooling), a bottleneck, and a decoder
+    that upsamples by transposed convolutions (2x2 stride 2, and 3x3 stride 2
+    with padding, output_padding and groups) and by bilinear interpolation,
+    concatenating the encoder's features at each level; a nearest-upsampled
+    side output of the bottleneck is added to the head's logits."""
+
+    def __init__(self, classes=2):
+        super().__init__()
+        self.enc1 = nn.Sequential(conv_bn_relu(3, 8), conv_bn_relu(8, 8))
+        self.enc2 = conv_bn_relu(8, 16)
+        self.mid = conv_bn_relu(16, 32)
+        self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec2 = conv_bn_relu(32, 16)
+        self.up1 = nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.lin1 = nn.Conv2d(16, 8, 1)
+        self.dec1 = conv_bn_relu(16, 8)
+        self.head = nn.Conv2d(8, classes, 1)
+        self.side = nn.Conv2d(32, classes, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(nn.functional.max_pool2d(e1, 2))
+        b = self.mid(nn.functional.max_pool2d(e2, 2))
+        d2 = self.dec2(torch.cat([self.up2(b), e2], 1))
+        r1 = self.lin1(nn.functional.interpolate(d2, scale_factor=2.0, mode="bilinear", align_corners=False))
+        d1 = self.dec1(torch.cat([self.up1(d2) + r1, e1], 1))
+        side = nn.functional.interpolate(self.side(b), scale_factor=4.0, mode="nearest")
+        return self.head(d1) + side
+
+
 def randomize_norms(model, seed):
     """Random running statistics and affine parameters for every batch norm
     and layer norm, so that none is an identity."""
@@ -151,7 +191,12 @@ def make_models():
     randomize_norms(transformer, 13)
     x_transformer = np.random.default_rng(103).integers(0, 1000, (BATCH, 16), dtype=np.int64)
 
-    return [("resnet", resnet, x_resnet), ("mobilenetv2", mobilenet, x_mobilenet), ("transformer", transformer, x_transformer)]
+    torch.manual_seed(4)
+    unet = UNetSmall()
+    randomize_norms(unet, 14)
+    x_unet = np.random.default_rng(104).standard_normal((BATCH, 3, 64, 64), dtype=np.float32)
+
+    return [("resnet", resnet, x_resnet), ("mobilenetv2", mobilenet, x_mobilenet), ("transformer", transformer, x_transformer), ("unet", unet, x_unet)]
 
 
 def export(module, x, path, opset):
@@ -194,6 +239,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=OUT, help="output directory (default: %(default)s)")
     ap.add_argument("--no-ort", action="store_true", help="write PyTorch's outputs as the references (no Node.js needed)")
+    ap.add_argument("--only", action="append", default=[], help="export only this model kind (repeatable; models.txt still lists them all)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)  # the same float sums on any machine
@@ -203,6 +249,11 @@ def main():
         "# name  model  input  output (ONNX Runtime's, for the input)",
     ]
     for name, module, x in make_models():
+        if args.only and name not in args.only:
+            for opset in OPSETS:
+                base = f"{name}-opset{opset}"
+                lines.append(f"{base}  {base}.onnx  {name}.input.pb  {base}.output.pb")
+            continue
         module.eval()
         inp = os.path.join(args.out, f"{name}.input.pb")
         save_tensor(inp, x, "input")

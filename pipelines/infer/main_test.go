@@ -449,6 +449,25 @@ func TestHelpAndFlagErrors(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// A model with operators the runtime lacks is refused before the pipeline
+// runs (exit status 2), with one message naming each missing operator, its
+// first node and the opset, under the --model flag it came from.
+func TestUnsupportedOperatorsNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seg.onnx")
+	require.NoError(t, os.WriteFile(path, onnxtest.Bytes(onnxtest.Model(17,
+		[]*onnxpb.NodeProto{onnxtest.Node("Frobnicate", []string{"x"}, []string{"a"}), onnxtest.Node("Relu", []string{"a"}, []string{"b"}),
+			onnxtest.Node("Twiddle", []string{"b"}, []string{"y"})},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, -1, 3)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1, 3)})), 0o644))
+	npyPath := filepath.Join(t.TempDir(), "x.npy")
+	writeNPY(t, npyPath, nd.Float32, []int{1, 3}, make([]byte, 12))
+	code, _, err := runInfer(t, "--model="+path, "--input="+npyPath, "--output="+t.TempDir())
+	assert.Equal(t, 2, code)
+	require.Error(t, err)
+	assert.Equal(t, "--model: inference: onnx: "+path+": 2 operators of the model are not supported by this runtime (onnx.Ops lists those it runs; only the default domain, ai.onnx): "+
+		`Frobnicate (node "Frobnicate_[a]", opset 17), Twiddle (node "Twiddle_[y]", opset 17)`, err.Error())
+}
+
 // mlp writes a small MLP-like model: x [N,784] -> MatMul 784x64 -> Relu ->
 // MatMul 64x10 -> y [N,10].
 func mlp(t *testing.T, path string) {

@@ -12,8 +12,9 @@
 // operators included, and scaled dot-product attention's five operators
 // as one step that never makes the score tensor whole (plan_fuse.go,
 // ops_conv_fused.go, ops_matmul_fused.go, ops_attention_fused.go), the
-// rest placed in one workspace) and runs it. A model with an operator outside
-// the set is refused at load, naming the operator, its node and the opset.
+// rest placed in one workspace) and runs it. A model with operators outside
+// the set is refused at load by one error that names each of them, with
+// its first node and the opset (ops_check.go).
 //
 // On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps
 // included (a fused Conv's or MatMul's bias, residual and activation are

@@ -101,6 +101,9 @@ func build(mp *onnxpb.ModelProto, mem *memory) (*Model, error) {
 		g.inputs = append(g.inputs, g.add(&value{name: info.Name, typ: internal(info.Type), input: len(m.Inputs)}))
 		m.Inputs = append(m.Inputs, info)
 	}
+	if err := checkOps(mp, opset); err != nil {
+		return nil, err
+	}
 	for i, np := range gp.Node {
 		n, err := newNode(np, opset, g)
 		if err != nil {

@@ -40,3 +40,4 @@
 #include "ops_conv.cu"
 #include "ops_pool.cu"
 #include "ops_matmul.cu"
+#include "ops_resize.cu"

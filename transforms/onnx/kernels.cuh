@@ -50,7 +50,23 @@ enum {
     UN_HARD_SIGMOID,
     UN_HARD_SWISH,
     UN_ELU,
+    UN_FLOOR,
+    UN_CEIL,
+    UN_ROUND,
+    UN_SIN,
+    UN_COS,
+    UN_SOFTPLUS,
+    UN_SOFTSIGN,
+    UN_SELU,
+    UN_CELU,
+    UN_THRESHOLDED_RELU,
+    UN_MISH,
+    UN_GELU,
+    UN_GELU_TANH,
 };
+
+// softplus is log(1 + e^x) without overflow (ops_unary.go's softplus).
+__device__ __forceinline__ double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
 
 __device__ __forceinline__ float clamp01(float v) { return v < 0 ? 0 : (v > 1 ? 1 : v); }
 
@@ -74,6 +90,20 @@ __device__ __forceinline__ float unary_op(long long op, float v, float a, float 
     case UN_HARD_SIGMOID: return v != v ? v : clamp01(a * v + b);
     case UN_HARD_SWISH: return v != v ? v : v * clamp01(v * a + b);
     case UN_ELU: return v < 0 ? (float)((double)a * expm1(d)) : v;
+    case UN_FLOOR: return (float)floor(d);
+    case UN_CEIL: return (float)ceil(d);
+    case UN_ROUND: return (float)rint(d);
+    case UN_SIN: return (float)sin(d);
+    case UN_COS: return (float)cos(d);
+    case UN_SOFTPLUS: return (float)softplus(d);
+    case UN_SOFTSIGN: return (float)(d / (1 + fabs(d)));
+    case UN_SELU: return (float)((double)b * (d > 0 ? d : (double)a * expm1(d)));
+    case UN_CELU: return v != v ? v : (float)((d > 0 ? d : 0) + (d < 0 ? (double)a * expm1(d / (double)a) : 0));
+    case UN_THRESHOLDED_RELU: return v != v ? v : (v > a ? v : 0.0f);
+    case UN_MISH: return (float)(d * tanh(softplus(d)));
+    case UN_GELU: return (float)(0.5 * d * (1 + erf(d * 0.70710678118654752440)));
+    case UN_GELU_TANH:
+        return (float)(0.5 * d * (1 + tanh(0.79788456080286535588 * (d + 0.044715 * d * d * d))));
     default: return v;
     }
 }

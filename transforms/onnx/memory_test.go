@@ -73,6 +73,11 @@ func hugeModels() map[string]struct {
 			node("Expand", "expand_huge", []string{"x", "shape"}, []string{"y"}),
 		}, x, y, onnxtest.Init("shape", nd.Of([]int64{1 << 34, 4}))),
 			`node "expand_huge" (Expand, opset 17)`, 1 << 38},
+		// x resized to 2^17 x 2^17, a graph output.
+		"Resize": {onnxtest.Model(13, nodes{
+			node("Resize", "resize_huge", []string{"x", "", "", "sizes"}, []string{"y"}),
+		}, x, y, onnxtest.Init("sizes", nd.Of([]int64{1 << 17, 1 << 17}))),
+			`node "resize_huge" (Resize, opset 13)`, 1 << 36},
 	}
 }
 

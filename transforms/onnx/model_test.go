@@ -9,6 +9,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 )
 
 type nodes = []*onnxpb.NodeProto
@@ -47,13 +48,13 @@ func TestLoadErrors(t *testing.T) {
 		want string
 	}{
 		"unknown op": {onnxtest.Model(17, nodes{onnxtest.Node("Frobnicate", []string{"x"}, []string{"y"})}, x, y),
-			`node "Frobnicate_[y]" (Frobnicate, opset 17): operator Frobnicate is not supported`},
+			`operator Frobnicate (node "Frobnicate_[y]", opset 17) is not supported by this runtime`},
 		"other domain": {func() *onnxpb.ModelProto {
 			m := onnxtest.Model(17, nodes{onnxtest.Node("Identity", []string{"x"}, []string{"y"})}, x, y)
 			d := "com.microsoft"
 			m.Graph.Node[0].Domain = &d
 			return m
-		}(), `only the default domain`},
+		}(), `operator Identity of domain com.microsoft (node "Identity_[y]", a domain the model imports no opset of) is not supported`},
 		"cycle": {onnxtest.Model(17, nodes{
 			onnxtest.Node("Identity", []string{"b"}, []string{"a"}),
 			onnxtest.Node("Identity", []string{"a"}, []string{"b"}),
@@ -65,8 +66,8 @@ func TestLoadErrors(t *testing.T) {
 			onnxtest.Node("Identity", []string{"x"}, []string{"y"}),
 			onnxtest.Node("Identity", []string{"x"}, []string{"y"}),
 		}, x, y), `value "y" is produced twice`},
-		"opset": {onnxtest.Model(19, nodes{onnxtest.Node("Identity", []string{"x"}, []string{"y"})}, x, y),
-			"opset 19 of the default domain: this runtime implements opsets 1 to 18"},
+		"opset": {onnxtest.Model(21, nodes{onnxtest.Node("Identity", []string{"x"}, []string{"y"})}, x, y),
+			"opset 21 of the default domain: this runtime implements opsets 1 to 20"},
 		"unknown attribute": {onnxtest.Model(17, nodes{onnxtest.Node("Identity", []string{"x"}, []string{"y"}, onnxtest.Int("frob", 1))}, x, y),
 			"attribute frob is not supported"},
 		"no output": {onnxtest.Model(17, nodes{onnxtest.Node("Identity", []string{"x"}, []string{"y"})}, x,
@@ -83,6 +84,29 @@ func TestLoadErrors(t *testing.T) {
 	}
 	_, err := onnx.Parse([]byte("not a model"), "junk.onnx")
 	assert.ErrorContains(t, err, "onnx: junk.onnx: not an ONNX model")
+}
+
+// A model with several operators the runtime lacks is refused at load with
+// one error that names each of them once (its first node, how many more,
+// the opset), not the first alone.
+func TestLoadNamesEveryMissingOperator(t *testing.T) {
+	m := onnxtest.Model(10, nodes{
+		onnxtest.Node("Frobnicate", []string{"x"}, []string{"a"}),
+		onnxtest.Node("Relu", []string{"a"}, []string{"b"}),
+		onnxtest.Node("Range", []string{"b", "b", "b"}, []string{"c"}),
+		onnxtest.Node("Frobnicate", []string{"c"}, []string{"d"}),
+		onnxtest.Node("FusedConv", []string{"d"}, []string{"e"}),
+		onnxtest.Node("Frobnicate", []string{"e"}, []string{"y"}),
+	}, values{onnxtest.Value("x", nd.Float32, 2)}, values{onnxtest.Value("y", nd.Float32, 2)})
+	m.Graph.Node[0].Name = proto.String("frob1")
+	m.Graph.Node[4].Domain = proto.String("com.microsoft")
+	m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("com.microsoft"), Version: proto.Int64(1)})
+	_, err := onnxtest.Load(m)
+	require.Error(t, err)
+	assert.Equal(t, "onnx: test.onnx: 3 operators of the model are not supported by this runtime (onnx.Ops lists those it runs; only the default domain, ai.onnx): "+
+		`Frobnicate (node "frob1" and 2 more, opset 10), `+
+		`Range (node "Range_[c]", opset 10: it first appears in opset 11), `+
+		`FusedConv of domain com.microsoft (node "FusedConv_[e]", domain opset 1)`, err.Error())
 }
 
 // Inputs of the wrong number, type, rank or size are refused before

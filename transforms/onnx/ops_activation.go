@@ -95,6 +95,8 @@ func activateFloats[T floatElem](k *ewUnary, x, y []T) {
 			}
 			y[i] = v
 		}
+	default:
+		unaryMore(k, x, y)
 	}
 }
 

@@ -106,3 +106,39 @@ extern "C" __global__ void conv_depthwise_f32(const float *x, const float *wt, c
         y[t] = (float)acc;
     }
 }
+
+// col2im_f32: ConvTranspose's output (ops_conv_transpose.go) from its columns: for images
+// images of mg output channels at y + img*ys, each of o0 x o1 x o2 positions (the output's
+// spatial shape; i0 x i1 x i2 is X's), y[co, o] = bias[co] + the sum, over the taps of a
+// k0 x k1 x k2 window (strides st, pads pl before, dilations dl), of the column value
+// cols[img*cs + (co*taps + tap)*isize + i] of the input position i whose window reads o
+// under that tap (im2col's adjoint, gathered: one thread per output, in double).
+extern "C" __global__ void col2im_f32(const float *cols, float *y, const float *bias, long long images, long long ys,
+                                      long long cs, long long mg, P3(i), P3(k), P3(o), P3(st), P3(pl), P3(dl))
+{
+    long long in[3] = A3(i), kk[3] = A3(k), out[3] = A3(o), str[3] = A3(st), pad[3] = A3(pl), dil[3] = A3(dl);
+    long long osize = out[0] * out[1] * out[2], isize = in[0] * in[1] * in[2], taps = kk[0] * kk[1] * kk[2];
+    GRID_LOOP(t, images * mg * osize)
+    {
+        long long q = t % osize, co = (t / osize) % mg, img = t / (osize * mg);
+        long long oidx[3] = {q / (out[1] * out[2]), (q / out[2]) % out[1], q % out[2]};
+        const float *c = cols + img * cs + co * taps * isize;
+        double acc = bias ? (double)bias[co] : 0.0;
+        for (long long a = 0; a < kk[0]; a++) {
+            long long t0 = oidx[0] + pad[0] - a * dil[0];
+            if (t0 < 0 || t0 % str[0] != 0 || t0 / str[0] >= in[0]) continue;
+            for (long long b = 0; b < kk[1]; b++) {
+                long long t1 = oidx[1] + pad[1] - b * dil[1];
+                if (t1 < 0 || t1 % str[1] != 0 || t1 / str[1] >= in[1]) continue;
+                for (long long e = 0; e < kk[2]; e++) {
+                    long long t2 = oidx[2] + pad[2] - e * dil[2];
+                    if (t2 < 0 || t2 % str[2] != 0 || t2 / str[2] >= in[2]) continue;
+                    long long tap = (a * kk[1] + b) * kk[2] + e;
+                    long long i = ((t0 / str[0]) * in[1] + t1 / str[1]) * in[2] + t2 / str[2];
+                    acc += (double)c[tap * isize + i];
+                }
+            }
+        }
+        y[img * ys + co * osize + q] = (float)acc;
+    }
+}

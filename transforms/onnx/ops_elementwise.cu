@@ -4,11 +4,26 @@
 #include "kernels.cuh"
 
 // Binary operations (ops_elementwise.go's ewOp, in its order).
-enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN, EW_POW, EW_EQUAL, EW_LESS, EW_GREATER };
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN, EW_POW, EW_EQUAL, EW_LESS, EW_GREATER, EW_MOD, EW_FMOD, EW_PRELU };
+
+// Mod's remainders (ops_mod.go): of floats C's fmod, in double; of integers 0 for a divisor
+// of 0 or -1 (whose remainder is 0, and C's % of the most negative value by -1 undefined),
+// floor's (the divisor's sign) or fmod's (the dividend's).
+__device__ __forceinline__ float mod_of(long long, float x, float y) { return (float)fmod((double)x, (double)y); }
+template <typename T> __device__ __forceinline__ T mod_of(long long op, T x, T y)
+{
+    if (y == 0 || y == -1) return 0;
+    T r = x % y;
+    if (op == EW_MOD && r != 0 && ((r < 0) != (y < 0))) r += y;
+    return r;
+}
 
 template <typename T> __device__ __forceinline__ T arith(long long op, T x, T y)
 {
     switch (op) {
+    case EW_MOD:
+    case EW_FMOD: return mod_of(op, x, y);
+    case EW_PRELU: return x < 0 ? y * x : x;
     case EW_ADD: return x + y;
     case EW_SUB: return x - y;
     case EW_MUL: return x * y;
@@ -48,8 +63,8 @@ extern "C" __global__ void binary_f32(long long op, const float *a, const float 
     binary_t(op, a, b, c, n, rank, dims, as, bs);
 }
 
-// binary_i64 and binary_i32: Add, Sub, Mul, Max, Min and the comparisons of integers
-// (wrapping as C; Div and Pow of integers run on the host).
+// binary_i64 and binary_i32: Add, Sub, Mul, Max, Min, Mod, PRelu and the comparisons of
+// integers (wrapping as C; Div and Pow of integers run on the host).
 extern "C" __global__ void binary_i64(long long op, const long long *a, const long long *b, char *c, long long n,
                                       long long rank, P6(d), P6(sa), P6(sb))
 {

@@ -63,9 +63,13 @@ const (
 	ewEqual
 	ewLess
 	ewGreater
+	// Mod and PRelu (ops_mod.go)
+	ewMod  // the remainder of floor division: the divisor's sign (integers)
+	ewFmod // C's fmod: the dividend's sign
+	ewPRelu
 )
 
-func (op ewOp) compares() bool { return op >= ewEqual }
+func (op ewOp) compares() bool { return op == ewEqual || op == ewLess || op == ewGreater }
 
 // ewLoop is an elementwise loop over an output shape whose inputs are
 // broadcast to it. Dimensions of 1 are dropped and neighbours merged where

@@ -50,6 +50,20 @@ const (
 	unHardSigmoid
 	unHardSwish
 	unElu
+	// rounding, trigonometry and the newer activations (ops_unary.go)
+	unFloor
+	unCeil
+	unRound
+	unSin
+	unCos
+	unSoftplus
+	unSoftsign
+	unSelu
+	unCelu
+	unThresholdedRelu
+	unMish
+	unGelu
+	unGeluTanh
 )
 
 // types is what the op takes: floats only, signed numbers, or any number.
@@ -89,6 +103,8 @@ func newUnary(op unOp) func(n *Node) (Kernel, error) {
 			k.alpha, k.beta = 1.0/6, 0.5
 		case unElu:
 			k.alpha = n.Attrs.Float("alpha", 1)
+		default:
+			readUnaryAttrs(k, n)
 		}
 		return k, n.Attrs.Err()
 	}

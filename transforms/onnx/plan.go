@@ -476,7 +476,7 @@ func (t *lifetimes) overlapping(first, last int, f func(id int)) {
 func align(n int) int { return (n + 63) &^ 63 }
 
 // ProductFLOPs is the floating-point work of the plan's matrix products
-// (Conv, Gemm, MatMul): 2 per multiply-add, the compute floor of a run at
+// (Conv, ConvTranspose, Gemm, MatMul, fused or not): 2 per multiply-add, the compute floor of a run at
 // the device's product rate.
 func (p *Plan) ProductFLOPs() float64 {
 	var f float64
@@ -500,6 +500,13 @@ func (p *Plan) ProductFLOPs() float64 {
 		case *matMul, *fusedMatMul:
 			if ms, err := matMulShape(shape(0), shape(1)); err == nil {
 				f += 2 * float64(numel(ms.batch)) * float64(ms.m) * float64(ms.n) * float64(ms.k)
+			}
+		case *convTranspose:
+			// W is C x M/group x kernel: each input value times each of its
+			// group's weights
+			x, w := shape(0), shape(1)
+			if len(x) >= 2 && len(w) >= 2 {
+				f += 2 * float64(numel(x)) * float64(numel(w[1:]))
 			}
 		case *fusedAttention:
 			if qk, pv, err := attentionShapes(shape(0), shape(1), shape(4)); err == nil {
