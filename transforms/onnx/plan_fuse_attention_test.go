@@ -149,16 +149,8 @@ func TestFusedAttentionEqualsUnfused(t *testing.T) {
 	r := rand.New(rand.NewPCG(81, 82))
 	for i, c := range attnCases(r, 120) {
 		mp, feed := c.model(r)
-		fused, err := onnxtest.Load(mp)
-		require.NoError(t, err, "case %d: %v", i, c)
-		plain, err := onnxtest.Load(mp)
-		require.NoError(t, err)
-		pf, err := fused.Plan(feed)
-		require.NoError(t, err, "case %d: %v", i, c)
-		old := onnx.SetFusion(false)
-		pp, err := plain.Plan(feed)
-		onnx.SetFusion(old)
-		require.NoError(t, err)
+		what := fmt.Sprintf("case %d: %v", i, c)
+		pf, pp := fusedAndPlain(t, mp, feed, what)
 
 		ops := c.ops()
 		steps := pf.StepOps()
@@ -169,17 +161,7 @@ func TestFusedAttentionEqualsUnfused(t *testing.T) {
 			require.Less(t, pf.WorkspaceBytes(), pp.WorkspaceBytes(), "case %d: %v: the scores are not placed", i, c)
 		}
 
-		got, err := pf.Run(feed)
-		require.NoError(t, err, "case %d: %v", i, c)
-		ref, err := pp.Run(feed)
-		require.NoError(t, err, "case %d: %v", i, c)
-		require.Equal(t, ref[0].Shape, got[0].Shape)
-		g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](ref[0])
-		for j := range w {
-			if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
-				t.Fatalf("case %d: %v: element %d: fused %v, unfused %v", i, c, j, g[j], w[j])
-			}
-		}
+		requireSameBits(t, pf, pp, feed, what)
 	}
 }
 
@@ -289,37 +271,23 @@ func TestFusedAddNormEqualsUnfused(t *testing.T) {
 			[]*onnxpb.ValueInfoProto{onnxtest.Value("A", nd.Float32, shape...), onnxtest.Value("B", nd.Float32, bShape...)},
 			[]*onnxpb.ValueInfoProto{onnxtest.ValueNoShape("y", nd.Float32)}, inits...)
 		feed := []nd.Array{randF32(r, shape...), randF32(r, bShape...)}
-		fused, err := onnxtest.Load(mp)
-		require.NoError(t, err)
-		plain, err := onnxtest.Load(mp)
-		require.NoError(t, err)
-		pf, err := fused.Plan(feed)
-		require.NoError(t, err)
-		old := onnx.SetFusion(false)
-		pp, err := plain.Plan(feed)
-		onnx.SetFusion(old)
-		require.NoError(t, err)
-		var want []string
+		what := fmt.Sprintf("case %d: %v + %v", i, shape, bShape)
+		pf, pp := fusedAndPlain(t, mp, feed, what)
+		want := []string{"Add+LayerNormalization"}
 		if bShape[len(bShape)-1] != n {
 			want = []string{"Add", "LayerNormalization"}
-		} else {
-			want = []string{"Add+LayerNormalization"}
 		}
-		require.Equal(t, want, pf.StepOps(), "case %d: %v + %v", i, shape, bShape)
-		got, err := pf.Run(feed)
-		require.NoError(t, err)
+		require.Equal(t, want, pf.StepOps(), what)
+		requireSameBits(t, pf, pp, feed, what)
 		ref, err := pp.Run(feed)
 		require.NoError(t, err)
-		g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](ref[0])
-		for j := range w {
-			if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
-				t.Fatalf("case %d: %v + %v: element %d: fused %v, unfused %v", i, shape, bShape, j, g[j], w[j])
-			}
-		}
+		w := nd.MustAs[float32](ref[0])
 		if numel(shape) > 5000 {
 			continue // the emulator runs a thread at a time
 		}
-		dv, onHost, err := runOnDevice(dev, fused, feed)
+		m, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		dv, onHost, err := runOnDevice(dev, m, feed)
 		require.NoError(t, err)
 		require.Empty(t, onHost)
 		for j, v := range nd.MustAs[float32](dv[0]) {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/stretchr/testify/require"
@@ -140,16 +139,8 @@ func TestFusedMatMulEqualsUnfused(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	for i, c := range mmFuseCases(r, 150) {
 		mp, feed := c.model(r)
-		fused, err := onnxtest.Load(mp)
-		require.NoError(t, err, "case %d: %v", i, c)
-		plain, err := onnxtest.Load(mp)
-		require.NoError(t, err)
-		pf, err := fused.Plan(feed)
-		require.NoError(t, err, "case %d: %v", i, c)
-		old := onnx.SetFusion(false)
-		pp, err := plain.Plan(feed)
-		onnx.SetFusion(old)
-		require.NoError(t, err)
+		what := fmt.Sprintf("case %d: %v", i, c)
+		pf, pp := fusedAndPlain(t, mp, feed, what)
 
 		ops := []string{"MatMul"}
 		if c.bias != "" {
@@ -176,17 +167,7 @@ func TestFusedMatMulEqualsUnfused(t *testing.T) {
 		}
 		require.Equal(t, pp.ProductFLOPs(), pf.ProductFLOPs(), "case %d: %v", i, c)
 
-		got, err := pf.Run(feed)
-		require.NoError(t, err, "case %d: %v", i, c)
-		ref, err := pp.Run(feed)
-		require.NoError(t, err, "case %d: %v", i, c)
-		require.Equal(t, ref[0].Shape, got[0].Shape)
-		g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](ref[0])
-		for j := range w {
-			if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
-				t.Fatalf("case %d: %v: element %d: fused %v, unfused %v", i, c, j, g[j], w[j])
-			}
-		}
+		requireSameBits(t, pf, pp, feed, what)
 	}
 }
 

@@ -140,16 +140,8 @@ func TestFusedConvEqualsUnfused(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
 	for i, fc := range fuseCases(r, 140) {
 		mp, feed := fc.model(r)
-		fused, err := onnxtest.Load(mp)
-		require.NoError(t, err, "case %d: %v", i, fc)
-		plain, err := onnxtest.Load(mp)
-		require.NoError(t, err)
-		pf, err := fused.Plan(feed)
-		require.NoError(t, err, "case %d: %v", i, fc)
-		old := onnx.SetFusion(false)
-		pp, err := plain.Plan(feed)
-		onnx.SetFusion(old)
-		require.NoError(t, err)
+		what := fmt.Sprintf("case %d: %v", i, fc)
+		pf, pp := fusedAndPlain(t, mp, feed, what)
 
 		ops := []string{"Conv"}
 		if fc.residual != "" {
@@ -165,17 +157,7 @@ func TestFusedConvEqualsUnfused(t *testing.T) {
 			require.Equal(t, ops, pp.StepOps(), "case %d: %v", i, fc)
 		}
 
-		got, err := pf.Run(feed)
-		require.NoError(t, err, "case %d: %v", i, fc)
-		ref, err := pp.Run(feed)
-		require.NoError(t, err, "case %d: %v", i, fc)
-		require.Equal(t, ref[0].Shape, got[0].Shape)
-		g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](ref[0])
-		for j := range w {
-			if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
-				t.Fatalf("case %d: %v: element %d: fused %v, unfused %v", i, fc, j, g[j], w[j])
-			}
-		}
+		requireSameBits(t, pf, pp, feed, what)
 	}
 }
 
@@ -238,6 +220,40 @@ func TestFusedConvOnDevice(t *testing.T) {
 		g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](want[0])
 		for j := range w {
 			require.InDelta(t, w[j], g[j], 1e-4*(1+math.Abs(float64(w[j]))), "case %d: %v: element %d", i, fc, j)
+		}
+	}
+}
+
+// fusedAndPlain plans model mp for feed twice, with the plans' fusion
+// and without (what names the case in failures).
+func fusedAndPlain(t *testing.T, mp *onnxpb.ModelProto, feed []nd.Array, what string) (fused, plain *onnx.Plan) {
+	t.Helper()
+	mf, err := onnxtest.Load(mp)
+	require.NoError(t, err, what)
+	mu, err := onnxtest.Load(mp)
+	require.NoError(t, err, what)
+	fused, err = mf.Plan(feed)
+	require.NoError(t, err, what)
+	old := onnx.SetFusion(false)
+	defer onnx.SetFusion(old)
+	plain, err = mu.Plan(feed)
+	require.NoError(t, err, what)
+	return fused, plain
+}
+
+// requireSameBits runs both plans on feed and requires their first
+// outputs to be the same shape and the same bits.
+func requireSameBits(t *testing.T, fused, plain *onnx.Plan, feed []nd.Array, what string) {
+	t.Helper()
+	got, err := fused.Run(feed)
+	require.NoError(t, err, what)
+	ref, err := plain.Run(feed)
+	require.NoError(t, err, what)
+	require.Equal(t, ref[0].Shape, got[0].Shape, what)
+	g, w := nd.MustAs[float32](got[0]), nd.MustAs[float32](ref[0])
+	for j := range w {
+		if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
+			t.Fatalf("%s: element %d: fused %v, unfused %v", what, j, g[j], w[j])
 		}
 	}
 }
