@@ -97,7 +97,6 @@
 // has both. A pipeline feeding tokenized text to an encoder (pipelines/infer
 // with a JSONL input; an embedding pipeline) uses them so:
 //
-//	h, err := inference.ONNX(ctx, model, inference.PadRows(map[string]float64{"input_ids": padID}))
-//	results, failed, err := inference.TryRunInferenceByLength(s, examples, h,
-//		inference.LengthBatching{MaxBatchSize: 256, MaxBatchTokens: 16384}, r.Options()...)
+//	h, err := inference.ONNX(ctx, model, inference.PadRows(map[string]float64{"ids": padID}))
+//	results, failed, err := inference.TryRunInferenceByLength(s, examples, h, inference.LengthBatching{MaxBatchTokens: 4})
 package inference

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
@@ -197,7 +198,8 @@ func init() { register.Function1x0(printSequence) }
 // tokens a call, rows x longest row), padded with 0 and cut back, each row
 // its own outputs.
 func ExampleRunInferenceByLength() {
-	h, err := inference.ONNX(context.Background(), sequenceModel(), inference.PadRows(map[string]float64{"ids": 0}))
+	ctx, model, padID := context.Background(), sequenceModel(), 0.0
+	h, err := inference.ONNX(ctx, model, inference.PadRows(map[string]float64{"ids": padID}))
 	if err != nil {
 		panic(err)
 	}
@@ -207,10 +209,11 @@ func ExampleRunInferenceByLength() {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	examples := beam.Create(s, row("a", 1, 2, 3), row("b", 4), row("c", 5, 6))
-	results, _, err := inference.TryRunInferenceByLength(s, examples, h, inference.LengthBatching{MaxBatchTokens: 4})
+	results, failed, err := inference.TryRunInferenceByLength(s, examples, h, inference.LengthBatching{MaxBatchTokens: 4})
 	if err != nil {
 		panic(err)
 	}
+	passert.Empty(s, failed)
 	beam.ParDo0(s, printSequence, results)
 	if err := ptest.Run(p); err != nil {
 		panic(err)
