@@ -11,14 +11,16 @@ import (
 // Fused attention: the five operators of scaled dot-product attention as
 // exporters write it, MatMul(Q, Kᵀ) -> Div or Mul by a scalar -> Add of a
 // mask -> Softmax along the last axis -> MatMul(·, V) (the scale and the
-// mask each optional), planned as one step (plan_fuse.go), as ONNX
+// mask each optional), with the Transposes that split the heads before it
+// and merge them after, planned as one step (plan_fuse.go), as ONNX
 // Runtime's Attention fusion
 // (https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html).
 // On the CPU each task takes a block of query rows of one head: its scores
 // (rows x keys) in a buffer of the task's own, scaled, masked, their
 // softmaxes, and their product with V, written to the output while the
-// scores are in cache; the batch x heads x queries x keys score tensor is
-// never made (at 32 x 12 x 512 x 512 it would be 400 MB, four times over
+// scores are in cache, reading Q, K and V and writing the output where
+// the heads lie (gemm's strides), so that neither the transposed copies
+// nor the batch x heads x queries x keys score tensor is ever made (at 32 x 12 x 512 x 512 it would be 400 MB, four times over
 // unfused). Each operation is the operator's own (the products' rows are
 // the unfused products' rows, the softmax is Softmax's), so the outputs
 // are the unfused plan's bit for bit. On the device the same operators'
@@ -29,7 +31,13 @@ import (
 // the scale (a float32 scalar; left out without one), the mask (left out
 // without one) and V; one output.
 type fusedAttention struct {
-	qk, pv *matMul
+	// through are the Transposes the step reads Q, Kᵀ and V through and
+	// writes its output through (a nil kernel: none): a transformer's
+	// head split, [batch, tokens, heads, d] to [batch, heads, tokens, d],
+	// and the merge after. The products read and write the heads where
+	// they lie, with strides, and the transposed copies are never made.
+	through [4]*transpose
+	qk, pv  *matMul
 	// scale is Div or Mul by the scalar, scaleFirst when the scalar is
 	// the first operand (Mul(c, x)); nil: none.
 	scale      *ewBinary
@@ -54,12 +62,64 @@ func attentionShapes(q, kt, v []int) (qk, pv mmShape, err error) {
 	return qk, pv, nil
 }
 
-func (k *fusedAttention) Infer(in []Meta) ([]Meta, error) {
-	_, pv, err := attentionShapes(in[0].Shape, in[1].Shape, in[4].Shape)
+// logical returns the shape and the element strides of input i's (Q, Kᵀ,
+// V) matrix operand as the products read it: the value's own (shape x),
+// or through its Transpose.
+func (k *fusedAttention) logical(i int, x []int) (shape, strides []int, err error) {
+	st := Strides(x)
+	t := k.through[i]
+	if t == nil {
+		return x, st, nil
+	}
+	perm, err := t.permOf(len(x))
+	if err != nil {
+		return nil, nil, err
+	}
+	shape, strides = make([]int, len(x)), make([]int, len(x))
+	for a, p := range perm {
+		shape[a], strides[a] = x[p], st[p]
+	}
+	return shape, strides, nil
+}
+
+// shapes returns the products' shapes from the step's input shapes.
+func (k *fusedAttention) shapes(q, kt, v []int) (qk, pv mmShape, err error) {
+	var ls [3][]int
+	for i, x := range [][]int{q, kt, v} {
+		if ls[i], _, err = k.logical(i, x); err != nil {
+			return qk, pv, err
+		}
+	}
+	return attentionShapes(ls[0], ls[1], ls[2])
+}
+
+// outShape is the step's output shape: P V's, or its Transpose's.
+func (k *fusedAttention) outShape(pv mmShape) ([]int, error) {
+	t := k.through[3]
+	if t == nil {
+		return pv.out, nil
+	}
+	perm, err := t.permOf(len(pv.out))
 	if err != nil {
 		return nil, err
 	}
-	return []Meta{{Type: nd.Float32, Shape: pv.out}}, nil
+	out := make([]int, len(perm))
+	for a, p := range perm {
+		out[a] = pv.out[p]
+	}
+	return out, nil
+}
+
+func (k *fusedAttention) Infer(in []Meta) ([]Meta, error) {
+	_, pv, err := k.shapes(in[0].Shape, in[1].Shape, in[4].Shape)
+	if err != nil {
+		return nil, err
+	}
+	out, err := k.outShape(pv)
+	if err != nil {
+		return nil, err
+	}
+	return []Meta{{Type: nd.Float32, Shape: out}}, nil
 }
 
 // attentionRowBytes is the scores a task holds: a block of query rows
@@ -67,12 +127,87 @@ func (k *fusedAttention) Infer(in []Meta) ([]Meta, error) {
 // and the product with V.
 const attentionRowBytes = 64 << 10
 
+// A matrix operand as gemm reads it: each product's matrix at off[b] of
+// data, rows ld apart (trans: columns ld apart, rows adjacent).
+type matOperand struct {
+	data  []float32
+	off   []int
+	ld    int
+	trans bool
+}
+
+// operand returns the matrix operand of logical shape and strides (a
+// matrix's rows and columns last) for the products of batch (broadcast).
+// ok is false when neither of the matrix's axes is contiguous.
+func operand(data []float32, shape, strides, batch []int) (matOperand, bool) {
+	r := len(shape)
+	o := matOperand{data: data}
+	rows, cols, rs, cs := shape[r-2], shape[r-1], strides[r-2], strides[r-1]
+	switch {
+	case cs == 1 || cols == 1:
+		o.ld = rs
+		if rows == 1 { // one row: any distance past its columns
+			o.ld = max(rs, cols)
+		}
+	case rs == 1 || rows == 1:
+		o.ld, o.trans = cs, true
+	default:
+		return o, false
+	}
+	bst := make([]int, len(batch)) // along the broadcast batch: 0 where broadcast
+	for a := range r - 2 {
+		if shape[a] != 1 {
+			bst[len(batch)-(r-2)+a] = strides[a]
+		}
+	}
+	o.off = batchBases(batch, bst)
+	return o, true
+}
+
+// at returns the operand's matrix b from row i on (a row of its logical
+// shape), for gemm.
+func (o matOperand) at(b, i int) []float32 {
+	if o.trans {
+		return o.data[o.off[b]+i:]
+	}
+	return o.data[o.off[b]+i*o.ld:]
+}
+
 func (k *fusedAttention) Run(in, out []nd.Array) error {
-	qk, pv, err := attentionShapes(in[0].Shape, in[1].Shape, in[4].Shape)
+	var ls, st [3][]int
+	for i, x := range []nd.Array{in[0], in[1], in[4]} {
+		var err error
+		if ls[i], st[i], err = k.logical(i, x.Shape); err != nil {
+			return err
+		}
+	}
+	qk, pv, err := attentionShapes(ls[0], ls[1], ls[2])
 	if err != nil {
 		return err
 	}
-	q, kt, v, y := nd.MustAs[float32](in[0]), nd.MustAs[float32](in[1]), nd.MustAs[float32](in[4]), nd.MustAs[float32](out[0])
+	yst := Strides(pv.out)
+	if t := k.through[3]; t != nil { // P V's strides in its Transpose
+		perm, err := t.permOf(len(pv.out))
+		if err != nil {
+			return err
+		}
+		ost := Strides(out[0].Shape)
+		for a, p := range perm {
+			yst[p] = ost[a]
+		}
+	}
+	var ops [4]matOperand
+	for i, x := range []nd.Array{in[0], in[1], in[4]} {
+		var ok bool
+		if ops[i], ok = operand(nd.MustAs[float32](x), ls[i], st[i], qk.batch); !ok {
+			return fmt.Errorf("attention: input %d of shape %v: no contiguous axis", i, x.Shape)
+		}
+	}
+	y, ok := operand(nd.MustAs[float32](out[0]), pv.out, yst, pv.batch)
+	if !ok || y.trans {
+		return fmt.Errorf("attention: output of shape %v: rows not contiguous", out[0].Shape)
+	}
+	q, kt, v := ops[0], ops[1], ops[2]
 	var c float32
 	if k.scale != nil {
 		c = nd.MustAs[float32](in[2])[0]
@@ -92,8 +227,6 @@ func (k *fusedAttention) Run(in, out []nd.Array) error {
 	if m == 0 || dv == 0 || nb == 0 {
 		return nil
 	}
-	qo, ko := qk.batchOffsets()
-	_, vo := pv.batchOffsets()
 	block := min(m, max(8, attentionRowBytes/(4*max(n, 1))))
 	blocks := (m + block - 1) / block
 	tasks := nb * blocks
@@ -104,18 +237,20 @@ func (k *fusedAttention) Run(in, out []nd.Array) error {
 			b, i0 := t/blocks, (t%blocks)*block
 			rows := min(block, m-i0)
 			s := scores[:rows*n]
-			gemm.SgemmWorkers(1, false, false, rows, n, d, 1, q[qo[b]+i0*d:], d, kt[ko[b]:], n, 0, s, n)
+			gemm.SgemmWorkers(1, q.trans, kt.trans, rows, n, d, 1, q.at(b, i0), q.ld, kt.at(b, 0), kt.ld, 0, s, n)
 			for r := range rows {
 				row := s[r*n : (r+1)*n]
 				k.finishRow(row, c, mask, maskBase, b, i0+r, rowStride, colStride)
 				softmaxRow(row, row, false)
 			}
-			yb := y[b*m*dv+i0*dv:]
+			yb := y.at(b, i0)
 			if n == 0 {
-				clear(yb[:rows*dv])
+				for r := range rows {
+					clear(yb[r*y.ld : r*y.ld+dv])
+				}
 				return
 			}
-			gemm.SgemmWorkers(1, false, false, rows, dv, n, 1, s, n, v[vo[b]:], dv, 0, yb, dv)
+			gemm.SgemmWorkers(1, false, v.trans, rows, dv, n, 1, s, n, v.at(b, 0), v.ld, 0, yb, y.ld)
 		}
 	})
 	return nil

@@ -15,7 +15,7 @@ func (k *fusedAttention) Launch(d *Device, in, out []DevArray) error {
 	if !allFloat32(q, kt, c, mask, v) {
 		return ErrOnHost
 	}
-	qk, _, err := attentionShapes(q.Shape, kt.Shape, v.Shape)
+	qk, pv, err := k.shapes(q.Shape, kt.Shape, v.Shape)
 	if err != nil {
 		return err
 	}
@@ -25,6 +25,18 @@ func (k *fusedAttention) Launch(d *Device, in, out []DevArray) error {
 	shape := qk.out
 	n0 := shape[0]
 	per := 4 * numel(shape[1:])
+	// The operands the CPU reads through a Transpose are copied by its
+	// kernel, before, into buffers after the scores; the output is
+	// written to one and transposed into y after.
+	var extra int
+	for i, a := range []DevArray{q, kt, v} {
+		if k.through[i] != nil {
+			extra += 4 * a.Len()
+		}
+	}
+	if k.through[3] != nil {
+		extra += 4 * numel(pv.out)
+	}
 	// Chunks along the first axis where every operand has it whole (a
 	// rank of the scores' and their first dimension).
 	whole := func(a DevArray) bool { return len(a.Shape) == len(shape) && a.Shape[0] == n0 }
@@ -32,9 +44,29 @@ func (k *fusedAttention) Launch(d *Device, in, out []DevArray) error {
 	if per*n0 > attentionScratchBytes && whole(q) && whole(kt) && whole(v) {
 		chunk = max(1, attentionScratchBytes/max(per, 1))
 	}
-	buf, err := d.scratch(int64(per * chunk))
+	buf, err := d.scratch(int64(per*chunk + extra))
 	if err != nil {
 		return err
+	}
+	next := at(buf, per*chunk/4, 4)
+	for i, a := range []*DevArray{&q, &kt, &v} {
+		t := k.through[i]
+		if t == nil {
+			continue
+		}
+		ls, _, err := k.logical(i, a.Shape)
+		if err != nil {
+			return err
+		}
+		b := DevArray{Type: a.Type, Shape: ls, Ptr: next}
+		if err := t.Launch(d, []DevArray{*a}, []DevArray{b}); err != nil {
+			return err
+		}
+		*a, next = b, at(next, b.Len(), 4)
+	}
+	final := y
+	if k.through[3] != nil {
+		y = DevArray{Type: y.Type, Shape: pv.out, Ptr: next}
 	}
 	for b0 := 0; b0 < n0; b0 += chunk {
 		nb := min(chunk, n0-b0)
@@ -73,6 +105,9 @@ func (k *fusedAttention) Launch(d *Device, in, out []DevArray) error {
 		if err := k.pv.Launch(d, []DevArray{s, sub(v)}, []DevArray{sub(y)}); err != nil {
 			return err
 		}
+	}
+	if t := k.through[3]; t != nil {
+		return t.Launch(d, []DevArray{y}, []DevArray{final})
 	}
 	return nil
 }

@@ -509,7 +509,7 @@ func (p *Plan) ProductFLOPs() float64 {
 				f += 2 * float64(numel(x)) * float64(numel(w[1:]))
 			}
 		case *fusedAttention:
-			if qk, pv, err := attentionShapes(shape(0), shape(1), shape(4)); err == nil {
+			if qk, pv, err := k.shapes(shape(0), shape(1), shape(4)); err == nil {
 				f += 2 * float64(numel(qk.batch)) * float64(qk.m) * (float64(qk.n)*float64(qk.k) + float64(pv.n)*float64(pv.k))
 			}
 		case *gemmOp:

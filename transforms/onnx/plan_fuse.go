@@ -67,9 +67,20 @@ func (p *Plan) fuse() {
 		}
 		return readBy[id]
 	}
+	maker := make([]int, len(p.vals)) // the step that makes a value, or -1
+	for i := range maker {
+		maker[i] = -1
+	}
+	for si, s := range p.steps {
+		for _, id := range s.out {
+			if id >= 0 {
+				maker[id] = si
+			}
+		}
+	}
 	fused := 0
 	for si := range p.steps {
-		members, in, k := p.attention(si, only, gone)
+		members, in, k := p.attention(si, only, maker, gone)
 		if k == nil {
 			continue
 		}
@@ -231,10 +242,12 @@ func (p *Plan) residual(s pstep, y int) (int, bool) {
 // constant, then an Add of a float32 mask (broadcast to the scores'
 // shape), then Softmax along the last axis, then MatMul of that and V,
 // each value between read by its next step alone (the scale and the mask
-// each optional). It returns the steps in order, the fused step's inputs
+// each optional), and the Transposes that make Q, Kᵀ and V and that
+// transpose the output where the products can read and write through
+// them (through). It returns the steps in order, the fused step's inputs
 // (Q, Kᵀ, scale, mask, V) and its kernel; a nil kernel when si does not
 // start attention.
-func (p *Plan) attention(si int, only func(int) int, gone []bool) ([]int, []int, *fusedAttention) {
+func (p *Plan) attention(si int, only func(int) int, maker []int, gone []bool) ([]int, []int, *fusedAttention) {
 	s := p.steps[si]
 	qk, ok := s.n.kernel.(*matMul)
 	if !ok || gone[si] || len(s.out) != 1 || s.out[0] < 0 || len(s.in) != 2 {
@@ -306,7 +319,51 @@ func (p *Plan) attention(si int, only func(int) int, gone []bool) ([]int, []int,
 		return nil, nil, nil
 	}
 	k.pv, in[4] = pv, st.in[1]
-	return append(members, r), in, k
+	members = append(members, r)
+	// The Transposes the products can read through: each read by this
+	// step alone, each leaving one of the matrix's axes contiguous.
+	var before []int
+	for i, slot := range []int{0, 1, 4} {
+		if t, src, ts := p.through(in[slot], maker, only, gone); t != nil {
+			k.through[i], in[slot] = t, src
+			before = append(before, ts)
+		}
+	}
+	y = p.steps[r].out[0]
+	if r := only(y); r >= 0 {
+		if t, ok := p.steps[r].n.kernel.(*transpose); ok && len(p.steps[r].out) == 1 && p.steps[r].out[0] >= 0 {
+			if perm, err := t.permOf(len(shape)); err == nil && perm[len(perm)-1] == len(perm)-1 {
+				k.through[3] = t
+				members = append(members, r)
+			}
+		}
+	}
+	slices.Sort(before)
+	return append(before, members...), in, k
+}
+
+// through returns the Transpose that makes value id, its input and its
+// step, when the Transpose's output is read by the attention step alone
+// and the transposed matrix keeps one of its last two axes contiguous
+// (gemm reads it as it is or transposed).
+func (p *Plan) through(id int, maker []int, only func(int) int, gone []bool) (*transpose, int, int) {
+	if id < 0 || maker[id] < 0 || gone[maker[id]] || only(id) < 0 {
+		return nil, -1, -1
+	}
+	ts := p.steps[maker[id]]
+	t, ok := ts.n.kernel.(*transpose)
+	if !ok || len(ts.in) != 1 || ts.in[0] < 0 || p.vals[ts.in[0]].meta.Type != nd.Float32 {
+		return nil, -1, -1
+	}
+	r := len(p.vals[id].meta.Shape)
+	perm, err := t.permOf(r)
+	if err != nil || r < 2 {
+		return nil, -1, -1
+	}
+	if perm[r-1] != r-1 && perm[r-2] != r-1 {
+		return nil, -1, -1
+	}
+	return t, ts.in[0], maker[id]
 }
 
 // rowNorm returns s's kernel and its Scale and B (-1: none) when s is a

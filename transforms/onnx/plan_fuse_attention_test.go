@@ -22,15 +22,22 @@ type attnCase struct {
 	scale      string // "": none; "Div", "Mul" (x * c), "MulFirst" (c * x)
 	mask       string // "": none; "row" (batch, 1, 1, keys as BERT's), "full" (the scores' shape), "keys" (rank 2: queries x keys), "first" (Add(mask, x))
 	transposeK bool   // K given as batch x keys x d and transposed in the graph
-	opset      int
+	// heads: batch is [batch, heads] and Q, K and V come as [batch,
+	// tokens, heads, d] through Transposes (a head split), and the output
+	// goes back through one (the merge).
+	heads bool
+	opset int
 }
 
 func (c attnCase) String() string {
-	return fmt.Sprintf("batch %v s%d kv%d d%d dv%d scale %q mask %q transposeK %t opset %d", c.batch, c.s, c.kv, c.d, c.dv, c.scale, c.mask, c.transposeK, c.opset)
+	return fmt.Sprintf("batch %v s%d kv%d d%d dv%d scale %q mask %q transposeK %t heads %t opset %d", c.batch, c.s, c.kv, c.d, c.dv, c.scale, c.mask, c.transposeK, c.heads, c.opset)
 }
 
 func (c attnCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 	shape := func(tail ...int) []int { return append(append([]int{}, c.batch...), tail...) }
+	if c.heads {
+		return c.headsModel(r)
+	}
 	inputs := []*onnxpb.ValueInfoProto{onnxtest.Value("Q", nd.Float32, shape(c.s, c.d)...)}
 	feed := []nd.Array{randF32(r, shape(c.s, c.d)...)}
 	var ns nodes
@@ -104,8 +111,58 @@ func (c attnCase) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 	return onnxtest.Model(c.opset, ns, inputs, []*onnxpb.ValueInfoProto{onnxtest.ValueNoShape("y", nd.Float32)}, inits...), feed
 }
 
+// headsModel is the case's model with the head split and merge: inputs
+// [batch, tokens, heads, d], Transposes to [batch, heads, tokens, d] (Kᵀ
+// to [batch, heads, d, tokens]), the attention, and a Transpose back.
+func (c attnCase) headsModel(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
+	b, h := c.batch[0], c.batch[1]
+	in := func(name string, tokens, d int) (*onnxpb.ValueInfoProto, nd.Array) {
+		return onnxtest.Value(name, nd.Float32, b, tokens, h, d), randF32(r, b, tokens, h, d)
+	}
+	qv, q := in("Q", c.s, c.d)
+	kv, k := in("K", c.kv, c.d)
+	vv, v := in("V", c.kv, c.dv)
+	ns := nodes{
+		onnxtest.Node("Transpose", []string{"Q"}, []string{"Qh"}, onnxtest.Ints("perm", 0, 2, 1, 3)),
+		onnxtest.Node("Transpose", []string{"K"}, []string{"Kt"}, onnxtest.Ints("perm", 0, 2, 3, 1)),
+		onnxtest.Node("MatMul", []string{"Qh", "Kt"}, []string{"scores"}),
+	}
+	var inits []onnxtest.Named
+	last := "scores"
+	if c.scale != "" {
+		inits = append(inits, onnxtest.Init("c", nd.Scalar(float32(math.Sqrt(float64(c.d))))))
+		ns = append(ns, onnxtest.Node("Div", []string{last, "c"}, []string{"scaled"}))
+		last = "scaled"
+	}
+	inputs, feed := []*onnxpb.ValueInfoProto{qv, kv, vv}, []nd.Array{q, k, v}
+	if c.mask != "" {
+		m := randF32(r, b, 1, 1, c.kv)
+		inputs, feed = append(inputs, onnxtest.Value("mask", nd.Float32, b, 1, 1, c.kv)), append(feed, m)
+		ns = append(ns, onnxtest.Node("Add", []string{last, "mask"}, []string{"masked"}))
+		last = "masked"
+	}
+	ns = append(ns, onnxtest.Node("Softmax", []string{last}, []string{"probs"}),
+		onnxtest.Node("Transpose", []string{"V"}, []string{"Vh"}, onnxtest.Ints("perm", 0, 2, 1, 3)),
+		onnxtest.Node("MatMul", []string{"probs", "Vh"}, []string{"o"}),
+		onnxtest.Node("Transpose", []string{"o"}, []string{"y"}, onnxtest.Ints("perm", 0, 2, 1, 3)))
+	return onnxtest.Model(c.opset, ns, inputs, []*onnxpb.ValueInfoProto{onnxtest.ValueNoShape("y", nd.Float32)}, inits...), feed
+}
+
 func (c attnCase) ops() []string {
 	ops := []string{"MatMul"}
+	if c.transposeK {
+		ops = []string{"Transpose", "MatMul"}
+	}
+	if c.heads {
+		ops = []string{"Transpose", "Transpose", "Transpose", "MatMul"}
+		if c.scale != "" {
+			ops = append(ops, "Div")
+		}
+		if c.mask != "" {
+			ops = append(ops, "Add")
+		}
+		return append(ops, "Softmax", "MatMul", "Transpose")
+	}
 	switch c.scale {
 	case "Div":
 		ops = append(ops, "Div")
@@ -128,6 +185,8 @@ func attnCases(r *rand.Rand, trials int) []attnCase {
 		{batch: []int{2, 4}, s: 128, kv: 128, d: 32, dv: 32, scale: "Div", mask: "row", transposeK: true, opset: 14},
 		{batch: []int{1, 2}, s: 300, kv: 700, d: 16, dv: 24, scale: "Mul", mask: "full", opset: 14},
 		{batch: []int{3}, s: 70, kv: 1, d: 5, dv: 3, mask: "keys", opset: 11},
+		{batch: []int{8, 4}, s: 128, kv: 128, d: 64, dv: 64, scale: "Div", mask: "row", heads: true, opset: 14},
+		{batch: []int{2, 3}, s: 5, kv: 1, d: 1, dv: 7, heads: true, opset: 13},
 	}
 	for len(cases) < trials {
 		c := attnCase{s: 1 + r.IntN(40), kv: 1 + r.IntN(40), d: 1 + r.IntN(20), dv: 1 + r.IntN(20),
@@ -137,6 +196,9 @@ func attnCases(r *rand.Rand, trials int) []attnCase {
 		}
 		if c.mask == "row" && len(c.batch) == 0 {
 			continue
+		}
+		if len(c.batch) == 2 && c.opset >= 13 && r.IntN(2) == 0 {
+			c.heads = true
 		}
 		cases = append(cases, c)
 	}
