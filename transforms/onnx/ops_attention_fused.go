@@ -20,8 +20,8 @@ import (
 // softmaxes, and their product with V, written to the output while the
 // scores are in cache, reading Q, K and V and writing the output where
 // the heads lie (gemm's strides), so that neither the transposed copies
-// nor the batch x heads x queries x keys score tensor is ever made (at 32 x 12 x 512 x 512 it would be 400 MB, four times over
-// unfused). Each operation is the operator's own (the products' rows are
+// nor the batch x heads x queries x keys score tensor is ever made (at 32
+// x 12 x 512 x 512 it would be 400 MB, four times over unfused). Each operation is the operator's own (the products' rows are
 // the unfused products' rows, the softmax is Softmax's), so the outputs
 // are the unfused plan's bit for bit. On the device the same operators'
 // launches run over a score buffer of a bounded number of batches at a time
@@ -29,7 +29,8 @@ import (
 
 // fusedAttention is the kernel of a fused attention step: inputs Q, Kᵀ,
 // the scale (a float32 scalar; left out without one), the mask (left out
-// without one) and V; one output.
+// without one) and V, each of Q, Kᵀ and V the value its Transpose reads
+// where the step reads through one; one output.
 type fusedAttention struct {
 	// through are the Transposes the step reads Q, Kᵀ and V through and
 	// writes its output through (a nil kernel: none): a transformer's
