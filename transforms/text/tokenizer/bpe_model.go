@@ -491,11 +491,11 @@ func newBPEComponent(c *component) (model, error) {
 	return m, nil
 }
 
-func (m *bpeModel) tokenize(word string, out []Token) []Token {
+func (m *bpeModel) tokenize(word string, out []modelToken) []modelToken {
 	toks := m.wordTokens(word)
 	out = slices.Grow(out, len(toks))
 	for _, t := range toks {
-		out = append(out, Token{ID: int(t.id), Value: m.vocabR[t.id], Start: int(t.start), End: int(t.end)})
+		out = append(out, modelToken{ID: int(t.id), Value: m.vocabR[t.id], Start: int(t.start), End: int(t.end)})
 	}
 	return out
 }

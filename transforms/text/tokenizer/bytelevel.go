@@ -46,7 +46,7 @@ func decodeByteLevel(c *component) (byteLevel, error) {
 func newByteLevelPreTokenizer(c *component) (preTokenizer, error) { return decodeByteLevel(c) }
 
 func (b byteLevel) preTokenize(p *preTokenized) {
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		if n.Len() == 0 {
 			return out
 		}
@@ -58,7 +58,7 @@ func (b byteLevel) preTokenize(p *preTokenized) {
 			var local [64][2]int
 			matches := local[:0]
 			gpt2Split(n.String(), func(s, e int) { matches = append(matches, [2]int{s, e}) })
-			out = n.SplitMatches(matches, Isolated, out)
+			out = n.SplitMatches(matches, splitIsolated, out)
 		} else {
 			out = append(out, *n)
 		}
@@ -72,7 +72,7 @@ func (b byteLevel) preTokenize(p *preTokenized) {
 // pieces' new texts and alignments share one string and one slice (two
 // allocations for a section rather than two for each word). Pieces of
 // printable ASCII, which map to themselves, are left as they are.
-func mapPieces(pieces []NormalizedString) {
+func mapPieces(pieces []normalizedString) {
 	total := 0
 	for i := range pieces {
 		if !printableASCII(pieces[i].s) {
@@ -134,7 +134,7 @@ func printableASCII(s string) bool {
 // library aligns the space to the first character, so that trimming a lone
 // space token leaves offsets inside that character when it has several
 // bytes.)
-func prependUnaligned(n *NormalizedString, text string) {
+func prependUnaligned(n *normalizedString, text string) {
 	p := int32(n.pointAt(0))
 	align := make([]span, len(text), len(text)+n.Len())
 	for i := range align {

@@ -18,7 +18,7 @@ import (
 // normalizer changes the text before it is split, in place, keeping the
 // alignment to the original through n.Edit().
 type normalizer interface {
-	normalize(n *NormalizedString)
+	normalize(n *normalizedString)
 }
 
 // preTokenizer cuts the text into words (pre-tokens); the model tokenizes
@@ -30,17 +30,17 @@ type preTokenizer interface {
 // preTokenized is the text of one section (the text between two added
 // tokens) being cut into words.
 type preTokenized struct {
-	splits []NormalizedString
+	splits []normalizedString
 	// section is the index of this section among the sections of the
 	// input that are not added tokens (Metaspace's prepend_scheme "first"
 	// uses it).
 	section int
-	scratch []NormalizedString
+	scratch []normalizedString
 }
 
 // splitEach replaces every split by the pieces f appends to out (f may
 // append the split itself to keep it, or edit it first).
-func (p *preTokenized) splitEach(f func(n *NormalizedString, out []NormalizedString) []NormalizedString) {
+func (p *preTokenized) splitEach(f func(n *normalizedString, out []normalizedString) []normalizedString) {
 	out := p.scratch[:0]
 	for i := range p.splits {
 		out = f(&p.splits[i], out)
@@ -61,9 +61,9 @@ type cutter interface {
 	cutBefore(r rune) bool
 }
 
-// Token is one token the model found in a word: its id, its text as in the
+// modelToken is one token the model found in a word: its id, its text as in the
 // vocabulary, and the byte range [Start, End) of the word it covers.
-type Token struct {
+type modelToken struct {
 	ID         int
 	Value      string
 	Start, End int
@@ -73,7 +73,7 @@ type Token struct {
 type model interface {
 	// tokenize appends the tokens of word to out. Offsets are byte offsets
 	// into word.
-	tokenize(word string, out []Token) []Token
+	tokenize(word string, out []modelToken) []modelToken
 	// tokenToID and idToToken look the vocabulary up.
 	tokenToID(token string) (int, bool)
 	idToToken(id int) (string, bool)

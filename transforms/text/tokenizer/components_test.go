@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func pieces(ns []NormalizedString) []string {
+func pieces(ns []normalizedString) []string {
 	out := make([]string, len(ns))
 	for i := range ns {
 		out[i] = ns[i].String()
@@ -23,23 +23,23 @@ func TestSplitBehaviors(t *testing.T) {
 	text := "the-final--countdown"
 	n := newNormalized(text, 0, len(text))
 	isDash := func(r rune) bool { return r == '-' }
-	for b, want := range map[SplitBehavior][]string{
-		Removed:            {"the", "final", "countdown"},
-		Isolated:           {"the", "-", "final", "-", "-", "countdown"},
-		MergedWithPrevious: {"the-", "final-", "-", "countdown"},
-		MergedWithNext:     {"the", "-final", "-", "-countdown"},
-		Contiguous:         {"the", "-", "final", "--", "countdown"},
+	for b, want := range map[splitBehavior][]string{
+		splitRemoved:            {"the", "final", "countdown"},
+		splitIsolated:           {"the", "-", "final", "-", "-", "countdown"},
+		splitMergedWithPrevious: {"the-", "final-", "-", "countdown"},
+		splitMergedWithNext:     {"the", "-final", "-", "-countdown"},
+		splitContiguous:         {"the", "-", "final", "--", "countdown"},
 	} {
 		assert.Equal(t, want, pieces(n.SplitFunc(isDash, b, nil)), "behaviour %d", b)
 	}
 	// Invert: the matches are the pieces, the rest the delimiters.
 	m := pattern{literal: "-"}.find(text, nil)
-	assert.Equal(t, []string{"-", "-", "-"}, pieces(n.splitEntries(matchEntries(m, n.Len(), true), Removed, nil)))
+	assert.Equal(t, []string{"-", "-", "-"}, pieces(n.splitEntries(matchEntries(m, n.Len(), true), splitRemoved, nil)))
 	// (Merged: the text between the matches joins the match after it.)
-	assert.Equal(t, []string{"the-", "final-", "-", "countdown"}, pieces(n.splitEntries(matchEntries(m, n.Len(), true), MergedWithNext, nil)))
-	assert.Equal(t, []string{"the", "-", "final", "-", "-", "countdown"}, pieces(n.splitEntries(matchEntries(m, n.Len(), true), Isolated, nil)))
+	assert.Equal(t, []string{"the-", "final-", "-", "countdown"}, pieces(n.splitEntries(matchEntries(m, n.Len(), true), splitMergedWithNext, nil)))
+	assert.Equal(t, []string{"the", "-", "final", "-", "-", "countdown"}, pieces(n.splitEntries(matchEntries(m, n.Len(), true), splitIsolated, nil)))
 	// Pieces keep their place in the original.
-	ps := n.SplitFunc(isDash, Removed, nil)
+	ps := n.SplitFunc(isDash, splitRemoved, nil)
 	s, e := ps[2].Original(0, ps[2].Len())
 	assert.Equal(t, "countdown", text[s:e])
 }
@@ -50,7 +50,7 @@ func preTokenize(t *testing.T, js, text string) []string {
 	l := &loader{name: "test.json"}
 	pt, err := l.preTokenizer("pre_tokenizer", json.RawMessage(js))
 	require.NoError(t, err)
-	p := &preTokenized{splits: []NormalizedString{newNormalized(text, 0, len(text))}}
+	p := &preTokenized{splits: []normalizedString{newNormalized(text, 0, len(text))}}
 	pt.preTokenize(p)
 	return pieces(p.splits)
 }
@@ -87,7 +87,7 @@ func normalize(t *testing.T, js, text string) (string, []string) {
 	n := newNormalized(text, 0, len(text))
 	nz.normalize(&n)
 	var spans []string
-	for _, p := range n.SplitFunc(func(r rune) bool { return r == ' ' }, Removed, nil) {
+	for _, p := range n.SplitFunc(func(r rune) bool { return r == ' ' }, splitRemoved, nil) {
 		s, e := p.Original(0, p.Len())
 		spans = append(spans, text[s:e])
 	}

@@ -11,7 +11,7 @@
 //     text first: those with "normalized": false before normalization,
 //     the others in the normalized text of each section between them;
 //  2. the normalizer changes each section's text, keeping the alignment of
-//     every byte to the original text (NormalizedString), so offsets
+//     every byte to the original text (normalizedString), so offsets
 //     survive normalizers that change lengths;
 //  3. the pre-tokenizer cuts it into words;
 //  4. the model (WordPiece, ...) cuts each word into tokens of its

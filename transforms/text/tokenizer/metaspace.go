@@ -75,7 +75,7 @@ func newMetaspacePreTokenizer(c *component) (preTokenizer, error) { return decod
 
 func (m metaspace) preTokenize(p *preTokenized) {
 	section := p.section
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		if n.Len() == 0 {
 			return out
 		}
@@ -107,7 +107,7 @@ func (m metaspace) preTokenize(p *preTokenized) {
 		if !m.split {
 			return append(out, *n)
 		}
-		return n.SplitFunc(func(r rune) bool { return r == m.replacement }, MergedWithNext, out)
+		return n.SplitFunc(func(r rune) bool { return r == m.replacement }, splitMergedWithNext, out)
 	})
 }
 

@@ -7,7 +7,7 @@ import (
 // span is a byte range [start, end) of the original text.
 type span struct{ start, end int32 }
 
-// NormalizedString is a piece of text being normalized (or pre-tokenized)
+// normalizedString is a piece of text being normalized (or pre-tokenized)
 // that remembers, for every byte, which bytes of the original input it came
 // from, as Hugging Face's NormalizedString does: offsets of tokens found in
 // the normalized text map back to the original however the normalizers
@@ -15,9 +15,9 @@ type span struct{ start, end int32 }
 // spaces around CJK characters, a prepended "▁").
 //
 // A normalizer or pre-tokenizer changes it only through an [Editor]
-// (n.Edit()), or splits it with [NormalizedString.Slice] and the split
+// (n.Edit()), or splits it with normalizedString.Slice and the split
 // helpers. The zero value is an empty string at offset 0.
-type NormalizedString struct {
+type normalizedString struct {
 	s string // the normalized text
 	// align[i] is the original span of byte i of s. When align is nil the
 	// mapping is the identity shifted by base: byte i of s is original byte
@@ -27,18 +27,18 @@ type NormalizedString struct {
 }
 
 // newNormalized wraps original[start:end] with the identity alignment.
-func newNormalized(original string, start, end int) NormalizedString {
-	return NormalizedString{s: original[start:end], base: start}
+func newNormalized(original string, start, end int) normalizedString {
+	return normalizedString{s: original[start:end], base: start}
 }
 
 // String returns the normalized text.
-func (n *NormalizedString) String() string { return n.s }
+func (n *normalizedString) String() string { return n.s }
 
 // Len returns the length of the normalized text in bytes.
-func (n *NormalizedString) Len() int { return len(n.s) }
+func (n *normalizedString) Len() int { return len(n.s) }
 
 // alignAt returns the original span of normalized byte i (0 <= i < Len()).
-func (n *NormalizedString) alignAt(i int) span {
+func (n *normalizedString) alignAt(i int) span {
 	if n.align == nil {
 		return span{int32(n.base + i), int32(n.base + i + 1)}
 	}
@@ -48,7 +48,7 @@ func (n *NormalizedString) alignAt(i int) span {
 // Original returns the byte range [start, end) of the original text that the
 // normalized bytes [start, end) came from. An empty range maps to an empty
 // range at the original position of that point.
-func (n *NormalizedString) Original(start, end int) (int, int) {
+func (n *normalizedString) Original(start, end int) (int, int) {
 	if n.align == nil {
 		return n.base + start, n.base + end
 	}
@@ -61,7 +61,7 @@ func (n *NormalizedString) Original(start, end int) (int, int) {
 
 // pointAt returns the original position of the boundary before normalized
 // byte i.
-func (n *NormalizedString) pointAt(i int) int {
+func (n *normalizedString) pointAt(i int) int {
 	if n.align == nil {
 		return n.base + i
 	}
@@ -74,11 +74,11 @@ func (n *NormalizedString) pointAt(i int) int {
 	return n.base
 }
 
-// Slice returns the normalized bytes [start, end) as a NormalizedString of
+// Slice returns the normalized bytes [start, end) as a normalizedString of
 // its own, sharing this one's memory and alignment. start and end must be on
 // rune boundaries.
-func (n *NormalizedString) Slice(start, end int) NormalizedString {
-	out := NormalizedString{s: n.s[start:end]}
+func (n *normalizedString) Slice(start, end int) normalizedString {
+	out := normalizedString{s: n.s[start:end]}
 	if n.align == nil {
 		out.base = n.base + start
 	} else {
@@ -89,11 +89,11 @@ func (n *NormalizedString) Slice(start, end int) NormalizedString {
 }
 
 // Edit starts rebuilding the text from front to back. See [Editor].
-func (n *NormalizedString) Edit() *Editor {
-	return &Editor{n: n, sameLen: true}
+func (n *normalizedString) Edit() *editor {
+	return &editor{n: n, sameLen: true}
 }
 
-// Editor rebuilds a NormalizedString from front to back: each call consumes
+// editor rebuilds a normalizedString from front to back: each call consumes
 // the next bytes of the current text and keeps them, replaces them or
 // removes them; Done installs the result (what is not consumed is kept).
 // Every byte written by Replace aligns to the original span of the bytes it
@@ -103,8 +103,8 @@ func (n *NormalizedString) Edit() *Editor {
 //
 // An editor whose replacements all put one rune for one rune of the same
 // length keeps the alignment as it was (for ASCII case mapping, say).
-type Editor struct {
-	n       *NormalizedString
+type editor struct {
+	n       *normalizedString
 	pos     int // bytes of n.s consumed
 	buf     []byte
 	align   []span // built only once a length changed
@@ -113,10 +113,10 @@ type Editor struct {
 }
 
 // Pos returns how many bytes of the current text were consumed.
-func (e *Editor) Pos() int { return e.pos }
+func (e *editor) Pos() int { return e.pos }
 
 // Keep copies the next nbytes bytes unchanged.
-func (e *Editor) Keep(nbytes int) {
+func (e *editor) Keep(nbytes int) {
 	if nbytes <= 0 {
 		return
 	}
@@ -131,18 +131,18 @@ func (e *Editor) Keep(nbytes int) {
 
 // Replace consumes the next nbytes bytes (0 inserts) and writes text in
 // their place.
-func (e *Editor) Replace(nbytes int, text string) { replace(e, nbytes, text) }
+func (e *editor) Replace(nbytes int, text string) { replace(e, nbytes, text) }
 
 // ReplaceBytes is Replace with the text in a byte slice (not retained).
-func (e *Editor) ReplaceBytes(nbytes int, text []byte) { replace(e, nbytes, text) }
+func (e *editor) ReplaceBytes(nbytes int, text []byte) { replace(e, nbytes, text) }
 
 // ReplaceRune consumes the next nbytes bytes and writes r in their place.
-func (e *Editor) ReplaceRune(nbytes int, r rune) {
+func (e *editor) ReplaceRune(nbytes int, r rune) {
 	var b [utf8.UTFMax]byte
 	replace(e, nbytes, utf8.AppendRune(b[:0], r))
 }
 
-func replace[T string | []byte](e *Editor, nbytes int, text T) {
+func replace[T string | []byte](e *editor, nbytes int, text T) {
 	e.changed = true
 	// One rune for one rune of the same length keeps every byte's place
 	// (and so the identity alignment); anything else aligns explicitly.
@@ -187,7 +187,7 @@ func runeCount[T string | []byte](s T) int {
 
 // Done keeps what was not consumed and installs the new text. It reports
 // whether anything changed.
-func (e *Editor) Done() bool {
+func (e *editor) Done() bool {
 	if !e.changed {
 		return false
 	}
@@ -208,28 +208,28 @@ func (e *Editor) Done() bool {
 	return true
 }
 
-// SplitBehavior says what a split does with the delimiters it matched, as
+// splitBehavior says what a split does with the delimiters it matched, as
 // Hugging Face's SplitDelimiterBehavior.
-type SplitBehavior int
+type splitBehavior int
 
 // The split behaviours, named as in tokenizer.json.
 const (
-	// Removed drops the delimiters.
-	Removed SplitBehavior = iota
-	// Isolated makes each delimiter a piece of its own.
-	Isolated
-	// MergedWithPrevious appends each delimiter to the piece before it.
-	MergedWithPrevious
-	// MergedWithNext prepends each delimiter to the piece after it.
-	MergedWithNext
-	// Contiguous makes each run of adjacent delimiters one piece.
-	Contiguous
+	// splitRemoved drops the delimiters.
+	splitRemoved splitBehavior = iota
+	// splitIsolated makes each delimiter a piece of its own.
+	splitIsolated
+	// splitMergedWithPrevious appends each delimiter to the piece before it.
+	splitMergedWithPrevious
+	// splitMergedWithNext prepends each delimiter to the piece after it.
+	splitMergedWithNext
+	// splitContiguous makes each run of adjacent delimiters one piece.
+	splitContiguous
 )
 
 // SplitMatches appends to out the pieces of n cut at the delimiter byte
 // ranges matches (sorted, not overlapping; [2]int{start, end}), treating the
 // delimiters as behavior says. Empty pieces are left out.
-func (n *NormalizedString) SplitMatches(matches [][2]int, behavior SplitBehavior, out []NormalizedString) []NormalizedString {
+func (n *normalizedString) SplitMatches(matches [][2]int, behavior splitBehavior, out []normalizedString) []normalizedString {
 	return n.splitEntries(matchEntries(matches, n.Len(), false), behavior, out)
 }
 
@@ -262,7 +262,7 @@ func matchEntries(matches [][2]int, n int, invert bool) []entry {
 
 // splitEntries is Hugging Face's NormalizedString::split: the behaviour
 // decides which entries are merged and which removed.
-func (n *NormalizedString) splitEntries(es []entry, behavior SplitBehavior, out []NormalizedString) []NormalizedString {
+func (n *normalizedString) splitEntries(es []entry, behavior splitBehavior, out []normalizedString) []normalizedString {
 	type piece struct {
 		start, end int
 		remove     bool
@@ -270,15 +270,15 @@ func (n *NormalizedString) splitEntries(es []entry, behavior SplitBehavior, out 
 	ps := make([]piece, 0, len(es))
 	prevDelim := false
 	switch behavior {
-	case Removed:
+	case splitRemoved:
 		for _, e := range es {
 			ps = append(ps, piece{e.start, e.end, e.delim})
 		}
-	case Isolated:
+	case splitIsolated:
 		for _, e := range es {
 			ps = append(ps, piece{e.start, e.end, false})
 		}
-	case MergedWithPrevious:
+	case splitMergedWithPrevious:
 		for _, e := range es {
 			if e.delim && !prevDelim && len(ps) > 0 {
 				ps[len(ps)-1].end = e.end
@@ -287,7 +287,7 @@ func (n *NormalizedString) splitEntries(es []entry, behavior SplitBehavior, out 
 			}
 			prevDelim = e.delim
 		}
-	case MergedWithNext:
+	case splitMergedWithNext:
 		for i := len(es) - 1; i >= 0; i-- {
 			e := es[i]
 			if e.delim && !prevDelim && len(ps) > 0 {
@@ -300,7 +300,7 @@ func (n *NormalizedString) splitEntries(es []entry, behavior SplitBehavior, out 
 		for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
 			ps[i], ps[j] = ps[j], ps[i]
 		}
-	case Contiguous:
+	case splitContiguous:
 		for _, e := range es {
 			if e.delim == prevDelim && len(ps) > 0 {
 				ps[len(ps)-1].end = e.end
@@ -321,7 +321,7 @@ func (n *NormalizedString) splitEntries(es []entry, behavior SplitBehavior, out 
 // SplitFunc appends to out the pieces of n cut at every rune for which
 // isDelim is true, treating the delimiters as behavior says (each rune is a
 // delimiter of its own; Contiguous joins adjacent ones).
-func (n *NormalizedString) SplitFunc(isDelim func(rune) bool, behavior SplitBehavior, out []NormalizedString) []NormalizedString {
+func (n *normalizedString) SplitFunc(isDelim func(rune) bool, behavior splitBehavior, out []normalizedString) []normalizedString {
 	var matches [][2]int
 	var local [32][2]int
 	matches = local[:0]

@@ -57,7 +57,7 @@ func newBertNormalizer(c *component) (normalizer, error) {
 	return b, nil
 }
 
-func (b bertNormalizer) normalize(n *NormalizedString) {
+func (b bertNormalizer) normalize(n *normalizedString) {
 	if b.clean || b.chinese {
 		b.cleanAndSpace(n)
 	}
@@ -103,9 +103,9 @@ func (seq normalizerSequence) cutBefore(r rune) bool {
 
 // cleanAndSpace does clean_text and handle_chinese_chars in one pass (each
 // looks at one character at a time, so one pass equals two).
-func (b bertNormalizer) cleanAndSpace(n *NormalizedString) {
+func (b bertNormalizer) cleanAndSpace(n *normalizedString) {
 	s := n.s
-	var e *Editor
+	var e *editor
 	mark := 0 // bytes before mark are handled
 	edit := func(i, size int, repl string) {
 		if e == nil {
@@ -168,9 +168,9 @@ func isChineseBMP(r rune) bool {
 // the final-sigma rule.
 type lowercase struct{}
 
-func (lowercase) normalize(n *NormalizedString) {
+func (lowercase) normalize(n *normalizedString) {
 	s := n.s
-	var e *Editor
+	var e *editor
 	mark := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -266,7 +266,7 @@ func isCaseIgnorable(r rune) bool {
 
 // stripAccentsNFD is BertNormalizer's strip_accents: NFD, then the
 // non-spacing marks (Mn) removed.
-func stripAccentsNFD(n *NormalizedString) {
+func stripAccentsNFD(n *normalizedString) {
 	if isASCII(n.s) {
 		return
 	}
@@ -279,16 +279,16 @@ func stripAccentsNFD(n *NormalizedString) {
 // tokenizer.json files do).
 type stripMarks struct{}
 
-func (stripMarks) normalize(n *NormalizedString) {
+func (stripMarks) normalize(n *normalizedString) {
 	if isASCII(n.s) {
 		return
 	}
 	removeRunes(n, func(r rune) bool { return unicode.Is(unicode.M, r) })
 }
 
-func removeRunes(n *NormalizedString, drop func(rune) bool) {
+func removeRunes(n *normalizedString, drop func(rune) bool) {
 	s := n.s
-	var e *Editor
+	var e *editor
 	mark := 0
 	for i, r := range s {
 		if r < utf8.RuneSelf || !drop(r) {
@@ -323,12 +323,12 @@ func unicodeForm(f norm.Form) func(*component) (normalizer, error) {
 
 type formNormalizer struct{ f norm.Form }
 
-func (u formNormalizer) normalize(n *NormalizedString) { applyForm(n, u.f) }
+func (u formNormalizer) normalize(n *normalizedString) { applyForm(n, u.f) }
 
 // applyForm normalizes n to form f one normalization segment at a time
 // (norm.Iter's), so each changed segment's bytes align to that segment of
 // the original.
-func applyForm(n *NormalizedString, f norm.Form) {
+func applyForm(n *normalizedString, f norm.Form) {
 	s := n.s
 	if f.QuickSpanString(s) == len(s) {
 		return
@@ -370,7 +370,7 @@ func newStrip(c *component) (normalizer, error) {
 	return strip{j.StripLeft, j.StripRight}, nil
 }
 
-func (st strip) normalize(n *NormalizedString) {
+func (st strip) normalize(n *normalizedString) {
 	a, b := 0, n.Len()
 	if st.left {
 		a = b - len(strings.TrimLeftFunc(n.s, isJSSpace))
@@ -405,7 +405,7 @@ func newPrepend(c *component) (normalizer, error) {
 	return prepend{*j.Prepend}, nil
 }
 
-func (p prepend) normalize(n *NormalizedString) {
+func (p prepend) normalize(n *normalizedString) {
 	if n.Len() == 0 || p.s == "" {
 		return
 	}
@@ -436,7 +436,7 @@ func newNormalizerSequence(c *component) (normalizer, error) {
 	return seq, nil
 }
 
-func (seq normalizerSequence) normalize(n *NormalizedString) {
+func (seq normalizerSequence) normalize(n *normalizedString) {
 	for _, nz := range seq {
 		nz.normalize(n)
 	}
@@ -472,7 +472,7 @@ func newReplaceNormalizer(c *component) (normalizer, error) {
 	return replaceNormalizer{p, *j.Content}, nil
 }
 
-func (rn replaceNormalizer) normalize(n *NormalizedString) {
+func (rn replaceNormalizer) normalize(n *normalizedString) {
 	var buf [8][2]int
 	m := rn.pattern.find(n.s, buf[:0])
 	if len(m) == 0 {

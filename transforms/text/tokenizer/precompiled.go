@@ -116,12 +116,12 @@ func newPrecompiledNormalizer(c *component) (normalizer, error) {
 	return precompiledNormalizer{m}, nil
 }
 
-func (p precompiledNormalizer) normalize(n *NormalizedString) {
+func (p precompiledNormalizer) normalize(n *normalizedString) {
 	if p.m == nil || n.Len() == 0 {
 		return
 	}
 	s := n.String()
-	var e *Editor
+	var e *editor
 	state := -1
 	for pos := 0; pos < len(s); {
 		var g string
@@ -150,7 +150,7 @@ func (p precompiledNormalizer) normalize(n *NormalizedString) {
 }
 
 // edit starts the editor on first use and keeps the unchanged bytes before pos.
-func startEdit(n *NormalizedString, e *Editor, pos int) *Editor {
+func startEdit(n *normalizedString, e *editor, pos int) *editor {
 	if e == nil {
 		e = n.Edit()
 	}
@@ -161,7 +161,7 @@ func startEdit(n *NormalizedString, e *Editor, pos int) *Editor {
 // replaceAligned writes new in place of old as the Rust library aligns a Precompiled
 // replacement: the i-th new character comes from the i-th old one, extra new characters
 // are inserted after them, and old characters left over are removed.
-func replaceAligned(e *Editor, old, new string) {
+func replaceAligned(e *editor, old, new string) {
 	for old != "" && new != "" {
 		_, ow := utf8.DecodeRuneInString(old)
 		_, nw := utf8.DecodeRuneInString(new)

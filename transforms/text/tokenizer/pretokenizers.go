@@ -14,7 +14,7 @@ func init() {
 type bertPreTokenizer struct{}
 
 func (bertPreTokenizer) preTokenize(p *preTokenized) {
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		s := n.s
 		start := -1 // start of the current word
 		for i := 0; i < len(s); {

@@ -15,7 +15,7 @@ func init() {
 }
 
 // parseBehavior reads the "behavior" field of c (def when absent).
-func parseBehavior(c *component, def SplitBehavior) (SplitBehavior, error) {
+func parseBehavior(c *component, def splitBehavior) (splitBehavior, error) {
 	var j struct {
 		Behavior *string `json:"behavior"`
 	}
@@ -27,15 +27,15 @@ func parseBehavior(c *component, def SplitBehavior) (SplitBehavior, error) {
 	}
 	switch *j.Behavior {
 	case "Removed":
-		return Removed, nil
+		return splitRemoved, nil
 	case "Isolated":
-		return Isolated, nil
+		return splitIsolated, nil
 	case "MergedWithPrevious":
-		return MergedWithPrevious, nil
+		return splitMergedWithPrevious, nil
 	case "MergedWithNext":
-		return MergedWithNext, nil
+		return splitMergedWithNext, nil
 	case "Contiguous":
-		return Contiguous, nil
+		return splitContiguous, nil
 	}
 	return 0, c.errorf("behavior %q, want Removed, Isolated, MergedWithPrevious, MergedWithNext or Contiguous", *j.Behavior)
 }
@@ -57,7 +57,7 @@ func isWordChar(r rune) bool {
 type whitespace struct{}
 
 func (whitespace) preTokenize(p *preTokenized) {
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		s := n.s
 		start, kind := -1, 0 // kind of the current run: 1 word, 2 other
 		for i := 0; i < len(s); {
@@ -91,8 +91,8 @@ func (whitespace) cutBefore(r rune) bool { return unicode.IsSpace(r) }
 type whitespaceSplit struct{}
 
 func (whitespaceSplit) preTokenize(p *preTokenized) {
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
-		return n.SplitFunc(unicode.IsSpace, Removed, out)
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
+		return n.SplitFunc(unicode.IsSpace, splitRemoved, out)
 	})
 }
 
@@ -100,15 +100,15 @@ func (whitespaceSplit) cutBefore(r rune) bool { return unicode.IsSpace(r) }
 
 // punctuation isolates punctuation characters (behavior, default
 // Isolated).
-type punctuation struct{ behavior SplitBehavior }
+type punctuation struct{ behavior splitBehavior }
 
 func newPunctuation(c *component) (preTokenizer, error) {
-	b, err := parseBehavior(c, Isolated)
+	b, err := parseBehavior(c, splitIsolated)
 	return punctuation{b}, err
 }
 
 func (pt punctuation) preTokenize(p *preTokenized) {
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		return n.SplitFunc(isBertPunct, pt.behavior, out)
 	})
 }
@@ -128,11 +128,11 @@ func newDigits(c *component) (preTokenizer, error) {
 func isASCIIDigit(r rune) bool { return '0' <= r && r <= '9' }
 
 func (d digits) preTokenize(p *preTokenized) {
-	b := Contiguous
+	b := splitContiguous
 	if d.individual {
-		b = Isolated
+		b = splitIsolated
 	}
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		return n.SplitFunc(isASCIIDigit, b, out)
 	})
 }
@@ -142,7 +142,7 @@ func (d digits) preTokenize(p *preTokenized) {
 // matches is.
 type split struct {
 	pattern  pattern
-	behavior SplitBehavior
+	behavior splitBehavior
 	invert   bool
 }
 
@@ -157,7 +157,7 @@ func newSplit(c *component) (preTokenizer, error) {
 	if j.Behavior == nil {
 		return nil, c.errorf("no \"behavior\"")
 	}
-	b, err := parseBehavior(c, Removed)
+	b, err := parseBehavior(c, splitRemoved)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func newSplit(c *component) (preTokenizer, error) {
 
 func (sp split) preTokenize(p *preTokenized) {
 	var buf [16][2]int
-	p.splitEach(func(n *NormalizedString, out []NormalizedString) []NormalizedString {
+	p.splitEach(func(n *normalizedString, out []normalizedString) []normalizedString {
 		m := sp.pattern.find(n.s, buf[:0])
 		return n.splitEntries(matchEntries(m, n.Len(), sp.invert), sp.behavior, out)
 	})
@@ -211,7 +211,7 @@ func (seq preTokenizerSequence) preTokenize(p *preTokenized) {
 // by piece, so a Sequence of them and a white-space splitter may be cut
 // where the splitter allows.
 func (pt punctuation) cutBefore(r rune) bool {
-	return (pt.behavior == Isolated || pt.behavior == Removed) && isBertPunct(r)
+	return (pt.behavior == splitIsolated || pt.behavior == splitRemoved) && isBertPunct(r)
 }
 func (digits) cutBefore(rune) bool { return false }
 func (split) cutBefore(rune) bool  { return false }

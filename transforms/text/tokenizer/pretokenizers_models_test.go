@@ -17,7 +17,7 @@ func preTokenizeWith(t *testing.T, js, text string, section int) ([]string, [][2
 	c := &component{l: &loader{name: "test.json"}, path: "pre_tokenizer", raw: json.RawMessage(js), typ: head.Type}
 	pt, err := preTokenizers[head.Type](c)
 	require.NoError(t, err)
-	p := &preTokenized{splits: []NormalizedString{newNormalized(text, 0, len(text))}, section: section}
+	p := &preTokenized{splits: []normalizedString{newNormalized(text, 0, len(text))}, section: section}
 	pt.preTokenize(p)
 	var pieces []string
 	var offs [][2]int
@@ -70,7 +70,7 @@ func TestByteLevelOptions(t *testing.T) {
 	c := &component{l: &loader{name: "test.json"}, raw: json.RawMessage(`{"add_prefix_space": true}`), typ: "ByteLevel"}
 	bl, err := newByteLevelPreTokenizer(c)
 	require.NoError(t, err)
-	p := &preTokenized{splits: []NormalizedString{newNormalized("日", 0, len("日"))}}
+	p := &preTokenized{splits: []normalizedString{newNormalized("日", 0, len("日"))}}
 	bl.preTokenize(p)
 	require.Len(t, p.splits, 1)
 	assert.Equal(t, "ĠæĹ¥", p.splits[0].String())

@@ -265,7 +265,7 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 type scratch struct {
 	seq    [2]Encoding // the encodings of the texts, before post-processing
 	pre    preTokenized
-	tokens []Token
+	tokens []modelToken
 	secs   []section
 }
 

@@ -224,7 +224,7 @@ func newUnigramComponent(c *component) (model, error) {
 	return m, nil
 }
 
-func (m *unigramModel) tokenize(word string, out []Token) []Token {
+func (m *unigramModel) tokenize(word string, out []modelToken) []modelToken {
 	toks := m.wordTokens(word)
 	out = slices.Grow(out, len(toks))
 	for _, t := range toks {
@@ -232,7 +232,7 @@ func (m *unigramModel) tokenize(word string, out []Token) []Token {
 		if t.id == m.unkID {
 			v = word[t.start:t.end] // the Rust library names an unknown token by its text
 		}
-		out = append(out, Token{ID: int(t.id), Value: v, Start: int(t.start), End: int(t.end)})
+		out = append(out, modelToken{ID: int(t.id), Value: v, Start: int(t.start), End: int(t.end)})
 	}
 	return out
 }

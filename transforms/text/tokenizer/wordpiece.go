@@ -92,14 +92,14 @@ func vocabTokens(c *component, vocab map[string]int) ([]string, error) {
 	return tokens, nil
 }
 
-func (m *wordPiece) tokenize(word string, out []Token) []Token {
-	unk := Token{ID: m.unkID, Value: m.unk, Start: 0, End: len(word)}
+func (m *wordPiece) tokenize(word string, out []modelToken) []modelToken {
+	unk := modelToken{ID: m.unkID, Value: m.unk, Start: 0, End: len(word)}
 	if len(word) > m.maxChars && utf8.RuneCountInString(word) > m.maxChars {
 		return append(out, unk)
 	}
 	// The whole word is the common case.
 	if id, ok := m.vocab[word]; ok {
-		return append(out, Token{ID: id, Value: m.tokens[id], Start: 0, End: len(word)})
+		return append(out, modelToken{ID: id, Value: m.tokens[id], Start: 0, End: len(word)})
 	}
 	first := len(out)
 	for start := 0; start < len(word); {
@@ -119,7 +119,7 @@ func (m *wordPiece) tokenize(word string, out []Token) []Token {
 		found := false
 		for end > start {
 			if id, ok := dict[word[start:end]]; ok {
-				out = append(out, Token{ID: id, Value: m.tokens[id], Start: start, End: end})
+				out = append(out, modelToken{ID: id, Value: m.tokens[id], Start: start, End: end})
 				found = true
 				break
 			}
