@@ -75,7 +75,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // already run one product per core). The result is the same bits whatever
 // workers is.
 func SgemmWorkers(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	p := &problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best()}
+	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best()}
 	p.check()
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -180,11 +180,20 @@ func (p *problem) run(workers int) {
 	if rowTasks > 1 && p.packed == nil && p.k*roundUp(p.n, kern.nr) <= prepackMax {
 		p.packed = packWith(kern, p.transB, p.k, p.n, p.b, p.ldb)
 	}
-	// The goroutines take the blocks from a shared counter (one worker: the
-	// calling goroutine takes them all).
+	if workers == 1 || total == 1 { // on the calling goroutine, allocating nothing
+		for i0 := 0; i0 < p.m; i0 += rowStep {
+			for j0 := 0; j0 < p.n; j0 += colStep {
+				p.block(i0, min(i0+rowStep, p.m), j0, min(j0+colStep, p.n))
+			}
+		}
+		return
+	}
+	// The goroutines take the blocks from a shared counter. They share a
+	// copy of the problem (p itself stays on its caller's stack).
+	q := *p
 	parallel.Do(workers, total, func(t int) {
 		i0, j0 := (t/colTasks)*rowStep, (t%colTasks)*colStep
-		p.block(i0, min(i0+rowStep, p.m), j0, min(j0+colStep, p.n))
+		q.block(i0, min(i0+rowStep, q.m), j0, min(j0+colStep, q.n))
 	})
 }
 

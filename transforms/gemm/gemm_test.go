@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -275,4 +276,24 @@ func TestSgemmPackedEqualsSgemm(t *testing.T) {
 	require.PanicsWithValue(t, "gemm: columns 1..5 of a packed 50x100 matrix: want 0 <= j0 <= j1 <= 100, j0 a multiple of "+fmt.Sprint(PanelWidth()), func() {
 		SgemmPacked(0, false, g.m, 1, g.a, g.lda, pk, 1, 5, 0, c, g.ldc)
 	})
+}
+
+// A product on one goroutine (workers 1, as callers that run one product
+// per core ask) allocates nothing once its packing buffers exist: the
+// problem stays on the stack and no closure is made. (The collector is
+// off while it is counted: a collection empties the buffers' pool.)
+func TestSgemmOneWorkerAllocatesNothing(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	r := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 70, 90, 300
+	a, b, c := randSlice(r, m*k), randSlice(r, k*n), make([]float32, m*n)
+	pk := Pack(false, k, n, b, n)
+	for _, kern := range kernels {
+		run := func() { sgemmWith(kern, 1, false, true, m, n, k, 1, a, k, b, k, 0, c, n) }
+		run()
+		require.Zero(t, testing.AllocsPerRun(10, run), kern.name)
+	}
+	packed := func() { SgemmPacked(1, false, m, 1, a, k, pk, 0, n, 0, c, n) }
+	packed()
+	require.Zero(t, testing.AllocsPerRun(10, packed))
 }
