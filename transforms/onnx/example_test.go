@@ -71,3 +71,19 @@ func ExampleModel_Run() {
 	// image 6: class 4, label 4
 	// image 7: class 6, label 6
 }
+
+// Plan.StepOps shows what a plan runs: here the Fashion-MNIST CNN's for
+// batches of 4, each Conv with the Relu after it one step.
+func ExamplePlan_StepOps() {
+	m, err := onnx.Load(os.DirFS("../../pipelines/fashion/data"), "cnn-fashion.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := m.Plan([]nd.Array{nd.Zeros(nd.Float32, 4, 1, 28, 28)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.StepOps())
+	// Output:
+	// [Conv+Relu MaxPool Conv+Relu MaxPool Conv+Relu MaxPool Flatten Gemm Relu Gemm]
+}

@@ -67,6 +67,17 @@ type pstep struct {
 // values (outputs apart).
 func (p *Plan) WorkspaceBytes() int { return p.work }
 
+// StepOps lists the operators of the plan's steps in the order a run
+// takes them, a fused step's joined by "+" ("Conv+Add+Relu",
+// "MatMul+Add+Gelu"): what the plan fused (plan_fuse.go) and what it runs.
+func (p *Plan) StepOps() []string {
+	ops := make([]string, len(p.steps))
+	for i, s := range p.steps {
+		ops[i] = s.n.Op
+	}
+	return ops
+}
+
 // OutputMeta returns the types and shapes of the outputs (as the runtime
 // holds them: Float16 outputs as Float32 until Run narrows them).
 func (p *Plan) OutputMeta() []Meta {
