@@ -45,6 +45,8 @@ var rules = []rule{
 		why: "transforms/onnx is the ONNX runtime alone; its step is transforms/onnx/onnxstep"},
 	{from: []string{"transforms/onnx/onnxstep", "transforms/raster", "transforms/tensor"}, never: []string{beam},
 		why: "a step family imports no Beam (its Beam package does), so that the executor links it"},
+	{from: []string{"transforms/text/"}, never: []string{"runtime/", "transforms/", beam}, allow: []string{"transforms/text/"},
+		why: "transforms/text is text processing alone (tokenizers): no Beam, no step framework, so that any pipeline or step uses it"},
 	{from: []string{"transforms/raster"}, never: []string{"transforms/tensor", "transforms/onnx"}, why: "a family imports no other family"},
 	{from: []string{"transforms/tensor"}, never: []string{"transforms/raster", "transforms/onnx"}, why: "a family imports no other family"},
 	{from: []string{"transforms/onnx/"}, never: []string{"transforms/raster", "transforms/tensor"}, why: "a family imports no other family"},
