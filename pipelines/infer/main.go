@@ -1,22 +1,30 @@
-// Command infer runs any ONNX model over a .npy array or a set of images on
-// Apache Beam, and writes its first output as predictions.npy, rows in the
-// input's order.
+// Command infer runs any ONNX model over .npy arrays, JSONL rows or a set of
+// images on Apache Beam, and writes its outputs, rows in the input's order.
 //
 //	go run ./pipelines/infer --model=M.onnx --input=X.npy --output=DIR [--backend=auto|cpu|gpu|stub]
+//	go run ./pipelines/infer --model=M.onnx --input=input_ids=ids.npy,attention_mask=mask.npy --output=DIR
+//	go run ./pipelines/infer --model=M.onnx --input=rows.jsonl [--max_batch_tokens=N] [--pad=NAME=V] --output=DIR
 //	go run ./pipelines/infer --model=M.onnx --input='photos/*.jpg' --resize=224x224 \
 //	    --mean=0.485,0.456,0.406 --std=0.229,0.224,0.225 --labels_file=labels.txt --top_k=5 --output=DIR
 //
-// A .npy input's rows (axis 0) feed the model's input; images are decoded
-// (PNG, JPEG), resized bilinearly, scaled to [0,1], normalized per channel
-// and laid out NCHW or NHWC. Paths are local or any Beam filesystem's
-// (gs://). It writes, in --output and nowhere else:
+// A .npy input's rows (axis 0) feed the model's input; a model of several
+// inputs takes one .npy per input (name=file, the same rows), or a JSONL
+// file, one object a line with a field per input, whose rows may differ in
+// length (sequences): they are batched by length and padded (sequences.go);
+// images are decoded (PNG, JPEG), resized bilinearly, scaled to [0,1],
+// normalized per channel and laid out NCHW or NHWC. Paths are local or any
+// Beam filesystem's (gs://). It writes, in --output and nowhere else:
 //
 //	predictions.npy    the model's first output, one row per input row, in input order;
 //	                   a failed row is NaN (zeros for an integer output)
-//	predictions.jsonl  images: {"row", "key" (the image's path), "predicted"} per row, in order
+//	predictions.jsonl  instead of predictions.npy, where the rows of the first output differ in
+//	                   shape (JSONL of sequences): {"row", "predicted", "outputs": {name: {"shape",
+//	                   "values"}}} per row, in order, every output;
+//	                   images: {"row", "key" (the image's path), "predicted"} per row, in order
 //	classes.jsonl      with --labels_file or --top_k: {"row", "key", "top": [{"index", "label", "score"}]}
 //	                   per predicted row, in order
-//	summary.json       rows in, predicted, failed (in = predicted + failed), backend per step, elapsed
+//	summary.json       rows in, predicted, failed (in = predicted + failed), backend per step, elapsed;
+//	                   sequences: tokens, padded tokens and padding's share
 //	failed.jsonl       one failure per line: input (row "#index", or the image's path), step, reason
 //
 // Inputs are checked before they cost memory: a .npy whose header does not
@@ -38,6 +46,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +66,7 @@ import (
 
 var (
 	model     = flag.String("model", "", "the ONNX model file (local or gs://); required")
-	input     = flag.String("input", "", "a .npy array (rows along axis 0 feed the model's input), or a glob of PNG/JPEG images ('dir/*.png', gs://b/x/*.jpg; a directory means dir/*); required")
+	input     = flag.String("input", "", "a .npy array (rows along axis 0 feed the model's input); one .npy per model input, name=file.npy,name2=file2.npy (the same rows); a JSONL file (.jsonl, .jsonl.gz), one object a line with a field per model input (nested arrays of numbers; rows may differ in length); or a glob of PNG/JPEG images ('dir/*.png', gs://b/x/*.jpg; a directory means dir/*); required")
 	output    = flag.String("output", "out/infer", "output directory (or gs:// prefix): predictions.npy, predictions.jsonl (images), classes.jsonl (labels), summary.json, failed.jsonl")
 	labels    = flag.String("labels_file", "", "labels file, one label a line, for the first output's scores: writes classes.jsonl (top --top_k classes per row)")
 	topK      = flag.Int("top_k", 0, "classes per row in classes.jsonl (0: 5 with --labels_file, else no classes.jsonl)")
@@ -70,6 +79,9 @@ var (
 	minBatch  = flag.Int("min_batch_size", 1, "fewest rows per model call (but a bundle's last); equal to --max_batch_size: batches of that fixed size")
 	maxBatch  = flag.Int("max_batch_size", 256, "most rows per model call (batches adapt between --min_batch_size and this)")
 	strict    = flag.Bool("strict", false, "exit with status 1 if any row failed (failures are always listed in failed.jsonl)")
+	pads      = flag.String("pad", "", "sequences (JSONL, several .npy): the value rows are padded with, per model input, name=value,name2=value (default 0 for every input: BERT's padding id, attention mask and token type)")
+	maxTokens = flag.Int("max_batch_tokens", 0, "JSONL: the most rows x padded length per model call (0: no bound but --max_batch_size); a row longer than that alone is a call of its own")
+	window    = flag.Int("sort_window", inference.DefaultLengthWindow, "JSONL: rows sorted by length together before they are cut into batches (so that a batch's rows have near lengths); a worker holds this many rows")
 	memBudget = flag.String("memory_budget", "", "most memory one model call may allocate on a worker's CPU, e.g. 4GiB or 512MB: a call over it fails, its rows to failed.jsonl naming the node and the bytes, and the run goes on (empty: $"+onnx.EnvMemoryBudget+" where set, else the worker's memory available)")
 
 	// Hostile or unusual inputs.
@@ -110,11 +122,14 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Usage: usage,
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
 			"shard_rows", "min_batch_size", "max_batch_size", "strict",
-			"max_image_bytes", "check_finite", "allow_empty", "memory_budget"},
+			"max_image_bytes", "check_finite", "allow_empty", "memory_budget", "pad", "max_batch_tokens", "sort_window"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
-			paths := []job.Path{{Flag: "model", Path: *model}, {Flag: "input", Path: *input}, {Flag: "output", Path: *output}}
+			paths := []job.Path{{Flag: "model", Path: *model}, {Flag: "output", Path: *output}}
+			for _, in := range splitInputs(*input) {
+				paths = append(paths, job.Path{Flag: "input", Path: in.Path})
+			}
 			if *labels != "" {
 				paths = append(paths, job.Path{Flag: "labels_file", Path: *labels})
 			}
@@ -146,26 +161,47 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 }
 
 func (c Config) inputName() string {
-	if c.NPY != nil {
-		return c.NPYPath
+	switch {
+	case len(c.NPYs) == 1:
+		return c.NPYs[0].Path
+	case len(c.NPYs) > 1:
+		var s []string
+		for _, n := range c.NPYs {
+			s = append(s, n.Name+"="+n.Path)
+		}
+		return strings.Join(s, ",")
+	case c.JSONL != nil:
+		return c.JSONL.Path
 	}
 	return *input
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, `infer: run an ONNX model over a .npy array or images on Apache Beam.
+	fmt.Fprint(w, `infer: run an ONNX model over .npy arrays, JSONL rows or images on Apache Beam.
 
-Usage: infer --model=M.onnx --input=X.npy|'GLOB' [--output=DIR] [--backend=auto|cpu|gpu|stub] [flags] [Beam flags]
+Usage: infer --model=M.onnx --input=X.npy|NAME=X.npy,...|ROWS.jsonl|'GLOB' [--output=DIR] [--backend=auto|cpu|gpu|stub] [flags] [Beam flags]
 
 The rows of a .npy array (axis 0) feed the model's (only) input; their dtype and
-shape must be the input's. Images (PNG, JPEG) are decoded, resized (bilinear),
-scaled to [0,1], normalized ((x-mean)/std per channel) and laid out NCHW or NHWC.
+shape must be the input's. A model of several inputs takes one .npy per input,
+name=file (every input named, the same number of rows), or a JSONL file: one
+object a line, a field per model input holding a (nested) array of numbers;
+its rows may differ in length (sequences): they are sorted by length within
+--sort_window rows, cut into batches of at most --max_batch_size rows and
+--max_batch_tokens rows x padded length, padded with --pad (default 0) and
+the outputs cut back to each row's length. A line that is not an object, lacks
+a field or holds a wrong value fails its row, naming the file and line.
+Images (PNG, JPEG) are decoded, resized (bilinear), scaled to [0,1],
+normalized ((x-mean)/std per channel) and laid out NCHW or NHWC.
 Writes in --output: predictions.npy (the first output, rows in input order;
-failed rows NaN), predictions.jsonl (images: row -> path), classes.jsonl (with
---labels_file/--top_k), summary.json and failed.jsonl. Paths are local or gs://.
+failed rows NaN), or predictions.jsonl where the first output's rows differ
+in shape (every output of each row), predictions.jsonl (images: row -> path),
+classes.jsonl (with --labels_file/--top_k), summary.json and failed.jsonl.
+Paths are local or gs://.
 
 Examples:
   infer --model=model.onnx --input=x.npy --output=out/x
+  infer --model=encoder.onnx --input=input_ids=ids.npy,attention_mask=mask.npy,token_type_ids=types.npy --output=out/enc
+  infer --model=encoder.onnx --input=texts.jsonl.gz --max_batch_tokens=8192 --pad=input_ids=1 --output=out/enc
   infer --model=resnet50.onnx --input='photos/*.jpg' --resize=224x224 \
       --mean=0.485,0.456,0.406 --std=0.229,0.224,0.225 --labels_file=imagenet.txt --top_k=5 --output=out/photos
   infer --model=cnn-fashion.onnx --input='digits/*.png' --channels=1 --labels_file=classes.txt --backend=stub
@@ -202,7 +238,20 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	if cfg.TopK == 0 && cfg.Labels != "" {
 		cfg.TopK = 5
 	}
+	if *maxTokens < 0 || *window <= 0 {
+		return cfg, fmt.Errorf("--max_batch_tokens=%d --sort_window=%d: want 0 or more tokens and a positive window", *maxTokens, *window)
+	}
+	cfg.Lengths = inference.LengthBatching{MaxBatchSize: *maxBatch, MaxBatchTokens: *maxTokens, Window: *window}
+	ins := splitInputs(*input)
+	sequences := len(ins) > 1 || ins[0].Name != "" || isJSONL(*input)
 	var opts []inference.ONNXOption
+	if p, err := parsePads(*pads); err != nil {
+		return cfg, err
+	} else if sequences {
+		opts = append(opts, inference.PadRows(p))
+	} else if p != nil {
+		return cfg, fmt.Errorf("--pad: the input %s is no sequences: padding is for a JSONL input or one .npy per model input", *input)
+	}
 	if *checkFinite {
 		opts = append(opts, inference.CheckFinite())
 	}
@@ -215,17 +264,28 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	}
 	h, err := inference.ONNX(ctx, cfg.Model, opts...)
 	if err != nil {
+		if sequences && strings.Contains(err.Error(), "pad value for") {
+			return cfg, fmt.Errorf("--pad: %w", err)
+		}
 		return cfg, fmt.Errorf("--model: %w", err)
 	}
 	cfg.Handler = h
-	if isNPY(*input) {
-		cfg.NPYPath = *input
-		hdr, err := readNPYHeader(ctx, *input)
-		if err != nil {
+	switch {
+	case isJSONL(*input):
+		if cfg.JSONL, err = scanJSONL(ctx, *input, cfg.ShardRows); err != nil {
 			return cfg, fmt.Errorf("--input: %w", err)
 		}
-		cfg.NPY = &hdr
-	} else {
+	case isNPY(ins[0].Path):
+		for _, in := range ins {
+			if !isNPY(in.Path) {
+				return cfg, fmt.Errorf("--input %s: not a .npy file (one .npy per model input: name=file.npy,name2=file2.npy)", in.Path)
+			}
+			if in.Header, err = readNPYHeader(ctx, in.Path); err != nil {
+				return cfg, fmt.Errorf("--input: %w", err)
+			}
+			cfg.NPYs = append(cfg.NPYs, in)
+		}
+	default:
 		if cfg.Images, err = listImages(ctx, *input, cfg.AllowEmpty); err != nil {
 			return cfg, err
 		}
@@ -256,6 +316,26 @@ func configFromFlags(ctx context.Context) (Config, error) {
 }
 
 func isNPY(p string) bool { return strings.HasSuffix(strings.ToLower(p), ".npy") }
+
+// parsePads parses --pad: name=value,...
+func parsePads(s string) (map[string]float64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, kv := range strings.Split(s, ",") {
+		name, v, ok := strings.Cut(kv, "=")
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("--pad=%s: want name=value,... (a model input's name and a number), not %q", s, kv)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--pad=%s: %s given twice", s, name)
+		}
+		out[name] = f
+	}
+	return out, nil
+}
 
 // listImages lists the files of a glob (a directory: its files), sorted;
 // none is an error unless allowEmpty.
@@ -328,39 +408,35 @@ func fitImages(m *onnx.Model, p Preprocess) (Preprocess, error) {
 	return p, nil
 }
 
-// checkConfig checks the model against the input: one input, a .npy's
-// dtype and row shape, an output; the labels against the scores.
+// checkConfig checks the model against the input: its inputs fed, each
+// .npy's dtype and row shape, an output; the labels against the scores.
 func checkConfig(ctx context.Context, cfg Config) error {
 	m := cfg.Handler.Model()
-	if len(m.Inputs) != 1 {
-		return fmt.Errorf("--model %s takes %d inputs (%s); infer feeds one", cfg.Model, len(m.Inputs), inputNames(m))
-	}
 	if len(m.Outputs) == 0 {
 		return fmt.Errorf("--model %s has no outputs", cfg.Model)
 	}
-	v := m.Inputs[0]
-	if n := cfg.NPY; n != nil {
-		want := v.Type
-		if want == nd.Float16 || want == nd.BFloat16 {
-			want = nd.Float32 // as the ONNX handler takes them
-		}
-		if n.Type != want && n.Type != v.Type {
-			return fmt.Errorf("--input %s: dtype %v, but the model %s's input %q is %v (%s): convert it (x.astype(np.%v))", cfg.NPYPath, n.Type, cfg.Model, v.Name, v.Type, v, want)
-		}
-		if v.Shape != nil {
-			dims := v.Shape[1:]
-			if len(v.Shape) == 0 || n.Shape == nil || len(n.Shape) != len(v.Shape) {
-				return fmt.Errorf("--input %s: shape %s, but the model %s's input is %s: want the rows along axis 0 and the input's other axes", cfg.NPYPath, nd.ShapeString(n.Shape), cfg.Model, v)
+	switch {
+	case cfg.JSONL != nil:
+		for _, v := range m.Inputs {
+			if !v.Type.Supported() {
+				return fmt.Errorf("--model %s: input %s is not numbers: a JSONL row cannot feed it", cfg.Model, v)
 			}
-			for i, d := range dims {
-				if d.Size >= 0 && n.Shape[i+1] != d.Size {
-					return fmt.Errorf("--input %s: shape %s, but the model %s's input is %s (axis %d: %d, want %d)", cfg.NPYPath, nd.ShapeString(n.Shape), cfg.Model, v, i+1, n.Shape[i+1], d.Size)
+		}
+	case len(cfg.NPYs) > 0:
+		if err := matchInputs(m, cfg.Model, cfg.NPYs); err != nil {
+			return err
+		}
+		for _, n := range cfg.NPYs {
+			for _, v := range m.Inputs {
+				if v.Name == n.Name {
+					if err := checkNPY(m, cfg.Model, v, n); err != nil {
+						return err
+					}
 				}
 			}
-			if !m.Batched() && v.Shape[0].Size > 1 {
-				return fmt.Errorf("--model %s: input %s has a fixed batch of %d; infer feeds rows one at a time (export it with a dynamic batch axis)", cfg.Model, v, v.Shape[0].Size)
-			}
 		}
+	case len(m.Inputs) != 1:
+		return fmt.Errorf("--model %s takes %d inputs (%s); images feed one (a model of several inputs takes one .npy per input, --input=name=file.npy,..., or a JSONL file)", cfg.Model, len(m.Inputs), inputNames(m))
 	}
 	if o := m.Outputs[0]; cfg.TopK > 0 && !o.Type.IsFloat() {
 		return fmt.Errorf("--top_k: the model's first output %s is not float scores", o)
@@ -375,6 +451,33 @@ func checkConfig(ctx context.Context, cfg Config) error {
 		if k := len(o.Shape); k > 0 && o.Shape[k-1].Size > 0 && o.Shape[k-1].Size != n {
 			return fmt.Errorf("--labels_file %s has %d labels, but the model's first output %s has %d scores", cfg.Labels, n, o, o.Shape[k-1].Size)
 		}
+	}
+	return nil
+}
+
+// checkNPY checks a .npy's dtype and shape against the model input v.
+func checkNPY(m *onnx.Model, model string, v onnx.ValueInfo, n npyInput) error {
+	want := v.Type
+	if want == nd.Float16 || want == nd.BFloat16 {
+		want = nd.Float32 // as the ONNX handler takes them
+	}
+	if n.Header.Type != want && n.Header.Type != v.Type {
+		return fmt.Errorf("--input %s: dtype %v, but the model %s's input %q is %v (%s): convert it (x.astype(np.%v))", n.Path, n.Header.Type, model, v.Name, v.Type, v, want)
+	}
+	if v.Shape == nil {
+		return nil
+	}
+	shape := n.Header.Shape
+	if len(v.Shape) == 0 || shape == nil || len(shape) != len(v.Shape) {
+		return fmt.Errorf("--input %s: shape %s, but the model %s's input is %s: want the rows along axis 0 and the input's other axes", n.Path, nd.ShapeString(shape), model, v)
+	}
+	for i, d := range v.Shape[1:] {
+		if d.Size >= 0 && shape[i+1] != d.Size {
+			return fmt.Errorf("--input %s: shape %s, but the model %s's input is %s (axis %d: %d, want %d)", n.Path, nd.ShapeString(shape), model, v, i+1, shape[i+1], d.Size)
+		}
+	}
+	if !m.Batched() && v.Shape[0].Size > 1 {
+		return fmt.Errorf("--model %s: input %s has a fixed batch of %d; infer feeds rows one at a time (export it with a dynamic batch axis)", model, v, v.Shape[0].Size)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ const (
 // ownFlags are reset to their defaults before each run.
 var ownFlags = []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
 	"shard_rows", "min_batch_size", "max_batch_size", "strict", "max_image_bytes", "check_finite", "allow_empty",
-	"backend", "backend_override"}
+	"pad", "max_batch_tokens", "sort_window", "backend", "backend_override"}
 
 // runInfer runs the command with args (its own flags and the backend's),
 // the others at their defaults, and returns its exit status and output.

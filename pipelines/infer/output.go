@@ -18,9 +18,14 @@ func (c Config) output() jobfiles.Output {
 	if c.Labels != "" {
 		o.Inputs = append(o.Inputs, jobfiles.Input{Flag: "labels_file", Path: c.Labels})
 	}
-	if c.NPY != nil {
-		o.Inputs = append(o.Inputs, jobfiles.Input{Flag: "input", Path: c.NPYPath})
-	} else {
+	switch {
+	case len(c.NPYs) > 0:
+		for _, n := range c.NPYs {
+			o.Inputs = append(o.Inputs, jobfiles.Input{Flag: "input", Path: n.Path})
+		}
+	case c.JSONL != nil:
+		o.Inputs = append(o.Inputs, jobfiles.Input{Flag: "input", Path: c.JSONL.Path})
+	default:
 		o.Inputs = append(o.Inputs, jobfiles.Input{Flag: "input", Path: imageGlob(*input), Glob: true, Files: c.Images})
 	}
 	return o

@@ -52,9 +52,10 @@ type Config struct {
 	// Model is the ONNX model file; Handler its handler.
 	Model   string
 	Handler *inference.ONNXHandler
-	// NPY is the .npy input (its header), or nil for images.
-	NPY     *npyInfo
-	NPYPath string
+	// NPYs are the .npy inputs, one per model input (none for images
+	// or JSONL); JSONL is the JSONL input, or nil.
+	NPYs  []npyInput
+	JSONL *jsonlInfo
 	// Images are the image files, sorted, and how to preprocess them.
 	Images     []string
 	Preprocess Preprocess
@@ -63,8 +64,10 @@ type Config struct {
 	Output string
 	// ShardRows is the rows of a read shard.
 	ShardRows int
-	// Batching groups rows for the model (RunInference).
+	// Batching groups rows for the model (RunInference); Lengths groups
+	// the rows of a JSONL input by length (RunInferenceByLength).
 	Batching batch.Params
+	Lengths  inference.LengthBatching
 	// Labels and TopK: classes.jsonl, when TopK > 0.
 	Labels string
 	TopK   int
@@ -82,11 +85,19 @@ type Config struct {
 
 // Rows is the number of rows of the input.
 func (c Config) Rows() int {
-	if c.NPY != nil {
-		return c.NPY.Rows()
+	switch {
+	case len(c.NPYs) > 0:
+		return c.NPYs[0].Header.Rows()
+	case c.JSONL != nil:
+		return c.JSONL.Rows
 	}
 	return len(c.Images)
 }
+
+// sequences reports whether the input is rows of sequences: a JSONL file
+// or one .npy per input of a model of several; all their outputs are
+// written, in predictions.jsonl where the first one's rows differ in shape.
+func (c Config) sequences() bool { return c.JSONL != nil || len(c.NPYs) > 1 }
 
 // shard is a range of rows [Lo, Hi) of the input, read by one DoFn call;
 // an image shard carries its files.
@@ -110,6 +121,7 @@ func init() {
 	beam.RegisterType(reflect.TypeOf(part{}))
 	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readNPYFn{})
 	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readImagesFn{})
+	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readJSONLFn{})
 	register.Emitter1[inference.Example]()
 	register.Emitter1[step.Failure]()
 	register.DoFn4x1[context.Context, beam.EventTime, inference.Result, func(beam.EventTime, part), error](&writePredictionsFn{})
@@ -128,7 +140,7 @@ func shards(cfg Config) []shard {
 	for lo := 0; lo < n; lo += cfg.ShardRows {
 		hi := min(n, lo+cfg.ShardRows)
 		sh := shard{Index: len(out), Lo: int64(lo), Hi: int64(hi)}
-		if cfg.NPY == nil {
+		if len(cfg.Images) > 0 {
 			sh.Paths = cfg.Images[lo:hi]
 		}
 		out = append(out, sh)
@@ -154,20 +166,35 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	input := m.Inputs[0].Name
 	sh := beam.Reshuffle(s, beam.CreateList(s, shards(cfg)))
 	var examples, readFailed beam.PCollection
-	if cfg.NPY != nil {
-		rowShape := cfg.NPY.Shape[1:]
-		if !m.Batched() {
-			rowShape = append([]int{1}, rowShape...)
+	switch {
+	case len(cfg.NPYs) > 0:
+		fn := &readNPYFn{}
+		for _, n := range cfg.NPYs {
+			rowShape := n.Header.Shape[1:]
+			if !m.Batched() {
+				rowShape = append([]int{1}, rowShape...)
+			}
+			fn.Files = append(fn.Files, npyFile{Path: n.Path, Offset: n.Header.Offset, Type: n.Header.Type,
+				RowShape: rowShape, RowBytes: n.Header.RowBytes(), Input: n.Name})
 		}
-		examples, readFailed = beam.ParDo2(s, &readNPYFn{Path: cfg.NPYPath, Offset: cfg.NPY.Offset, Type: cfg.NPY.Type,
-			RowShape: rowShape, RowBytes: cfg.NPY.RowBytes(), Input: input}, sh)
-	} else {
+		examples, readFailed = beam.ParDo2(s, fn, sh)
+	case cfg.JSONL != nil:
+		examples, readFailed = beam.ParDo2(s, &readJSONLFn{Info: *cfg.JSONL, Inputs: jsonInputs(m), Batched: m.Batched()}, sh)
+	default:
 		examples, readFailed = beam.ParDo2(s, &readImagesFn{Pre: cfg.Preprocess, Input: input, Batched: m.Batched()}, sh)
 	}
-	results, modelFailed := inference.RunInference(s, examples, h, cfg.Batching, cfg.Steps...)
+	var results, modelFailed beam.PCollection
+	if cfg.JSONL != nil {
+		var err error
+		if results, modelFailed, err = inference.TryRunInferenceByLength(s, examples, h, cfg.Lengths, cfg.Steps...); err != nil {
+			return err
+		}
+	} else {
+		results, modelFailed = inference.RunInference(s, examples, h, cfg.Batching, cfg.Steps...)
+	}
 	w := partWriter{Output: cfg.Output, RunID: cfg.RunID, ShardRows: cfg.ShardRows, N: cfg.Rows()}
 	w.File = predictionsFile
-	parts := []beam.PCollection{beam.ParDo(s, &writePredictionsFn{W: w, Batched: m.Batched()}, results)}
+	parts := []beam.PCollection{beam.ParDo(s, &writePredictionsFn{W: w, Batched: m.Batched(), All: cfg.sequences()}, results)}
 	failed := []beam.PCollection{readFailed, modelFailed}
 	if cfg.TopK > 0 {
 		classes, classFailed, err := inference.Classify(ctx, s, results, m.Outputs[0].Name, cfg.TopK, cfg.Labels)
@@ -181,7 +208,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	rep := s.Scope("report")
 	out := m.Outputs[0]
 	fn := &reportFn{Output: cfg.Output, RunID: cfg.RunID, N: cfg.Rows(), ShardRows: cfg.ShardRows, Keys: cfg.Images,
-		OutType: out.Type, Classes: cfg.TopK > 0}
+		OutType: out.Type, Classes: cfg.TopK > 0, All: cfg.sequences()}
 	for _, d := range out.Shape[min(1, len(out.Shape)):] {
 		fn.OutShape = append(fn.OutShape, max(d.Size, 0))
 	}
@@ -198,50 +225,72 @@ func rowFailure(st string, index int64, key string, err error) step.Failure {
 	return step.NewFailure(st, inference.Example{Key: key, Index: index}, err)
 }
 
-// readNPYFn reads the rows of a shard of a .npy file: it skips to the
-// range (a seek where the file can seek, else by discarding bytes, as on
-// object stores) and emits one Example per row.
+// readNPYFn reads the rows of a shard of .npy files, one per model input:
+// it skips to the range in each (a seek where the file can seek, else by
+// discarding bytes, as on object stores) and emits one Example per row.
 type readNPYFn struct {
+	Files []npyFile
+
+	rows beam.Counter
+}
+
+// npyFile is a .npy file as a reader needs it: where its rows start, their
+// type, shape and bytes, and the model input they feed.
+type npyFile struct {
 	Path     string
 	Offset   int64
 	Type     nd.DType
 	RowShape []int
 	RowBytes int
 	Input    string
-
-	rows beam.Counter
 }
 
 func (f *readNPYFn) Setup() { f.rows = beam.NewCounter(stepbeam.Namespace, "records_read") }
 
 func (f *readNPYFn) ProcessElement(ctx context.Context, sh shard, emit func(inference.Example), fail func(step.Failure)) error {
-	r, err := files.OpenRead(ctx, f.Path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.Path, err)
-	}
-	defer r.Close()
-	start := f.Offset + sh.Lo*int64(f.RowBytes)
-	if sk, ok := r.(io.Seeker); ok {
-		_, err = sk.Seek(start, io.SeekStart)
-	} else {
-		_, err = io.CopyN(io.Discard, r, start)
+	readers := make([]*bufio.Reader, len(f.Files))
+	var err error
+	var bad *npyFile
+	for k := range f.Files {
+		nf := &f.Files[k]
+		r, oerr := files.OpenRead(ctx, nf.Path)
+		if oerr != nil {
+			return fmt.Errorf("%s: %w", nf.Path, oerr)
+		}
+		defer r.Close()
+		start := nf.Offset + sh.Lo*int64(nf.RowBytes)
+		if sk, ok := r.(io.Seeker); ok {
+			_, err = sk.Seek(start, io.SeekStart)
+		} else {
+			_, err = io.CopyN(io.Discard, r, start)
+		}
+		if err != nil {
+			bad = nf
+			break
+		}
+		readers[k] = bufio.NewReaderSize(r, 1<<16)
 	}
 	i := sh.Lo
 	if err == nil {
-		br := bufio.NewReaderSize(r, 1<<16)
+	rows:
 		for ; i < sh.Hi; i++ {
-			row := make([]byte, f.RowBytes)
-			if _, err = io.ReadFull(br, row); err != nil {
-				break
+			e := inference.Example{Index: i, Inputs: make([]inference.Tensor, len(f.Files))}
+			for k, nf := range f.Files {
+				row := make([]byte, nf.RowBytes)
+				if _, err = io.ReadFull(readers[k], row); err != nil {
+					bad = &f.Files[k]
+					break rows
+				}
+				e.Inputs[k] = inference.Tensor{Name: nf.Input, Array: nd.Array{Type: nf.Type, Shape: nf.RowShape, Data: row}}
 			}
 			f.rows.Inc(ctx, 1)
-			emit(inference.Example{Index: i, Inputs: []inference.Tensor{{Name: f.Input, Array: nd.Array{Type: f.Type, Shape: f.RowShape, Data: row}}}})
+			emit(e)
 		}
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = fmt.Errorf("%s ends before row %d (its header promises more rows: a truncated file)", f.Path, i)
+		err = fmt.Errorf("%s ends before row %d (its header promises more rows: a truncated file)", bad.Path, i)
 	} else if err != nil {
-		err = fmt.Errorf("%s: %w", f.Path, err)
+		err = fmt.Errorf("%s: %w", bad.Path, err)
 	}
 	for ; i < sh.Hi; i++ {
 		f.rows.Inc(ctx, 1)
@@ -410,10 +459,13 @@ func readPart(ctx context.Context, path string, rec func(i int, data []byte) err
 }
 
 // writePredictionsFn writes the first output of each result to part files
-// of predictions.npy: a record is the row's type, shape and data.
+// of predictions.npy: a record is the row's type, shape and data; with All,
+// every output, each record prefixed with the outputs' count and each with
+// its name (encodeOutputs).
 type writePredictionsFn struct {
 	W       partWriter
 	Batched bool
+	All     bool
 }
 
 func (f *writePredictionsFn) StartBundle(_ context.Context, _ func(beam.EventTime, part)) error {
@@ -424,17 +476,72 @@ func (f *writePredictionsFn) ProcessElement(ctx context.Context, ts beam.EventTi
 	if len(r.Outputs) == 0 {
 		return fmt.Errorf("row %d: the model returned no outputs", r.Index)
 	}
-	a := r.Outputs[0].Array
-	if !f.Batched && len(a.Shape) > 0 && a.Shape[0] == 1 {
-		a.Shape = a.Shape[1:]
+	outs := r.Outputs
+	if !f.All {
+		outs = outs[:1]
 	}
-	if a.Type == nd.BFloat16 { // NumPy has no bfloat16
-		var err error
-		if a, err = nd.Convert(a, nd.Float32); err != nil {
-			return fmt.Errorf("row %d: %w", r.Index, err)
+	var rec []byte
+	if f.All {
+		rec = binary.AppendUvarint(rec, uint64(len(outs)))
+	}
+	for _, t := range outs {
+		a := t.Array
+		if !f.Batched && len(a.Shape) > 0 && a.Shape[0] == 1 {
+			a.Shape = a.Shape[1:]
 		}
+		if a.Type == nd.BFloat16 { // NumPy has no bfloat16
+			var err error
+			if a, err = nd.Convert(a, nd.Float32); err != nil {
+				return fmt.Errorf("row %d: %w", r.Index, err)
+			}
+		}
+		if !f.All {
+			return f.W.add(ctx, ts, r.Index, encodeRow(a), emit)
+		}
+		row := encodeRow(a)
+		rec = binary.AppendUvarint(rec, uint64(len(t.Name)))
+		rec = append(rec, t.Name...)
+		rec = binary.AppendUvarint(rec, uint64(len(row)))
+		rec = append(rec, row...)
 	}
-	return f.W.add(ctx, ts, r.Index, encodeRow(a), emit)
+	return f.W.add(ctx, ts, r.Index, rec, emit)
+}
+
+// namedRow is an output of a row as encodeOutputs holds it.
+type namedRow struct {
+	Name  string
+	Type  nd.DType
+	Shape []int
+	Data  []byte
+}
+
+// decodeOutputs decodes a record of every output of a row.
+func decodeOutputs(b []byte) ([]namedRow, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > 1<<16 {
+		return nil, fmt.Errorf("bad outputs record")
+	}
+	b = b[k:]
+	out := make([]namedRow, 0, n)
+	for range n {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < l {
+			return nil, fmt.Errorf("bad outputs record")
+		}
+		name := string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		l, k = binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < l {
+			return nil, fmt.Errorf("bad outputs record")
+		}
+		t, shape, data, err := decodeRow(b[k : k+int(l)])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, namedRow{Name: name, Type: t, Shape: shape, Data: data})
+		b = b[k+int(l):]
+	}
+	return out, nil
 }
 
 func (f *writePredictionsFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, part)) error {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -38,6 +39,10 @@ type reportFn struct {
 	OutType  nd.DType
 	OutShape []int
 	Classes  bool
+	// All: a record holds every output of its row (writePredictionsFn's
+	// All), written to predictions.npy (the first) where the first's rows
+	// share a shape, else to predictions.jsonl (every output).
+	All bool
 
 	read, predicted, failedRows, failures, classified beam.Counter
 }
@@ -78,7 +83,17 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*par
 		fl = step.Failure{}
 	}
 	predicted := make([]bool, f.N)
-	if err := f.writePredictions(ctx, byFile[predictionsFile], predicted, failed, &failures); err != nil {
+	write := f.writePredictions
+	if f.All {
+		same, err := f.sameShapes(ctx, byFile[predictionsFile])
+		if err != nil {
+			return err
+		}
+		if !same {
+			write = f.writeOutputsJSONL
+		}
+	}
+	if err := write(ctx, byFile[predictionsFile], predicted, failed, &failures); err != nil {
 		return err
 	}
 	nPred := 0
@@ -135,7 +150,7 @@ func (f *reportFn) rowType(ctx context.Context, shards map[int][]part) (nd.DType
 			found := false
 			err := readPart(ctx, p.Path, func(_ int, rec []byte) error {
 				var err error
-				t, shape, _, err = decodeRow(rec)
+				t, shape, _, err = f.decodeFirst(rec)
 				found = true
 				return errStop{err}
 			})
@@ -204,7 +219,7 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 			}
 			for _, p := range shards[s] {
 				err := readPart(ctx, p.Path, func(i int, rec []byte) error {
-					rt, rs, data, err := decodeRow(rec)
+					rt, rs, data, err := f.decodeFirst(rec)
 					if err != nil {
 						return fmt.Errorf("%s: %w", p.Path, err)
 					}
@@ -235,6 +250,143 @@ func (f *reportFn) writePredictions(ctx context.Context, shards map[int][]part, 
 		}
 		return bw.Flush()
 	})
+}
+
+// decodeFirst decodes a record's first output.
+func (f *reportFn) decodeFirst(rec []byte) (nd.DType, []int, []byte, error) {
+	if !f.All {
+		return decodeRow(rec)
+	}
+	outs, err := decodeOutputs(rec)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if len(outs) == 0 {
+		return 0, nil, nil, fmt.Errorf("a record of no outputs")
+	}
+	return outs[0].Type, outs[0].Shape, outs[0].Data, nil
+}
+
+// sameShapes reports whether the first outputs of the predicted rows share
+// a type and shape (reading the parts once more).
+func (f *reportFn) sameShapes(ctx context.Context, shards map[int][]part) (bool, error) {
+	var t nd.DType
+	var shape []int
+	first, same := true, true
+	for _, ps := range shards {
+		for _, p := range ps {
+			err := readPart(ctx, p.Path, func(_ int, rec []byte) error {
+				rt, rs, _, err := f.decodeFirst(rec)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.Path, err)
+				}
+				if first {
+					t, shape, first = rt, rs, false
+				} else if rt != t || !nd.SameShape(rs, shape) {
+					same = false
+					return errStop{}
+				}
+				return nil
+			})
+			if _, ok := err.(errStop); ok {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+		}
+	}
+	return same, nil
+}
+
+// writeOutputsJSONL writes predictions.jsonl of every output of each row,
+// a shard at a time, in row order: {"row", "predicted", "outputs": {name:
+// {"shape", "values"}}}; a failed row {"row", "predicted": false}.
+func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part, predicted []bool, _ map[int]bool, _ *[]step.Failure) error {
+	return jobfiles.WriteFile(ctx, f.RunID, jobfiles.Join(f.Output, rowsFile), func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<16)
+		for s := 0; s*f.ShardRows < f.N; s++ {
+			lo, hi := s*f.ShardRows, min(f.N, (s+1)*f.ShardRows)
+			lines := make([][]byte, hi-lo)
+			for _, p := range shards[s] {
+				err := readPart(ctx, p.Path, func(i int, rec []byte) error {
+					if i >= hi-lo {
+						return fmt.Errorf("%s: row %d outside its shard", p.Path, lo+i)
+					}
+					if lines[i] != nil {
+						return nil // a retried bundle's copy
+					}
+					outs, err := decodeOutputs(rec)
+					if err != nil {
+						return fmt.Errorf("%s: %w", p.Path, err)
+					}
+					lines[i] = outputsLine(lo+i, outs)
+					predicted[lo+i] = true
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			for i, l := range lines {
+				if l == nil {
+					l = fmt.Appendf(nil, "{\"row\":%d,\"predicted\":false}\n", lo+i)
+				}
+				if _, err := bw.Write(l); err != nil {
+					return err
+				}
+			}
+		}
+		return bw.Flush()
+	})
+}
+
+// outputsLine is a line of predictions.jsonl of every output: values as
+// JSON numbers (a float32's shortest form; NaN and infinities null).
+func outputsLine(row int, outs []namedRow) []byte {
+	b := fmt.Appendf(nil, `{"row":%d,"predicted":true,"outputs":{`, row)
+	for k, o := range outs {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(o.Name)
+		b = append(b, name...)
+		b = append(b, `:{"shape":[`...)
+		for d, n := range o.Shape {
+			if d > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(n), 10)
+		}
+		b = append(b, `],"values":[`...)
+		a := nd.Array{Type: o.Type, Shape: o.Shape, Data: o.Data}
+		bits := 64
+		if o.Type.Size() <= 4 {
+			bits = 32
+		}
+		if o.Type.IsFloat() {
+			for j, v := range nd.Float64s(a) {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					b = append(b, "null"...)
+				} else {
+					b = strconv.AppendFloat(b, v, 'g', -1, bits)
+				}
+			}
+		} else {
+			ints, _ := nd.Int64s(a)
+			for j, v := range ints {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, v, 10)
+			}
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "}}\n"...)
 }
 
 // rowName names a row in failed.jsonl as RunInference does: its key, or "#index".
@@ -314,7 +466,18 @@ type summary struct {
 	// Retries counts the model calls made again on half of a call that
 	// failed, to find the rows that fail alone (RunInference's
 	// runinference.split_retries).
-	Retries        int64   `json:"retries"`
+	Retries int64 `json:"retries"`
+	// Tokens, PaddedTokens and PaddingShare are those of sequences (a
+	// JSONL input, or one .npy per input): the rows' tokens (their size
+	// along the model's dynamic axes), the tokens of the model calls as
+	// padded (rows x padded size), and 1 - tokens/padded tokens.
+	Tokens       *int64   `json:"tokens,omitempty"`
+	PaddedTokens *int64   `json:"padded_tokens,omitempty"`
+	PaddingShare *float64 `json:"padding_share,omitempty"`
+	// Padding says how rows of different lengths share a model call: the
+	// output axes cut back to each row's length, or why none can be (then
+	// rows of different lengths run in calls of their own).
+	Padding        string  `json:"padding,omitempty"`
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	// Backend is each step's implementation (cpu, gpu, stub) and counts.
 	Backend []stepJSON `json:"backend"`
@@ -346,6 +509,15 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 		sum.RowsClassified = &n
 	}
 	sum.Retries = m.Counters["runinference."+inference.MetricRetries]
+	if cfg.sequences() {
+		tok, pad := m.Counters["runinference."+inference.MetricTokens], m.Counters["runinference."+inference.MetricPaddedTokens]
+		share := 0.0
+		if pad > 0 {
+			share = 1 - float64(tok)/float64(pad)
+		}
+		sum.Tokens, sum.PaddedTokens, sum.PaddingShare = &tok, &pad, &share
+		sum.Padding = cfg.Handler.Padding()
+	}
 	sum.ElapsedSeconds = res.Elapsed.Seconds()
 	// The model's use of the onnx step and the onnx step the pipeline
 	// declares are two decisions of one step, with the same counts, and
@@ -375,6 +547,9 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config, input
 	}
 	if sum.Retries > 0 {
 		cls += fmt.Sprintf(", %d retries (the rows of a failed model call retried in halves)", sum.Retries)
+	}
+	if sum.Tokens != nil {
+		cls += fmt.Sprintf(", %d tokens padded to %d (%.1f%% padding)", *sum.Tokens, *sum.PaddedTokens, 100**sum.PaddingShare)
 	}
 	fmt.Fprintf(w, "rows: %d in, %d predicted, %d failed%s; %d failures in %s; %s; outputs in %s\n",
 		sum.RowsIn, sum.RowsPredicted, sum.RowsFailed, cls, sum.Failures, jobfiles.FailedFile, res.Elapsed.Round(time.Millisecond), cfg.Output)

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxstep"
 	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 )
 
 // KindONNX is the registered kind of ONNXHandler.
@@ -55,6 +58,11 @@ type ONNXHandler struct {
 	// MemoryBudget is the memory budget of a model call in bytes (0: the
 	// worker's default).
 	MemoryBudget int64 `json:",omitempty"`
+	// PadRows lets rows of different sizes along the model's dynamic axes
+	// share a call, padded with PadValues (by input name; 0 for the
+	// others) and their outputs cut back (PadRows, the option).
+	PadRows   bool               `json:",omitempty"`
+	PadValues map[string]float64 `json:",omitempty"`
 
 	// model is the model as loaded at construction, to describe it (nil
 	// in a handler decoded on a worker).
@@ -78,8 +86,42 @@ func ONNX(ctx context.Context, path string, opts ...ONNXOption) (*ONNXHandler, e
 	if err != nil {
 		return nil, err
 	}
+	if h.PadRows {
+		if _, err := newPadPlan(m, h.PadValues); err != nil {
+			return nil, fmt.Errorf("inference: %s: %w", path, err)
+		}
+	}
 	h.model = m
 	return h, nil
+}
+
+// Padding says how rows of different sizes share a call: "" where the
+// handler does not pad (PadRows not given); else which output axes are cut
+// back to each row's size, or why none can be and rows of different sizes
+// run in calls of their own.
+func (h *ONNXHandler) Padding() string {
+	if !h.PadRows || h.model == nil {
+		return ""
+	}
+	p, err := newPadPlan(h.model, h.PadValues)
+	if err != nil {
+		return err.Error()
+	}
+	if p.undecided != "" {
+		return "rows of different sizes run in calls of their own (no padding): " + p.undecided
+	}
+	var cuts []string
+	for j, c := range p.cut {
+		for d, a := range c {
+			if a[0] >= 0 {
+				cuts = append(cuts, fmt.Sprintf("%s axis %d as %s axis %d", h.model.Outputs[j].Name, d+1, h.model.Inputs[a[0]].Name, a[1]+1))
+			}
+		}
+	}
+	if len(cuts) == 0 {
+		return "rows are padded; no output axis comes from a padded axis"
+	}
+	return "rows are padded; outputs cut back per row: " + strings.Join(cuts, ", ")
 }
 
 // Model returns the model as loaded by ONNX (its inputs, outputs, ID).
@@ -93,7 +135,19 @@ func (h *ONNXHandler) Config() ([]byte, error) { return json.Marshal(h) }
 
 // Key implements Handler.
 func (h *ONNXHandler) Key() string {
-	return fmt.Sprintf("onnx:%s|finite=%t|memory=%d", h.Path, h.CheckFinite, h.MemoryBudget)
+	k := fmt.Sprintf("onnx:%s|finite=%t|memory=%d", h.Path, h.CheckFinite, h.MemoryBudget)
+	if h.PadRows {
+		names := make([]string, 0, len(h.PadValues))
+		for n := range h.PadValues {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		k += "|pad"
+		for _, n := range names {
+			k += fmt.Sprintf(",%s=%v", n, h.PadValues[n])
+		}
+	}
+	return k
 }
 
 // Use is the backend's view of this model's use of the onnx step: its
@@ -123,7 +177,15 @@ func (h *ONNXHandler) Load(ctx context.Context) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return onnxModel{m: m, finite: h.CheckFinite, budget: h.MemoryBudget}, nil
+	o := onnxModel{m: m, finite: h.CheckFinite, budget: h.MemoryBudget}
+	if h.PadRows {
+		if o.pad, err = newPadPlan(m, h.PadValues); err != nil {
+			return nil, err
+		}
+		o.tokens = beam.NewCounter(stepbeam.Namespace, "runinference."+MetricTokens)
+		o.padded = beam.NewCounter(stepbeam.Namespace, "runinference."+MetricPaddedTokens)
+	}
+	return o, nil
 }
 
 // loaded holds the ONNX models of this process, one per path: ONNX and a
@@ -168,6 +230,10 @@ type onnxModel struct {
 	m      *onnx.Model
 	finite bool
 	budget int64
+	// pad is the padding plan (PadRows), or nil; tokens and padded count
+	// the rows' tokens and the padded ones of each successful call.
+	pad            *padPlan
+	tokens, padded beam.Counter
 }
 
 func (o onnxModel) ID() string       { return o.m.ID }
@@ -176,7 +242,10 @@ func (o onnxModel) Batched() bool    { return o.m.Batched() }
 
 // Check checks e's inputs against the model's declared types and shapes.
 func (o onnxModel) Check(e Example) error {
-	_, err := rowInputs(o.m, e, o.finite)
+	row, err := rowInputs(o.m, e, o.finite)
+	if err == nil && o.pad != nil {
+		err = o.pad.checkRow(row)
+	}
 	return err
 }
 
@@ -197,6 +266,9 @@ func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example)
 	if !stack && len(ex) != 1 {
 		return nil, fmt.Errorf("%s takes one example at a time (it has no batch axis), not %d", o.m.Name, len(ex))
 	}
+	if stack && o.pad != nil {
+		return o.predictPadded(ctx, run, rows)
+	}
 	in := onnxstep.Input{Model: o.m, Inputs: rows[0], MemoryBudget: o.budget}
 	if stack {
 		if in.Inputs, err = stackRows(rows); err != nil {
@@ -208,6 +280,73 @@ func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example)
 		return nil, err
 	}
 	return splitOutputs(o.m, out, len(ex), stack)
+}
+
+// predictPadded runs rows whose inputs may differ in size along dynamic
+// axes: padded to the largest in one call, or, where the plan cannot cut
+// the outputs back, in one call per set of rows of the same shapes.
+func (o onnxModel) predictPadded(ctx context.Context, run func(context.Context, onnxstep.Input) (onnxstep.Output, error), rows [][]nd.Array) ([][]Tensor, error) {
+	shapes, ragged := paddedShapes(rows)
+	if ragged && o.pad.undecided != "" {
+		groups := map[string][]int{}
+		var keys []string
+		for r, row := range rows {
+			k := shapeKey(row)
+			if groups[k] == nil {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], r)
+		}
+		res := make([][]Tensor, len(rows))
+		for _, k := range keys {
+			sub := make([][]nd.Array, len(groups[k]))
+			for i, r := range groups[k] {
+				sub[i] = rows[r]
+			}
+			out, err := o.predictPadded(ctx, run, sub)
+			if err != nil {
+				return nil, err
+			}
+			for i, r := range groups[k] {
+				res[r] = out[i]
+			}
+		}
+		return res, nil
+	}
+	var inputs []nd.Array
+	var err error
+	if ragged {
+		inputs, err = o.pad.stackPadded(rows, shapes)
+	} else {
+		inputs, err = stackRows(rows)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := run(ctx, onnxstep.Input{Model: o.m, Inputs: inputs, MemoryBudget: o.budget})
+	if err != nil {
+		return nil, err
+	}
+	res, err := splitOutputs(o.m, out, len(rows), true)
+	if err != nil {
+		return nil, err
+	}
+	if o.pad.tokens >= 0 {
+		var real int64
+		for _, row := range rows {
+			real += o.pad.tokenCount(row[o.pad.tokens].Shape)
+		}
+		o.tokens.Inc(ctx, real)
+		o.padded.Inc(ctx, int64(len(rows))*o.pad.tokenCount(shapes[o.pad.tokens]))
+	}
+	if ragged {
+		for r := range res {
+			for j := range res[r] {
+				res[r][j].Array = o.pad.cutRow(j, res[r][j].Array, rows[r])
+			}
+		}
+	}
+	return res, nil
 }
 
 // rowInputs returns e's inputs in the model's order, checked against the

@@ -31,6 +31,13 @@ const (
 	// down to single examples, so that only the examples that fail alone
 	// fail, each with its own reason.
 	MetricRetries = "split_retries"
+	// MetricTokens and MetricPaddedTokens count, for a model whose rows
+	// are padded (PadRows), the tokens of the rows of successful calls
+	// (their size along the dynamic axes of the model's first input that
+	// has one) and the tokens of the calls as padded (rows x padded size):
+	// padding's share is 1 - tokens/padded_tokens.
+	MetricTokens       = "tokens"
+	MetricPaddedTokens = "padded_tokens"
 )
 
 func init() {
@@ -70,6 +77,14 @@ func RunInference(s beam.Scope, examples beam.PCollection, h Handler, p batch.Pa
 // requested for a model that cannot run there, naming why). A program
 // returns it from its Build, before anything runs.
 func TryRunInference(s beam.Scope, examples beam.PCollection, h Handler, p batch.Params, opts ...step.Option) (results, failed beam.PCollection, err error) {
+	return runInference(s, examples, h, func(s beam.Scope) (beam.PCollection, error) {
+		return batch.TryElements(s, examples, p)
+	}, opts...)
+}
+
+// runInference runs h on the batches group makes of examples (in the
+// RunInference scope).
+func runInference(s beam.Scope, examples beam.PCollection, h Handler, group func(beam.Scope) (beam.PCollection, error), opts ...step.Option) (results, failed beam.PCollection, err error) {
 	if h == nil {
 		return results, failed, errors.New("inference: RunInference: no handler")
 	}
@@ -86,7 +101,7 @@ func TryRunInference(s beam.Scope, examples beam.PCollection, h Handler, p batch
 		return results, failed, err
 	}
 	s = s.Scope("RunInference")
-	grouped, err := batch.TryElements(s, examples, p)
+	grouped, err := group(s)
 	if err != nil {
 		return results, failed, err
 	}
