@@ -434,7 +434,8 @@ func TestHelpAndFlagErrors(t *testing.T) {
 	var buf bytes.Buffer
 	usage(&buf)
 	for _, s := range []string{"--model=", "--input=x.npy", "predictions.npy", "--resize=224x224", "--labels_file=", "Examples:",
-		"--max_image_bytes", "--check_finite", "--allow_empty"} {
+		"--max_image_bytes", "--check_finite", "--allow_empty", "--input=input_ids=ids.npy,attention_mask=mask.npy", "texts.jsonl.gz",
+		"--max_batch_tokens", "--sort_window", "--pad"} {
 		assert.Contains(t, buf.String(), s)
 	}
 	code, _, err := runInfer(t, "--input=x.npy")

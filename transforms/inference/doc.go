@@ -51,4 +51,53 @@
 //
 // examples/classify is a whole program around these lines (job.Main);
 // docs/inference.md covers your own model and a handler of your own.
+//
+// # Sequences: batching by length, padding, and cutting back
+//
+// Rows of token sequences (a text encoder's input_ids, attention_mask and
+// token_type_ids, each int64 [sequence] per row) differ in length, and
+// rows of different shapes cannot be stacked into one call. Two pieces
+// let them share calls:
+//
+//   - RunInferenceByLength groups the examples by length instead of by
+//     the adaptive batch size (LengthBatching): a window of a bundle's
+//     examples is sorted by length and cut into batches of at most
+//     MaxBatchSize examples and MaxBatchTokens examples x longest example
+//     (one example over the budget is a batch of its own). This is Beam
+//     Python's SortAndBatchElements (sort within a bundle, split by
+//     max_batch_weight), with a batch's weight the padded tokens it costs.
+//     Results come out in batch order; their Index gives the input's.
+//   - The ONNX handler with PadRows pads the rows of a call, on every
+//     dynamic axis of an input (one the model declares with a symbolic
+//     name or none) on which they differ, at the end, to the largest size
+//     in the call, with the input's pad value (0 unless given: BERT's
+//     padding id, attention mask and token type), and cuts each output
+//     back to each row's own size on the output axes that come from a
+//     padded axis. An output axis comes from a padded input axis when both
+//     carry the same symbolic name (last_hidden_state [batch, sequence,
+//     hidden] from input_ids [batch, sequence]: its axis 1 is cut to the
+//     row's length; pooler_output [batch, hidden] is not cut). Where that
+//     cannot be decided (an output's dynamic axis whose name is no input
+//     axis's, or none, or an output without a declared shape),
+//     ONNXHandler.Padding says so and rows of different shapes run in
+//     calls of their own, one per shape: slower, never wrong. A row whose
+//     inputs disagree on a named axis (input_ids of 12, attention_mask of
+//     13) fails alone (Check), as padding would hide it. Padding is right
+//     only for a model that ignores padded positions (an attention mask);
+//     a row longer than the model can take (past its position
+//     embeddings) fails alone, by the retry in halves. The counters
+//     runinference.tokens and runinference.padded_tokens give padding's
+//     share.
+//
+// They are here, not in transforms/batch (which batches any element and
+// knows no model) nor in transforms/onnx (the runtime, which has no Beam
+// and no notion of rows and examples), because they need both a model's
+// declared inputs and outputs (the symbolic names of its axes) and Beam
+// (the batching DoFn); this package is the layer above the families that
+// has both. A pipeline feeding tokenized text to an encoder (pipelines/infer
+// with a JSONL input; an embedding pipeline) uses them so:
+//
+//	h, err := inference.ONNX(ctx, model, inference.PadRows(map[string]float64{"input_ids": padID}))
+//	results, failed, err := inference.TryRunInferenceByLength(s, examples, h,
+//		inference.LengthBatching{MaxBatchSize: 256, MaxBatchTokens: 16384}, r.Options()...)
 package inference
