@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/pipelines/internal/rowparts"
+	"github.com/beamgpu/beamgpu/pipelines/job"
+	"github.com/beamgpu/beamgpu/transforms/inference"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/nd/npy"
+	"github.com/beamgpu/beamgpu/transforms/step"
+	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
+)
+
+// reportFn joins the part files in row order into embeddings.npy and
+// embeddings.jsonl, one shard at a time, writes failed.jsonl, and counts
+// the texts: in, embedded, failed, their tokens and the truncated ones.
+type reportFn struct {
+	Output string
+	RunID  string
+	N      int
+	// ShardRows is the rows of a part's shard.
+	ShardRows int
+	// Hidden is the embedding's size where the model fixes it (0: not
+	// fixed), embeddings.npy's width when no text was embedded.
+	Hidden int
+
+	in, embedded, failedRows, failures, tokens, truncated, dims beam.Counter
+}
+
+func (f *reportFn) Setup() {
+	f.in = beam.NewCounter(stepbeam.Namespace, "texts_in")
+	f.embedded = beam.NewCounter(stepbeam.Namespace, "texts_embedded")
+	f.failedRows = beam.NewCounter(stepbeam.Namespace, "texts_failed")
+	f.failures = beam.NewCounter(stepbeam.Namespace, "failures")
+	f.tokens = beam.NewCounter(stepbeam.Namespace, "texts_tokens")
+	f.truncated = beam.NewCounter(stepbeam.Namespace, "texts_truncated")
+	f.dims = beam.NewCounter(stepbeam.Namespace, "embedding_dimensions")
+}
+
+func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*rowparts.Part) bool, failIter func(*step.Failure) bool, _ func(*int) bool) error {
+	var parts []rowparts.Part
+	var p rowparts.Part
+	rows := 0
+	for partIter(&p) {
+		parts = append(parts, p)
+		rows += p.Rows
+		p = rowparts.Part{}
+	}
+	var failures []step.Failure
+	failed := map[int]bool{}
+	var fl step.Failure
+	for failIter(&fl) {
+		failures = append(failures, fl)
+		if i, ok := rowOf(fl); ok && i >= 0 && i < f.N {
+			failed[i] = true
+		}
+		fl = step.Failure{}
+	}
+	shards := rowparts.ByShard(parts)
+	hidden, err := f.width(ctx, shards)
+	if err != nil {
+		return err
+	}
+	var tokens, truncated int64
+	embedded := make([]bool, f.N)
+	err = jobfiles.WriteFile(ctx, f.RunID, jobfiles.Join(f.Output, embeddingsFile), func(npyOut io.Writer) error {
+		return jobfiles.WriteFile(ctx, f.RunID, jobfiles.Join(f.Output, rowsFile), func(jsonOut io.Writer) error {
+			hdr, err := npy.EncodeHeader(nd.Float32, []int{rows, hidden})
+			if err != nil {
+				return err
+			}
+			bn, bj := bufio.NewWriterSize(npyOut, 1<<16), bufio.NewWriterSize(jsonOut, 1<<16)
+			bn.Write(hdr)
+			var line []byte
+			for _, ps := range shards {
+				recs, err := readShard(ctx, ps, f.ShardRows)
+				if err != nil {
+					return err
+				}
+				for _, rr := range recs {
+					r := rr.rec
+					if len(r.Vec) != 4*hidden {
+						return fmt.Errorf("text %d: an embedding of %d values, where the first has %d", rr.row, len(r.Vec)/4, hidden)
+					}
+					if rr.row < 0 || rr.row >= f.N || embedded[rr.row] {
+						return fmt.Errorf("text %d: embedded twice or out of range (%d texts)", rr.row, f.N)
+					}
+					embedded[rr.row] = true
+					tokens += int64(r.Tokens)
+					if r.Truncated {
+						truncated++
+					}
+					bn.Write(r.Vec)
+					line = append(line[:0], `{"id":`...)
+					line = append(line, r.ID...)
+					line = append(line, `,"embedding":[`...)
+					for j := 0; j < hidden; j++ {
+						if j > 0 {
+							line = append(line, ',')
+						}
+						line = appendFloat32(line, binary.LittleEndian.Uint32(r.Vec[4*j:]))
+					}
+					line = append(line, "]}\n"...)
+					bj.Write(line)
+				}
+			}
+			if err := bn.Flush(); err != nil {
+				return err
+			}
+			return bj.Flush()
+		})
+	})
+	if err != nil {
+		return err
+	}
+	nEmb := 0
+	for i, ok := range embedded {
+		switch {
+		case ok:
+			nEmb++
+			if failed[i] {
+				return fmt.Errorf("text %d: both embedded and failed", i)
+			}
+		case !failed[i]:
+			return fmt.Errorf("text %d: neither embedded nor failed (parts of %s are missing)", i, embeddingsFile)
+		}
+	}
+	if err := jobfiles.WriteFailures(ctx, f.RunID, f.Output, failures); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		jobfiles.Remove(ctx, p.Path)
+	}
+	f.in.Inc(ctx, int64(f.N))
+	f.embedded.Inc(ctx, int64(nEmb))
+	f.failedRows.Inc(ctx, int64(len(failed)))
+	f.failures.Inc(ctx, int64(len(failures)))
+	f.tokens.Inc(ctx, tokens)
+	f.truncated.Inc(ctx, truncated)
+	f.dims.Inc(ctx, int64(hidden))
+	return nil
+}
+
+// width is the embeddings' width: the first record's, else Hidden.
+func (f *reportFn) width(ctx context.Context, shards [][]rowparts.Part) (int, error) {
+	for _, ps := range shards {
+		for _, p := range ps {
+			w := -1
+			err := rowparts.Read(ctx, p.Path, func(_ int, b []byte) error {
+				if w >= 0 {
+					return nil
+				}
+				r, err := decodeRecord(b)
+				w = len(r.Vec) / 4
+				return err
+			})
+			if err != nil {
+				return 0, err
+			}
+			if w >= 0 {
+				return w, nil
+			}
+		}
+	}
+	return f.Hidden, nil
+}
+
+type shardRecord struct {
+	row int
+	rec record
+}
+
+// readShard reads the records of a shard's parts, in row order.
+func readShard(ctx context.Context, ps []rowparts.Part, shardRows int) ([]shardRecord, error) {
+	var out []shardRecord
+	for _, p := range ps {
+		base := p.Shard * shardRows
+		err := rowparts.Read(ctx, p.Path, func(i int, b []byte) error {
+			r, err := decodeRecord(b)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Path, err)
+			}
+			out = append(out, shardRecord{row: base + i, rec: r})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].row < out[b].row })
+	return out, nil
+}
+
+// appendFloat32 appends the float32 of bits as JSON: the shortest decimal
+// that reads back as the same float32.
+func appendFloat32(b []byte, bits uint32) []byte {
+	return strconv.AppendFloat(b, float64(math.Float32frombits(bits)), 'g', -1, 32)
+}
+
+// rowOf is the text a failure names ("#index").
+func rowOf(fl step.Failure) (int, bool) {
+	if len(fl.Input) > 1 && fl.Input[0] == '#' {
+		i, err := strconv.Atoi(fl.Input[1:])
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// summary is summary.json and the end-of-run report.
+type summary struct {
+	Run struct {
+		ID      string   `json:"id"`
+		Started string   `json:"started,omitempty"`
+		Args    []string `json:"args,omitempty"`
+	} `json:"run"`
+	Model     string `json:"model"`
+	Tokenizer string `json:"tokenizer"`
+	Input     string `json:"input"`
+	Output    string `json:"output"`
+	// Texts: in = embedded + failed.
+	TextsIn       int `json:"texts_in"`
+	TextsEmbedded int `json:"texts_embedded"`
+	TextsFailed   int `json:"texts_failed"`
+	// Failures counts the lines of failed.jsonl.
+	Failures int `json:"failures"`
+	// Tokens are the embedded texts' tokens (after truncation, special
+	// tokens included); TextsTruncated the texts cut to MaxLength.
+	Tokens         int64  `json:"tokens"`
+	TextsTruncated int64  `json:"texts_truncated"`
+	MaxLength      int    `json:"max_length"`
+	Dimensions     int    `json:"dimensions"`
+	Pooling        string `json:"pooling"`
+	Normalized     bool   `json:"normalized"`
+	// PaddedTokens are the tokens of the model calls as padded (texts x
+	// padded length); PaddingShare is 1 - tokens/padded tokens.
+	PaddedTokens int64   `json:"padded_tokens"`
+	PaddingShare float64 `json:"padding_share"`
+	// Retries counts the model calls made again on half of a call that
+	// failed, to find the texts that fail alone.
+	Retries         int64   `json:"retries"`
+	ElapsedSeconds  float64 `json:"elapsed_seconds"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	TextsPerSecond  float64 `json:"texts_per_second"`
+	// Backend is each step's implementation (cpu, gpu, stub) and counts.
+	Backend []stepJSON `json:"backend"`
+	// Stub is set when steps ran their stand-ins: the embeddings are zeros.
+	Stub      bool     `json:"stub"`
+	StubSteps []string `json:"stub_steps,omitempty"`
+}
+
+type stepJSON struct {
+	Step      string `json:"step"`
+	Impl      string `json:"impl"`
+	Batches   int64  `json:"batches"`
+	Rows      int64  `json:"rows"`
+	Failures  int64  `json:"failures"`
+	Fallbacks int64  `json:"cpu_fallbacks"`
+}
+
+// report prints the summary of a run of cfg, writes summary.json, and
+// checks that the counts reconcile.
+func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config) (summary, error) {
+	m := res.Metrics
+	var sum summary
+	sum.Run.ID, sum.Run.Started, sum.Run.Args = cfg.RunID, cfg.Started, cfg.Args
+	sum.Model, sum.Tokenizer, sum.Input, sum.Output = cfg.Model, cfg.Tokenizer, cfg.Input, cfg.Output
+	sum.TextsIn, sum.TextsEmbedded = int(m.Counters["texts_in"]), int(m.Counters["texts_embedded"])
+	sum.TextsFailed, sum.Failures = int(m.Counters["texts_failed"]), int(m.Counters["failures"])
+	sum.Tokens, sum.TextsTruncated = m.Counters["texts_tokens"], m.Counters["texts_truncated"]
+	sum.MaxLength, sum.Pooling, sum.Normalized = cfg.MaxLength, cfg.Pooling, cfg.Normalize
+	sum.Dimensions = int(m.Counters["embedding_dimensions"])
+	sum.PaddedTokens = m.Counters["runinference."+inference.MetricPaddedTokens]
+	if tok := m.Counters["runinference."+inference.MetricTokens]; sum.PaddedTokens > 0 {
+		sum.PaddingShare = 1 - float64(tok)/float64(sum.PaddedTokens)
+	}
+	sum.Retries = m.Counters["runinference."+inference.MetricRetries]
+	sum.ElapsedSeconds = res.Elapsed.Seconds()
+	if s := res.Elapsed.Seconds(); s > 0 {
+		sum.TokensPerSecond = float64(sum.Tokens) / s
+		sum.TextsPerSecond = float64(sum.TextsEmbedded) / s
+	}
+	var steps []job.StepCounts
+	seen := map[string]bool{}
+	for _, st := range m.Steps {
+		if !seen[st.Step] {
+			seen[st.Step] = true
+			if cfg.Impl != "" {
+				st.Impl = cfg.Impl
+			}
+			steps = append(steps, st)
+		}
+	}
+	m.Steps = steps
+	for _, st := range m.Steps {
+		sum.Backend = append(sum.Backend, stepJSON{Step: st.Step, Impl: string(st.Impl), Batches: st.Batches, Rows: st.Items,
+			Failures: st.Failures, Fallbacks: st.Fallbacks})
+	}
+	sum.Stub, sum.StubSteps = len(res.Stub) > 0, res.Stub
+	m.PrintSteps(w, "texts")
+	fmt.Fprintf(w, "texts: %d in, %d embedded, %d failed (%d truncated to %d tokens); %d tokens padded to %d (%.1f%% padding), %.0f tokens/s; %d failures in %s; %s; outputs in %s\n",
+		sum.TextsIn, sum.TextsEmbedded, sum.TextsFailed, sum.TextsTruncated, sum.MaxLength, sum.Tokens, sum.PaddedTokens, 100*sum.PaddingShare,
+		sum.TokensPerSecond, sum.Failures, jobfiles.FailedFile, res.Elapsed.Round(time.Millisecond), cfg.Output)
+	if err := jobfiles.WriteJSON(ctx, cfg.RunID, jobfiles.Join(cfg.Output, summaryFile), sum); err != nil {
+		return sum, err
+	}
+	if sum.TextsIn != cfg.Rows() || sum.TextsIn != sum.TextsEmbedded+sum.TextsFailed {
+		return sum, fmt.Errorf("counts do not reconcile: %d texts in the input, %d reported, %d embedded + %d failed", cfg.Rows(), sum.TextsIn, sum.TextsEmbedded, sum.TextsFailed)
+	}
+	if sum.TextsIn == 0 && !cfg.AllowEmpty {
+		return sum, fmt.Errorf("no texts: the input %s holds none (--allow_empty accepts that)", cfg.Input)
+	}
+	if cfg.Strict && sum.Failures > 0 {
+		return sum, fmt.Errorf("--strict: %d failures (%d of %d texts failed); see %s", sum.Failures, sum.TextsFailed, sum.TextsIn, jobfiles.Join(cfg.Output, jobfiles.FailedFile))
+	}
+	return sum, nil
+}
