@@ -12,7 +12,8 @@
 // Usage (containers/onnx/export_embedder.py runs it):
 //   NODE_PATH=$(containers/text/tokenizers-js.sh -q):$(containers/onnx/ort.sh -q) \
 //     node embed_reference.js TOKENIZER.json CONFIG.json MODEL.onnx MAX_LENGTH IN.jsonl OUT.jsonl
-//   IN.jsonl: {"id", "text"} per line; OUT.jsonl: {"id", "tokens", "embedding"} per line.
+//   IN.jsonl: {"id", "text"} per line; OUT.jsonl: {"id", "tokens", "truncated", "embedding"} per line
+//   (tokens: the tokens fed, after truncation; truncated: whether the text was cut).
 'use strict';
 
 const fs = require('fs');
@@ -36,7 +37,8 @@ async function main() {
 		const e = tok.encode(text, { return_token_type_ids: true });
 		let ids = e.ids;
 		let types = e.token_type_ids;
-		if (ids.length > max) {
+		const truncated = ids.length > max;
+		if (truncated) {
 			ids = ids.slice(0, max - 1).concat([sep]);
 			types = types.slice(0, max);
 		}
@@ -60,7 +62,7 @@ async function main() {
 			norm += emb[j] * emb[j];
 		}
 		norm = Math.sqrt(norm);
-		out.push(JSON.stringify({ id, tokens: n, embedding: Array.from(emb, (v) => v / norm) }));
+		out.push(JSON.stringify({ id, tokens: n, truncated, embedding: Array.from(emb, (v) => v / norm) }));
 	}
 	fs.writeFileSync(outPath, out.join('\n') + '\n');
 }

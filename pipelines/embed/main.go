@@ -50,6 +50,7 @@ import (
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
 	"github.com/beamgpu/beamgpu/pipelines/internal/lines"
 	"github.com/beamgpu/beamgpu/pipelines/job"
+	"github.com/beamgpu/beamgpu/runtime/backend"
 	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -87,14 +88,19 @@ func init() { flags.Register(flag.CommandLine) }
 
 func main() { job.Main(pipeline(configFromFlags, new(summary))) }
 
-// execute builds and runs the pipeline of cfg with the job's own flags'
-// backend selection and prints the summary.
-func execute(ctx context.Context, cfg Config, out io.Writer) (summary, error) {
+// run runs the pipeline of the (parsed) flags, prints its summary to out
+// and returns the exit status.
+func run(ctx context.Context, out io.Writer) (int, error) {
+	return job.RunMain(ctx, pipeline(configFromFlags, new(summary)), out)
+}
+
+// execute builds and runs the pipeline of cfg with sel and prints the summary.
+func execute(ctx context.Context, cfg Config, sel *backend.Selector, out io.Writer) (summary, error) {
 	var sum summary
 	if cfg.RunID == "" {
 		cfg.RunID = jobfiles.NewRunID()
 	}
-	_, err := job.RunMain(ctx, pipeline(func(context.Context) (Config, error) { return cfg, nil }, &sum), out)
+	_, err := job.Execute(ctx, pipeline(func(context.Context) (Config, error) { return cfg, nil }, &sum), sel, out)
 	return sum, err
 }
 

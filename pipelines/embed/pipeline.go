@@ -197,10 +197,14 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	return nil
 }
 
-// rowFailure is the failure of text index in st.
-func rowFailure(st string, index int64, err error) step.Failure {
-	return step.NewFailure(st, inference.Example{Index: index}, err)
+// rowFailure is the failure of text index in st; source is where the
+// text is, "file:line" (the failure's input is then "file:line[index]").
+func rowFailure(st string, index int64, source string, err error) step.Failure {
+	return step.NewFailure(st, inference.Example{Source: source, Index: index}, err)
 }
+
+// lineSource names a line of a file, as failures name it.
+func lineSource(path string, line int) string { return path + ":" + strconv.Itoa(line) }
 
 // The arrays an example carries to its pooling.
 const (
@@ -263,8 +267,8 @@ func (f *tokenizeFn) ProcessElement(ctx context.Context, sh shard, emit func(inf
 			}
 			if long || !lines.Blank(text) {
 				f.rows.Inc(ctx, 1)
-				if e, st, perr := f.row(text, long, jsonl, i); perr != nil {
-					fail(rowFailure(st, i, fmt.Errorf("%s line %d: %w", path, line, perr)))
+				if e, st, perr := f.row(text, long, jsonl, i, lineSource(path, line)); perr != nil {
+					fail(rowFailure(st, i, lineSource(path, line), fmt.Errorf("%s line %d: %w", path, line, perr)))
 				} else {
 					emit(e)
 				}
@@ -286,14 +290,14 @@ func (f *tokenizeFn) ProcessElement(ctx context.Context, sh shard, emit func(inf
 	}
 	for ; i < sh.Hi; i++ {
 		f.rows.Inc(ctx, 1)
-		fail(rowFailure(stepRead, i, err))
+		fail(rowFailure(stepRead, i, path, err))
 	}
 	return nil
 }
 
 // row parses and tokenizes a line into the example of text index, or
 // returns the step that failed and why.
-func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64) (inference.Example, string, error) {
+func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64, source string) (inference.Example, string, error) {
 	var e inference.Example
 	if long {
 		return e, stepRead, fmt.Errorf("longer than %d bytes (--max_line_bytes)", f.MaxLineBytes)
@@ -331,7 +335,7 @@ func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64) (inference.
 	if n == 0 {
 		return e, stepTokenize, fmt.Errorf("no tokens (an empty text, and the tokenizer adds no special tokens): the model cannot take it")
 	}
-	e.Index = index
+	e.Index, e.Source = index, source
 	for k, name := range f.Inputs {
 		var src []int
 		switch name {
@@ -399,7 +403,7 @@ func (f *poolFn) StartBundle(_ context.Context, _ func(beam.EventTime, rowparts.
 func (f *poolFn) ProcessElement(ctx context.Context, ts beam.EventTime, r inference.Result, emit func(beam.EventTime, rowparts.Part), fail func(step.Failure)) error {
 	vec, err := f.pool(r)
 	if err != nil {
-		fail(rowFailure(stepPool, r.Index, err))
+		fail(rowFailure(stepPool, r.Index, r.Source, err))
 		return nil
 	}
 	id, _ := find(r.Carry, carryID)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -208,13 +209,22 @@ func appendFloat32(b []byte, bits uint32) []byte {
 	return strconv.AppendFloat(b, float64(math.Float32frombits(bits)), 'g', -1, 32)
 }
 
-// rowOf is the text a failure names ("#index").
+// rowOf is the text a failure names: "file:line[index]" (or "#index").
 func rowOf(fl step.Failure) (int, bool) {
-	if len(fl.Input) > 1 && fl.Input[0] == '#' {
-		i, err := strconv.Atoi(fl.Input[1:])
+	in := fl.Input
+	if len(in) > 1 && in[0] == '#' {
+		i, err := strconv.Atoi(in[1:])
 		return i, err == nil
 	}
-	return 0, false
+	if !strings.HasSuffix(in, "]") {
+		return 0, false
+	}
+	k := strings.LastIndexByte(in, '[')
+	if k < 0 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(in[k+1 : len(in)-1])
+	return i, err == nil
 }
 
 // summary is summary.json and the end-of-run report.
