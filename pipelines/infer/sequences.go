@@ -244,7 +244,7 @@ func jsonInputs(m *onnx.Model) []jsonInput {
 		if v.Shape != nil {
 			in.Dims = []int{}
 			shape := v.Shape
-			if m.Batched() && len(shape) > 0 {
+			if len(shape) > 0 { // the batch axis (a model without a dynamic one takes rows one at a time)
 				shape = shape[1:]
 			}
 			for _, d := range shape {

@@ -287,6 +287,9 @@ func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example)
 // the outputs back, in one call per set of rows of the same shapes.
 func (o onnxModel) predictPadded(ctx context.Context, run func(context.Context, onnxstep.Input) (onnxstep.Output, error), rows [][]nd.Array) ([][]Tensor, error) {
 	shapes, ragged := paddedShapes(rows)
+	if shapes == nil {
+		return nil, fmt.Errorf("rows of inputs of different ranks cannot share a batch")
+	}
 	if ragged && o.pad.undecided != "" {
 		groups := map[string][]int{}
 		var keys []string

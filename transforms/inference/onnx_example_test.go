@@ -159,3 +159,65 @@ func ExampleTopK() {
 	// img1 1 dog 0.7
 	// img1 2 bird 0.2
 }
+
+// sequenceModel writes a model of token rows: ids int64[N, seq] to
+// y = float(ids) (float32[N, seq]) and total, y's sum over the sequence
+// (float32[N]). y's sequence axis shares the input's name, so that a
+// padded call is cut back to each row's length.
+func sequenceModel() string {
+	seq := func(v *onnxpb.ValueInfoProto) *onnxpb.ValueInfoProto {
+		v.Type.GetTensorType().Shape.Dim[1].Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "sequence"}
+		return v
+	}
+	m := onnxtest.Model(17,
+		[]*onnxpb.NodeProto{
+			onnxtest.Node("Cast", []string{"ids"}, []string{"y"}, onnxtest.Int("to", int64(nd.Float32))),
+			onnxtest.Node("ReduceSum", []string{"y", "axes"}, []string{"total"}, onnxtest.Int("keepdims", 0)),
+		},
+		[]*onnxpb.ValueInfoProto{seq(onnxtest.Value("ids", nd.Int64, -1, -1))},
+		[]*onnxpb.ValueInfoProto{seq(onnxtest.Value("y", nd.Float32, -1, -1)), onnxtest.Value("total", nd.Float32, -1)},
+		onnxtest.Init("axes", nd.Of([]int64{1}, 1)))
+	dir, _ := os.MkdirTemp("", "example")
+	path := filepath.Join(dir, "sequence.onnx")
+	if err := os.WriteFile(path, onnxtest.Bytes(m), 0o644); err != nil {
+		panic(err)
+	}
+	return path
+}
+
+func printSequence(r inference.Result) {
+	y, _ := r.Output("y")
+	total, _ := r.Output("total")
+	fmt.Printf("%s: y = %v, total %v\n", r.Key, nd.MustAs[float32](y), nd.MustAs[float32](total)[0])
+}
+
+func init() { register.Function1x0(printSequence) }
+
+// Rows of different lengths share calls: batched by length (at most 4
+// tokens a call, rows x longest row), padded with 0 and cut back, each row
+// its own outputs.
+func ExampleRunInferenceByLength() {
+	h, err := inference.ONNX(context.Background(), sequenceModel(), inference.PadRows(map[string]float64{"ids": 0}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Padding())
+	row := func(key string, ids ...int64) inference.Example {
+		return inference.Example{Key: key, Inputs: []inference.Tensor{{Name: "ids", Array: nd.Of(ids, len(ids))}}}
+	}
+	p, s := beam.NewPipelineWithRoot()
+	examples := beam.Create(s, row("a", 1, 2, 3), row("b", 4), row("c", 5, 6))
+	results, _, err := inference.TryRunInferenceByLength(s, examples, h, inference.LengthBatching{MaxBatchTokens: 4})
+	if err != nil {
+		panic(err)
+	}
+	beam.ParDo0(s, printSequence, results)
+	if err := ptest.Run(p); err != nil {
+		panic(err)
+	}
+	// Unordered output:
+	// rows are padded; outputs cut back per row: y axis 1 as ids axis 1
+	// a: y = [1 2 3], total 6
+	// b: y = [4], total 4
+	// c: y = [5 6], total 11
+}
