@@ -141,3 +141,41 @@ func TestPoolTokens(t *testing.T) {
 	_, err = poolTokens([]float64{0, 0}, []int64{0}, 2, poolMean, true)
 	assert.ErrorContains(t, err, "keeps no token")
 }
+
+// A byte-level BPE tokenizer (GPT-2's, from the tokenizer package's test
+// data) and a SentencePiece Unigram one feed the pipeline as the BERT
+// WordPiece one does: every text embedded, the tokens the tokenizer's own
+// (truncated) encodings. GPT-2's ids lie past the test model's
+// vocabulary, so it runs with the stub; the Unigram model's 1,000 ids run
+// through the model.
+func TestOtherTokenizers(t *testing.T) {
+	texts := readLines[struct{ Text string }](t, corpus)
+	for _, tc := range []struct{ tok, backend string }{
+		{"../../transforms/text/tokenizer/testdata/gpt2/tokenizer.json", "stub"},
+		{"../../transforms/text/tokenizer/testdata/spm/test_model.tokenizer.json", "cpu"},
+	} {
+		f, err := loadTokenizer(context.Background(), tc.tok)
+		require.NoError(t, err)
+		enc, err := newEncoder(f.t, 64)
+		require.NoError(t, err)
+		var tokens, truncated int64
+		for _, x := range texts {
+			e, cut, err := enc.encode(x.Text)
+			require.NoError(t, err)
+			tokens += int64(e.Len())
+			if cut {
+				truncated++
+			}
+		}
+		out := t.TempDir()
+		code, _, err := runEmbed(t, "--model="+testModel, "--tokenizer="+tc.tok, "--input="+corpus, "--output="+out,
+			"--max_length=64", "--backend="+tc.backend)
+		require.NoError(t, err, tc.tok)
+		require.Equal(t, 0, code)
+		s := readSummary(t, out)
+		assert.Equal(t, 400, s.TextsEmbedded, tc.tok)
+		assert.Equal(t, tokens, s.Tokens, tc.tok)
+		assert.Equal(t, truncated, s.TextsTruncated, tc.tok)
+		assert.Positive(t, truncated, tc.tok)
+	}
+}
