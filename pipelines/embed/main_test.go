@@ -42,7 +42,7 @@ var ownFlags = []string{"model", "tokenizer", "input", "output", "text_field", "
 	"max_line_bytes", "memory_budget", "strict", "allow_empty", "backend", "backend_override"}
 
 // setFlags sets the command's flags to args, the others to their defaults.
-func setFlags(t *testing.T, args ...string) {
+func setFlags(t testing.TB, args ...string) {
 	t.Helper()
 	for _, name := range ownFlags {
 		f := flag.Lookup(name)
