@@ -156,13 +156,13 @@ func TestOtherTokenizers(t *testing.T) {
 	} {
 		f, err := loadTokenizer(context.Background(), tc.tok)
 		require.NoError(t, err)
-		enc, err := newEncoder(f.t, 64)
+		enc, err := newEncoder(f.t, 64, 0, 0)
 		require.NoError(t, err)
 		var tokens, truncated int64
 		for _, x := range texts {
 			e, cut, err := enc.encode(x.Text)
 			require.NoError(t, err)
-			tokens += int64(e.Len())
+			tokens += int64(e[0].Len())
 			if cut {
 				truncated++
 			}

@@ -22,6 +22,12 @@
 //
 //	embeddings.npy    float32 [embedded, hidden]: the embedded texts' vectors, in input order
 //	embeddings.jsonl  {"id", "embedding"} per embedded text, the same rows in the same order
+//
+// With --chunk_tokens a text is cut into chunks of that many tokens, each
+// --chunk_overlap tokens into the one before, instead of being truncated:
+// a row per chunk, in text and chunk order, and {"id", "chunk",
+// "embedding"} in embeddings.jsonl.
+//
 //	summary.json      texts in, embedded, failed (in = embedded + failed), tokens, truncated texts,
 //	                  tokens per second, padding, backend per step, elapsed
 //	failed.jsonl      one failure a line: the row ("#index"), step and reason naming file and line
@@ -70,6 +76,8 @@ var (
 	maxLength  = flag.Int("max_length", 0, "the most tokens of a text, special tokens included: a longer text is truncated (counted in summary.json); 0: the tokenizer's truncation, else its model_max_length (tokenizer_config.json), else no limit")
 	pooling    = flag.String("pooling", "mean", "how a text's token vectors become one: mean (the mean over the tokens the attention mask keeps, as sentence-transformers' default) or cls (the first token's)")
 	normalize  = flag.Bool("normalize", true, "L2-normalise each embedding (cosine similarity is then a dot product); --normalize=false keeps the pooled vector")
+	chunkToks  = flag.Int("chunk_tokens", 0, "cut each text into chunks of at most this many tokens (special tokens included), an embedding row each, instead of truncating it; embeddings.jsonl then names the chunk: {\"id\", \"chunk\", \"embedding\"} (0: no chunks, texts are truncated to --max_length)")
+	chunkOver  = flag.Int("chunk_overlap", 0, "with --chunk_tokens: how many tokens each chunk repeats from the end of the one before (less than --chunk_tokens minus the special tokens)")
 	tokenOut   = flag.String("token_output", "", "the model output holding the token vectors, [batch, sequence, hidden] (default: the model's first output of rank 3)")
 	shardRows  = flag.Int("shard_rows", 1024, "texts per read shard (the unit of parallelism; a worker holds one shard's embeddings at most)")
 	maxBatch   = flag.Int("max_batch_size", 256, "most texts per model call")
@@ -112,7 +120,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Name:  "embed",
 		Usage: usage,
 		OwnFlags: []string{"model", "tokenizer", "input", "output", "text_field", "id_field", "max_length", "pooling",
-			"normalize", "token_output", "shard_rows", "max_batch_size", "max_batch_tokens", "sort_window",
+			"normalize", "chunk_tokens", "chunk_overlap", "token_output", "shard_rows", "max_batch_size", "max_batch_tokens", "sort_window",
 			"max_line_bytes", "memory_budget", "strict", "allow_empty"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
@@ -204,7 +212,15 @@ func configFromFlags(ctx context.Context) (Config, error) {
 		return cfg, fmt.Errorf("--tokenizer: %w", err)
 	}
 	cfg.TokenizerJSON, cfg.TokenizerConfig = tok.data, tok.config
-	if cfg.MaxLength, err = tok.maxLength(*maxLength); err != nil {
+	if *chunkToks < 0 || *chunkOver < 0 || (*chunkToks == 0 && *chunkOver > 0) || (*chunkToks > 0 && *maxLength > 0) {
+		return cfg, fmt.Errorf("--chunk_tokens=%d --chunk_overlap=%d --max_length=%d: want chunks of a positive size and an overlap of 0 or more, or no chunks; chunks are not truncated (--max_length)", *chunkToks, *chunkOver, *maxLength)
+	}
+	if *chunkToks > 0 {
+		cfg.ChunkTokens, cfg.ChunkOverlap = *chunkToks, *chunkOver
+		if _, err := newEncoder(tok.t, 0, cfg.ChunkTokens, cfg.ChunkOverlap); err != nil {
+			return cfg, fmt.Errorf("--chunk_tokens=%d --chunk_overlap=%d: %w", cfg.ChunkTokens, cfg.ChunkOverlap, err)
+		}
+	} else if cfg.MaxLength, err = tok.maxLength(*maxLength); err != nil {
 		return cfg, err
 	}
 	var opts []inference.ONNXOption

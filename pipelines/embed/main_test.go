@@ -38,7 +38,7 @@ const (
 
 // ownFlags are reset to their defaults before each run.
 var ownFlags = []string{"model", "tokenizer", "input", "output", "text_field", "id_field", "max_length", "pooling",
-	"normalize", "token_output", "shard_rows", "max_batch_size", "max_batch_tokens", "sort_window",
+	"normalize", "chunk_tokens", "chunk_overlap", "token_output", "shard_rows", "max_batch_size", "max_batch_tokens", "sort_window",
 	"max_line_bytes", "memory_budget", "strict", "allow_empty", "backend", "backend_override"}
 
 // setFlags sets the command's flags to args, the others to their defaults.

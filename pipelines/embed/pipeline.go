@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,6 +24,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
+	"github.com/beamgpu/beamgpu/transforms/text/tokenizer"
 )
 
 // Output files.
@@ -66,7 +68,10 @@ type Config struct {
 	TokenizerJSON   []byte
 	TokenizerConfig []byte
 	// MaxLength truncates texts (tokens, special ones included; 0: none).
-	MaxLength int
+	// ChunkTokens > 0 cuts each text into chunks of that many tokens
+	// instead, each ChunkOverlap tokens into the one before.
+	MaxLength                 int
+	ChunkTokens, ChunkOverlap int
 	// Input is --input; Files its files, sorted, and Scans their rows.
 	Input string
 	Files []string
@@ -180,7 +185,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	sh := beam.Reshuffle(s, beam.CreateList(s, shards(cfg)))
 	examples, readFailed := beam.ParDo2(s, &tokenizeFn{Files: cfg.Scans, TextField: cfg.TextField, IDField: cfg.IDField,
 		Tokenizer: cfg.Tokenizer, TokenizerJSON: cfg.TokenizerJSON, TokenizerConfig: cfg.TokenizerConfig,
-		MaxLength: cfg.MaxLength, MaxLineBytes: cfg.MaxLineBytes, Inputs: cfg.Inputs, Types: types}, sh)
+		MaxLength: cfg.MaxLength, ChunkTokens: cfg.ChunkTokens, ChunkOverlap: cfg.ChunkOverlap, MaxLineBytes: cfg.MaxLineBytes, Inputs: cfg.Inputs, Types: types}, sh)
 	results, modelFailed, err := inference.TryRunInferenceByLength(s, examples, cfg.Handler, cfg.Lengths, cfg.Steps...)
 	if err != nil {
 		return err
@@ -188,7 +193,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	w := rowparts.Writer{File: embeddingsFile, Output: cfg.Output, RunID: cfg.RunID, ShardRows: cfg.ShardRows, N: cfg.Rows()}
 	parts, poolFailed := beam.ParDo2(s, &poolFn{W: w, Output: cfg.TokenOutput, Pooling: cfg.Pooling, Normalize: cfg.Normalize}, results)
 	rep := s.Scope("report")
-	fn := &reportFn{Output: cfg.Output, RunID: cfg.RunID, N: cfg.Rows(), ShardRows: cfg.ShardRows, Hidden: cfg.Hidden}
+	fn := &reportFn{Output: cfg.Output, RunID: cfg.RunID, N: cfg.Rows(), ShardRows: cfg.ShardRows, Hidden: cfg.Hidden, Chunked: cfg.ChunkTokens > 0}
 	// The report runs once even when nothing came in, so that every run
 	// writes its own outputs: a third input of one element makes sure the
 	// group exists.
@@ -208,9 +213,10 @@ func lineSource(path string, line int) string { return path + ":" + strconv.Itoa
 
 // The arrays an example carries to its pooling.
 const (
-	carryID        = "id"
-	carryMask      = "mask"
-	carryTruncated = "truncated"
+	carryID   = "id"
+	carryMask = "mask"
+	// carryChunk is [truncated (0, 1), chunk, chunks].
+	carryChunk = "chunk"
 )
 
 // tokenizeFn reads the texts of a shard, tokenizes them and emits an
@@ -222,6 +228,8 @@ type tokenizeFn struct {
 	TokenizerJSON      []byte
 	TokenizerConfig    []byte
 	MaxLength          int
+	ChunkTokens        int
+	ChunkOverlap       int
 	MaxLineBytes       int
 	Inputs             []string
 	Types              []nd.DType
@@ -236,7 +244,7 @@ func (f *tokenizeFn) Setup() error {
 	if err != nil {
 		return err
 	}
-	f.enc, err = newEncoder(t, f.MaxLength)
+	f.enc, err = newEncoder(t, f.MaxLength, f.ChunkTokens, f.ChunkOverlap)
 	return err
 }
 
@@ -267,10 +275,12 @@ func (f *tokenizeFn) ProcessElement(ctx context.Context, sh shard, emit func(inf
 			}
 			if long || !lines.Blank(text) {
 				f.rows.Inc(ctx, 1)
-				if e, st, perr := f.row(text, long, jsonl, i, lineSource(path, line)); perr != nil {
+				if es, st, perr := f.row(text, long, jsonl, i, lineSource(path, line)); perr != nil {
 					fail(rowFailure(st, i, lineSource(path, line), fmt.Errorf("%s line %d: %w", path, line, perr)))
 				} else {
-					emit(e)
+					for _, e := range es {
+						emit(e)
+					}
 				}
 				i++
 			}
@@ -295,10 +305,10 @@ func (f *tokenizeFn) ProcessElement(ctx context.Context, sh shard, emit func(inf
 	return nil
 }
 
-// row parses and tokenizes a line into the example of text index, or
-// returns the step that failed and why.
-func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64, source string) (inference.Example, string, error) {
-	var e inference.Example
+// row parses and tokenizes a line into the examples of text index (one,
+// or one per chunk), or returns the step that failed and why.
+func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64, source string) ([]inference.Example, string, error) {
+	var e []inference.Example
 	if long {
 		return e, stepRead, fmt.Errorf("longer than %d bytes (--max_line_bytes)", f.MaxLineBytes)
 	}
@@ -327,15 +337,27 @@ func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64, source stri
 			id = v
 		}
 	}
-	enc, truncated, err := f.enc.encode(text)
+	encs, truncated, err := f.enc.encode(text)
 	if err != nil {
 		return e, stepTokenize, err
 	}
-	n := enc.Len()
-	if n == 0 {
+	if encs[0].Len() == 0 {
 		return e, stepTokenize, fmt.Errorf("no tokens (an empty text, and the tokenizer adds no special tokens): the model cannot take it")
 	}
-	e.Index, e.Source = index, source
+	for c, enc := range encs {
+		x, err := f.example(enc, index, source, id, truncated, c, len(encs))
+		if err != nil {
+			return nil, stepTokenize, err
+		}
+		e = append(e, x)
+	}
+	return e, "", nil
+}
+
+// example is the example of chunk c of n of text index.
+func (f *tokenizeFn) example(enc *tokenizer.Encoding, index int64, source string, id []byte, truncated bool, c, n int) (inference.Example, error) {
+	e := inference.Example{Index: index, Source: source}
+	l := enc.Len()
 	for k, name := range f.Inputs {
 		var src []int
 		switch name {
@@ -346,19 +368,20 @@ func (f *tokenizeFn) row(line []byte, long, jsonl bool, index int64, source stri
 		case tokenTypeIDs:
 			src = enc.TypeIDs
 		}
-		a, err := intArray(src, n, f.Types[k])
+		a, err := intArray(src, l, f.Types[k])
 		if err != nil {
-			return e, stepTokenize, fmt.Errorf("input %s: %w", name, err)
+			return e, fmt.Errorf("input %s: %w", name, err)
 		}
 		e.Inputs = append(e.Inputs, inference.Tensor{Name: name, Array: a})
 	}
-	mask, _ := intArray(enc.AttentionMask, n, nd.Int64)
-	trunc := nd.Of([]int64{0})
+	mask, _ := intArray(enc.AttentionMask, l, nd.Int64)
+	var trunc int64
 	if truncated {
-		trunc = nd.Of([]int64{1})
+		trunc = 1
 	}
-	e.Carry = []inference.Tensor{{Name: carryID, Array: nd.Of(id)}, {Name: carryMask, Array: mask}, {Name: carryTruncated, Array: trunc}}
-	return e, "", nil
+	e.Carry = []inference.Tensor{{Name: carryID, Array: nd.Of(id)}, {Name: carryMask, Array: mask},
+		{Name: carryChunk, Array: nd.Of([]int64{trunc, int64(c), int64(n)})}}
+	return e, nil
 }
 
 // intArray is src (n values; zeros where src is short) as an array of t.
@@ -388,15 +411,21 @@ func invalidAt(b []byte) int {
 
 // poolFn pools each result's token output over its attention mask (the
 // mean, or the first token), L2-normalises it, and writes it with the
-// text's id, tokens and truncation to part files (encodeRecord).
+// text's id, tokens, truncation and chunk to part files (encodeRecord). The
+// chunks of a text are written together, in one record, when the bundle
+// holds them all; what a bundle holds of a text when it ends is written as
+// it is, and the report joins a text's records.
 type poolFn struct {
 	W         rowparts.Writer
 	Output    string
 	Pooling   string
 	Normalize bool
+
+	pending map[int64]map[int][]byte
 }
 
 func (f *poolFn) StartBundle(_ context.Context, _ func(beam.EventTime, rowparts.Part), _ func(step.Failure)) error {
+	f.pending = nil
 	return nil
 }
 
@@ -407,13 +436,55 @@ func (f *poolFn) ProcessElement(ctx context.Context, ts beam.EventTime, r infere
 		return nil
 	}
 	id, _ := find(r.Carry, carryID)
-	tr, _ := find(r.Carry, carryTruncated)
 	mask, _ := find(r.Carry, carryMask)
-	return f.W.Add(ctx, ts, r.Index, encodeRecord(id.Data, len(mask.Data)/8, tr.Data[0] != 0, vec), emit)
+	ch, _ := find(r.Carry, carryChunk)
+	c, _ := nd.Int64s(ch)
+	rec := encodeRecord(id.Data, len(mask.Data)/8, c[0] != 0, int(c[1]), int(c[2]), vec)
+	if c[2] == 1 {
+		return f.W.Add(ctx, ts, r.Index, joinRecords([][]byte{rec}), emit)
+	}
+	if f.pending == nil {
+		f.pending = map[int64]map[int][]byte{}
+	}
+	p := f.pending[r.Index]
+	if p == nil {
+		p = map[int][]byte{}
+		f.pending[r.Index] = p
+	}
+	p[int(c[1])] = rec
+	if len(p) < int(c[2]) {
+		return nil
+	}
+	delete(f.pending, r.Index)
+	return f.W.Add(ctx, ts, r.Index, joinRecords(sortedRecords(p)), emit)
 }
 
 func (f *poolFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, rowparts.Part), _ func(step.Failure)) error {
+	idx := make([]int64, 0, len(f.pending))
+	for i := range f.pending {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		if err := f.W.Add(ctx, beam.EventTime(0), i, joinRecords(sortedRecords(f.pending[i])), emit); err != nil {
+			return err
+		}
+	}
+	f.pending = nil
 	return f.W.Finish(ctx, emit)
+}
+
+func sortedRecords(m map[int][]byte) [][]byte {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	out := make([][]byte, len(ks))
+	for j, k := range ks {
+		out[j] = m[k]
+	}
+	return out
 }
 
 func find(ts []inference.Tensor, name string) (nd.Array, bool) {
@@ -494,10 +565,11 @@ func poolTokens(vals []float64, mask []int64, hidden int, mode string, normalize
 	return vec, nil
 }
 
-// encodeRecord is a text's part record: its id (JSON), tokens, whether
-// it was truncated, and its embedding (little-endian float32).
-func encodeRecord(id []byte, tokens int, truncated bool, vec []float32) []byte {
-	b := make([]byte, 0, len(id)+2*binary.MaxVarintLen64+1+4*len(vec))
+// encodeRecord is a chunk's record: the text's id (JSON), the chunk's
+// tokens, whether the text was truncated, the chunk's index and the
+// text's chunks, and the embedding (little-endian float32).
+func encodeRecord(id []byte, tokens int, truncated bool, chunk, chunks int, vec []float32) []byte {
+	b := make([]byte, 0, len(id)+4*binary.MaxVarintLen64+1+4*len(vec))
 	b = binary.AppendUvarint(b, uint64(len(id)))
 	b = append(b, id...)
 	b = binary.AppendUvarint(b, uint64(tokens))
@@ -506,31 +578,80 @@ func encodeRecord(id []byte, tokens int, truncated bool, vec []float32) []byte {
 		t = 1
 	}
 	b = append(b, t)
+	b = binary.AppendUvarint(b, uint64(chunk))
+	b = binary.AppendUvarint(b, uint64(chunks))
 	for _, v := range vec {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 	}
 	return b
 }
 
-// record is a decoded part record.
+// joinRecords is a text's part record: its chunks' records.
+func joinRecords(recs [][]byte) []byte {
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	for _, r := range recs {
+		b = binary.AppendUvarint(b, uint64(len(r)))
+		b = append(b, r...)
+	}
+	return b
+}
+
+// record is a decoded chunk record.
 type record struct {
-	ID        []byte
-	Tokens    int
-	Truncated bool
-	Vec       []byte // little-endian float32
+	ID            []byte
+	Tokens        int
+	Truncated     bool
+	Chunk, Chunks int
+	Vec           []byte // little-endian float32
+}
+
+var errRecord = fmt.Errorf("bad embedding record")
+
+// decodeRecords decodes a text's part record.
+func decodeRecords(b []byte) ([]record, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, errRecord
+	}
+	b = b[k:]
+	out := make([]record, 0, n)
+	for range n {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < l {
+			return nil, errRecord
+		}
+		r, err := decodeRecord(b[k : k+int(l)])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+		b = b[k+int(l):]
+	}
+	return out, nil
 }
 
 func decodeRecord(b []byte) (record, error) {
 	var r record
 	l, k := binary.Uvarint(b)
 	if k <= 0 || uint64(len(b)-k) < l {
-		return r, fmt.Errorf("bad embedding record")
+		return r, errRecord
 	}
 	r.ID, b = b[k:k+int(l)], b[k+int(l):]
 	t, k := binary.Uvarint(b)
-	if k <= 0 || len(b) < k+1 || (len(b)-k-1)%4 != 0 {
-		return r, fmt.Errorf("bad embedding record")
+	if k <= 0 || len(b) < k+1 {
+		return r, errRecord
 	}
-	r.Tokens, r.Truncated, r.Vec = int(t), b[k] != 0, b[k+1:]
+	r.Tokens, r.Truncated, b = int(t), b[k] != 0, b[k+1:]
+	c, k := binary.Uvarint(b)
+	if k <= 0 {
+		return r, errRecord
+	}
+	b = b[k:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || (len(b)-k)%4 != 0 || c >= n {
+		return r, errRecord
+	}
+	r.Chunk, r.Chunks, r.Vec = int(c), int(n), b[k:]
 	return r, nil
 }

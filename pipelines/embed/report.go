@@ -35,8 +35,11 @@ type reportFn struct {
 	// Hidden is the embedding's size where the model fixes it (0: not
 	// fixed), embeddings.npy's width when no text was embedded.
 	Hidden int
+	// Chunked: texts are cut into chunks, a row each, and
+	// embeddings.jsonl names the chunk.
+	Chunked bool
 
-	in, embedded, failedRows, failures, tokens, truncated, dims beam.Counter
+	in, embedded, failedRows, failures, tokens, truncated, dims, rowsOut beam.Counter
 }
 
 func (f *reportFn) Setup() {
@@ -47,15 +50,14 @@ func (f *reportFn) Setup() {
 	f.tokens = beam.NewCounter(stepbeam.Namespace, "texts_tokens")
 	f.truncated = beam.NewCounter(stepbeam.Namespace, "texts_truncated")
 	f.dims = beam.NewCounter(stepbeam.Namespace, "embedding_dimensions")
+	f.rowsOut = beam.NewCounter(stepbeam.Namespace, "embedding_rows")
 }
 
 func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*rowparts.Part) bool, failIter func(*step.Failure) bool, _ func(*int) bool) error {
 	var parts []rowparts.Part
 	var p rowparts.Part
-	rows := 0
 	for partIter(&p) {
 		parts = append(parts, p)
-		rows += p.Rows
 		p = rowparts.Part{}
 	}
 	var failures []step.Failure
@@ -69,7 +71,7 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*row
 		fl = step.Failure{}
 	}
 	shards := rowparts.ByShard(parts)
-	hidden, err := f.width(ctx, shards)
+	rows, hidden, err := f.count(ctx, shards)
 	if err != nil {
 		return err
 	}
@@ -89,31 +91,39 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*row
 				if err != nil {
 					return err
 				}
-				for _, rr := range recs {
-					r := rr.rec
-					if len(r.Vec) != 4*hidden {
-						return fmt.Errorf("text %d: an embedding of %d values, where the first has %d", rr.row, len(r.Vec)/4, hidden)
+				for _, tr := range recs {
+					if tr.row < 0 || tr.row >= f.N {
+						return fmt.Errorf("text %d: out of range (%d texts)", tr.row, f.N)
 					}
-					if rr.row < 0 || rr.row >= f.N || embedded[rr.row] {
-						return fmt.Errorf("text %d: embedded twice or out of range (%d texts)", rr.row, f.N)
+					if !tr.complete() {
+						continue // a chunk failed: the text is failed
 					}
-					embedded[rr.row] = true
-					tokens += int64(r.Tokens)
-					if r.Truncated {
+					embedded[tr.row] = true
+					for _, r := range tr.chunks {
+						if len(r.Vec) != 4*hidden {
+							return fmt.Errorf("text %d: an embedding of %d values, where the first has %d", tr.row, len(r.Vec)/4, hidden)
+						}
+						tokens += int64(r.Tokens)
+						bn.Write(r.Vec)
+						line = append(line[:0], `{"id":`...)
+						line = append(line, r.ID...)
+						if f.Chunked {
+							line = append(line, `,"chunk":`...)
+							line = strconv.AppendInt(line, int64(r.Chunk), 10)
+						}
+						line = append(line, `,"embedding":[`...)
+						for j := 0; j < hidden; j++ {
+							if j > 0 {
+								line = append(line, ',')
+							}
+							line = appendFloat32(line, binary.LittleEndian.Uint32(r.Vec[4*j:]))
+						}
+						line = append(line, "]}\n"...)
+						bj.Write(line)
+					}
+					if tr.chunks[0].Truncated {
 						truncated++
 					}
-					bn.Write(r.Vec)
-					line = append(line[:0], `{"id":`...)
-					line = append(line, r.ID...)
-					line = append(line, `,"embedding":[`...)
-					for j := 0; j < hidden; j++ {
-						if j > 0 {
-							line = append(line, ',')
-						}
-						line = appendFloat32(line, binary.LittleEndian.Uint32(r.Vec[4*j:]))
-					}
-					line = append(line, "]}\n"...)
-					bj.Write(line)
 				}
 			}
 			if err := bn.Flush(); err != nil {
@@ -150,54 +160,76 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*row
 	f.tokens.Inc(ctx, tokens)
 	f.truncated.Inc(ctx, truncated)
 	f.dims.Inc(ctx, int64(hidden))
+	f.rowsOut.Inc(ctx, int64(rows))
 	return nil
 }
 
-// width is the embeddings' width: the first record's, else Hidden.
-func (f *reportFn) width(ctx context.Context, shards [][]rowparts.Part) (int, error) {
+// count reads the parts for the rows of embeddings.npy (the chunks of the
+// texts whose chunks are all there) and their width (the first row's, else
+// Hidden).
+func (f *reportFn) count(ctx context.Context, shards [][]rowparts.Part) (rows, width int, err error) {
+	width = -1
 	for _, ps := range shards {
-		for _, p := range ps {
-			w := -1
-			err := rowparts.Read(ctx, p.Path, func(_ int, b []byte) error {
-				if w >= 0 {
-					return nil
+		recs, err := readShard(ctx, ps, f.ShardRows)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, tr := range recs {
+			if tr.complete() {
+				rows += len(tr.chunks)
+				if width < 0 {
+					width = len(tr.chunks[0].Vec) / 4
 				}
-				r, err := decodeRecord(b)
-				w = len(r.Vec) / 4
-				return err
-			})
-			if err != nil {
-				return 0, err
-			}
-			if w >= 0 {
-				return w, nil
 			}
 		}
 	}
-	return f.Hidden, nil
+	if width < 0 {
+		width = f.Hidden
+	}
+	return rows, width, nil
 }
 
-type shardRecord struct {
-	row int
-	rec record
+// textRecords are the chunk records of a text, in chunk order.
+type textRecords struct {
+	row    int
+	chunks []record
 }
 
-// readShard reads the records of a shard's parts, in row order.
-func readShard(ctx context.Context, ps []rowparts.Part, shardRows int) ([]shardRecord, error) {
-	var out []shardRecord
+// complete reports whether every chunk of the text is there, once.
+func (t textRecords) complete() bool {
+	if len(t.chunks) == 0 || len(t.chunks) != t.chunks[0].Chunks {
+		return false
+	}
+	for k, r := range t.chunks {
+		if r.Chunk != k {
+			return false
+		}
+	}
+	return true
+}
+
+// readShard reads the records of a shard's parts, the records of a text
+// (from one part or several) joined, in row order.
+func readShard(ctx context.Context, ps []rowparts.Part, shardRows int) ([]textRecords, error) {
+	byRow := map[int][]record{}
 	for _, p := range ps {
 		base := p.Shard * shardRows
 		err := rowparts.Read(ctx, p.Path, func(i int, b []byte) error {
-			r, err := decodeRecord(b)
+			rs, err := decodeRecords(b)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p.Path, err)
 			}
-			out = append(out, shardRecord{row: base + i, rec: r})
+			byRow[base+i] = append(byRow[base+i], rs...)
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
+	}
+	out := make([]textRecords, 0, len(byRow))
+	for row, rs := range byRow {
+		sort.Slice(rs, func(a, b int) bool { return rs[a].Chunk < rs[b].Chunk })
+		out = append(out, textRecords{row: row, chunks: rs})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].row < out[b].row })
 	return out, nil
@@ -246,12 +278,17 @@ type summary struct {
 	Failures int `json:"failures"`
 	// Tokens are the embedded texts' tokens (after truncation, special
 	// tokens included); TextsTruncated the texts cut to MaxLength.
-	Tokens         int64  `json:"tokens"`
-	TextsTruncated int64  `json:"texts_truncated"`
-	MaxLength      int    `json:"max_length"`
-	Dimensions     int    `json:"dimensions"`
-	Pooling        string `json:"pooling"`
-	Normalized     bool   `json:"normalized"`
+	Tokens         int64 `json:"tokens"`
+	TextsTruncated int64 `json:"texts_truncated"`
+	MaxLength      int   `json:"max_length"`
+	Dimensions     int   `json:"dimensions"`
+	// Rows are embeddings.npy's rows: the embedded texts, or their chunks
+	// with --chunk_tokens (ChunkTokens, ChunkOverlap).
+	Rows         int    `json:"rows"`
+	ChunkTokens  int    `json:"chunk_tokens,omitempty"`
+	ChunkOverlap int    `json:"chunk_overlap,omitempty"`
+	Pooling      string `json:"pooling"`
+	Normalized   bool   `json:"normalized"`
 	// PaddedTokens are the tokens of the model calls as padded (texts x
 	// padded length); PaddingShare is 1 - tokens/padded tokens.
 	PaddedTokens int64   `json:"padded_tokens"`
@@ -290,6 +327,8 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config) (summ
 	sum.Tokens, sum.TextsTruncated = m.Counters["texts_tokens"], m.Counters["texts_truncated"]
 	sum.MaxLength, sum.Pooling, sum.Normalized = cfg.MaxLength, cfg.Pooling, cfg.Normalize
 	sum.Dimensions = int(m.Counters["embedding_dimensions"])
+	sum.Rows = int(m.Counters["embedding_rows"])
+	sum.ChunkTokens, sum.ChunkOverlap = cfg.ChunkTokens, cfg.ChunkOverlap
 	sum.PaddedTokens = m.Counters["runinference."+inference.MetricPaddedTokens]
 	if tok := m.Counters["runinference."+inference.MetricTokens]; sum.PaddedTokens > 0 {
 		sum.PaddingShare = 1 - float64(tok)/float64(sum.PaddedTokens)

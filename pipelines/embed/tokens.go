@@ -74,7 +74,7 @@ func (f *tokFiles) maxLength(flag int) (int, error) {
 		}
 	}
 	if n > 0 {
-		if _, err := newEncoder(f.t, n); err != nil {
+		if _, err := newEncoder(f.t, n, 0, 0); err != nil {
 			return 0, fmt.Errorf("--max_length=%d: %w", n, err)
 		}
 	}
@@ -83,7 +83,9 @@ func (f *tokFiles) maxLength(flag int) (int, error) {
 
 // encoder tokenizes the texts of a run: truncated to maxLength tokens
 // (0: not at all), without padding (the model call pads), counting the
-// texts it truncates.
+// texts it truncates; or, with chunkTokens > 0, cut into chunks of
+// chunkTokens tokens (special tokens included), each overlap tokens into
+// the one before (Hugging Face's return_overflowing_tokens with a stride).
 type encoder struct {
 	// cut truncates to maxLength; probe to maxLength+1, which tells a text
 	// that truncation shortens (its encoding is then maxLength+1 long)
@@ -92,14 +94,26 @@ type encoder struct {
 	// at the limit).
 	cut, probe *tokenizer.Tokenizer
 	maxLength  int
+	// chunks cuts texts into chunks (nil: not chunking).
+	chunks *tokenizer.Tokenizer
 }
 
-func newEncoder(t *tokenizer.Tokenizer, maxLength int) (*encoder, error) {
+func newEncoder(t *tokenizer.Tokenizer, maxLength, chunkTokens, overlap int) (*encoder, error) {
 	t, err := t.WithPadding(nil)
 	if err != nil {
 		return nil, err
 	}
 	e := &encoder{cut: t, probe: t, maxLength: maxLength}
+	if chunkTokens > 0 {
+		tr := tokenizer.Truncation{MaxLength: chunkTokens, Overflowing: true, Stride: overlap}
+		if e.chunks, err = t.WithTruncation(&tr); err != nil {
+			return nil, err
+		}
+		if _, _, err := e.encode(strings.Repeat("a ", 4*chunkTokens)); err != nil {
+			return nil, err
+		}
+		return e, nil
+	}
 	if maxLength <= 0 {
 		if e.cut, err = t.WithTruncation(nil); err != nil {
 			return nil, err
@@ -124,11 +138,22 @@ func newEncoder(t *tokenizer.Tokenizer, maxLength int) (*encoder, error) {
 	return e, nil
 }
 
-// encode tokenizes a text; truncated says whether it was cut.
-func (e *encoder) encode(text string) (enc *tokenizer.Encoding, truncated bool, err error) {
-	if enc, err = e.probe.Encode(text); err != nil || e.maxLength <= 0 || enc.Len() <= e.maxLength {
-		return enc, false, err
+// encode tokenizes a text: its encoding, or its chunks' encodings;
+// truncated says whether truncation cut it.
+func (e *encoder) encode(text string) (encs []*tokenizer.Encoding, truncated bool, err error) {
+	if e.chunks != nil {
+		enc, err := e.chunks.Encode(text)
+		if err != nil {
+			return nil, false, err
+		}
+		encs = append([]*tokenizer.Encoding{enc}, enc.Overflowing...)
+		enc.Overflowing = nil
+		return encs, false, nil
+	}
+	enc, err := e.probe.Encode(text)
+	if err != nil || e.maxLength <= 0 || enc.Len() <= e.maxLength {
+		return []*tokenizer.Encoding{enc}, false, err
 	}
 	enc, err = e.cut.Encode(text)
-	return enc, true, err
+	return []*tokenizer.Encoding{enc}, true, err
 }
