@@ -94,3 +94,44 @@ func alone(t *testing.T, m interface {
 	}
 	return out
 }
+
+// A text one of whose chunks fails in the model (chunks of 200 tokens
+// against the model's 128 positions) fails whole, its other chunks
+// dropped; the counts reconcile and the rows are the other texts' chunks.
+func TestChunkFailureFailsTheText(t *testing.T) {
+	texts := readLines[struct{ Text string }](t, corpus)
+	f, err := loadTokenizer(context.Background(), testTok)
+	require.NoError(t, err)
+	enc, err := newEncoder(f.t, 0, 200, 0)
+	require.NoError(t, err)
+	wantFailed, wantRows, partial := 0, 0, 0
+	for _, x := range texts {
+		encs, _, err := enc.encode(x.Text)
+		require.NoError(t, err)
+		bad := 0
+		for _, e := range encs {
+			if e.Len() > 128 {
+				bad++
+			}
+		}
+		if bad > 0 {
+			wantFailed++
+			if bad < len(encs) {
+				partial++
+			}
+		} else {
+			wantRows += len(encs)
+		}
+	}
+	require.Positive(t, partial, "no text has both good and failing chunks")
+	out := t.TempDir()
+	code, _, err := runEmbed(t, "--model="+testModel, "--tokenizer="+testTok, "--input="+corpus, "--output="+out, "--chunk_tokens=200")
+	require.NoError(t, err)
+	require.Equal(t, 0, code)
+	s := readSummary(t, out)
+	assert.Equal(t, wantFailed, s.TextsFailed)
+	assert.Equal(t, 400-wantFailed, s.TextsEmbedded)
+	assert.Equal(t, wantRows, s.Rows)
+	_, shape := readEmbeddings(t, out)
+	assert.Equal(t, []int{wantRows, 16}, shape)
+}
