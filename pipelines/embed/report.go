@@ -357,8 +357,14 @@ func report(ctx context.Context, w io.Writer, res *job.Result, cfg Config) (summ
 	}
 	sum.Stub, sum.StubSteps = len(res.Stub) > 0, res.Stub
 	m.PrintSteps(w, "texts")
-	fmt.Fprintf(w, "texts: %d in, %d embedded, %d failed (%d truncated to %d tokens); %d tokens padded to %d (%.1f%% padding), %.0f tokens/s; %d failures in %s; %s; outputs in %s\n",
-		sum.TextsIn, sum.TextsEmbedded, sum.TextsFailed, sum.TextsTruncated, sum.MaxLength, sum.Tokens, sum.PaddedTokens, 100*sum.PaddingShare,
+	how := fmt.Sprintf("%d truncated to %d tokens", sum.TextsTruncated, sum.MaxLength)
+	if cfg.ChunkTokens > 0 {
+		how = fmt.Sprintf("%d rows: chunks of %d tokens, %d overlapping", sum.Rows, cfg.ChunkTokens, cfg.ChunkOverlap)
+	} else if sum.MaxLength == 0 {
+		how = "not truncated"
+	}
+	fmt.Fprintf(w, "texts: %d in, %d embedded, %d failed (%s); %d tokens padded to %d (%.1f%% padding), %.0f tokens/s; %d failures in %s; %s; outputs in %s\n",
+		sum.TextsIn, sum.TextsEmbedded, sum.TextsFailed, how, sum.Tokens, sum.PaddedTokens, 100*sum.PaddingShare,
 		sum.TokensPerSecond, sum.Failures, jobfiles.FailedFile, res.Elapsed.Round(time.Millisecond), cfg.Output)
 	if err := jobfiles.WriteJSON(ctx, cfg.RunID, jobfiles.Join(cfg.Output, summaryFile), sum); err != nil {
 		return sum, err
