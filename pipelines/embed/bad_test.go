@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,5 +179,50 @@ func TestOtherTokenizers(t *testing.T) {
 		assert.Equal(t, tokens, s.Tokens, tc.tok)
 		assert.Equal(t, truncated, s.TextsTruncated, tc.tok)
 		assert.Positive(t, truncated, tc.tok)
+	}
+}
+
+// An empty text fails where the tokenizer makes no tokens of it (GPT-2's
+// adds no special tokens) and is embedded where it does (BERT's [CLS]
+// [SEP]); an empty line of plain text is no text at all.
+func TestEmptyText(t *testing.T) {
+	for _, tc := range []struct {
+		tok  string
+		fail bool
+	}{
+		{"../../transforms/text/tokenizer/testdata/gpt2/tokenizer.json", true},
+		{testTok, false},
+	} {
+		f, err := loadTokenizer(context.Background(), tc.tok)
+		require.NoError(t, err)
+		fn := &tokenizeFn{TextField: "text", IDField: "id", Tokenizer: tc.tok, TokenizerJSON: f.data, TokenizerConfig: f.config,
+			MaxLength: 64, MaxLineBytes: 1 << 20, Inputs: []string{inputIDs, attentionMask}, Types: []nd.DType{nd.Int64, nd.Int64}}
+		require.NoError(t, fn.Setup())
+		es, st, err := fn.row([]byte(`{"id": "e", "text": ""}`), false, true, 7, "x.jsonl:8")
+		if tc.fail {
+			require.Error(t, err)
+			assert.Equal(t, stepTokenize, st)
+			assert.Contains(t, err.Error(), "no tokens")
+			continue
+		}
+		require.NoError(t, err)
+		require.Len(t, es, 1)
+		ids, _ := es[0].Input(inputIDs)
+		assert.Equal(t, []int{2}, ids.Shape)
+	}
+}
+
+// Every flag of the command has its help text, and --help's text names
+// the outputs.
+func TestHelp(t *testing.T) {
+	for _, name := range ownFlags {
+		f := flag.Lookup(name)
+		require.NotNil(t, f, name)
+		assert.NotEmpty(t, f.Usage, name)
+	}
+	var b strings.Builder
+	usage(&b)
+	for _, s := range []string{"embeddings.npy", "embeddings.jsonl", "summary.json", "failed.jsonl", "--max_batch_tokens", "--pooling"} {
+		assert.Contains(t, b.String(), s)
 	}
 }
