@@ -195,9 +195,9 @@ func TestEmptyText(t *testing.T) {
 	} {
 		f, err := loadTokenizer(context.Background(), tc.tok)
 		require.NoError(t, err)
-		fn := &tokenizeFn{TextField: "text", IDField: "id", Tokenizer: tc.tok, TokenizerJSON: f.data, TokenizerConfig: f.config,
+		fn := &tokenizeFn{TextField: "text", IDField: "id", Tokenizer: tc.tok, TokenizerConfig: f.cfgPath,
 			MaxLength: 64, MaxLineBytes: 1 << 20, Inputs: []string{inputIDs, attentionMask}, Types: []nd.DType{nd.Int64, nd.Int64}}
-		require.NoError(t, fn.Setup())
+		require.NoError(t, fn.Setup(context.Background()))
 		es, st, err := fn.row([]byte(`{"id": "e", "text": ""}`), false, true, 7, "x.jsonl:8")
 		if tc.fail {
 			require.Error(t, err)

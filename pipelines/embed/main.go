@@ -125,7 +125,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
-			return []job.Path{{Flag: "model", Path: *model}, {Flag: "output", Path: *output}, {Flag: "input", Path: *input}}
+			return []job.Path{{Flag: "model", Path: *model}, {Flag: "tokenizer", Path: *tokFile}, {Flag: "output", Path: *output}, {Flag: "input", Path: *input}}
 		},
 		Build: func(ctx context.Context, s beam.Scope, r *job.Run) error {
 			c, err := configure(ctx)
@@ -211,7 +211,7 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--tokenizer: %w", err)
 	}
-	cfg.TokenizerJSON, cfg.TokenizerConfig = tok.data, tok.config
+	cfg.TokenizerConfig = tok.cfgPath
 	if *chunkToks < 0 || *chunkOver < 0 || (*chunkToks == 0 && *chunkOver > 0) || (*chunkToks > 0 && *maxLength > 0) {
 		return cfg, fmt.Errorf("--chunk_tokens=%d --chunk_overlap=%d --max_length=%d: want chunks of a positive size and an overlap of 0 or more, or no chunks; chunks are not truncated (--max_length)", *chunkToks, *chunkOver, *maxLength)
 	}

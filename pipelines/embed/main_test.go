@@ -7,14 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
@@ -23,27 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// asMain makes this test binary the embed command (the RSS test runs it
-// as a child process, so that no second binary is linked).
-const asMain = "BEAMGPU_EMBED_AS_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(asMain) == "1" {
-		// The command, then its peak RSS (VmHWM) on stderr.
-		flag.Parse()
-		beam.Init()
-		code, err := run(context.Background(), os.Stdout)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "embed:", err)
-		}
-		status, _ := os.ReadFile("/proc/self/status")
-		for _, l := range strings.Split(string(status), "\n") {
-			if strings.HasPrefix(l, "VmHWM:") {
-				fmt.Fprintln(os.Stderr, l)
-			}
-		}
-		os.Exit(code)
-	}
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	flags.Progress = 0
 	ptest.Main(m)

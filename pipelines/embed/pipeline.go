@@ -61,12 +61,11 @@ type Config struct {
 	Inputs      []string
 	TokenOutput string
 	Hidden      int
-	// Tokenizer is tokenizer.json's path; TokenizerJSON and
-	// TokenizerConfig the texts of it and of tokenizer_config.json (nil
-	// when there is none), which the workers load.
+	// Tokenizer is tokenizer.json's path, TokenizerConfig that of the
+	// tokenizer_config.json beside it ("" when there is none): the
+	// workers load them.
 	Tokenizer       string
-	TokenizerJSON   []byte
-	TokenizerConfig []byte
+	TokenizerConfig string
 	// MaxLength truncates texts (tokens, special ones included; 0: none).
 	// ChunkTokens > 0 cuts each text into chunks of that many tokens
 	// instead, each ChunkOverlap tokens into the one before.
@@ -184,7 +183,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	}
 	sh := beam.Reshuffle(s, beam.CreateList(s, shards(cfg)))
 	examples, readFailed := beam.ParDo2(s, &tokenizeFn{Files: cfg.Scans, TextField: cfg.TextField, IDField: cfg.IDField,
-		Tokenizer: cfg.Tokenizer, TokenizerJSON: cfg.TokenizerJSON, TokenizerConfig: cfg.TokenizerConfig,
+		Tokenizer: cfg.Tokenizer, TokenizerConfig: cfg.TokenizerConfig,
 		MaxLength: cfg.MaxLength, ChunkTokens: cfg.ChunkTokens, ChunkOverlap: cfg.ChunkOverlap, MaxLineBytes: cfg.MaxLineBytes, Inputs: cfg.Inputs, Types: types}, sh)
 	results, modelFailed, err := inference.TryRunInferenceByLength(s, examples, cfg.Handler, cfg.Lengths, cfg.Steps...)
 	if err != nil {
@@ -225,8 +224,7 @@ type tokenizeFn struct {
 	Files              []lines.Info
 	TextField, IDField string
 	Tokenizer          string
-	TokenizerJSON      []byte
-	TokenizerConfig    []byte
+	TokenizerConfig    string
 	MaxLength          int
 	ChunkTokens        int
 	ChunkOverlap       int
@@ -238,9 +236,9 @@ type tokenizeFn struct {
 	rows beam.Counter
 }
 
-func (f *tokenizeFn) Setup() error {
+func (f *tokenizeFn) Setup(ctx context.Context) error {
 	f.rows = beam.NewCounter(stepbeam.Namespace, "texts_read")
-	t, err := readTokenizer(f.Tokenizer, f.TokenizerJSON, f.TokenizerConfig)
+	t, err := readTokenizer(ctx, f.Tokenizer, f.TokenizerConfig)
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,13 @@ import (
 // few tens of MB).
 const maxTokenizerBytes = 256 << 20
 
-// tokFiles is a tokenizer as the launcher loaded it: the text of its
-// tokenizer.json and tokenizer_config.json (nil when there is none), which
-// the workers load again, and what the launcher needs of it.
+// tokFiles is a tokenizer as the launcher loaded it: its tokenizer.json
+// and tokenizer_config.json ("" when there is none), which the workers
+// load again, and what the launcher needs of it.
 type tokFiles struct {
-	data, config []byte
-	t            *tokenizer.Tokenizer
-	padID        int
+	path, cfgPath string
+	t             *tokenizer.Tokenizer
+	padID         int
 }
 
 // loadTokenizer reads tokenizer.json at path (local or gs://) and the
@@ -29,11 +29,7 @@ type tokFiles struct {
 // component outside the tokenizer package's set is refused here, naming
 // it).
 func loadTokenizer(ctx context.Context, path string) (*tokFiles, error) {
-	data, err := files.ReadAll(ctx, path, maxTokenizerBytes)
-	if err != nil {
-		return nil, err
-	}
-	f := &tokFiles{data: data}
+	f := &tokFiles{path: path}
 	cfgPath := "tokenizer_config.json"
 	if i := strings.LastIndex(path, "/"); i >= 0 {
 		cfgPath = path[:i+1] + cfgPath
@@ -41,11 +37,10 @@ func loadTokenizer(ctx context.Context, path string) (*tokFiles, error) {
 	if ok, err := jobfiles.Exists(ctx, cfgPath); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgPath, err)
 	} else if ok {
-		if f.config, err = files.ReadAll(ctx, cfgPath, maxTokenizerBytes); err != nil {
-			return nil, err
-		}
+		f.cfgPath = cfgPath
 	}
-	if f.t, err = readTokenizer(path, f.data, f.config); err != nil {
+	var err error
+	if f.t, err = readTokenizer(ctx, f.path, f.cfgPath); err != nil {
 		return nil, err
 	}
 	if _, id, ok := f.t.PadToken(); ok {
@@ -54,11 +49,21 @@ func loadTokenizer(ctx context.Context, path string) (*tokFiles, error) {
 	return f, nil
 }
 
-func readTokenizer(name string, data, config []byte) (*tokenizer.Tokenizer, error) {
-	if config == nil {
-		return tokenizer.Read(name, bytes.NewReader(data), nil)
+// readTokenizer reads and loads tokenizer.json at path and the
+// tokenizer_config.json at cfgPath ("": none).
+func readTokenizer(ctx context.Context, path, cfgPath string) (*tokenizer.Tokenizer, error) {
+	data, err := files.ReadAll(ctx, path, maxTokenizerBytes)
+	if err != nil {
+		return nil, err
 	}
-	return tokenizer.Read(name, bytes.NewReader(data), bytes.NewReader(config))
+	if cfgPath == "" {
+		return tokenizer.Read(path, bytes.NewReader(data), nil)
+	}
+	cfg, err := files.ReadAll(ctx, cfgPath, maxTokenizerBytes)
+	if err != nil {
+		return nil, err
+	}
+	return tokenizer.Read(path, bytes.NewReader(data), bytes.NewReader(cfg))
 }
 
 // maxLength is the truncation length of a run: flag where positive, else
