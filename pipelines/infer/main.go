@@ -52,6 +52,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/pipelines/internal/lines"
 	"github.com/beamgpu/beamgpu/pipelines/job"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	_ "github.com/beamgpu/beamgpu/stubs/onnx"
@@ -272,7 +273,7 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	cfg.Handler = h
 	switch {
 	case isJSONL(*input):
-		if cfg.JSONL, err = scanJSONL(ctx, *input, cfg.ShardRows); err != nil {
+		if cfg.JSONL, err = lines.Scan(ctx, *input, cfg.ShardRows); err != nil {
 			return cfg, fmt.Errorf("--input: %w", err)
 		}
 	case isNPY(ins[0].Path):

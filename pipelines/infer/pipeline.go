@@ -11,13 +11,13 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/beamgpu/beamgpu/pipelines/internal/jobfiles"
+	"github.com/beamgpu/beamgpu/pipelines/internal/rowparts"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
@@ -108,17 +108,11 @@ type shard struct {
 }
 
 // part is a part file a writer wrote: rows of one shard of an output
-// file, each record its row's index in the shard and its bytes.
-type part struct {
-	File  string
-	Shard int
-	Path  string
-	Rows  int
-}
+// file (pipelines/internal/rowparts).
+type part = rowparts.Part
 
 func init() {
 	beam.RegisterType(reflect.TypeOf(shard{}))
-	beam.RegisterType(reflect.TypeOf(part{}))
 	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readNPYFn{})
 	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readImagesFn{})
 	register.DoFn4x1[context.Context, shard, func(inference.Example), func(step.Failure), error](&readJSONLFn{})
@@ -350,112 +344,13 @@ func danglingLink(path string, err error) error {
 	return err
 }
 
-// partWriter gathers the records of an output file's rows by shard and
-// writes each shard's as a part file as soon as the shard is complete, the
-// incomplete ones (rows that failed) when the bundle ends. A part's name
-// carries the run ID (.<file>.<first>.<run>.<shard>.part), so that the
-// temporaries of a killed run are recognised (jobfiles.RemoveStale).
-type partWriter struct {
-	File      string
-	Output    string
-	RunID     string
-	ShardRows int
-	N         int
+// partWriter writes the records of an output file's rows to part files,
+// a shard at a time (pipelines/internal/rowparts, shared with
+// pipelines/embed); readPart reads a part's records back.
+type partWriter = rowparts.Writer
 
-	open map[int]map[int][]byte
-}
-
-func (w *partWriter) size(s int) int { return min(w.N, (s+1)*w.ShardRows) - s*w.ShardRows }
-
-func (w *partWriter) add(ctx context.Context, ts beam.EventTime, index int64, rec []byte, emit func(beam.EventTime, part)) error {
-	if w.open == nil {
-		w.open = map[int]map[int][]byte{}
-	}
-	s := int(index) / w.ShardRows
-	rows := w.open[s]
-	if rows == nil {
-		rows = map[int][]byte{}
-		w.open[s] = rows
-	}
-	rows[int(index)%w.ShardRows] = rec
-	if len(rows) == w.size(s) {
-		return w.flush(ctx, ts, s, emit)
-	}
-	return nil
-}
-
-func (w *partWriter) flush(ctx context.Context, ts beam.EventTime, s int, emit func(beam.EventTime, part)) error {
-	rows := w.open[s]
-	delete(w.open, s)
-	idx := make([]int, 0, len(rows))
-	for i := range rows {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	path := jobfiles.Join(w.Output, fmt.Sprintf(".%s.%d.%s.%08d.part", w.File, idx[0], w.RunID, s))
-	err := jobfiles.WriteFile(ctx, w.RunID, path, func(out io.Writer) error {
-		bw := bufio.NewWriter(out)
-		var hdr [2 * binary.MaxVarintLen64]byte
-		for _, i := range idx {
-			n := binary.PutUvarint(hdr[:], uint64(i))
-			n += binary.PutUvarint(hdr[n:], uint64(len(rows[i])))
-			bw.Write(hdr[:n])
-			bw.Write(rows[i])
-		}
-		return bw.Flush()
-	})
-	if err != nil {
-		return err
-	}
-	emit(ts, part{File: w.File, Shard: s, Path: path, Rows: len(idx)})
-	return nil
-}
-
-func (w *partWriter) finish(ctx context.Context, emit func(beam.EventTime, part)) error {
-	open := make([]int, 0, len(w.open))
-	for s := range w.open {
-		open = append(open, s)
-	}
-	sort.Ints(open)
-	for _, s := range open {
-		if err := w.flush(ctx, beam.EventTime(0), s, emit); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readPart reads a part file's records.
 func readPart(ctx context.Context, path string, rec func(i int, data []byte) error) error {
-	r, err := files.OpenRead(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 1<<16)
-	for {
-		i, err := binary.ReadUvarint(br)
-		if err == io.EOF {
-			return nil
-		}
-		var n uint64
-		if err == nil {
-			n, err = binary.ReadUvarint(br)
-		}
-		if err == nil && n > 1<<32 {
-			err = fmt.Errorf("record of %d bytes", n)
-		}
-		data := make([]byte, n)
-		if err == nil {
-			_, err = io.ReadFull(br, data)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: a corrupt part file: %w", path, err)
-		}
-		if err := rec(int(i), data); err != nil {
-			return err
-		}
-	}
+	return rowparts.Read(ctx, path, rec)
 }
 
 // writePredictionsFn writes the first output of each result to part files
@@ -496,7 +391,7 @@ func (f *writePredictionsFn) ProcessElement(ctx context.Context, ts beam.EventTi
 			}
 		}
 		if !f.All {
-			return f.W.add(ctx, ts, r.Index, encodeRow(a), emit)
+			return f.W.Add(ctx, ts, r.Index, encodeRow(a), emit)
 		}
 		row := encodeRow(a)
 		rec = binary.AppendUvarint(rec, uint64(len(t.Name)))
@@ -504,7 +399,7 @@ func (f *writePredictionsFn) ProcessElement(ctx context.Context, ts beam.EventTi
 		rec = binary.AppendUvarint(rec, uint64(len(row)))
 		rec = append(rec, row...)
 	}
-	return f.W.add(ctx, ts, r.Index, rec, emit)
+	return f.W.Add(ctx, ts, r.Index, rec, emit)
 }
 
 // namedRow is an output of a row as encodeOutputs holds it.
@@ -545,7 +440,7 @@ func decodeOutputs(b []byte) ([]namedRow, error) {
 }
 
 func (f *writePredictionsFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, part)) error {
-	return f.W.finish(ctx, emit)
+	return f.W.Finish(ctx, emit)
 }
 
 // encodeRow is a row's record: type, rank, dims, data.
@@ -605,11 +500,11 @@ func (f *writeClassesFn) ProcessElement(ctx context.Context, ts beam.EventTime, 
 	if err != nil {
 		return err
 	}
-	return f.W.add(ctx, ts, c.Index, append(b, '\n'), emit)
+	return f.W.Add(ctx, ts, c.Index, append(b, '\n'), emit)
 }
 
 func (f *writeClassesFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, part)) error {
-	return f.W.finish(ctx, emit)
+	return f.W.Finish(ctx, emit)
 }
 
 // rowIndex is the row a failure names: "#index", or an image's path.

@@ -24,7 +24,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,11 +34,11 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/beamgpu/beamgpu/pipelines/internal/lines"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
-	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
 )
 
@@ -115,104 +114,12 @@ func isJSONL(p string) bool {
 // maxLineBytes bounds a JSONL line: a longer one is its row's failure.
 const maxLineBytes = 64 << 20
 
-// jsonlInfo is a JSONL input as the launcher found it: its rows (non-blank
-// lines) and, per shard of rows, the byte offset (in the decompressed
-// stream) and line number (from 1) of its first row.
-type jsonlInfo struct {
-	Path    string
-	Rows    int
-	Offsets []int64
-	Lines   []int
-}
-
-// openJSONL opens a JSONL file, decompressed where it ends in .gz.
-func openJSONL(ctx context.Context, path string) (io.Reader, func() error, error) {
-	r, err := files.OpenRead(ctx, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !strings.HasSuffix(strings.ToLower(path), ".gz") {
-		return r, r.Close, nil
-	}
-	z, err := gzip.NewReader(r)
-	if err != nil {
-		r.Close()
-		return nil, nil, fmt.Errorf("%s: not gzip: %w", path, err)
-	}
-	return z, func() error { z.Close(); return r.Close() }, nil
-}
-
-// scanJSONL counts the rows of a JSONL file and notes where each shard of
-// shardRows rows starts, reading the file once (lines are not held).
-func scanJSONL(ctx context.Context, path string, shardRows int) (*jsonlInfo, error) {
-	r, closeFn, err := openJSONL(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer closeFn()
-	info := &jsonlInfo{Path: path}
-	br := bufio.NewReaderSize(r, 1<<20)
-	var off int64
-	line := 0
-	for {
-		line++
-		start := off
-		blank, n, err := skipLine(br)
-		off += n
-		if n > 0 && !blank {
-			if info.Rows%shardRows == 0 {
-				info.Offsets = append(info.Offsets, start)
-				info.Lines = append(info.Lines, line)
-			}
-			info.Rows++
-		}
-		if err == io.EOF {
-			return info, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
-		}
-	}
-}
-
-// skipLine reads a line (its newline too) without keeping it: whether it
-// is blank and its bytes; io.EOF at the end of the input.
-func skipLine(br *bufio.Reader) (blank bool, n int64, err error) {
-	blank = true
-	for {
-		chunk, err := br.ReadSlice('\n')
-		n += int64(len(chunk))
-		if blank && len(bytes.TrimSpace(chunk)) > 0 {
-			blank = false
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err == nil {
-			return blank, n, nil
-		}
-		return blank, n, err
-	}
-}
-
-// readLine reads a line of at most limit bytes (without its newline); a
-// longer one is read past and returned as too long.
-func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > limit+1 {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return bytes.TrimRight(line, "\r\n"), tooLong, err
-	}
-}
+// jsonlInfo is a JSONL input as the launcher found it (lines.Scan): its
+// rows (non-blank lines) and, per shard of rows, the byte offset (in the
+// decompressed stream) and line number (from 1) of its first row. The
+// line-sharded reading is pipelines/internal/lines, shared with
+// pipelines/embed.
+type jsonlInfo = lines.Info
 
 // readJSONLFn reads the rows of a shard of a JSONL file: it skips to the
 // shard's first row and emits an Example per row, or its failure.
@@ -260,7 +167,7 @@ func (f *readJSONLFn) Setup() { f.rows = beam.NewCounter(stepbeam.Namespace, "re
 
 func (f *readJSONLFn) ProcessElement(ctx context.Context, sh shard, emit func(inference.Example), fail func(step.Failure)) error {
 	path := f.Info.Path
-	r, closeFn, err := openJSONL(ctx, path)
+	r, closeFn, err := lines.Open(ctx, path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -275,7 +182,7 @@ func (f *readJSONLFn) ProcessElement(ctx context.Context, sh shard, emit func(in
 	if err == nil {
 		br := bufio.NewReaderSize(r, 1<<16)
 		for i < sh.Hi {
-			text, long, rerr := readLine(br, maxLineBytes)
+			text, long, rerr := lines.ReadLine(br, maxLineBytes)
 			line++
 			if rerr != nil && rerr != io.EOF {
 				err = rerr
