@@ -73,7 +73,8 @@ func ExampleModel_Run() {
 }
 
 // Plan.StepOps shows what a plan runs: here the Fashion-MNIST CNN's for
-// batches of 4, each Conv with the Relu after it one step.
+// batches of 4, each Conv and the first Gemm with the Relu after it one
+// step.
 func ExamplePlan_StepOps() {
 	m, err := onnx.Load(os.DirFS("../../pipelines/fashion/data"), "cnn-fashion.onnx")
 	if err != nil {
@@ -85,5 +86,5 @@ func ExamplePlan_StepOps() {
 	}
 	fmt.Println(p.StepOps())
 	// Output:
-	// [Conv+Relu MaxPool Conv+Relu MaxPool Conv+Relu MaxPool Flatten Gemm Relu Gemm]
+	// [Conv+Relu MaxPool Conv+Relu MaxPool Conv+Relu MaxPool Flatten Gemm+Relu Gemm]
 }

@@ -87,6 +87,12 @@ func (k *fusedMatMul) Run(in, out []nd.Array) error {
 // added (bias + y, as Add(bias, y) computes it), then the residual and
 // the activation, then the LayerNormalization.
 func (k *fusedMatMul) finish(y, bias, z, lnScale, lnBias []float32, lo, hi, n int) {
+	finishRows(k.ep, k.ln, y, bias, z, lnScale, lnBias, lo, hi, n)
+}
+
+// finishRows is fusedMatMul.finish with the epilogue and normalisation
+// given (a fused Gemm's too).
+func finishRows(ep *epilogue, ln *layerNorm, y, bias, z, lnScale, lnBias []float32, lo, hi, n int) {
 	for r := lo; r < hi; r++ {
 		row := y[r*n : (r+1)*n]
 		if bias != nil {
@@ -98,9 +104,46 @@ func (k *fusedMatMul) finish(y, bias, z, lnScale, lnBias []float32, lo, hi, n in
 		if z != nil {
 			zr = z[r*n : (r+1)*n]
 		}
-		k.ep.apply(row, zr)
-		if k.ln != nil {
-			layerNormRowF32(row, lnScale, lnBias, k.ln.epsilon)
+		ep.apply(row, zr)
+		if ln != nil {
+			layerNormRowF32(row, lnScale, lnBias, ln.epsilon)
 		}
 	}
+}
+
+// fusedGemm is the kernel of a fused Gemm (a Linear layer as older
+// exporters write it, its bias C within): inputs A, B, C (or left out),
+// the residual Z (or left out), and a LayerNormalization's Scale and B (or
+// left out); one output. The product is Gemm's own, then each block of
+// rows its epilogue.
+type fusedGemm struct {
+	g  *gemmOp
+	ep *epilogue
+	ln *layerNorm
+}
+
+func (k *fusedGemm) Infer(in []Meta) ([]Meta, error) { return k.g.Infer(in[:3]) }
+
+func (k *fusedGemm) Run(in, out []nd.Array) error {
+	if err := k.g.Run(in[:3], out); err != nil {
+		return err
+	}
+	var z, lnScale, lnBias []float32
+	if k.ep.residual {
+		z = nd.MustAs[float32](in[3])
+	}
+	if k.ln != nil {
+		lnScale = nd.MustAs[float32](in[4])
+		if len(in) > 5 && in[5].Type != nd.Undefined {
+			lnBias = nd.MustAs[float32](in[5])
+		}
+	}
+	y := out[0]
+	if y.Len() == 0 {
+		return nil
+	}
+	n := y.Shape[1]
+	ys := nd.MustAs[float32](y)
+	parallel.For(y.Shape[0], 4*n, func(lo, hi int) { finishRows(k.ep, k.ln, ys, nil, z, lnScale, lnBias, lo, hi, n) })
+	return nil
 }

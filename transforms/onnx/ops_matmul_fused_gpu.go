@@ -25,3 +25,25 @@ func (k *fusedMatMul) Launch(d *Device, in, out []DevArray) error {
 	}
 	return k.ln.Launch(d, []DevArray{y, lnScale, lnBias}, []DevArray{y})
 }
+
+// Launch runs a fused Gemm: Gemm's own launch, then the residual and the
+// activation in conv_epilogue_f32, then LayerNormalization's kernel in
+// place where it is fused.
+func (k *fusedGemm) Launch(d *Device, in, out []DevArray) error {
+	z, lnScale, lnBias := arrayOf(in, 3), arrayOf(in, 4), arrayOf(in, 5)
+	if !allFloat32(in[0], z, lnScale, lnBias) {
+		return ErrOnHost
+	}
+	if err := k.g.Launch(d, in[:3], out); err != nil {
+		return err
+	}
+	y := out[0]
+	if y.Len() == 0 {
+		return nil
+	}
+	n := y.Shape[len(y.Shape)-1]
+	if err := k.ep.launch(d, y, DevArray{}, z, y.Len()/n, n, 1); err != nil || k.ln == nil {
+		return err
+	}
+	return k.ln.Launch(d, []DevArray{y, lnScale, lnBias}, []DevArray{y})
+}

@@ -527,6 +527,10 @@ func (p *Plan) ProductFLOPs() float64 {
 			if m, kk, n, err := k.shape(shape(0), shape(1), nil, false); err == nil {
 				f += 2 * float64(m) * float64(n) * float64(kk)
 			}
+		case *fusedGemm:
+			if m, kk, n, err := k.g.shape(shape(0), shape(1), nil, false); err == nil {
+				f += 2 * float64(m) * float64(n) * float64(kk)
+			}
 		}
 	}
 	return f

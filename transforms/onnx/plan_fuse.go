@@ -12,8 +12,8 @@ import (
 // with unfused ones).
 var fuseSteps = true
 
-// fuse makes each float32 Conv or MatMul whose output is read by one step
-// only one step with what follows it: for a MatMul first an Add of a bias
+// fuse makes each float32 Conv, MatMul or Gemm whose output is read by one
+// step only one step with what follows it: for a MatMul first an Add of a bias
 // (a constant vector along the last axis: every Linear layer's export),
 // then for both an Add of a residual of the same shape, then an
 // activation (a one-input operator, Clip with bounds known before the run,
@@ -107,6 +107,8 @@ func (p *Plan) fuse() {
 			head = "Conv"
 		case *matMul:
 			head = "MatMul"
+		case *gemmOp:
+			head = "Gemm"
 		default:
 			continue
 		}
@@ -147,7 +149,7 @@ func (p *Plan) fuse() {
 		}
 		var ln *layerNorm
 		var lnIn []int
-		if r := only(y); r >= 0 && head == "MatMul" {
+		if r := only(y); r >= 0 && head != "Conv" {
 			if ln, lnIn = p.rowNorm(p.steps[r], y); ln != nil {
 				ep.ops = append(ep.ops, p.steps[r].n.Op)
 				members, y = append(members, r), p.steps[r].out[0]
@@ -168,6 +170,15 @@ func (p *Plan) fuse() {
 		case *matMul:
 			n = &node{Node: s.n.Node, kernel: &fusedMatMul{mm: k, ep: ep, ln: ln}}
 			s.in = []int{s.in[0], s.in[1], bias, z}
+			if ln != nil {
+				s.in = append(s.in, lnIn...)
+			}
+		case *gemmOp:
+			n = &node{Node: s.n.Node, kernel: &fusedGemm{g: k, ep: ep, ln: ln}}
+			s.in = []int{s.in[0], s.in[1], -1, z}
+			if c := p.steps[si].in; len(c) > 2 {
+				s.in[2] = c[2]
+			}
 			if ln != nil {
 				s.in = append(s.in, lnIn...)
 			}

@@ -251,3 +251,93 @@ func geluConsts(form string) []onnxtest.Named {
 	return []onnxtest.Named{onnxtest.Init("g_c", nd.Scalar(c)), onnxtest.Init("g_one", nd.Scalar[float32](1)),
 		onnxtest.Init("g_half", nd.Scalar[float32](0.5))}
 }
+
+// A Gemm (a Linear layer as older exporters write it) fuses with the Add
+// of a residual, an activation and a LayerNormalization after it: the
+// unfused plan's outputs bit for bit, for either transposition, C a row,
+// a matrix or none, alpha and beta; on the device too, never the host.
+func TestFusedGemmEqualsUnfused(t *testing.T) {
+	dev := emulator(t)
+	r := rand.New(rand.NewPCG(77, 78))
+	acts := []string{"", "Relu", "GeluDiv", "SiLU", "Tanh"}
+	for i := range 60 {
+		m, k, n := 1+r.IntN(40), 1+r.IntN(40), 1+r.IntN(40)
+		if i == 0 {
+			m, k, n = 197, 96, 384
+		}
+		transA, transB := r.IntN(2) == 0, r.IntN(2) == 0
+		aShape, bShape := []int{m, k}, []int{k, n}
+		if transA {
+			aShape = []int{k, m}
+		}
+		if transB {
+			bShape = []int{n, k}
+		}
+		inits := []onnxtest.Named{onnxtest.Init("B", randF32(r, bShape...))}
+		gin := []string{"A", "B"}
+		switch r.IntN(3) {
+		case 1:
+			inits, gin = append(inits, onnxtest.Init("C", randF32(r, n))), append(gin, "C")
+		case 2:
+			inits, gin = append(inits, onnxtest.Init("C", randF32(r, m, n))), append(gin, "C")
+		}
+		attrs := []*onnxpb.AttributeProto{onnxtest.Int("transA", int64(boolInt(transA))), onnxtest.Int("transB", int64(boolInt(transB))),
+			onnxtest.Float("alpha", 0.5+r.Float32()), onnxtest.Float("beta", 0.5+r.Float32())}
+		ns := nodes{onnxtest.Node("Gemm", gin, []string{"g"}, attrs...)}
+		inputs := []*onnxpb.ValueInfoProto{onnxtest.Value("A", nd.Float32, aShape...)}
+		feed := []nd.Array{randF32(r, aShape...)}
+		last, ops := "g", []string{"Gemm"}
+		if r.IntN(2) == 0 {
+			inputs, feed = append(inputs, onnxtest.Value("Z", nd.Float32, m, n)), append(feed, randF32(r, m, n))
+			ns, last, ops = append(ns, onnxtest.Node("Add", []string{"Z", last}, []string{"sum"})), "sum", append(ops, "Add")
+		}
+		act := acts[r.IntN(len(acts))]
+		switch act {
+		case "":
+		case "GeluDiv":
+			ns, inits = append(ns, geluNodes(act, last, "act")...), append(inits, geluConsts(act)...)
+			last, ops = "act", append(ops, "Gelu")
+		case "SiLU":
+			ns = append(ns, onnxtest.Node("Sigmoid", []string{last}, []string{"sig"}), onnxtest.Node("Mul", []string{last, "sig"}, []string{"act"}))
+			last, ops = "act", append(ops, "SiLU")
+		default:
+			ns, last, ops = append(ns, onnxtest.Node(act, []string{last}, []string{"act"})), "act", append(ops, act)
+		}
+		if r.IntN(2) == 0 {
+			inits = append(inits, onnxtest.Init("ln_scale", randF32(r, n)), onnxtest.Init("ln_bias", randF32(r, n)))
+			ns = append(ns, onnxtest.Node("LayerNormalization", []string{last, "ln_scale", "ln_bias"}, []string{"normed"}))
+			last, ops = "normed", append(ops, "LayerNormalization")
+		}
+		mp := onnxtest.Model(17, ns, inputs, []*onnxpb.ValueInfoProto{onnxtest.ValueNoShape(last, nd.Float32)}, inits...)
+		what := fmt.Sprintf("case %d: m%d k%d n%d transA %t transB %t ops %v", i, m, k, n, transA, transB, ops)
+		pf, pp := fusedAndPlain(t, mp, feed, what)
+		if len(ops) == 1 {
+			require.Equal(t, []string{"Gemm"}, pf.StepOps(), what)
+			continue
+		}
+		require.Equal(t, []string{strings.Join(ops, "+")}, pf.StepOps(), what)
+		require.Equal(t, pp.ProductFLOPs(), pf.ProductFLOPs(), what)
+		requireSameBits(t, pf, pp, feed, what)
+		if m*n*k > 100000 {
+			continue // the emulator runs a thread at a time
+		}
+		model, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		want, err := model.Run(feed)
+		require.NoError(t, err)
+		got, onHost, err := runOnDevice(dev, model, feed)
+		require.NoError(t, err, what)
+		require.Empty(t, onHost, what)
+		w := nd.MustAs[float32](want[0])
+		for j, v := range nd.MustAs[float32](got[0]) {
+			require.InDelta(t, w[j], v, 1e-4*(1+math.Abs(float64(w[j]))), "%s: element %d", what, j)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
