@@ -7,12 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
@@ -24,8 +27,29 @@ import (
 func TestMain(m *testing.M) {
 	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	flags.Progress = 0
+	if os.Getenv(asMain) == "1" {
+		// The command (TestMemoryBounded's child), then its peak RSS
+		// (VmHWM) on stderr.
+		flag.Parse()
+		beam.Init()
+		code, err := run(context.Background(), io.Discard)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "embed:", err)
+		}
+		status, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, "VmHWM:") {
+				fmt.Fprintln(os.Stderr, l)
+			}
+		}
+		os.Exit(code)
+	}
 	ptest.Main(m)
 }
+
+// asMain makes this test binary the embed command (TestMemoryBounded runs
+// it as a child process, so that no second binary is linked).
+const asMain = "BEAMGPU_EMBED_AS_MAIN"
 
 const (
 	testModel = "testdata/embedder.onnx"
