@@ -39,22 +39,66 @@ func (p *Plan) RunWith(inputs []nd.Array, opts RunOptions) ([]nd.Array, error) {
 	return p.run(inputs, mem)
 }
 
+// runState is what a run uses besides its outputs, kept for the plan's
+// next runs (pooled): the workspace, every value's array, and each step's
+// input and output lists, so that a run makes none of them again.
+type runState struct {
+	ws      []byte
+	arrays  []nd.Array
+	in, out [][]nd.Array
+	lists   []nd.Array // in's and out's backing
+	copies  [][2]int
+}
+
+// release drops what a run's state refers to beyond the plan's own
+// memory (the caller's inputs and outputs), so that a pooled state holds
+// none of them.
+func (st *runState) release() {
+	clear(st.arrays)
+	clear(st.lists)
+}
+
+// state returns a run state of the plan: a pooled one, or one made now
+// (its workspace within mem's budget).
+func (p *Plan) state(mem *memory) (*runState, error) {
+	if st, ok := p.pool.Get().(*runState); ok {
+		return st, nil
+	}
+	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps))}
+	var n int
+	for _, s := range p.steps {
+		n += len(s.in) + len(s.out)
+	}
+	lists := make([]nd.Array, n)
+	st.lists = lists
+	for i, s := range p.steps {
+		st.in[i], lists = lists[:len(s.in):len(s.in)], lists[len(s.in):]
+		st.out[i], lists = lists[:len(s.out):len(s.out)], lists[len(s.out):]
+	}
+	if p.work > 0 {
+		var err error
+		if st.ws, err = mem.alloc(int64(p.work), p.vals[p.largest].by, p.workspaceWhat); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
 func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	m := p.m
 	inputs, err := p.checkInputs(inputs, mem)
 	if err != nil {
 		return nil, err
 	}
-	var ws []byte
-	if p.work > 0 {
-		if w, ok := p.pool.Get().(*[]byte); ok {
-			ws = *w
-		} else if ws, err = mem.alloc(int64(p.work), p.vals[p.largest].by, p.workspaceWhat); err != nil {
-			return nil, err
-		}
-		defer func() { p.pool.Put(&ws) }()
+	st, err := p.state(mem)
+	if err != nil {
+		return nil, err
 	}
-	arrays := make([]nd.Array, len(p.vals))
+	defer func() {
+		st.release()
+		p.pool.Put(st)
+	}()
+	arrays, ws := st.arrays, st.ws
 	for i, id := range p.inputs {
 		arrays[id] = inputs[i]
 	}
@@ -72,17 +116,18 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 			arrays[i] = a
 		}
 	}
-	for _, s := range p.steps {
-		in := make([]nd.Array, len(s.in))
+	for si, s := range p.steps {
+		in, out := st.in[si], st.out[si]
 		for i, id := range s.in {
+			in[i] = nd.Array{}
 			if id >= 0 {
 				in[i] = arrays[id]
 			}
 		}
-		out := make([]nd.Array, len(s.out))
-		var copies [][2]int // outputs that the kernel views but that are graph outputs
+		copies := st.copies[:0] // outputs that the kernel views but that are graph outputs
 		viewer, _ := s.n.kernel.(Viewer)
 		for i, id := range s.out {
+			out[i] = nd.Array{}
 			if id < 0 {
 				continue
 			}
@@ -97,6 +142,7 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 			}
 			out[i] = arrays[id]
 		}
+		st.copies = copies
 		if err := s.n.kernel.Run(in, out); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.n.label(), err)
 		}
