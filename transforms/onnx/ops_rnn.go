@@ -1,0 +1,534 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/beamgpu/beamgpu/transforms/gemm"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// RNN, GRU and LSTM (opsets 7 and 14): the recurrent layers, forward,
+// reverse or bidirectional.
+//
+// Inputs: X (seq x batch x input; batch x seq x input with layout=1, from
+// 14), W (dirs x gates*hidden x input), R (dirs x gates*hidden x hidden),
+// optional B (dirs x 2*gates*hidden: W's biases then R's), sequence_lens
+// (batch int32s, each at most seq), initial_h (dirs x batch x hidden;
+// batch x dirs x hidden with layout=1) and, for LSTM, initial_c (as
+// initial_h) and P (dirs x 3*hidden: the peepholes of the i, o and f
+// gates). The gates are RNN's i; GRU's z, r, h; LSTM's i, o, f, c, in that
+// order in W, R and B.
+//
+// Outputs, each optional: Y (seq x dirs x batch x hidden; batch x seq x
+// dirs x hidden with layout=1), Y_h and, for LSTM, Y_c (as initial_h). A
+// sequence shorter than seq (sequence_lens) has zeros in Y past its length
+// and its Y_h and Y_c taken at its own last step; reverse runs each
+// sequence from its own last step.
+//
+// Attributes: hidden_size (the gates' rows of W over the gate count when
+// absent; an error when they disagree), direction, activations (per
+// direction: RNN f, default Tanh; GRU f and g, Sigmoid and Tanh; LSTM f, g
+// and h, Sigmoid, Tanh and Tanh) with activation_alpha and
+// activation_beta (consumed in order by the activations that take them:
+// Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu;
+// Softsign, Softplus, Relu, Tanh, Sigmoid take none), clip (the gates'
+// inputs clipped to [-clip, clip] before their activations), GRU's
+// linear_before_reset and LSTM's input_forget (f = 1 - i).
+//
+// On the CPU the input projections of every time step are one product
+// (package gemm for float32), then each step is a product of the hidden
+// state with R and the gates' element-wise arithmetic (in float64,
+// rounded to X's type). The device has no kernel for them: a device plan
+// runs them on the host (the ops table says so).
+
+func init() {
+	RegisterOp(OpDef{Name: "RNN", Versions: []int{7, 14}, New: newRecurrent(rnnSimple)})
+	RegisterOp(OpDef{Name: "GRU", Versions: []int{7, 14}, New: newRecurrent(rnnGRU)})
+	RegisterOp(OpDef{Name: "LSTM", Versions: []int{7, 14}, New: newRecurrent(rnnLSTM)})
+}
+
+type rnnKind uint8
+
+const (
+	rnnSimple rnnKind = iota
+	rnnGRU
+	rnnLSTM
+)
+
+// gates is the number of gates of the kind; acts its activations per
+// direction and their defaults.
+func (r rnnKind) gates() int { return [...]int{1, 3, 4}[r] }
+
+func (r rnnKind) defaultActs() []string {
+	return [...][]string{{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}}[r]
+}
+
+// rnnAct is one activation with its alpha and beta.
+type rnnAct struct {
+	name        string
+	alpha, beta float64
+}
+
+// rnnActs lists the activations ONNX's recurrent operators take, with the
+// defaults of their alpha and beta (NaN: takes none).
+var rnnActs = map[string][2]float64{
+	"Relu": {math.NaN(), math.NaN()}, "Tanh": {math.NaN(), math.NaN()}, "Sigmoid": {math.NaN(), math.NaN()},
+	"Softsign": {math.NaN(), math.NaN()}, "Softplus": {math.NaN(), math.NaN()},
+	"Affine": {1, 0}, "LeakyRelu": {0.01, math.NaN()}, "ThresholdedRelu": {1, math.NaN()},
+	"ScaledTanh": {1, 1}, "HardSigmoid": {0.2, 0.5}, "Elu": {1, math.NaN()},
+}
+
+func (a rnnAct) apply(x float64) float64 {
+	switch a.name {
+	case "Relu":
+		return math.Max(x, 0)
+	case "Tanh":
+		return math.Tanh(x)
+	case "Sigmoid":
+		return 1 / (1 + math.Exp(-x))
+	case "Softsign":
+		return x / (1 + math.Abs(x))
+	case "Softplus":
+		return math.Log1p(math.Exp(x))
+	case "Affine":
+		return a.alpha*x + a.beta
+	case "LeakyRelu":
+		if x < 0 {
+			return a.alpha * x
+		}
+		return x
+	case "ThresholdedRelu":
+		if x > a.alpha {
+			return x
+		}
+		return 0
+	case "ScaledTanh":
+		return a.alpha * math.Tanh(a.beta*x)
+	case "HardSigmoid":
+		return math.Max(0, math.Min(1, a.alpha*x+a.beta))
+	case "Elu":
+		if x < 0 {
+			return a.alpha * (math.Exp(x) - 1)
+		}
+		return x
+	}
+	return x
+}
+
+type recurrent struct {
+	kind        rnnKind
+	name        string
+	hidden      int // 0: from W
+	dirs        int
+	reverse     bool // the one direction is reverse
+	acts        [][]rnnAct
+	clip        float64 // 0: none
+	lbr         bool    // GRU linear_before_reset
+	inputForget bool    // LSTM input_forget
+	layout      int
+}
+
+func newRecurrent(kind rnnKind) func(n *Node) (Kernel, error) {
+	return func(n *Node) (Kernel, error) {
+		a := n.Attrs
+		k := &recurrent{kind: kind, name: n.Op, dirs: 1}
+		maxIn, maxOut := 6, 2
+		if kind == rnnLSTM {
+			maxIn, maxOut = 8, 3
+		}
+		if err := n.CheckArity(3, maxIn, 0, maxOut); err != nil {
+			return nil, err
+		}
+		k.hidden = int(a.Int("hidden_size", 0))
+		dir := a.String("direction", "forward")
+		a.OneOf("direction", dir, "forward", "reverse", "bidirectional")
+		switch dir {
+		case "reverse":
+			k.reverse = true
+		case "bidirectional":
+			k.dirs = 2
+		}
+		if a.Has("clip") {
+			k.clip = float64(a.Float("clip", 0))
+			if !(k.clip > 0) {
+				return nil, fmt.Errorf("attribute clip is %v: want a positive bound", k.clip)
+			}
+		}
+		switch kind {
+		case rnnGRU:
+			k.lbr = a.Int("linear_before_reset", 0) != 0
+		case rnnLSTM:
+			k.inputForget = a.Int("input_forget", 0) != 0
+		}
+		if n.Since >= 14 {
+			k.layout = int(a.Int("layout", 0))
+			if k.layout != 0 && k.layout != 1 {
+				return nil, fmt.Errorf("attribute layout is %d: want 0 or 1", k.layout)
+			}
+		}
+		names, ok := a.Strings("activations")
+		per := len(kind.defaultActs())
+		if !ok {
+			for range k.dirs {
+				names = append(names, kind.defaultActs()...)
+			}
+		}
+		if len(names) != per*k.dirs {
+			return nil, fmt.Errorf("attribute activations has %d functions, want %d (%d per direction)", len(names), per*k.dirs, per)
+		}
+		alphas, _ := a.Floats("activation_alpha")
+		betas, _ := a.Floats("activation_beta")
+		k.acts = make([][]rnnAct, k.dirs)
+		for i, name := range names {
+			def, ok := rnnActs[name]
+			if !ok {
+				// ONNX's names are case-insensitive in ORT; match them so.
+				for known, d := range rnnActs {
+					if strings.EqualFold(known, name) {
+						name, def, ok = known, d, true
+					}
+				}
+			}
+			if !ok {
+				return nil, fmt.Errorf("activation %q is not one of ONNX's recurrent activations", name)
+			}
+			act := rnnAct{name: name, alpha: def[0], beta: def[1]}
+			if !math.IsNaN(def[0]) && len(alphas) > 0 {
+				act.alpha, alphas = float64(alphas[0]), alphas[1:]
+			}
+			if !math.IsNaN(def[1]) && len(betas) > 0 {
+				act.beta, betas = float64(betas[0]), betas[1:]
+			}
+			k.acts[i/per] = append(k.acts[i/per], act)
+		}
+		return k, a.Err()
+	}
+}
+
+// rnnDims are a node's sizes.
+type rnnDims struct{ seq, batch, input, hidden int }
+
+// dims checks the inputs' types and shapes against each other and the
+// attributes.
+func (k *recurrent) dims(in []Meta) (rnnDims, error) {
+	x, w := in[0], in[1]
+	if x.Type != nd.Float32 && x.Type != nd.Float64 {
+		return rnnDims{}, fmt.Errorf("input X is %v: %s takes float32 or float64", x.Type, k.name)
+	}
+	if len(x.Shape) != 3 {
+		return rnnDims{}, fmt.Errorf("input X has shape %s: want 3 dimensions", nd.ShapeString(x.Shape))
+	}
+	d := rnnDims{seq: x.Shape[0], batch: x.Shape[1], input: x.Shape[2]}
+	if k.layout == 1 {
+		d.seq, d.batch = d.batch, d.seq
+	}
+	g := k.kind.gates()
+	if len(w.Shape) != 3 || w.Shape[0] != k.dirs || w.Shape[1]%g != 0 || w.Shape[2] != d.input {
+		return rnnDims{}, fmt.Errorf("input W has shape %s: want [%d, %d*hidden_size, %d] (directions, gates, X's input size)",
+			nd.ShapeString(w.Shape), k.dirs, g, d.input)
+	}
+	d.hidden = w.Shape[1] / g
+	if k.hidden != 0 && k.hidden != d.hidden {
+		return rnnDims{}, fmt.Errorf("attribute hidden_size is %d, but W's shape %s gives %d", k.hidden, nd.ShapeString(w.Shape), d.hidden)
+	}
+	want := map[int][]int{
+		2: {k.dirs, g * d.hidden, d.hidden},
+		3: {k.dirs, 2 * g * d.hidden},
+		4: {d.batch},
+		5: {k.dirs, d.batch, d.hidden},
+		6: {k.dirs, d.batch, d.hidden},
+		7: {k.dirs, 3 * d.hidden},
+	}
+	if k.layout == 1 {
+		want[5] = []int{d.batch, k.dirs, d.hidden}
+		want[6] = want[5]
+	}
+	names := []string{"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"}
+	for i := 1; i < len(in); i++ {
+		m := in[i]
+		if m.Type == nd.Undefined {
+			if i == 2 {
+				return rnnDims{}, fmt.Errorf("input R is missing")
+			}
+			continue
+		}
+		if i == 4 {
+			if m.Type != nd.Int32 {
+				return rnnDims{}, fmt.Errorf("input sequence_lens is %v: want int32", m.Type)
+			}
+		} else if m.Type != x.Type {
+			return rnnDims{}, fmt.Errorf("input %s is %v, X %v: want one type", names[i], m.Type, x.Type)
+		}
+		if w := want[i]; w != nil && !sameInts(m.Shape, w) {
+			return rnnDims{}, fmt.Errorf("input %s has shape %s, want %s", names[i], nd.ShapeString(m.Shape), nd.ShapeString(w))
+		}
+	}
+	return d, nil
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (k *recurrent) Infer(in []Meta) ([]Meta, error) {
+	d, err := k.dims(in)
+	if err != nil {
+		return nil, err
+	}
+	y := []int{d.seq, k.dirs, d.batch, d.hidden}
+	h := []int{k.dirs, d.batch, d.hidden}
+	if k.layout == 1 {
+		y = []int{d.batch, d.seq, k.dirs, d.hidden}
+		h = []int{d.batch, k.dirs, d.hidden}
+	}
+	t := in[0].Type
+	out := []Meta{{Type: t, Shape: y}, {Type: t, Shape: h}}
+	if k.kind == rnnLSTM {
+		out = append(out, Meta{Type: t, Shape: h})
+	}
+	return out, nil
+}
+
+func (k *recurrent) Run(in, out []nd.Array) error {
+	d, err := k.dims(ValueMetas(in))
+	if err != nil {
+		return err
+	}
+	lens := make([]int, d.batch)
+	for b := range lens {
+		lens[b] = d.seq
+	}
+	if s := arrayAt(in, 4); s.Type != nd.Undefined {
+		for b, v := range nd.MustAs[int32](s) {
+			if v < 0 || int(v) > d.seq {
+				return fmt.Errorf("sequence_lens[%d] is %d: want 0 to the sequence length %d", b, v, d.seq)
+			}
+			lens[b] = int(v)
+		}
+	}
+	f, err := floating[rnnLoop](k.name, in[0].Type)
+	if err != nil {
+		return err
+	}
+	f.recur(k, d, lens, in, out)
+	return nil
+}
+
+type rnnLoop interface {
+	recur(k *recurrent, d rnnDims, lens []int, in, out []nd.Array)
+}
+
+func (floats[T]) recur(k *recurrent, d rnnDims, lens []int, in, out []nd.Array) {
+	recurTyped[T](k, d, lens, in, out)
+}
+
+// matmulT computes c (m x n) = a (m x kk) times bᵀ (b is n x kk), plus c
+// when acc.
+func matmulT[T floatElem](m, n, kk int, a, b, c []T, acc bool) {
+	if a32, ok := any(a).([]float32); ok {
+		beta := float32(0)
+		if acc {
+			beta = 1
+		}
+		gemm.Sgemm(false, true, m, n, kk, 1, a32, kk, any(b).([]float32), kk, beta, any(c).([]float32), n)
+		return
+	}
+	for i := range m {
+		for j := range n {
+			var s T
+			if acc {
+				s = c[i*n+j]
+			}
+			ar, br := a[i*kk:(i+1)*kk], b[j*kk:(j+1)*kk]
+			for p := range kk {
+				s += ar[p] * br[p]
+			}
+			c[i*n+j] = s
+		}
+	}
+}
+
+func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.Array) {
+	S, B, I, H, G := d.seq, d.batch, d.input, d.hidden, k.kind.gates()
+	GH := G * H
+	xs := nd.MustAs[T](in[0])
+	if k.layout == 1 { // to seq x batch x input
+		t := make([]T, len(xs))
+		for b := range B {
+			for s := range S {
+				copy(t[(s*B+b)*I:(s*B+b+1)*I], xs[(b*S+s)*I:(b*S+s+1)*I])
+			}
+		}
+		xs = t
+	}
+	w, r := nd.MustAs[T](in[1]), nd.MustAs[T](in[2])
+	bias, h0, c0, peep := asOr[T](arrayAt(in, 3)), asOr[T](arrayAt(in, 5)), asOr[T](arrayAt(in, 6)), asOr[T](arrayAt(in, 7))
+	var ys, yh, yc []T
+	if len(out) > 0 {
+		ys = asOr[T](out[0])
+		clear(ys)
+	}
+	if len(out) > 1 {
+		yh = asOr[T](out[1])
+	}
+	if len(out) > 2 {
+		yc = asOr[T](out[2])
+	}
+	// stateAt is the offset of (direction, batch) in initial_h, Y_h and the
+	// like; yAt of (step, direction, batch) in Y.
+	stateAt := func(dir, b int) int {
+		if k.layout == 1 {
+			return (b*k.dirs + dir) * H
+		}
+		return (dir*B + b) * H
+	}
+	yAt := func(s, dir, b int) int {
+		if k.layout == 1 {
+			return ((b*S+s)*k.dirs + dir) * H
+		}
+		return ((s*k.dirs+dir)*B + b) * H
+	}
+	clip := func(v float64) float64 {
+		if k.clip > 0 {
+			return math.Max(-k.clip, math.Min(k.clip, v))
+		}
+		return v
+	}
+	xp := make([]T, S*B*GH) // the input projections, every step
+	hr := make([]T, B*GH)   // the hidden state times R
+	h, c := make([]T, B*H), make([]T, B*H)
+	rh := make([]T, B*H)  // GRU: r ⊙ h
+	rhr := make([]T, B*H) // GRU: (r ⊙ h) Rhᵀ
+	gate := make([]float64, GH)
+	for dir := range k.dirs {
+		wd, rd := w[dir*GH*I:(dir+1)*GH*I], r[dir*GH*H:(dir+1)*GH*H]
+		matmulT(S*B, GH, I, xs, wd, xp, false)
+		// wb: W's and R's biases summed (GRU's h gate with
+		// linear_before_reset keeps R's apart: rb).
+		wb, rb := make([]float64, GH), make([]float64, GH)
+		if bias != nil {
+			for j := range GH {
+				wb[j] = float64(bias[dir*2*GH+j])
+				rb[j] = float64(bias[dir*2*GH+GH+j])
+			}
+		}
+		for b := range B {
+			for j := range H {
+				if h0 != nil {
+					h[b*H+j] = h0[stateAt(dir, b)+j]
+				} else {
+					h[b*H+j] = 0
+				}
+				if c0 != nil {
+					c[b*H+j] = c0[stateAt(dir, b)+j]
+				} else {
+					c[b*H+j] = 0
+				}
+			}
+		}
+		var pi, po, pf []T
+		if peep != nil {
+			p := peep[dir*3*H : (dir+1)*3*H]
+			pi, po, pf = p[:H], p[H:2*H], p[2*H:]
+		}
+		acts := k.acts[dir]
+		rev := k.reverse || dir == 1
+		for s := range S {
+			matmulT(B, GH, H, h, rd, hr, false)
+			if k.kind == rnnGRU && !k.lbr {
+				// r first, then (r ⊙ h) Rhᵀ.
+				for b := range B {
+					if s >= lens[b] {
+						continue
+					}
+					t := s
+					if rev {
+						t = lens[b] - 1 - s
+					}
+					x := xp[(t*B+b)*GH:]
+					for j := range H {
+						v := float64(x[H+j]) + float64(hr[b*GH+H+j]) + wb[H+j] + rb[H+j]
+						rh[b*H+j] = T(acts[0].apply(clip(v)) * float64(h[b*H+j]))
+					}
+				}
+				matmulT(B, H, H, rh, rd[2*H*H:], rhr, false)
+			}
+			for b := range B {
+				if s >= lens[b] {
+					continue
+				}
+				t := s
+				if rev {
+					t = lens[b] - 1 - s
+				}
+				x, hb, cb := xp[(t*B+b)*GH:(t*B+b+1)*GH], h[b*H:(b+1)*H], c[b*H:(b+1)*H]
+				for j := range GH {
+					gate[j] = float64(x[j]) + float64(hr[b*GH+j]) + wb[j] + rb[j]
+				}
+				switch k.kind {
+				case rnnSimple:
+					for j := range H {
+						hb[j] = T(acts[0].apply(clip(gate[j])))
+					}
+				case rnnGRU:
+					for j := range H {
+						z := acts[0].apply(clip(gate[j]))
+						rr := acts[0].apply(clip(gate[H+j]))
+						var pre float64
+						if k.lbr {
+							pre = float64(x[2*H+j]) + wb[2*H+j] + rr*(float64(hr[b*GH+2*H+j])+rb[2*H+j])
+						} else {
+							pre = float64(x[2*H+j]) + wb[2*H+j] + rb[2*H+j] + float64(rhr[b*H+j])
+						}
+						ht := acts[1].apply(clip(pre))
+						hb[j] = T((1-z)*ht + z*float64(hb[j]))
+					}
+				case rnnLSTM:
+					for j := range H {
+						cp := float64(cb[j])
+						gi, gf := gate[j], gate[2*H+j]
+						if pi != nil {
+							gi += float64(pi[j]) * cp
+							gf += float64(pf[j]) * cp
+						}
+						i := acts[0].apply(clip(gi))
+						f := acts[0].apply(clip(gf))
+						if k.inputForget {
+							f = 1 - i
+						}
+						cc := acts[1].apply(clip(gate[3*H+j]))
+						cn := f*cp + i*cc
+						cb[j] = T(cn)
+						gout := gate[H+j]
+						if po != nil {
+							gout += float64(po[j]) * float64(cb[j])
+						}
+						o := acts[0].apply(clip(gout))
+						hb[j] = T(o * acts[2].apply(float64(cb[j])))
+					}
+				}
+				if ys != nil {
+					copy(ys[yAt(t, dir, b):yAt(t, dir, b)+H], hb)
+				}
+			}
+		}
+		for b := range B {
+			if yh != nil {
+				copy(yh[stateAt(dir, b):stateAt(dir, b)+H], h[b*H:(b+1)*H])
+			}
+			if yc != nil {
+				copy(yc[stateAt(dir, b):stateAt(dir, b)+H], c[b*H:(b+1)*H])
+			}
+		}
+	}
+}
