@@ -8,7 +8,7 @@ import (
 // softmax row, 0 elsewhere. The rows are Softmax's (ops_softmax.go): before
 // 13 the input coerced to 2-D at axis (default 1), from 13 the values along
 // axis (default -1). NaN is no maximum unless a row is all NaN (then the
-// first). The device has no kernel: a device plan runs it on the host.
+// first). On the device hardmax_f32 (ops_hardmax.cu), one thread a row.
 
 func init() {
 	RegisterOp(OpDef{Name: "Hardmax", Versions: []int{1, 11, 13}, New: newHardmax})

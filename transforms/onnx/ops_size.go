@@ -12,7 +12,7 @@ import (
 // y = x + bias where x < -lambd, x - bias where x > lambd, else 0 (lambd
 // default 0.5, bias 0), computed in float64 and rounded to x's type, which
 // may be any number type. Size's device launch copies the known value up;
-// Shrink has no device kernel: a device plan runs it on the host.
+// Shrink of float32 is shrink_f32 (ops_size.cu) on the device.
 
 func init() {
 	RegisterOp(OpDef{Name: "Size", Versions: []int{1, 13, 19, 21}, New: newSize})
@@ -45,7 +45,7 @@ func newShrink(n *Node) (Kernel, error) {
 
 func (k *shrink) Infer(in []Meta) ([]Meta, error) {
 	if !isNumeric(in[0].Type) {
-		return nil, fmt.Errorf("Shrink of %v: takes a number type", in[0].Type)
+		return nil, fmt.Errorf("input x is %v: Shrink takes a number type", in[0].Type)
 	}
 	return []Meta{{Type: in[0].Type, Shape: in[0].Shape}}, nil
 }
