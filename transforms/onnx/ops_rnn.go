@@ -40,8 +40,9 @@ import (
 // On the CPU the input projections of every time step are one product
 // (package gemm for float32), then each step is a product of the hidden
 // state with R and the gates' element-wise arithmetic (in float64,
-// rounded to X's type). The device has no kernel for them: a device plan
-// runs them on the host (the ops table says so).
+// rounded to X's type). The device has no kernel for them yet: a device
+// plan runs them on the host inside the run (ops_rnn_gpu.go; the ops table
+// shows them with no conformance test wholly on the device).
 
 func init() {
 	RegisterOp(OpDef{Name: "RNN", Versions: []int{7, 14}, New: newRecurrent(rnnSimple)})
@@ -65,10 +66,12 @@ func (r rnnKind) defaultActs() []string {
 	return [...][]string{{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}}[r]
 }
 
-// rnnAct is one activation with its alpha and beta.
+// rnnAct is one activation with its alpha and beta; f is apply bound to
+// them, resolved once per node.
 type rnnAct struct {
 	name        string
 	alpha, beta float64
+	f           func(float64) float64
 }
 
 // rnnActs lists the activations ONNX's recurrent operators take, with the
@@ -80,41 +83,49 @@ var rnnActs = map[string][2]float64{
 	"ScaledTanh": {1, 1}, "HardSigmoid": {0.2, 0.5}, "Elu": {1, math.NaN()},
 }
 
-func (a rnnAct) apply(x float64) float64 {
+// fn is the activation as a function of its input.
+func (a rnnAct) fn() func(float64) float64 {
+	alpha, beta := a.alpha, a.beta
 	switch a.name {
 	case "Relu":
-		return math.Max(x, 0)
+		return func(x float64) float64 { return math.Max(x, 0) }
 	case "Tanh":
-		return math.Tanh(x)
+		return math.Tanh
 	case "Sigmoid":
-		return 1 / (1 + math.Exp(-x))
+		return func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 	case "Softsign":
-		return x / (1 + math.Abs(x))
+		return func(x float64) float64 { return x / (1 + math.Abs(x)) }
 	case "Softplus":
-		return math.Log1p(math.Exp(x))
+		return func(x float64) float64 { return math.Log1p(math.Exp(x)) }
 	case "Affine":
-		return a.alpha*x + a.beta
+		return func(x float64) float64 { return alpha*x + beta }
 	case "LeakyRelu":
-		if x < 0 {
-			return a.alpha * x
-		}
-		return x
-	case "ThresholdedRelu":
-		if x > a.alpha {
+		return func(x float64) float64 {
+			if x < 0 {
+				return alpha * x
+			}
 			return x
 		}
-		return 0
-	case "ScaledTanh":
-		return a.alpha * math.Tanh(a.beta*x)
-	case "HardSigmoid":
-		return math.Max(0, math.Min(1, a.alpha*x+a.beta))
-	case "Elu":
-		if x < 0 {
-			return a.alpha * (math.Exp(x) - 1)
+	case "ThresholdedRelu":
+		return func(x float64) float64 {
+			if x > alpha {
+				return x
+			}
+			return 0
 		}
-		return x
+	case "ScaledTanh":
+		return func(x float64) float64 { return alpha * math.Tanh(beta*x) }
+	case "HardSigmoid":
+		return func(x float64) float64 { return math.Max(0, math.Min(1, alpha*x+beta)) }
+	case "Elu":
+		return func(x float64) float64 {
+			if x < 0 {
+				return alpha * (math.Exp(x) - 1)
+			}
+			return x
+		}
 	}
-	return x
+	return func(x float64) float64 { return x }
 }
 
 type recurrent struct {
@@ -201,6 +212,7 @@ func newRecurrent(kind rnnKind) func(n *Node) (Kernel, error) {
 			if !math.IsNaN(def[1]) && len(betas) > 0 {
 				act.beta, betas = float64(betas[0]), betas[1:]
 			}
+			act.f = act.fn()
 			k.acts[i/per] = append(k.acts[i/per], act)
 		}
 		return k, a.Err()
@@ -458,7 +470,7 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 					x := xp[(t*B+b)*GH:]
 					for j := range H {
 						v := float64(x[H+j]) + float64(hr[b*GH+H+j]) + wb[H+j] + rb[H+j]
-						rh[b*H+j] = T(acts[0].apply(clip(v)) * float64(h[b*H+j]))
+						rh[b*H+j] = T(acts[0].f(clip(v)) * float64(h[b*H+j]))
 					}
 				}
 				matmulT(B, H, H, rh, rd[2*H*H:], rhr, false)
@@ -478,19 +490,19 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 				switch k.kind {
 				case rnnSimple:
 					for j := range H {
-						hb[j] = T(acts[0].apply(clip(gate[j])))
+						hb[j] = T(acts[0].f(clip(gate[j])))
 					}
 				case rnnGRU:
 					for j := range H {
-						z := acts[0].apply(clip(gate[j]))
-						rr := acts[0].apply(clip(gate[H+j]))
+						z := acts[0].f(clip(gate[j]))
+						rr := acts[0].f(clip(gate[H+j]))
 						var pre float64
 						if k.lbr {
 							pre = float64(x[2*H+j]) + wb[2*H+j] + rr*(float64(hr[b*GH+2*H+j])+rb[2*H+j])
 						} else {
 							pre = float64(x[2*H+j]) + wb[2*H+j] + rb[2*H+j] + float64(rhr[b*H+j])
 						}
-						ht := acts[1].apply(clip(pre))
+						ht := acts[1].f(clip(pre))
 						hb[j] = T((1-z)*ht + z*float64(hb[j]))
 					}
 				case rnnLSTM:
@@ -501,20 +513,20 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 							gi += float64(pi[j]) * cp
 							gf += float64(pf[j]) * cp
 						}
-						i := acts[0].apply(clip(gi))
-						f := acts[0].apply(clip(gf))
+						i := acts[0].f(clip(gi))
+						f := acts[0].f(clip(gf))
 						if k.inputForget {
 							f = 1 - i
 						}
-						cc := acts[1].apply(clip(gate[3*H+j]))
+						cc := acts[1].f(clip(gate[3*H+j]))
 						cn := f*cp + i*cc
 						cb[j] = T(cn)
 						gout := gate[H+j]
 						if po != nil {
 							gout += float64(po[j]) * float64(cb[j])
 						}
-						o := acts[0].apply(clip(gout))
-						hb[j] = T(o * acts[2].apply(float64(cb[j])))
+						o := acts[0].f(clip(gout))
+						hb[j] = T(o * acts[2].f(float64(cb[j])))
 					}
 				}
 				if ys != nil {
