@@ -370,6 +370,19 @@ func matmulT[T floatElem](m, n, kk int, a, b, c []T, acc bool) {
 	}
 }
 
+// stepProduct returns c (m x n) = a (m x kk) times bᵀ (b n x kk, the same
+// every step): for float32 b is packed once (gemm.Pack) and each step is a
+// packed product on the calling goroutine (the products are small).
+func stepProduct[T floatElem](n, kk int, b []T) func(m int, a, c []T) {
+	if b32, ok := any(b).([]float32); ok {
+		pk := gemm.Pack(true, kk, n, b32, kk)
+		return func(m int, a, c []T) {
+			gemm.SgemmPacked(1, false, m, 1, any(a).([]float32), kk, pk, 0, n, 0, any(c).([]float32), n)
+		}
+	}
+	return func(m int, a, c []T) { matmulT(m, n, kk, a, b, c, false) }
+}
+
 func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.Array) {
 	S, B, I, H, G := d.seq, d.batch, d.input, d.hidden, k.kind.gates()
 	GH := G * H
@@ -425,6 +438,11 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 	for dir := range k.dirs {
 		wd, rd := w[dir*GH*I:(dir+1)*GH*I], r[dir*GH*H:(dir+1)*GH*H]
 		matmulT(S*B, GH, I, xs, wd, xp, false)
+		byR := stepProduct(GH, H, rd)
+		var byRh func(m int, a, c []T)
+		if k.kind == rnnGRU && !k.lbr {
+			byRh = stepProduct(H, H, rd[2*H*H:])
+		}
 		// wb: W's and R's biases summed (GRU's h gate with
 		// linear_before_reset keeps R's apart: rb).
 		wb, rb := make([]float64, GH), make([]float64, GH)
@@ -456,7 +474,7 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 		acts := k.acts[dir]
 		rev := k.reverse || dir == 1
 		for s := range S {
-			matmulT(B, GH, H, h, rd, hr, false)
+			byR(B, h, hr)
 			if k.kind == rnnGRU && !k.lbr {
 				// r first, then (r ⊙ h) Rhᵀ.
 				for b := range B {
@@ -473,7 +491,7 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 						rh[b*H+j] = T(acts[0].f(clip(v)) * float64(h[b*H+j]))
 					}
 				}
-				matmulT(B, H, H, rh, rd[2*H*H:], rhr, false)
+				byRh(B, rh, rhr)
 			}
 			for b := range B {
 				if s >= lens[b] {
