@@ -83,6 +83,30 @@ var rnnActs = map[string][2]float64{
 	"ScaledTanh": {1, 1}, "HardSigmoid": {0.2, 0.5}, "Elu": {1, math.NaN()},
 }
 
+// into applies the activation to v in place; with fast, Sigmoid and Tanh
+// run as float32 vector loops over buf (float32 models: the values are
+// float32 before and after).
+func (a rnnAct) into(v []float64, buf []float32, fast bool) {
+	if fast && (a.name == "Sigmoid" || a.name == "Tanh") {
+		b := buf[:len(v)]
+		for i, x := range v {
+			b[i] = float32(x)
+		}
+		if a.name == "Sigmoid" {
+			sigmoidInto(b, b)
+		} else {
+			tanhInto(b, b)
+		}
+		for i, x := range b {
+			v[i] = float64(x)
+		}
+		return
+	}
+	for i, x := range v {
+		v[i] = a.f(x)
+	}
+}
+
 // fn is the activation as a function of its input.
 func (a rnnAct) fn() func(float64) float64 {
 	alpha, beta := a.alpha, a.beta
@@ -435,6 +459,10 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 	rh := make([]T, B*H)  // GRU: r ⊙ h
 	rhr := make([]T, B*H) // GRU: (r ⊙ h) Rhᵀ
 	gate := make([]float64, GH)
+	buf := make([]float32, GH)
+	// fast: float32 values take the vector sigmoid and tanh
+	// (sigmoidInto, tanhInto), as the activation operators do.
+	_, fast := any(xs).([]float32)
 	for dir := range k.dirs {
 		wd, rd := w[dir*GH*I:(dir+1)*GH*I], r[dir*GH*H:(dir+1)*GH*H]
 		matmulT(S*B, GH, I, xs, wd, xp, false)
@@ -505,46 +533,74 @@ func recurTyped[T floatElem](k *recurrent, d rnnDims, lens []int, in, out []nd.A
 				for j := range GH {
 					gate[j] = float64(x[j]) + float64(hr[b*GH+j]) + wb[j] + rb[j]
 				}
+				// The gates' inputs, clipped, then each gate's activation
+				// over its H values at once (gate[g*H:(g+1)*H]).
+				act := func(a rnnAct, v []float64) { a.into(v, buf, fast) }
+				clipAll := func(v []float64) {
+					for j := range v {
+						v[j] = clip(v[j])
+					}
+				}
 				switch k.kind {
 				case rnnSimple:
+					g := gate[:H]
+					clipAll(g)
+					act(acts[0], g)
 					for j := range H {
-						hb[j] = T(acts[0].f(clip(gate[j])))
+						hb[j] = T(g[j])
 					}
 				case rnnGRU:
+					z, rr, pre := gate[:H], gate[H:2*H], gate[2*H:3*H]
+					clipAll(gate[:2*H])
+					act(acts[0], gate[:2*H])
 					for j := range H {
-						z := acts[0].f(clip(gate[j]))
-						rr := acts[0].f(clip(gate[H+j]))
-						var pre float64
 						if k.lbr {
-							pre = float64(x[2*H+j]) + wb[2*H+j] + rr*(float64(hr[b*GH+2*H+j])+rb[2*H+j])
+							pre[j] = float64(x[2*H+j]) + wb[2*H+j] + rr[j]*(float64(hr[b*GH+2*H+j])+rb[2*H+j])
 						} else {
-							pre = float64(x[2*H+j]) + wb[2*H+j] + rb[2*H+j] + float64(rhr[b*H+j])
+							pre[j] = float64(x[2*H+j]) + wb[2*H+j] + rb[2*H+j] + float64(rhr[b*H+j])
 						}
-						ht := acts[1].f(clip(pre))
-						hb[j] = T((1-z)*ht + z*float64(hb[j]))
+					}
+					clipAll(pre)
+					act(acts[1], pre)
+					for j := range H {
+						hb[j] = T((1-z[j])*pre[j] + z[j]*float64(hb[j]))
 					}
 				case rnnLSTM:
+					gi, gout, gf, gc := gate[:H], gate[H:2*H], gate[2*H:3*H], gate[3*H:]
+					if pi != nil {
+						for j := range H {
+							gi[j] += float64(pi[j]) * float64(cb[j])
+							gf[j] += float64(pf[j]) * float64(cb[j])
+						}
+					}
+					clipAll(gi)
+					clipAll(gf)
+					clipAll(gc)
+					act(acts[0], gi)
+					if k.inputForget {
+						for j := range H {
+							gf[j] = 1 - gi[j]
+						}
+					} else {
+						act(acts[0], gf)
+					}
+					act(acts[1], gc)
 					for j := range H {
-						cp := float64(cb[j])
-						gi, gf := gate[j], gate[2*H+j]
-						if pi != nil {
-							gi += float64(pi[j]) * cp
-							gf += float64(pf[j]) * cp
+						cb[j] = T(gf[j]*float64(cb[j]) + gi[j]*gc[j])
+					}
+					if po != nil {
+						for j := range H {
+							gout[j] += float64(po[j]) * float64(cb[j])
 						}
-						i := acts[0].f(clip(gi))
-						f := acts[0].f(clip(gf))
-						if k.inputForget {
-							f = 1 - i
-						}
-						cc := acts[1].f(clip(gate[3*H+j]))
-						cn := f*cp + i*cc
-						cb[j] = T(cn)
-						gout := gate[H+j]
-						if po != nil {
-							gout += float64(po[j]) * float64(cb[j])
-						}
-						o := acts[0].f(clip(gout))
-						hb[j] = T(o * acts[2].f(float64(cb[j])))
+					}
+					clipAll(gout)
+					act(acts[0], gout)
+					for j := range H {
+						gc[j] = float64(cb[j]) // the new cell, for h's activation
+					}
+					act(acts[2], gc)
+					for j := range H {
+						hb[j] = T(gout[j] * gc[j])
 					}
 				}
 				if ys != nil {
