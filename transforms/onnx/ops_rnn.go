@@ -39,8 +39,10 @@ import (
 //
 // On the CPU the input projections of every time step are one product
 // (package gemm for float32), then each step is a product of the hidden
-// state with R and the gates' element-wise arithmetic (in float64,
-// rounded to X's type). The device has no kernel for them yet: a device
+// state with R (packed once per direction) and the gates' element-wise
+// arithmetic in float64, rounded to X's type; for float32, Sigmoid and
+// Tanh run a gate at a time as the vector loops the activation operators
+// use (sigmoidInto, tanhInto). The device has no kernel for them yet: a device
 // plan runs them on the host inside the run (ops_rnn_gpu.go; the ops table
 // shows them with no conformance test wholly on the device).
 
