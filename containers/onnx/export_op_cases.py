@@ -3,7 +3,8 @@
 newer operators that ONNX's conformance data (Debian's libonnx-testdata, ONNX 1.12)
 does not hold: Resize at opsets 18 and 19 (antialias, axes, keep_aspect_ratio_policy,
 half_pixel_symmetric), tf_crop_and_resize with extrapolation, Resize 10, Upsample; Mish
-(18), Gelu (20), and Softplus, Celu and Round on wider inputs.
+(18), Gelu (20), and Softplus, Celu and Round on wider inputs; ReduceLogSumExp of
+float32.
 
 Each case is a model of one node (its scales, sizes and roi initializers), a seeded
 random input and ONNX Runtime's output for it, in transforms/onnx/testdata/ops/:
@@ -111,6 +112,9 @@ CASES = {
     "softplus_wide": unary_case(13, "Softplus", [3, 50], scale=60.0),
     "celu_alpha": unary_case(12, "Celu", [3, 50], dict(alpha=0.5), scale=3.0),
     "round_halves": unary_case(11, "Round", [4, 25], scale=4.0),
+    # ReduceLogSumExp of float32 (the conformance data's is float64, which
+    # the device leaves to the host)
+    "reducelogsumexp_axis1": unary_case(13, "ReduceLogSumExp", [3, 50, 2], dict(axes=[1], keepdims=0), scale=5.0),
 }
 
 

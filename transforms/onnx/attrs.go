@@ -130,6 +130,17 @@ func (a *Attrs) Floats(name string) (v []float32, ok bool) {
 	return nil, false
 }
 
+// Strings returns the strings attribute name, ok false when it is not set.
+func (a *Attrs) Strings(name string) (v []string, ok bool) {
+	if p := a.get(name, onnxpb.AttributeProto_STRINGS); p != nil {
+		for _, s := range p.GetStrings() {
+			v = append(v, string(s))
+		}
+		return v, true
+	}
+	return nil, false
+}
+
 // Tensor returns the tensor attribute name (Float16 and BFloat16 widened
 // to float32, as everywhere in a model), ok false when it is not set.
 func (a *Attrs) Tensor(name string) (v nd.Array, ok bool) {

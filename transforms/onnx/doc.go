@@ -23,8 +23,9 @@
 // model's weights resident on the device, the intermediate values in one
 // device workspace at the plan's offsets, one copy up per input and one
 // down per output. A node whose types the kernels do not take (float64,
-// integer division...) runs on the host, and the run says so once per plan
-// (a log/slog warning). The tests run the conformance suite and the
+// integer division...) runs on the host, as do the recurrent layers (RNN,
+// GRU, LSTM: no device kernel yet), and the run says so once per plan (a
+// log/slog warning). The tests run the conformance suite and the
 // exported models through that path without a GPU: a device emulator
 // (runtime/executor/gpu/gpuemu) with the kernels compiled for the host
 // (internal/kernelemu).

@@ -41,3 +41,6 @@
 #include "ops_pool.cu"
 #include "ops_matmul.cu"
 #include "ops_resize.cu"
+#include "ops_instnorm.cu"
+#include "ops_hardmax.cu"
+#include "ops_size.cu"

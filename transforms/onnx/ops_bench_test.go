@@ -165,3 +165,17 @@ func BenchmarkConvLayers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLSTM: a bidirectional LSTM (sequence 32, batch 8, input 64,
+// hidden 128, biases), against a plain product of its FLOPs (the input
+// projections and the recurrence as one product of every step).
+func BenchmarkLSTM(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const seq, batch, input, hidden = 32, 8, 64, 128
+	in := []nd.Array{randArray(r, seq, batch, input), randArray(r, 2, 4*hidden, input), randArray(r, 2, 4*hidden, hidden), randArray(r, 2, 8*hidden)}
+	t := onnxpb.AttributeProto_STRING
+	name := "direction"
+	dir := &onnxpb.AttributeProto{Name: &name, Type: &t, S: []byte("bidirectional")}
+	flops := 2.0 * 2 * seq * batch * 4 * hidden * (input + hidden)
+	benchKernel(b, "LSTM", []*onnxpb.AttributeProto{dir, intAttr("hidden_size", hidden)}, in, []bool{false, true, true, true}, flops, 2*seq*batch, 4*hidden, input+hidden)
+}

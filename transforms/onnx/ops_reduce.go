@@ -11,10 +11,14 @@ import (
 
 // ReduceSum (opsets 1, 11, 13), ReduceMean (1, 11, 13, 18), ReduceMax and
 // ReduceMin (1, 11, 12, 13, 18), ReduceProd, ReduceSumSquare, ReduceL1,
-// ReduceL2 and ReduceLogSum (1, 11, 13, 18): reductions over axes,
-// keepdims (default 1) keeping them as dimensions of 1. ReduceL2 and
-// ReduceLogSum are the square root and the natural log of ReduceSumSquare's
-// and ReduceSum's results (computed in float64 and converted back).
+// ReduceL2, ReduceLogSum and ReduceLogSumExp (1, 11, 13, 18): reductions
+// over axes, keepdims (default 1) keeping them as dimensions of 1. ReduceL2
+// and ReduceLogSum are the square root and the natural log of
+// ReduceSumSquare's and ReduceSum's results (computed in float64 and
+// converted back); ReduceLogSumExp is the log of the sum of exponentials,
+// the exponentials summed in float64 as ONNX's reference computes them (a
+// float32 input past 709 overflows the sum to +Inf; the device kernel
+// subtracts the maximum first).
 //
 // The axes are the attribute axes before ReduceSum-13 and the others' 18, and the optional input axes from those versions
 // (int64s known before the model runs: a constant, or computed from
@@ -42,6 +46,7 @@ func init() {
 	RegisterOp(OpDef{Name: "ReduceL1", Versions: []int{1, 11, 13, 18}, New: newReduce(redL1, 18)})
 	RegisterOp(OpDef{Name: "ReduceL2", Versions: []int{1, 11, 13, 18}, New: newReduce(redL2, 18)})
 	RegisterOp(OpDef{Name: "ReduceLogSum", Versions: []int{1, 11, 13, 18}, New: newReduce(redLogSum, 18)})
+	RegisterOp(OpDef{Name: "ReduceLogSumExp", Versions: []int{1, 11, 13, 18}, New: newReduce(redLogSumExp, 18)})
 }
 
 type redOp uint8
@@ -56,6 +61,7 @@ const (
 	redL1
 	redL2
 	redLogSum
+	redLogSumExp
 )
 
 type reduceKernel struct {
@@ -125,6 +131,9 @@ func (k *reduceKernel) Infer(in []Meta) ([]Meta, error) {
 	x := in[0]
 	if !isNumeric(x.Type) {
 		return nil, fmt.Errorf("%s of %v: takes a number type", k.name, x.Type)
+	}
+	if k.op == redLogSumExp && !x.Type.IsFloat() {
+		return nil, fmt.Errorf("%s of %v: takes a float type", k.name, x.Type)
 	}
 	axes, err := k.axesOf(in)
 	if err != nil {
@@ -374,6 +383,11 @@ func reduceRow[T, A numElem](op redOp, x []T, acc A) A {
 			acc += a
 		}
 		return acc
+	case redLogSumExp:
+		for _, v := range x {
+			acc += A(math.Exp(float64(v)))
+		}
+		return acc
 	}
 	// Four sums: the additions of one do not wait for the others'.
 	var s0, s1, s2, s3 A
@@ -424,6 +438,11 @@ func reduceInto[T, A numElem](op redOp, acc []A, x []T) {
 			acc[i] += a
 		}
 		return
+	case redLogSumExp:
+		for i, v := range x {
+			acc[i] += A(math.Exp(float64(v)))
+		}
+		return
 	}
 	for i, v := range x {
 		acc[i] += A(v)
@@ -448,7 +467,7 @@ func reduceResult[T, A numElem](op redOp, acc A, count int) T {
 	switch op {
 	case redL2:
 		return T(math.Sqrt(float64(acc)))
-	case redLogSum:
+	case redLogSum, redLogSumExp:
 		return T(math.Log(float64(acc)))
 	}
 	if op != redMean {
