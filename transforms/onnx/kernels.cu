@@ -41,3 +41,4 @@
 #include "ops_pool.cu"
 #include "ops_matmul.cu"
 #include "ops_resize.cu"
+#include "ops_argmax.cu"
