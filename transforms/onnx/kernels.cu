@@ -42,3 +42,6 @@
 #include "ops_matmul.cu"
 #include "ops_resize.cu"
 #include "ops_argmax.cu"
+#include "ops_cumsum.cu"
+#include "ops_trilu.cu"
+#include "ops_tile.cu"
