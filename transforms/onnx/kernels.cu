@@ -45,3 +45,5 @@
 #include "ops_cumsum.cu"
 #include "ops_trilu.cu"
 #include "ops_tile.cu"
+#include "ops_topk.cu"
+#include "ops_onehot.cu"
