@@ -1,0 +1,86 @@
+package onnx_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The detection operators' bad arguments are errors naming the node and
+// the reason: a TopK k past the axis or below 0, an ArgMax over an empty
+// axis, a negative Tile count, a Trilu k of two values.
+func TestDetectionOpsBadInput(t *testing.T) {
+	x := nd.Of(make([]float32, 12), 3, 4)
+	for name, c := range map[string]struct {
+		op   string
+		arg  nd.Array // the second input, or the zero Array
+		x    nd.Array
+		want string
+	}{
+		"topk past the axis": {"TopK", nd.Of([]int64{5}, 1), x, `node "topk" (TopK, opset 14): k is 5: TopK takes 0 to the axis's length, 4`},
+		"topk negative":      {"TopK", nd.Of([]int64{-1}, 1), x, "k is -1"},
+		"argmax empty axis":  {"ArgMax", nd.Array{}, nd.Of([]float32{}, 3, 0), `node "argmax" (ArgMax, opset 14): input data has shape [3x0]: ArgMax over an empty axis 1`},
+		"tile negative":      {"Tile", nd.Of([]int64{1, -2}, 2), x, "input repeats has -2 on axis 1"},
+		"tile rank":          {"Tile", nd.Of([]int64{2}, 1), x, "Tile of a rank-2 input takes 2 repeats"},
+		"trilu k values":     {"Trilu", nd.Of([]int64{1, 2}, 2), x, "Trilu takes an int64 scalar"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := []string{"x"}
+			vals := values{onnxtest.Value("x", nd.Float32, c.x.Shape...)}
+			run := []nd.Array{c.x}
+			if c.arg.Type != nd.Undefined {
+				in = append(in, "a")
+				vals = append(vals, onnxtest.Value("a", c.arg.Type, c.arg.Shape...))
+				run = append(run, c.arg)
+			}
+			outs := []string{"y"}
+			ov := values{onnxtest.ValueNoShape("y", nd.Float32)}
+			if c.op == "TopK" {
+				outs = append(outs, "i")
+				ov = append(ov, onnxtest.ValueNoShape("i", nd.Int64))
+			}
+			if c.op == "ArgMax" {
+				ov = values{onnxtest.ValueNoShape("y", nd.Int64)}
+			}
+			n := onnxtest.Node(c.op, in, outs)
+			nodeName := strings.ToLower(c.op)
+			n.Name = &nodeName
+			if c.op == "ArgMax" {
+				n.Attribute = append(n.Attribute, onnxtest.Int("axis", 1))
+			}
+			m, err := onnxtest.Load(onnxtest.Model(14, nodes{n}, vals, ov))
+			if err == nil {
+				_, err = m.Run(run)
+			}
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+// TopK and ArgMax put NaN above every number, take the first of equal
+// values (ArgMax the last with select_last_index) and keep them in index
+// order.
+func TestTopKArgMaxOrder(t *testing.T) {
+	nan := float32(math.NaN())
+	x := nd.Of([]float32{1, 3, nan, 3, -1, nan}, 1, 6)
+	m, err := onnxtest.Load(onnxtest.Model(13, nodes{
+		onnxtest.Node("TopK", []string{"x", "k"}, []string{"v", "i"}),
+		onnxtest.Node("ArgMax", []string{"x"}, []string{"a"}, onnxtest.Int("axis", 1)),
+		onnxtest.Node("ArgMax", []string{"x"}, []string{"b"}, onnxtest.Int("axis", 1), onnxtest.Int("select_last_index", 1)),
+		onnxtest.Node("ArgMin", []string{"x"}, []string{"c"}, onnxtest.Int("axis", 1)),
+	}, values{onnxtest.Value("x", nd.Float32, 1, 6)},
+		values{onnxtest.ValueNoShape("i", nd.Int64), onnxtest.ValueNoShape("a", nd.Int64), onnxtest.ValueNoShape("b", nd.Int64), onnxtest.ValueNoShape("c", nd.Int64)},
+		onnxtest.Init("k", nd.Of([]int64{4}, 1))))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{x})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{2, 5, 1, 3}, nd.MustAs[int64](out[0]))
+	assert.Equal(t, []int64{2}, nd.MustAs[int64](out[1]))
+	assert.Equal(t, []int64{5}, nd.MustAs[int64](out[2]))
+	assert.Equal(t, []int64{2}, nd.MustAs[int64](out[3]))
+}
