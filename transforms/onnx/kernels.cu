@@ -47,3 +47,4 @@
 #include "ops_tile.cu"
 #include "ops_topk.cu"
 #include "ops_onehot.cu"
+#include "ops_gather_nd.cu"

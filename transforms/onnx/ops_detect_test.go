@@ -13,7 +13,8 @@ import (
 
 // The detection operators' bad arguments are errors naming the node and
 // the reason: a TopK k past the axis or below 0, an ArgMax over an empty
-// axis, a negative Tile count, a Trilu k of two values.
+// axis, a negative Tile count, a Trilu k of two values, a gathered index
+// out of range.
 func TestDetectionOpsBadInput(t *testing.T) {
 	x := nd.Of(make([]float32, 12), 3, 4)
 	for name, c := range map[string]struct {
@@ -22,12 +23,14 @@ func TestDetectionOpsBadInput(t *testing.T) {
 		x    nd.Array
 		want string
 	}{
-		"topk past the axis": {"TopK", nd.Of([]int64{5}, 1), x, `node "topk" (TopK, opset 14): k is 5: TopK takes 0 to the axis's length, 4`},
-		"topk negative":      {"TopK", nd.Of([]int64{-1}, 1), x, "k is -1"},
-		"argmax empty axis":  {"ArgMax", nd.Array{}, nd.Of([]float32{}, 3, 0), `node "argmax" (ArgMax, opset 14): input data has shape [3x0]: ArgMax over an empty axis 1`},
-		"tile negative":      {"Tile", nd.Of([]int64{1, -2}, 2), x, "input repeats has -2 on axis 1"},
-		"tile rank":          {"Tile", nd.Of([]int64{2}, 1), x, "Tile of a rank-2 input takes 2 repeats"},
-		"trilu k values":     {"Trilu", nd.Of([]int64{1, 2}, 2), x, "Trilu takes an int64 scalar"},
+		"topk past the axis":   {"TopK", nd.Of([]int64{5}, 1), x, `node "topk" (TopK, opset 14): k is 5: TopK takes 0 to the axis's length, 4`},
+		"topk negative":        {"TopK", nd.Of([]int64{-1}, 1), x, "k is -1"},
+		"argmax empty axis":    {"ArgMax", nd.Array{}, nd.Of([]float32{}, 3, 0), `node "argmax" (ArgMax, opset 14): input data has shape [3x0]: ArgMax over an empty axis 1`},
+		"tile negative":        {"Tile", nd.Of([]int64{1, -2}, 2), x, "input repeats has -2 on axis 1"},
+		"tile rank":            {"Tile", nd.Of([]int64{2}, 1), x, "Tile of a rank-2 input takes 2 repeats"},
+		"gatherelements index": {"GatherElements", nd.Of([]int64{0, 4, 1}, 3, 1), x, `node "gatherelements" (GatherElements, opset 14): index 4 (element 1 of indices) is out of range for axis 0 of size 3`},
+		"gathernd index":       {"GatherND", nd.Of([]int64{1, -5}, 1, 2), x, `node "gathernd" (GatherND, opset 14): index -5 (element 1 of indices) is out of range for an axis of size 4`},
+		"trilu k values":       {"Trilu", nd.Of([]int64{1, 2}, 2), x, "Trilu takes an int64 scalar"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := []string{"x"}
