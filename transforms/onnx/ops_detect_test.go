@@ -87,3 +87,25 @@ func TestTopKArgMaxOrder(t *testing.T) {
 	assert.Equal(t, []int64{5}, nd.MustAs[int64](out[2]))
 	assert.Equal(t, []int64{2}, nd.MustAs[int64](out[3]))
 }
+
+// NonZero of a graph input is computed while planning (the input keys the
+// plan); of a value the model computes it is refused naming the node, as
+// its output's shape depends on the data.
+func TestNonZeroPlanning(t *testing.T) {
+	m, err := onnxtest.Load(onnxtest.Model(13, nodes{onnxtest.Node("NonZero", []string{"x"}, []string{"y"})},
+		values{onnxtest.Value("x", nd.Float32, 2, 3)}, values{onnxtest.ValueNoShape("y", nd.Int64)}))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{0, 2, 0, float32(math.Copysign(0, -1)), 0, -1}, 2, 3)})
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 2}, out[0].Shape)
+	assert.Equal(t, []int64{0, 1, 1, 2}, nd.MustAs[int64](out[0]))
+
+	n := onnxtest.Node("NonZero", []string{"r"}, []string{"y"})
+	name := "nz"
+	n.Name = &name
+	m, err = onnxtest.Load(onnxtest.Model(13, nodes{onnxtest.Node("Relu", []string{"x"}, []string{"r"}), n},
+		values{onnxtest.Value("x", nd.Float32, 2, 3)}, values{onnxtest.ValueNoShape("y", nd.Int64)}))
+	require.NoError(t, err)
+	_, err = m.Run([]nd.Array{nd.Zeros(nd.Float32, 2, 3)})
+	assert.ErrorContains(t, err, `node "nz" (NonZero, opset 13): input "r": the runtime needs its contents before the model runs`)
+}
