@@ -109,3 +109,26 @@ func TestNonZeroPlanning(t *testing.T) {
 	_, err = m.Run([]nd.Array{nd.Zeros(nd.Float32, 2, 3)})
 	assert.ErrorContains(t, err, `node "nz" (NonZero, opset 13): input "r": the runtime needs its contents before the model runs`)
 }
+
+// NonMaxSuppression's work is bounded: millions of boxes, or a worst case
+// past the comparisons limit, are refused at once naming the node, not run.
+func TestNMSLimits(t *testing.T) {
+	n := onnxtest.Node("NonMaxSuppression", []string{"boxes", "scores", "max"}, []string{"sel"})
+	name := "nms"
+	n.Name = &name
+	for _, c := range []struct {
+		boxes  int
+		maxOut int64
+		want   string
+	}{
+		{2_000_000, 10, `node "nms" (NonMaxSuppression, opset 11): input boxes has 2000000 boxes per image: NonMaxSuppression takes at most 1048576`},
+		{100_000, 100_000, "NonMaxSuppression takes at most 10000000000 comparisons (limit 4294967296)"},
+	} {
+		m, err := onnxtest.Load(onnxtest.Model(11, nodes{n},
+			values{onnxtest.Value("boxes", nd.Float32, 1, c.boxes, 4), onnxtest.Value("scores", nd.Float32, 1, 1, c.boxes)},
+			values{onnxtest.ValueNoShape("sel", nd.Int64)}, onnxtest.Init("max", nd.Of([]int64{c.maxOut}, 1))))
+		require.NoError(t, err)
+		_, err = m.Run([]nd.Array{nd.Zeros(nd.Float32, 1, c.boxes, 4), nd.Zeros(nd.Float32, 1, 1, c.boxes)})
+		assert.ErrorContains(t, err, c.want)
+	}
+}
