@@ -140,6 +140,10 @@ CASES = {
     "argmax13_last_ties": node_case(13, "ArgMax", [6, 20], dict(axis=1, select_last_index=1), ties=True),
     "argmin11_ties": node_case(11, "ArgMin", [6, 20], dict(axis=0, keepdims=0), ties=True),
     "tile13_rank4": node_case(13, "Tile", [2, 1, 3, 2], inits={"repeats": np.array([2, 3, 1, 2], np.int64)}),
+    "roialign16_max_output_half_pixel": node_case(16, "RoiAlign", [2, 3, 10, 12], dict(mode="max", coordinate_transformation_mode="output_half_pixel", output_height=3, output_width=4, sampling_ratio=2, spatial_scale=0.5),
+                                                  inits={"rois": np.array([[1, 2, 15, 18], [0, 0, 23, 19], [4.5, 3.2, 9.1, 7.7]], np.float32), "batch_indices": np.array([1, 0, 1], np.int64)}),
+    "roialign16_avg_half_pixel": node_case(16, "RoiAlign", [1, 2, 8, 8], dict(output_height=2, output_width=3, spatial_scale=0.25),
+                                           inits={"rois": np.array([[-2, 3, 30, 40], [5, 5, 6, 6]], np.float32), "batch_indices": np.array([0, 0], np.int64)}),
     "trilu14_lower_k": node_case(14, "Trilu", [2, 5, 7], dict(upper=0), inits={"k": np.array(-1, np.int64)}),
 }
 

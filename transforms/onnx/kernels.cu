@@ -48,3 +48,4 @@
 #include "ops_topk.cu"
 #include "ops_onehot.cu"
 #include "ops_gather_nd.cu"
+#include "ops_roialign.cu"
