@@ -132,3 +132,57 @@ func TestNMSLimits(t *testing.T) {
 		assert.ErrorContains(t, err, c.want)
 	}
 }
+
+// Einsum's attention-score form equals the plain loops; the implicit
+// output is the letters met once; forms outside the set are refused at
+// load naming the equation.
+func TestEinsumForms(t *testing.T) {
+	const b, h, q, k, d = 2, 3, 4, 5, 6
+	x, y := make([]float32, b*h*q*d), make([]float32, b*h*k*d)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	for i := range y {
+		y[i] = float32(i%5)*0.5 - 1
+	}
+	m, err := onnxtest.Load(onnxtest.Model(12, nodes{
+		onnxtest.Node("Einsum", []string{"x", "y"}, []string{"s"}, onnxtest.String("equation", "bhqd, bhkd -> bhqk")),
+		onnxtest.Node("Einsum", []string{"x"}, []string{"r"}, onnxtest.String("equation", "bhqd->dq")),
+	}, values{onnxtest.Value("x", nd.Float32, b, h, q, d), onnxtest.Value("y", nd.Float32, b, h, k, d)},
+		values{onnxtest.ValueNoShape("s", nd.Float32), onnxtest.ValueNoShape("r", nd.Float32)}))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of(x, b, h, q, d), nd.Of(y, b, h, k, d)})
+	require.NoError(t, err)
+	want := make([]float32, b*h*q*k)
+	for bh := range b * h {
+		for i := range q {
+			for j := range k {
+				var s float32
+				for c := range d {
+					s += x[(bh*q+i)*d+c] * y[(bh*k+j)*d+c]
+				}
+				want[(bh*q+i)*k+j] = s
+			}
+		}
+	}
+	assert.Equal(t, []int{b, h, q, k}, out[0].Shape)
+	assert.Equal(t, want, nd.MustAs[float32](out[0]))
+	r := nd.MustAs[float32](out[1])
+	assert.Equal(t, []int{d, q}, out[1].Shape)
+	var s float32
+	for bh := range b * h {
+		s += x[(bh*q+2)*d+3]
+	}
+	assert.Equal(t, s, r[3*q+2])
+
+	for eq, want := range map[string]string{
+		"...ij->...ji": `attribute equation "...ij->...ji": an ellipsis is not supported`,
+		"ii->i":        `attribute equation "ii->i": letter 'i' repeats in operand "ii"`,
+		"ij->k":        `output letter 'k' is in no operand`,
+	} {
+		_, err := onnxtest.Load(onnxtest.Model(12, nodes{onnxtest.Node("Einsum", []string{"x"}, []string{"r"}, onnxtest.String("equation", eq))},
+			values{onnxtest.Value("x", nd.Float32, 3, 3)}, values{onnxtest.ValueNoShape("r", nd.Float32)}))
+		assert.ErrorContains(t, err, want)
+		assert.ErrorContains(t, err, "Einsum")
+	}
+}
