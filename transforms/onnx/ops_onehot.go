@@ -61,7 +61,7 @@ func (k *oneHotKernel) plan(in []Meta) (shape []int, depth, outer, inner int, er
 	}
 	shape = append(append(append(make([]int, 0, len(x)+1), x[:ax]...), depth), x[ax:]...)
 	if _, err := nd.Numel(shape); err != nil {
-		return nil, 0, 0, 0, fmt.Errorf("OneHot's output of shape %s: %w", nd.ShapeString(shape), err)
+		return nil, 0, 0, 0, fmt.Errorf("the output of shape %s: %w", nd.ShapeString(shape), err)
 	}
 	return shape, depth, numel(x[:ax]), numel(x[ax:]), nil
 }

@@ -48,7 +48,7 @@ func (tileKernel) plan(in []Meta) ([]int, strided, error) {
 		src = append(src, 0, st[i])
 	}
 	if _, err := nd.Numel(out); err != nil {
-		return nil, strided{}, fmt.Errorf("Tile's output of shape %s: %w", nd.ShapeString(out), err)
+		return nil, strided{}, fmt.Errorf("the output of shape %s: %w", nd.ShapeString(out), err)
 	}
 	return out, strided{shape: view, srcSt: src, dstSt: Strides(view)}, nil
 }
