@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -185,4 +186,26 @@ func TestEinsumForms(t *testing.T) {
 		assert.ErrorContains(t, err, want)
 		assert.ErrorContains(t, err, "Einsum")
 	}
+}
+
+// TopK of a few of a long row (its heap) keeps ties in index order, as
+// sorting the whole row does.
+func TestTopKHeapTies(t *testing.T) {
+	const n, k = 1000, 37
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32((i * 7919) % 10)
+	}
+	m, err := onnxtest.Load(onnxtest.Model(11, nodes{onnxtest.Node("TopK", []string{"x", "k"}, []string{"v", "i"}, onnxtest.Int("largest", 0))},
+		values{onnxtest.Value("x", nd.Float32, 1, n)}, values{onnxtest.ValueNoShape("i", nd.Int64)},
+		onnxtest.Init("k", nd.Of([]int64{k}, 1))))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of(x, 1, n)})
+	require.NoError(t, err)
+	idx := make([]int64, n)
+	for i := range idx {
+		idx[i] = int64(i)
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] < x[idx[b]] })
+	assert.Equal(t, idx[:k], nd.MustAs[int64](out[0]))
 }

@@ -111,8 +111,10 @@ func (numbers[T, W]) topK(x, v, idx nd.Array, outer, n, inner, k int, smallest b
 	topK(nd.MustAs[T](x), nd.MustAs[T](v), nd.MustAs[int64](idx), outer, n, inner, k, smallest)
 }
 
-// topK sorts each row's indices by (value, index) into a buffer reused by
-// the rows of one worker, and writes the first k.
+// topK writes each row's first k elements in (value, index) order: for a
+// k well below the row's length through a heap of the k best so far (one
+// comparison for most elements), else by sorting the row's indices; the
+// buffers are reused by the rows of one worker.
 func topK[T numElem](xs, vs []T, is []int64, outer, n, inner, k int, smallest bool) {
 	if k == 0 {
 		return
@@ -122,25 +124,72 @@ func topK[T numElem](xs, vs []T, is []int64, outer, n, inner, k int, smallest bo
 		for r := lo; r < hi; r++ {
 			o, c := r/inner, r%inner
 			row := xs[o*n*inner+c:]
-			for j := range order {
-				order[j] = int32(j)
+			// before: element a comes before b.
+			before := func(a, b int32) bool {
+				va, vb := row[int(a)*inner], row[int(b)*inner]
+				if topKBefore(va, vb, smallest) {
+					return true
+				}
+				return !topKBefore(vb, va, smallest) && a < b
 			}
-			slices.SortFunc(order, func(a, b int32) int {
-				if topKBefore(row[int(a)*inner], row[int(b)*inner], smallest) {
+			cmp := func(a, b int32) int {
+				if before(a, b) {
 					return -1
 				}
-				if topKBefore(row[int(b)*inner], row[int(a)*inner], smallest) {
-					return 1
+				return 1
+			}
+			var sel []int32
+			if k*8 <= n {
+				sel = topKHeap(order[:k], n, before)
+			} else {
+				for j := range order {
+					order[j] = int32(j)
 				}
-				return int(a - b)
-			})
+				sel = order
+			}
+			slices.SortFunc(sel, cmp)
 			base := o*k*inner + c
-			for j, src := range order[:k] {
+			for j, src := range sel[:k] {
 				vs[base+j*inner] = row[int(src)*inner]
 				is[base+j*inner] = int64(src)
 			}
 		}
 	})
+}
+
+// topKHeap returns the k = len(h) best of 0..n-1 in h, unordered: h is a
+// heap whose root is the worst kept.
+func topKHeap(h []int32, n int, before func(a, b int32) bool) []int32 {
+	k := len(h)
+	down := func(i int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < k && before(h[w], h[l]) {
+				w = l
+			}
+			if r < k && before(h[w], h[r]) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for j := range h {
+		h[j] = int32(j)
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for j := int32(k); j < int32(n); j++ {
+		if before(j, h[0]) {
+			h[0] = j
+			down(0)
+		}
+	}
+	return h
 }
 
 // topKBefore reports whether a comes strictly before b (larger, or
