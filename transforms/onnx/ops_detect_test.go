@@ -209,3 +209,28 @@ func TestTopKHeapTies(t *testing.T) {
 	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] < x[idx[b]] })
 	assert.Equal(t, idx[:k], nd.MustAs[int64](out[0]))
 }
+
+// ScatterElements and ScatterND with opset 18's reductions apply every
+// update in order, repeated indices included.
+func TestScatterReductions(t *testing.T) {
+	data := nd.Of([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
+	for red, want := range map[string][]float32{
+		"none": {1, 9, 3, 4, 5, 6},
+		"add":  {1, 2 + 7 + 9, 3, 4, 5, 6},
+		"mul":  {1, 2 * 7 * 9, 3, 4, 5, 6},
+		"max":  {1, 9, 3, 4, 5, 6},
+		"min":  {1, 2, 3, 4, 5, 6},
+	} {
+		m, err := onnxtest.Load(onnxtest.Model(18, nodes{
+			onnxtest.Node("ScatterElements", []string{"x", "i", "u"}, []string{"y"}, onnxtest.Int("axis", 1), onnxtest.String("reduction", red)),
+			onnxtest.Node("ScatterND", []string{"x", "j", "u2"}, []string{"z"}, onnxtest.String("reduction", red)),
+		}, values{onnxtest.Value("x", nd.Float32, 2, 3)}, values{onnxtest.ValueNoShape("y", nd.Float32), onnxtest.ValueNoShape("z", nd.Float32)},
+			onnxtest.Init("i", nd.Of([]int64{1, 1}, 1, 2)), onnxtest.Init("u", nd.Of([]float32{7, 9}, 1, 2)),
+			onnxtest.Init("j", nd.Of([]int64{0, 1, 0, -2}, 2, 2)), onnxtest.Init("u2", nd.Of([]float32{7, 9}, 2))))
+		require.NoError(t, err, red)
+		out, err := m.Run([]nd.Array{data})
+		require.NoError(t, err, red)
+		assert.Equal(t, want, nd.MustAs[float32](out[0]), red)
+		assert.Equal(t, want, nd.MustAs[float32](out[1]), red)
+	}
+}
