@@ -21,6 +21,9 @@ our own):
                       one ConvTranspose of 64 to 32 channels (2x2 stride 2;
                       3x3 stride 2, padding 1, output_padding 1), batch 8 of
                       64x56x56
+  topk_100            one TopK (the 100 largest of 8400, YOLO's anchors), batch
+                      8 of 80x8400
+  cumsum_axis1        one CumSum along axis 1, batch 8 of 256x4096
 
 Random weights give a benchmark nothing to compare unless the outputs are far
 from zero, so: batch-norm statistics are recalibrated on a few random batches
@@ -151,6 +154,24 @@ class Interpolate(nn.Module):
         return nn.functional.interpolate(x, scale_factor=2.0, mode=self.mode)
 
 
+class TopK(nn.Module):
+    """The k largest of the last axis: a lone TopK (its values)."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return torch.topk(x, self.k, dim=-1).values
+
+
+class CumSum(nn.Module):
+    """Running sums along axis 1: a lone CumSum."""
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
 def export_op(model, shape, path):
     """A module of one operator on inputs of shape (any batch), at opset 17."""
     x = torch.randn((1,) + shape[1:])
@@ -195,6 +216,9 @@ OPS = [
     ("resize_cubic", lambda: Interpolate("bicubic"), (8, 16, 64, 64)),
     ("convtranspose_k2s2", lambda: nn.ConvTranspose2d(64, 32, 2, stride=2), (8, 64, 56, 56)),
     ("convtranspose_k3s2", lambda: nn.ConvTranspose2d(64, 32, 3, stride=2, padding=1, output_padding=1), (8, 64, 56, 56)),
+    # and of the detectors' heads: TopK of a score map, CumSum
+    ("topk_100", lambda: TopK(100), (8, 80, 8400)),
+    ("cumsum_axis1", CumSum, (8, 256, 4096)),
 ]
 
 

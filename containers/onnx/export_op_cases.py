@@ -4,7 +4,8 @@ newer operators that ONNX's conformance data (Debian's libonnx-testdata, ONNX 1.
 does not hold: Resize at opsets 18 and 19 (antialias, axes, keep_aspect_ratio_policy,
 half_pixel_symmetric), tf_crop_and_resize with extrapolation, Resize 10, Upsample; Mish
 (18), Gelu (20), and Softplus, Celu and Round on wider inputs; ReduceLogSumExp of
-float32.
+float32; CumSum, TopK, ArgMax, ArgMin, Tile, Trilu and RoiAlign on float32 inputs with
+ties and constant arguments.
 
 Each case is a model of one node (its scales, sizes and roi initializers), a seeded
 random input and ONNX Runtime's output for it, in transforms/onnx/testdata/ops/:
@@ -71,6 +72,23 @@ def unary_case(opset, op, shape, attrs=None, scale=1.0):
     return model
 
 
+def node_case(opset, op, shape, attrs=None, inits=None, outputs=("Y",), scale=1.0, ties=False):
+    """One node on X of shape and constant inputs inits (name: array, in order; "" leaves
+    an optional input out); the model's output is the node's output Y. With ties the
+    input is rounded to halves, so that equal values meet."""
+    inits = inits or {}
+    inputs = ["X"] + list(inits)
+    out_type = TensorProto.INT64 if op in ("ArgMax", "ArgMin") or outputs.index("Y") == 1 else TensorProto.FLOAT
+    node = helper.make_node(op, inputs, list(outputs), name=op.lower(), **(attrs or {}))
+    graph = helper.make_graph([node], "case", [helper.make_tensor_value_info("X", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("Y", out_type, None)],
+                              [onnx.numpy_helper.from_array(np.array(v), k) for k, v in inits.items() if k])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="export_op_cases")
+    model.ir_version = 8
+    model.doc_string = f"scale={scale}" + (" ties" if ties else "")
+    return model
+
+
 CASES = {
     # opset 18: antialias, axes, keep_aspect_ratio_policy
     "resize18_linear_antialias_scales": resize_case(18, [1, 2, 9, 10], dict(mode="linear", antialias=1), scales=[1, 1, 0.6, 0.5]),
@@ -115,6 +133,22 @@ CASES = {
     # ReduceLogSumExp of float32 (the conformance data's is float64, which
     # the device leaves to the host)
     "reducelogsumexp_axis1": unary_case(13, "ReduceLogSumExp", [3, 50, 2], dict(axes=[1], keepdims=0), scale=5.0),
+    # the detection operators in float32, which the conformance data tests in
+    # float64 (CumSum) or on few forms (TopK: ties, axes, k as input)
+    "cumsum14_axis1": node_case(14, "CumSum", [3, 40], inits={"axis": np.array(1, np.int64)}),
+    "cumsum11_axis0_exclusive_reverse": node_case(11, "CumSum", [5, 4, 3], dict(exclusive=1, reverse=1), inits={"axis": np.array(0, np.int32)}),
+    "topk11_values_axis0": node_case(11, "TopK", [30, 4], dict(axis=0), inits={"K": np.array([7], np.int64)}, outputs=("Y", "I")),
+    "topk11_indices_ties": node_case(11, "TopK", [3, 40], inits={"K": np.array([12], np.int64)}, outputs=("V", "Y"), ties=True),
+    "topk11_indices_smallest_ties": node_case(11, "TopK", [4, 33], dict(largest=0), inits={"K": np.array([33], np.int64)}, outputs=("V", "Y"), ties=True),
+    "topk10_indices": node_case(10, "TopK", [2, 3, 20], dict(axis=1), inits={"K": np.array([2], np.int64)}, outputs=("V", "Y")),
+    "argmax13_last_ties": node_case(13, "ArgMax", [6, 20], dict(axis=1, select_last_index=1), ties=True),
+    "argmin11_ties": node_case(11, "ArgMin", [6, 20], dict(axis=0, keepdims=0), ties=True),
+    "tile13_rank4": node_case(13, "Tile", [2, 1, 3, 2], inits={"repeats": np.array([2, 3, 1, 2], np.int64)}),
+    "roialign16_max_output_half_pixel": node_case(16, "RoiAlign", [2, 3, 10, 12], dict(mode="max", coordinate_transformation_mode="output_half_pixel", output_height=3, output_width=4, sampling_ratio=2, spatial_scale=0.5),
+                                                  inits={"rois": np.array([[1, 2, 15, 18], [0, 0, 23, 19], [4.5, 3.2, 9.1, 7.7]], np.float32), "batch_indices": np.array([1, 0, 1], np.int64)}),
+    "roialign16_avg_half_pixel": node_case(16, "RoiAlign", [1, 2, 8, 8], dict(output_height=2, output_width=3, spatial_scale=0.25),
+                                           inits={"rois": np.array([[-2, 3, 30, 40], [5, 5, 6, 6]], np.float32), "batch_indices": np.array([0, 0], np.int64)}),
+    "trilu14_lower_k": node_case(14, "Trilu", [2, 5, 7], dict(upper=0), inits={"k": np.array(-1, np.int64)}),
 }
 
 
@@ -131,9 +165,9 @@ def main():
     lines = ["# Single-operator cases (written by containers/onnx/export_op_cases.py): name  model  input  output (ONNX Runtime's)"]
     for name, model in CASES.items():
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-        scale = float(model.doc_string.split("=")[1]) if model.doc_string.startswith("scale=") else 1.0
+        scale = float(model.doc_string.split("=")[1].split()[0]) if model.doc_string.startswith("scale=") else 1.0
         x = (rng.standard_normal(shape) * scale).astype(np.float32)
-        if name == "round_halves":  # ties, both parities and signs
+        if name == "round_halves" or model.doc_string.endswith(" ties"):  # ties, both parities and signs
             x = (np.round(x * 2) / 2).astype(np.float32)
         paths = [os.path.join(OUT, name + ext) for ext in (".onnx", ".input.pb", ".output.pb")]
         onnx.save(model, paths[0])

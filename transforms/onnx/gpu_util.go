@@ -164,3 +164,25 @@ func geo3(args []any, g geometry) []any {
 	}
 	return args
 }
+
+// hostInts is the integer array a: its value known before the run, or else
+// downloaded (a wait for the stream), for a launch that needs a small
+// argument computed on the device (CumSum's axis, Trilu's k).
+func (d *Device) hostInts(a DevArray) ([]int64, error) {
+	if a.Host != nil {
+		return nd.Int64s(*a.Host)
+	}
+	if !a.Type.IsInt() || a.Len() > 64 {
+		return nil, ErrOnHost
+	}
+	h := nd.Array{Type: a.Type, Shape: a.Shape, Data: make([]byte, a.Bytes())}
+	if len(h.Data) > 0 {
+		if err := d.Call.Download(h.Data, a.Ptr); err != nil {
+			return nil, err
+		}
+		if err := d.Call.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return nd.Int64s(h)
+}

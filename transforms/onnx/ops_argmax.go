@@ -1,0 +1,134 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// ArgMax and ArgMin (opsets 1, 11, 12, 13): the int64 index of the largest
+// (smallest) value along axis (default 0, negative counted from the end),
+// keepdims (default 1) keeping the axis as a dimension of 1. Ties give the
+// first index, or the last with select_last_index (from 12). A NaN counts
+// as larger (smaller) than every number, as NumPy's argmax does: the first
+// NaN wins (the last with select_last_index). An empty axis is an error.
+
+func init() {
+	RegisterOp(OpDef{Name: "ArgMax", Versions: []int{1, 11, 12, 13}, New: newArgExt(false)})
+	RegisterOp(OpDef{Name: "ArgMin", Versions: []int{1, 11, 12, 13}, New: newArgExt(true)})
+}
+
+type argExtKernel struct {
+	name     string
+	isMin    bool
+	axis     int
+	keepdims bool
+	last     bool // select_last_index
+}
+
+func newArgExt(isMin bool) func(n *Node) (Kernel, error) {
+	return func(n *Node) (Kernel, error) {
+		if err := n.CheckArity(1, 1, 1, 1); err != nil {
+			return nil, err
+		}
+		a := n.Attrs
+		k := &argExtKernel{name: n.Op, isMin: isMin}
+		k.axis = int(a.Int("axis", 0))
+		k.keepdims = a.Int("keepdims", 1) != 0
+		if n.Since >= 12 {
+			k.last = a.Flag("select_last_index", false)
+		}
+		return k, a.Err()
+	}
+}
+
+// split views the input as outer x n x inner, n the axis's length.
+func (k *argExtKernel) split(x []int) (outer, n, inner int, err error) {
+	ax, err := NormAxis(k.axis, len(x))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if x[ax] == 0 {
+		return 0, 0, 0, fmt.Errorf("input data has shape %s: %s over an empty axis %d", nd.ShapeString(x), k.name, ax)
+	}
+	return numel(x[:ax]), x[ax], numel(x[ax+1:]), nil
+}
+
+func (k *argExtKernel) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	if !isNumeric(x.Type) {
+		return nil, fmt.Errorf("%s of %v: takes a number type", k.name, x.Type)
+	}
+	if _, _, _, err := k.split(x.Shape); err != nil {
+		return nil, err
+	}
+	ax, _ := NormAxis(k.axis, len(x.Shape))
+	out := make([]int, 0, len(x.Shape))
+	for i, d := range x.Shape {
+		switch {
+		case i != ax:
+			out = append(out, d)
+		case k.keepdims:
+			out = append(out, 1)
+		}
+	}
+	return []Meta{{Type: nd.Int64, Shape: out}}, nil
+}
+
+func (k *argExtKernel) Run(in, out []nd.Array) error {
+	outer, n, inner, err := k.split(in[0].Shape)
+	if err != nil {
+		return err
+	}
+	f, err := numeric[argExtLoop](k.name, in[0].Type)
+	if err != nil {
+		return err
+	}
+	f.argExt(in[0], out[0], outer, n, inner, k.isMin, k.last)
+	return nil
+}
+
+type argExtLoop interface {
+	argExt(x, y nd.Array, outer, n, inner int, isMin, last bool)
+}
+
+func (numbers[T, W]) argExt(x, y nd.Array, outer, n, inner int, isMin, last bool) {
+	argExt(nd.MustAs[T](x), nd.MustAs[int64](y), outer, n, inner, isMin, last)
+}
+
+// argExt writes into ys[o*inner+i] the index j of the extreme of
+// xs[(o*n+j)*inner+i]. The inner loop runs over i, contiguous in both.
+func argExt[T numElem](xs []T, ys []int64, outer, n, inner int, isMin, last bool) {
+	parallel.For(outer, n*inner, func(lo, hi int) {
+		best := make([]T, inner)
+		for o := lo; o < hi; o++ {
+			row := xs[o*n*inner : (o+1)*n*inner]
+			idx := ys[o*inner : (o+1)*inner]
+			copy(best, row[:inner])
+			clear(idx)
+			for j := 1; j < n; j++ {
+				r := row[j*inner : (j+1)*inner]
+				for i, v := range r {
+					if better(v, best[i], isMin, last) {
+						best[i], idx[i] = v, int64(j)
+					}
+				}
+			}
+		}
+	})
+}
+
+// better reports whether v, met after b, replaces it as the extreme.
+func better[T numElem](v, b T, isMin, last bool) bool {
+	if v != v { // NaN: the extreme, the first one unless last
+		return b == b || last
+	}
+	if b != b {
+		return false
+	}
+	if isMin {
+		return v < b || (last && v == b)
+	}
+	return v > b || (last && v == b)
+}

@@ -1,0 +1,206 @@
+package onnx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// TopK (opsets 1, 10, 11): the k largest (smallest with largest=0, from 11)
+// values along axis (default -1) and their int64 indices, in order (sorted
+// is accepted; the output is always sorted, which ONNX allows for
+// sorted=0). Of equal values the lower index comes first, as ONNX
+// specifies; NaN counts as larger than every number. k is the attribute k
+// before 10 and from 10 a one-element int64 input known before the model
+// runs (a constant, or computed from shapes). A k below 0 or past the
+// axis's length is an error naming the node.
+
+func init() {
+	RegisterOp(OpDef{Name: "TopK", Versions: []int{1, 10, 11}, New: newTopK})
+}
+
+type topKKernel struct {
+	kInput   bool
+	k        int64 // the attribute (opset 1)
+	axis     int
+	smallest bool
+}
+
+func newTopK(n *Node) (Kernel, error) {
+	a := n.Attrs
+	k := &topKKernel{kInput: n.Since >= 10}
+	k.axis = int(a.Int("axis", -1))
+	if n.Since >= 11 {
+		k.smallest = !a.Flag("largest", true)
+		a.Flag("sorted", true)
+	}
+	if k.kInput {
+		if err := n.CheckArity(2, 2, 2, 2); err != nil {
+			return nil, err
+		}
+	} else {
+		if !a.Has("k") {
+			a.Fail("attribute k is required")
+		}
+		k.k = a.Int("k", 0)
+		if err := n.CheckArity(1, 1, 2, 2); err != nil {
+			return nil, err
+		}
+	}
+	return k, a.Err()
+}
+
+// plan gives outer x n x inner (n the axis's length) and k.
+func (t *topKKernel) plan(in []Meta) (outer, n, inner, k int, err error) {
+	x := in[0].Shape
+	ax, err := NormAxis(t.axis, len(x))
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	kv := t.k
+	if t.kInput {
+		v, err := KnownInts(in, 1, "input K")
+		if err != nil {
+			return 0, 0, 0, 0, err
+		}
+		if len(v) != 1 {
+			return 0, 0, 0, 0, fmt.Errorf("input K has %d values: TopK takes one", len(v))
+		}
+		kv = v[0]
+	}
+	if kv < 0 || kv > int64(x[ax]) {
+		return 0, 0, 0, 0, fmt.Errorf("k is %d: TopK takes 0 to the axis's length, %d (input X has shape %s)", kv, x[ax], nd.ShapeString(x))
+	}
+	return numel(x[:ax]), x[ax], numel(x[ax+1:]), int(kv), nil
+}
+
+func (t *topKKernel) Infer(in []Meta) ([]Meta, error) {
+	if !isNumeric(in[0].Type) {
+		return nil, fmt.Errorf("TopK of %v: takes a number type", in[0].Type)
+	}
+	_, _, _, k, err := t.plan(in)
+	if err != nil {
+		return nil, err
+	}
+	ax, _ := NormAxis(t.axis, len(in[0].Shape))
+	shape := slices.Clone(in[0].Shape)
+	shape[ax] = k
+	return []Meta{{Type: in[0].Type, Shape: shape}, {Type: nd.Int64, Shape: slices.Clone(shape)}}, nil
+}
+
+func (t *topKKernel) Run(in, out []nd.Array) error {
+	outer, n, inner, k, err := t.plan(ValueMetas(in))
+	if err != nil {
+		return err
+	}
+	f, err := numeric[topKLoop]("TopK", in[0].Type)
+	if err != nil {
+		return err
+	}
+	f.topK(in[0], out[0], out[1], outer, n, inner, k, t.smallest)
+	return nil
+}
+
+type topKLoop interface {
+	topK(x, v, idx nd.Array, outer, n, inner, k int, smallest bool)
+}
+
+func (numbers[T, W]) topK(x, v, idx nd.Array, outer, n, inner, k int, smallest bool) {
+	topK(nd.MustAs[T](x), nd.MustAs[T](v), nd.MustAs[int64](idx), outer, n, inner, k, smallest)
+}
+
+// topK writes each row's first k elements in (value, index) order: for a
+// k well below the row's length through a heap of the k best so far (one
+// comparison for most elements), else by sorting the row's indices; the
+// buffers are reused by the rows of one worker.
+func topK[T numElem](xs, vs []T, is []int64, outer, n, inner, k int, smallest bool) {
+	if k == 0 {
+		return
+	}
+	parallel.For(outer*inner, 4*n, func(lo, hi int) {
+		order := make([]int32, n)
+		for r := lo; r < hi; r++ {
+			o, c := r/inner, r%inner
+			row := xs[o*n*inner+c:]
+			// before: element a comes before b.
+			before := func(a, b int32) bool {
+				va, vb := row[int(a)*inner], row[int(b)*inner]
+				if topKBefore(va, vb, smallest) {
+					return true
+				}
+				return !topKBefore(vb, va, smallest) && a < b
+			}
+			cmp := func(a, b int32) int {
+				if before(a, b) {
+					return -1
+				}
+				return 1
+			}
+			var sel []int32
+			if k*8 <= n {
+				sel = topKHeap(order[:k], n, before)
+			} else {
+				for j := range order {
+					order[j] = int32(j)
+				}
+				sel = order
+			}
+			slices.SortFunc(sel, cmp)
+			base := o*k*inner + c
+			for j, src := range sel[:k] {
+				vs[base+j*inner] = row[int(src)*inner]
+				is[base+j*inner] = int64(src)
+			}
+		}
+	})
+}
+
+// topKHeap returns the k = len(h) best of 0..n-1 in h, unordered: h is a
+// heap whose root is the worst kept.
+func topKHeap(h []int32, n int, before func(a, b int32) bool) []int32 {
+	k := len(h)
+	down := func(i int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < k && before(h[w], h[l]) {
+				w = l
+			}
+			if r < k && before(h[w], h[r]) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for j := range h {
+		h[j] = int32(j)
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for j := int32(k); j < int32(n); j++ {
+		if before(j, h[0]) {
+			h[0] = j
+			down(0)
+		}
+	}
+	return h
+}
+
+// topKBefore reports whether a comes strictly before b (larger, or
+// smaller with smallest; NaN is the largest).
+func topKBefore[T numElem](a, b T, smallest bool) bool {
+	an, bn := a != a, b != b
+	switch {
+	case an || bn:
+		return an != bn && (an != smallest)
+	case smallest:
+		return a < b
+	}
+	return a > b
+}
