@@ -47,17 +47,23 @@ func (p *Plan) fuse() {
 	for _, o := range p.outputs {
 		readers[o] += 2 // a graph output stays
 	}
+	// readerList[id] are the steps that read value id, each once, in order
+	// (made in one pass: a plan of 100,000 steps fuses in linear time).
+	readerList := make([][]int, len(p.vals))
+	for si, s := range p.steps {
+		for i, id := range s.in {
+			if id >= 0 && !slices.Contains(s.in[:i], id) {
+				readerList[id] = append(readerList[id], si)
+			}
+		}
+	}
+	// readersOf are the steps that read value id, nil for a value read
+	// more than twice or a graph output.
 	readersOf := func(id int) []int {
 		if id < 0 || readers[id] > 2 {
 			return nil
 		}
-		var rs []int
-		for si, s := range p.steps {
-			if slices.Contains(s.in, id) {
-				rs = append(rs, si)
-			}
-		}
-		return rs
+		return readerList[id]
 	}
 	// only is the step that alone reads value id (and is not fused yet), or -1.
 	gone := make([]bool, len(p.steps))
