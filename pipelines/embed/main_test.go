@@ -25,8 +25,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	flags.Progress = 0
+	// First, as the command: the child inherits the environment of a
+	// parent that may have started the test executor too.
 	if os.Getenv(asMain) == "1" {
 		// The command (TestMemoryBounded's child), then its peak RSS
 		// (VmHWM) on stderr.
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	}
+	steptest.MaybeServe() // this binary also serves as the tests' GPU executor
 	ptest.Main(m)
 }
 
