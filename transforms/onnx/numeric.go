@@ -245,16 +245,18 @@ func sigmoidInto(y, x []float32) {
 		xs := x[lo:min(len(x), lo+len(buf))]
 		t := buf[:len(xs)]
 		for i, v := range xs {
-			t[i] = -math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+			t[i] = math.Float32frombits(math.Float32bits(v) | 1<<31) // -|v|
 		}
 		expSubInto(t, t, 0)
 		ys := y[lo : lo+len(xs)]
 		for i, v := range xs {
-			if v >= 0 {
-				ys[i] = 1 / (1 + t[i])
-			} else {
-				ys[i] = t[i] / (1 + t[i])
-			}
+			// 1/(1+t) for v >= 0, t/(1+t) below, without a branch (the
+			// signs of a layer's values are a coin toss to the branch
+			// predictor): the numerator chosen by v's sign bit. For -0
+			// and NaN the two agree bit for bit (t is 1, or NaN).
+			neg := uint32(int32(math.Float32bits(v)) >> 31)
+			num := math.Float32frombits(math.Float32bits(1)&^neg | math.Float32bits(t[i])&neg)
+			ys[i] = num / (1 + t[i])
 		}
 	}
 }
