@@ -241,7 +241,11 @@ func sigmoidf(x float32) float32 {
 // vector kernel (expSubInto), then sigmoidf's quotients.
 func sigmoidInto(y, x []float32) {
 	var buf [256]float32
-	for lo := 0; lo < len(x); lo += len(buf) {
+	for lo := 0; lo < len(x); {
+		if n := sigmoidVecF32(y[lo:], x[lo:]); n > 0 { // whole vectors, to the first NaN
+			lo += n
+			continue
+		}
 		xs := x[lo:min(len(x), lo+len(buf))]
 		t := buf[:len(xs)]
 		for i, v := range xs {
@@ -258,6 +262,7 @@ func sigmoidInto(y, x []float32) {
 			num := math.Float32frombits(math.Float32bits(1)&^neg | math.Float32bits(t[i])&neg)
 			ys[i] = num / (1 + t[i])
 		}
+		lo += len(xs)
 	}
 }
 

@@ -59,6 +59,22 @@ func erfVecF32(y, x []float32) int {
 	return n
 }
 
+// sigmoidAVX2 is sigmoidInto's vector kernel (numeric_amd64.s).
+//
+//go:noescape
+func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32) int
+
+// sigmoidVecF32 writes sigmoidf(x[i]) to y[i] for a prefix of x in whole
+// vectors and returns its length (0 without a vector kernel): it stops at
+// the first vector with a NaN. len(y) >= len(x); y may be x.
+func sigmoidVecF32(y, x []float32) int {
+	if expWidth == 0 || len(x) < 8 {
+		return 0
+	}
+	_ = y[len(x)-1]
+	return sigmoidAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &expTab)
+}
+
 // expWidth is the lanes of expf's vector kernel: 8 wherever AVX2 is (the
 // AVX2 kernel serves AVX-512 CPUs too); a variable for the tests.
 var expWidth = min(simdWidth, 8)

@@ -235,3 +235,77 @@ erfloop:
 erfdone:
 	VZEROUPPER
 	RET
+
+// func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32) int
+//
+// y[i] = sigmoidInto's value of x[i] for i below the returned count (a
+// multiple of 8 no larger than n): t = expf(-|x|) as expAVX2 computes it,
+// then 1/(1+t) where x's sign bit is clear, t/(1+t) where it is set. It
+// stops before the first 8 values holding a NaN (left to Go). y may be x.
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-40
+	MOVQ    y+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    tab+24(FP), R8
+	XORQ    DX, DX
+	VMOVUPS ONE, Y14
+	VXORPS  Y15, Y15, Y15
+	VSUBPS  Y14, Y15, Y15  // -1.0: its sign bit alone differs from 1.0
+	VXORPS  Y14, Y15, Y15  // the sign bit
+
+sigloop:
+	LEAQ      8(DX), AX
+	CMPQ      AX, CX
+	JGT       sigdone
+	VMOVUPS   (SI)(DX*4), Y13  // v
+	VCMPPS    $3, Y13, Y13, Y1 // NaN
+	VMOVMSKPS Y1, AX
+	TESTL     AX, AX
+	JNZ       sigdone
+	VORPS     Y15, Y13, Y0     // -|v|
+
+	VMULPS  LOG2E, Y0, Y1
+	VADDPS  ROUND, Y1, Y1
+	VSUBPS  ROUND, Y1, Y2
+	VMULPS  LN2HI, Y2, Y3
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  LN2LO, Y2, Y4
+	VSUBPS  Y4, Y3, Y3
+	VMULPS  C5040, Y3, Y4
+	VADDPS  C720, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C120, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C24, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C6, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C2, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  ONE, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  ONE, Y4, Y4
+
+	VCMPPS    $1, LOWNORM, Y0, Y5
+	VMOVUPS   BIAS, Y6
+	VBLENDVPS Y5, BIASLOW, Y6, Y6
+	VPSUBD    Y6, Y1, Y6
+	VPSLLD    $23, Y6, Y6
+	VMULPS    Y6, Y4, Y4
+	VMOVUPS   ONE, Y7
+	VBLENDVPS Y5, TWOM64, Y7, Y7
+	VMULPS    Y7, Y4, Y4
+	VCMPPS    $1, ZEROBELOW, Y0, Y5
+	VANDNPS   Y4, Y5, Y4       // t = expf(-|v|)
+
+	VADDPS    Y14, Y4, Y8      // 1 + t
+	VBLENDVPS Y13, Y4, Y14, Y9 // t where v's sign bit is set, else 1
+	VDIVPS    Y8, Y9, Y9
+	VMOVUPS   Y9, (DI)(DX*4)
+	ADDQ      $8, DX
+	JMP       sigloop
+
+sigdone:
+	VZEROUPPER
+	MOVQ DX, ret+32(FP)
+	RET

@@ -9,3 +9,6 @@ var expWidth = 0
 
 // erfVecF32: no vector kernel in this build.
 func erfVecF32(y, x []float32) int { return 0 }
+
+// sigmoidVecF32: no vector kernel in this build.
+func sigmoidVecF32(y, x []float32) int { return 0 }
