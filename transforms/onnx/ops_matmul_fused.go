@@ -65,7 +65,7 @@ func (k *fusedMatMul) Run(in, out []nd.Array) error {
 		// Products of their own (batches of B, or a B made in the run),
 		// then the epilogue over the output.
 		k.mm.runF32(s, a, b, y)
-		parallel.For(rows, 4*n, func(lo, hi int) { k.finish(ys, bias, z, lnScale, lnBias, lo, hi, n) })
+		parallel.For(rows, 4*n, func(lo, hi int) { finishRows(k.ep, k.ln, ys, bias, z, lnScale, lnBias, lo, hi, n) })
 		return nil
 	}
 	if rows == 0 || n == 0 {
@@ -78,20 +78,15 @@ func (k *fusedMatMul) Run(in, out []nd.Array) error {
 	parallel.Each(tasks, block*n*s.k, func(t int) {
 		lo, hi := t*block, min(rows, (t+1)*block)
 		gemm.SgemmPacked(1, false, hi-lo, 1, as[lo*s.k:], s.k, pk, 0, n, 0, ys[lo*n:], n)
-		k.finish(ys, bias, z, lnScale, lnBias, lo, hi, n)
+		finishRows(k.ep, k.ln, ys, bias, z, lnScale, lnBias, lo, hi, n)
 	})
 	return nil
 }
 
-// finish computes the epilogue of rows [lo, hi) of y (rows of n): the bias
-// added (bias + y, as Add(bias, y) computes it), then the residual and
-// the activation, then the LayerNormalization.
-func (k *fusedMatMul) finish(y, bias, z, lnScale, lnBias []float32, lo, hi, n int) {
-	finishRows(k.ep, k.ln, y, bias, z, lnScale, lnBias, lo, hi, n)
-}
-
-// finishRows is fusedMatMul.finish with the epilogue and normalisation
-// given (a fused Gemm's too).
+// finishRows computes the epilogue of rows [lo, hi) of y (rows of n), a
+// fused MatMul's or Gemm's: the bias added (bias + y, as Add(bias, y)
+// computes it; nil: none), then the residual and the activation (ep),
+// then the LayerNormalization (ln; nil: none).
 func finishRows(ep *epilogue, ln *layerNorm, y, bias, z, lnScale, lnBias []float32, lo, hi, n int) {
 	for r := lo; r < hi; r++ {
 		row := y[r*n : (r+1)*n]
