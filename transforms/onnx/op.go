@@ -141,6 +141,27 @@ type Nondeterministic interface {
 	Nondeterministic()
 }
 
+// DataShaped is a Kernel whose outputs' shapes can depend on its inputs'
+// contents (NonZero, NonMaxSuppression, Loop, an If whose branches give
+// different shapes). Where they do and the contents are not known before
+// the run, Infer returns ShapeFromData(): the plan then ends at the node,
+// the run computes what comes before it, calls RunShaped with the node's
+// inputs, and plans the rest of the model for the shapes RunShaped gave
+// (keeping those plans too, by shape).
+type DataShaped interface {
+	Kernel
+	// RunShaped computes the outputs, making each with alloc (memory of
+	// the run, within its budget). A left-out output is the zero Array.
+	RunShaped(in []nd.Array, alloc func(t nd.DType, shape []int) (nd.Array, error)) ([]nd.Array, error)
+}
+
+// errShapeFromData is ShapeFromData's error.
+var errShapeFromData = errors.New("the outputs' shapes depend on the inputs' contents")
+
+// ShapeFromData is what a DataShaped kernel's Infer returns when its
+// outputs' shapes depend on input contents not known before the run.
+func ShapeFromData() error { return errShapeFromData }
+
 // needValue is the error of an Infer that needs an input's contents.
 type needValue struct{ input int }
 
