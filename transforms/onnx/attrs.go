@@ -19,6 +19,8 @@ type Attrs struct {
 	byName map[string]*onnxpb.AttributeProto
 	read   map[string]bool
 	err    error
+	// graphs are the GRAPH attributes, built (subgraph.go).
+	graphs map[string]*subgraph
 }
 
 func newAttrs(list []*onnxpb.AttributeProto) (*Attrs, error) {

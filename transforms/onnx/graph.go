@@ -18,6 +18,16 @@ type graph struct {
 	nodes   []*node
 	inputs  []int // the values a caller feeds, in order
 	outputs []int
+	// proto, parent, mem and scope serve subgraphs (subgraph.go): the
+	// graph's proto, the graph of the node that holds it (nil for a
+	// model's main graph), the load's memory, and the names this graph
+	// and those that enclose it define (made on first use). outer are the
+	// names a subgraph reads from the graphs that enclose it.
+	proto  *onnxpb.GraphProto
+	parent *graph
+	mem    *memory
+	scope  map[string]bool
+	outer  []string
 }
 
 type value struct {
@@ -67,42 +77,60 @@ func build(mp *onnxpb.ModelProto, mem *memory) (*Model, error) {
 	}
 	gp := mp.Graph
 	m := &Model{Opset: opset, IRVersion: mp.GetIrVersion(), Producer: strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()), Name: gp.GetName()}
-	g := &graph{byName: map[string]int{}}
+	if err := buildGraph(m, gp, opset, nil, mem, func() error { return checkOps(mp, opset) }); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// buildGraph builds m's graph from gp: a model's main graph (parent nil),
+// or a subgraph (an If's branch, a Loop's or Scan's body) whose parent is
+// the graph of the node that holds it. A subgraph may read the values of
+// the graphs that enclose it (outer scope): those become inputs of its
+// Model after its own (graph.outer), and the node that holds it reads
+// them (subgraph.go). check, where not nil, runs once the inputs are read.
+func buildGraph(m *Model, gp *onnxpb.GraphProto, opset int, parent *graph, mem *memory, check func() error) error {
+	g := &graph{byName: map[string]int{}, proto: gp, parent: parent, mem: mem}
 	m.g = g
 	if len(gp.SparseInitializer) > 0 {
-		return nil, fmt.Errorf("sparse initializer %q: sparse tensors are not supported", gp.SparseInitializer[0].GetValues().GetName())
+		return fmt.Errorf("sparse initializer %q: sparse tensors are not supported", gp.SparseInitializer[0].GetValues().GetName())
 	}
 	for i, t := range gp.Initializer {
 		name := t.GetName()
 		if name == "" {
-			return nil, fmt.Errorf("initializer %d has no name", i)
+			return fmt.Errorf("initializer %d has no name", i)
 		}
 		if _, dup := g.byName[name]; dup {
-			return nil, fmt.Errorf("initializer %q is defined twice", name)
+			return fmt.Errorf("initializer %q is defined twice", name)
 		}
 		a, err := ArrayOf(t, fmt.Sprintf("initializer %q", name))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a = widen(a)
 		g.add(&value{name: name, typ: a.Type, init: &a, input: -1})
 	}
 	for _, vi := range gp.Input {
 		info, err := valueInfo(vi, "input")
+		if parent != nil {
+			info, err = subValueInfo(vi, "input")
+		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if _, isInit := g.byName[info.Name]; isInit {
 			continue // an initializer listed as an input (IR < 4): a constant here
 		}
 		if id, dup := g.byName[info.Name]; dup && g.values[id].init == nil {
-			return nil, fmt.Errorf("input %q is declared twice", info.Name)
+			return fmt.Errorf("input %q is declared twice", info.Name)
 		}
 		g.inputs = append(g.inputs, g.add(&value{name: info.Name, typ: internal(info.Type), input: len(m.Inputs)}))
 		m.Inputs = append(m.Inputs, info)
 	}
-	if err := checkOps(mp, opset); err != nil {
-		return nil, err
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	for i, np := range gp.Node {
 		n, err := newNode(np, opset, g)
@@ -111,36 +139,42 @@ func build(mp *onnxpb.ModelProto, mem *memory) (*Model, error) {
 			if np.GetName() != "" {
 				label = fmt.Sprintf("node %q", np.GetName())
 			}
-			return nil, fmt.Errorf("%s (%s, opset %d): %w", label, opDomain(np), opset, err)
+			return fmt.Errorf("%s (%s, opset %d): %w", label, opDomain(np), opset, err)
 		}
 		g.nodes = append(g.nodes, n)
 	}
-	if err := g.resolve(); err != nil {
-		return nil, err
+	if err := g.resolve(m); err != nil {
+		return err
 	}
 	for _, vi := range gp.Output {
 		info, err := valueInfo(vi, "output")
+		if parent != nil {
+			info, err = subValueInfo(vi, "output")
+		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		id, ok := g.byName[info.Name]
+		if !ok && parent != nil {
+			id, ok = g.outerValue(m, info.Name)
+		}
 		if !ok {
-			return nil, fmt.Errorf("output %q is not produced by any node, input or initializer", info.Name)
+			return fmt.Errorf("output %q is not produced by any node, input or initializer", info.Name)
 		}
 		g.outputs = append(g.outputs, id)
 		m.Outputs = append(m.Outputs, info)
 	}
 	if len(m.Outputs) == 0 {
-		return nil, errors.New("the graph has no outputs")
+		return errors.New("the graph has no outputs")
 	}
 	if err := g.sort(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := g.fold(mem); err != nil {
-		return nil, err
+		return err
 	}
 	g.foldBatchNorm()
-	return m, nil
+	return nil
 }
 
 func opDomain(np *onnxpb.NodeProto) string {
@@ -213,6 +247,9 @@ func newNode(np *onnxpb.NodeProto, opset int, g *graph) (*node, error) {
 	for len(n.Inputs) > 0 && n.Inputs[len(n.Inputs)-1] == "" {
 		n.Inputs = n.Inputs[:len(n.Inputs)-1] // trailing left-out inputs
 	}
+	if err := attrs.buildGraphs(opset, g); err != nil {
+		return nil, err
+	}
 	n.kernel, err = def.New(&n.Node)
 	if aerr := attrs.Err(); aerr != nil {
 		return nil, aerr // the attribute's error explains New's
@@ -223,12 +260,13 @@ func newNode(np *onnxpb.NodeProto, opset int, g *graph) (*node, error) {
 	if extra := attrs.unread(); len(extra) > 0 {
 		return nil, fmt.Errorf("attribute %s is not supported by this runtime's %s", strings.Join(extra, ", "), n.Op)
 	}
+	n.Inputs = append(n.Inputs, attrs.outerNames()...) // what its subgraphs read of this graph and those enclosing it
 	return n, nil
 }
 
 // resolve links every node's inputs and outputs to values: each value is
 // produced once, and every input is produced somewhere.
-func (g *graph) resolve() error {
+func (g *graph) resolve(m *Model) error {
 	for _, n := range g.nodes {
 		n.out = make([]int, len(n.Outputs))
 		for i, name := range n.Outputs {
@@ -250,8 +288,11 @@ func (g *graph) resolve() error {
 				continue
 			}
 			id, ok := g.byName[name]
+			if !ok && g.parent != nil {
+				id, ok = g.outerValue(m, name)
+			}
 			if !ok {
-				return fmt.Errorf("%s: input %q is not defined (no node, graph input or initializer makes it)", n.label(), name)
+				return fmt.Errorf("%s: input %q is not defined (no node, graph input or initializer makes it%s)", n.label(), name, g.scopeWords())
 			}
 			n.in[i] = id
 		}

@@ -61,7 +61,8 @@ func checkOps(mp *onnxpb.ModelProto, opset int) error {
 	}
 	var missing []*missingOp
 	byKey := map[string]*missingOp{}
-	for i, np := range mp.GetGraph().GetNode() {
+	for _, at := range graphNodes(mp.GetGraph(), "") {
+		np := at.np
 		domain := np.GetDomain()
 		if domain == "ai.onnx" {
 			domain = ""
@@ -83,7 +84,7 @@ func checkOps(mp *onnxpb.ModelProto, opset int) error {
 			seen.nodes++
 			continue
 		}
-		o.first, o.nodes = nodeName(np, i), 1
+		o.first, o.nodes = at.name, 1
 		byKey[key] = o
 		missing = append(missing, o)
 	}
@@ -99,6 +100,29 @@ func checkOps(mp *onnxpb.ModelProto, opset int) error {
 	}
 	return fmt.Errorf("%d operators of the model are not supported by this runtime (onnx.Ops lists those it runs; only the default domain, ai.onnx): %s",
 		len(missing), strings.Join(names, ", "))
+}
+
+// nodeAt is a node of a model and its name in errors.
+type nodeAt struct {
+	np   *onnxpb.NodeProto
+	name string
+}
+
+// graphNodes lists g's nodes and, after each, those of the subgraphs in
+// its attributes (If's branches, Loop's and Scan's bodies), named with the
+// node and attribute that hold them (in, "" for a model's graph).
+func graphNodes(g *onnxpb.GraphProto, in string) []nodeAt {
+	var out []nodeAt
+	for i, np := range g.GetNode() {
+		name := nodeName(np, i) + in
+		out = append(out, nodeAt{np, name})
+		for _, a := range np.GetAttribute() {
+			if a.GetG() != nil {
+				out = append(out, graphNodes(a.GetG(), fmt.Sprintf(" in %s's %s", name, a.GetName()))...)
+			}
+		}
+	}
+	return out
 }
 
 // nodeName names the i-th node of a graph in errors: its name, else its

@@ -193,7 +193,7 @@ func (m *Model) inputMetas(inputs []nd.Array) ([]Meta, error) {
 			return nil, fmt.Errorf("input %q: %w", want.Name, err)
 		}
 		t := a.Type
-		if t != want.Type && !(internal(want.Type) == nd.Float32 && t == nd.Float32) {
+		if t != want.Type && want.Type != nd.Undefined && !(internal(want.Type) == nd.Float32 && t == nd.Float32) { // Undefined: a subgraph's untyped input
 			return nil, fmt.Errorf("input %q is %v, the model takes %v", want.Name, t, want.Type)
 		}
 		if want.Shape != nil {

@@ -159,7 +159,7 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 				return nil, err
 			}
 		}
-		if want := m.Outputs[i].Type; want != a.Type {
+		if want := m.Outputs[i].Type; want != a.Type && want != nd.Undefined { // Undefined: a subgraph's untyped output
 			if internal(want) != a.Type {
 				return nil, fmt.Errorf("output %q is %v, the model declares %v", m.Outputs[i].Name, a.Type, want)
 			}

@@ -95,7 +95,7 @@ func ConformanceTests(t testing.TB) (in []Conformance, outside int) {
 			c := Conformance{Suite: suite, Name: d.Name(), Dir: dir}
 			ok := true
 			seen := map[string]bool{}
-			for _, n := range mp.GetGraph().GetNode() {
+			for _, n := range allNodes(mp.GetGraph()) {
 				op := n.GetOpType()
 				if n.GetDomain() != "" && n.GetDomain() != "ai.onnx" {
 					op = n.GetDomain() + "." + op
@@ -115,6 +115,24 @@ func ConformanceTests(t testing.TB) (in []Conformance, outside int) {
 		}
 	}
 	return in, outside
+}
+
+// allNodes returns g's nodes and those of its subgraphs (If's branches,
+// Loop's and Scan's bodies), nested ones included.
+func allNodes(g *onnxpb.GraphProto) []*onnxpb.NodeProto {
+	var out []*onnxpb.NodeProto
+	for _, n := range g.GetNode() {
+		out = append(out, n)
+		for _, a := range n.GetAttribute() {
+			if a.GetG() != nil {
+				out = append(out, allNodes(a.GetG())...)
+			}
+			for _, sg := range a.GetGraphs() {
+				out = append(out, allNodes(sg)...)
+			}
+		}
+	}
+	return out
 }
 
 // ReadTensor reads a test data file (a TensorProto).

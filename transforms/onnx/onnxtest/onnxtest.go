@@ -140,3 +140,17 @@ func Tensor(name string, v nd.Array) *onnxpb.AttributeProto {
 	a.T = onnx.TensorOf(name, v)
 	return a
 }
+
+// Graph is a graph attribute (If's then_branch and else_branch, Loop's and
+// Scan's body): a subgraph of nodes, its inputs and outputs and
+// initializers. Its nodes may read the values of the graphs that enclose
+// it by name.
+func Graph(name string, nodes []*onnxpb.NodeProto, inputs, outputs []*onnxpb.ValueInfoProto, inits ...Named) *onnxpb.AttributeProto {
+	a := attr(name, onnxpb.AttributeProto_GRAPH)
+	gname := name
+	a.G = &onnxpb.GraphProto{Name: &gname, Node: nodes, Input: inputs, Output: outputs}
+	for _, in := range inits {
+		a.G.Initializer = append(a.G.Initializer, onnx.TensorOf(in.Name, in.Array))
+	}
+	return a
+}

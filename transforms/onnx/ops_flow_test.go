@@ -1,0 +1,179 @@
+package onnx_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flowConformance runs ONNX's node tests named, on the CPU (Model.Run).
+func flowConformance(t *testing.T, names ...string) {
+	root := onnxtest.Dir()
+	if _, err := os.Stat(filepath.Join(root, "node")); err != nil {
+		t.Skipf("ONNX conformance data not found at %s", root)
+	}
+	for _, name := range names {
+		c := onnxtest.Conformance{Suite: "node", Name: name, Dir: filepath.Join(root, "node", name)}
+		assert.NoError(t, onnxtest.RunConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) { return m.Run(in) }), name)
+	}
+}
+
+func TestControlFlowConformance(t *testing.T) {
+	flowConformance(t, "test_if", "test_scan_sum", "test_scan9_sum")
+}
+
+// ifModel is y = If(c) then x + 1 else -x: both branches read x, a value of
+// the main graph, and the then branch a constant of its own.
+func ifModel(opset int, cond ...onnxtest.Named) *onnxpb.ModelProto {
+	inputs := values{onnxtest.Value("x", nd.Float32, 3)}
+	if len(cond) == 0 {
+		inputs = append(inputs, onnxtest.Value("c", nd.Bool))
+	}
+	then := onnxtest.Graph("then_branch", nodes{onnxtest.Node("Add", []string{"x", "one"}, []string{"t"})},
+		nil, values{onnxtest.ValueNoShape("t", nd.Float32)}, onnxtest.Init("one", nd.Of([]float32{1})))
+	otherwise := onnxtest.Graph("else_branch", nodes{onnxtest.Node("Neg", []string{"x"}, []string{"e"})},
+		nil, values{onnxtest.ValueNoShape("e", nd.Float32)})
+	return onnxtest.Model(opset, nodes{onnxtest.Node("If", []string{"c"}, []string{"y"}, then, otherwise)},
+		inputs, values{onnxtest.Value("y", nd.Float32, 3)}, cond...)
+}
+
+func TestIfReadsOuterScope(t *testing.T) {
+	m, err := onnxtest.Load(ifModel(13))
+	require.NoError(t, err)
+	x := nd.Of([]float32{1, -2, 3}, 3)
+	for _, c := range []bool{true, false} {
+		out, err := m.Run([]nd.Array{x, nd.Scalar(c)})
+		require.NoError(t, err)
+		want := []float32{2, -1, 4}
+		if !c {
+			want = []float32{-1, 2, -3}
+		}
+		assert.Equal(t, want, nd.MustAs[float32](out[0]), "cond %v", c)
+	}
+}
+
+// A condition known at load picks its branch when planning: the plan runs
+// the branch alone.
+func TestIfKnownCondition(t *testing.T) {
+	m, err := onnxtest.Load(ifModel(11, onnxtest.Init("c", nd.Scalar(false))))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{1, -2, 3}, 3)})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{-1, 2, -3}, nd.MustAs[float32](out[0]))
+}
+
+func TestSubgraphUndefinedValue(t *testing.T) {
+	then := onnxtest.Graph("then_branch", nodes{onnxtest.Node("Add", []string{"x", "nowhere"}, []string{"t"})},
+		nil, values{onnxtest.ValueNoShape("t", nd.Float32)})
+	otherwise := onnxtest.Graph("else_branch", nodes{onnxtest.Node("Neg", []string{"x"}, []string{"e"})},
+		nil, values{onnxtest.ValueNoShape("e", nd.Float32)})
+	iff := onnxtest.Node("If", []string{"c"}, []string{"y"}, then, otherwise)
+	_, err := onnxtest.Load(onnxtest.Model(13, nodes{iff},
+		values{onnxtest.Value("x", nd.Float32, 3), onnxtest.Value("c", nd.Bool)}, values{onnxtest.Value("y", nd.Float32, 3)}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `node "If_[y]" (If, opset 13)`)
+	assert.Contains(t, err.Error(), `attribute then_branch`)
+	assert.Contains(t, err.Error(), `input "nowhere" is not defined`)
+}
+
+// The operators a model lacks are named from its subgraphs too.
+func TestSubgraphUnsupportedOperator(t *testing.T) {
+	then := onnxtest.Graph("then_branch", nodes{onnxtest.Node("NoSuchOp", []string{"x"}, []string{"t"})},
+		nil, values{onnxtest.ValueNoShape("t", nd.Float32)})
+	otherwise := onnxtest.Graph("else_branch", nodes{onnxtest.Node("Neg", []string{"x"}, []string{"e"})},
+		nil, values{onnxtest.ValueNoShape("e", nd.Float32)})
+	_, err := onnxtest.Load(onnxtest.Model(13, nodes{onnxtest.Node("If", []string{"c"}, []string{"y"}, then, otherwise)},
+		values{onnxtest.Value("x", nd.Float32, 3), onnxtest.Value("c", nd.Bool)}, values{onnxtest.Value("y", nd.Float32, 3)}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `NoSuchOp (node "NoSuchOp_[t]" in node "If_[y]"'s then_branch, opset 13)`)
+}
+
+// loopModel: a Loop of trip count m (an initializer) whose body adds x (a
+// value of the main graph) to its carried sum, and gives the sum of each
+// iteration as a scan output; an If inside the body reads x as well (a
+// nested subgraph reading the outermost graph): it adds x again on odd
+// iterations.
+func loopModel(trips int64) *onnxpb.ModelProto {
+	then := onnxtest.Graph("then_branch", nodes{onnxtest.Node("Add", []string{"s1", "x"}, []string{"t"})},
+		nil, values{onnxtest.ValueNoShape("t", nd.Float32)})
+	otherwise := onnxtest.Graph("else_branch", nodes{onnxtest.Node("Identity", []string{"s1"}, []string{"e"})},
+		nil, values{onnxtest.ValueNoShape("e", nd.Float32)})
+	body := onnxtest.Graph("body", nodes{
+		onnxtest.Node("Identity", []string{"cond_in"}, []string{"cond_out"}),
+		onnxtest.Node("Add", []string{"s_in", "x"}, []string{"s1"}),
+		onnxtest.Node("Mod", []string{"i", "two"}, []string{"odd_i"}),
+		onnxtest.Node("Cast", []string{"odd_i"}, []string{"odd"}, onnxtest.Int("to", int64(nd.Bool))),
+		onnxtest.Node("If", []string{"odd"}, []string{"s_out"}, then, otherwise),
+		onnxtest.Node("Identity", []string{"s_out"}, []string{"scan"}),
+	}, values{onnxtest.Value("i", nd.Int64), onnxtest.Value("cond_in", nd.Bool), onnxtest.ValueNoShape("s_in", nd.Float32)},
+		values{onnxtest.Value("cond_out", nd.Bool), onnxtest.ValueNoShape("s_out", nd.Float32), onnxtest.ValueNoShape("scan", nd.Float32)},
+		onnxtest.Init("two", nd.Scalar(int64(2))))
+	return onnxtest.Model(13, nodes{onnxtest.Node("Loop", []string{"m", "", "s0"}, []string{"s", "all"}, body)},
+		values{onnxtest.Value("x", nd.Float32, 2), onnxtest.Value("s0", nd.Float32, 2)},
+		values{onnxtest.Value("s", nd.Float32, 2), onnxtest.ValueNoShape("all", nd.Float32)},
+		onnxtest.Init("m", nd.Scalar(trips)))
+}
+
+func TestLoopNestedOuterScope(t *testing.T) {
+	m, err := onnxtest.Load(loopModel(4))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{1, 10}, 2), nd.Of([]float32{0, 0}, 2)})
+	require.NoError(t, err)
+	// iterations 0..3 add x, and x again on 1 and 3: 1, 3, 4, 6 times x
+	assert.Equal(t, []float32{6, 60}, nd.MustAs[float32](out[0]))
+	assert.Equal(t, []int{4, 2}, out[1].Shape)
+	assert.Equal(t, []float32{1, 10, 3, 30, 4, 40, 6, 60}, nd.MustAs[float32](out[1]))
+}
+
+// A trip count of 0 or less runs no iteration (the definition's
+// "i < M"): the carried values come back as given, the scan outputs
+// empty.
+func TestLoopNoIteration(t *testing.T) {
+	for _, trips := range []int64{0, -5} {
+		m, err := onnxtest.Load(loopModel(trips))
+		require.NoError(t, err)
+		out, err := m.Run([]nd.Array{nd.Of([]float32{1, 10}, 2), nd.Of([]float32{7, 8}, 2)})
+		require.NoError(t, err, "trip count %d", trips)
+		assert.Equal(t, []float32{7, 8}, nd.MustAs[float32](out[0]), "trip count %d", trips)
+		assert.Equal(t, []int{0, 2}, out[1].Shape, "trip count %d", trips)
+	}
+}
+
+func TestLoopBodyArity(t *testing.T) {
+	body := onnxtest.Graph("body", nodes{onnxtest.Node("Identity", []string{"cond_in"}, []string{"cond_out"})},
+		values{onnxtest.Value("i", nd.Int64), onnxtest.Value("cond_in", nd.Bool)}, values{onnxtest.Value("cond_out", nd.Bool)})
+	_, err := onnxtest.Load(onnxtest.Model(13, nodes{onnxtest.Node("Loop", []string{"m", "", "s0"}, []string{"s"}, body)},
+		values{onnxtest.Value("s0", nd.Float32, 2)}, values{onnxtest.Value("s", nd.Float32, 2)}, onnxtest.Init("m", nd.Scalar(int64(2)))))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `node "Loop_[s]" (Loop, opset 13): attribute body: the body declares 2 inputs, want 3`)
+}
+
+// scanModel scans x (3x2) along axis 1 backward, summing into a state and
+// giving each partial sum, stacked along axis 0 backward.
+func TestScanAxesDirections(t *testing.T) {
+	body := onnxtest.Graph("body", nodes{
+		onnxtest.Node("Add", []string{"s_in", "col"}, []string{"s_out"}),
+		onnxtest.Node("Mul", []string{"s_out", "k"}, []string{"scan"}),
+	}, values{onnxtest.ValueNoShape("s_in", nd.Float32), onnxtest.ValueNoShape("col", nd.Float32)},
+		values{onnxtest.ValueNoShape("s_out", nd.Float32), onnxtest.ValueNoShape("scan", nd.Float32)})
+	scan := onnxtest.Node("Scan", []string{"s0", "x"}, []string{"s", "y"}, body,
+		onnxtest.Int("num_scan_inputs", 1), onnxtest.Ints("scan_input_axes", 1), onnxtest.Ints("scan_input_directions", 1),
+		onnxtest.Ints("scan_output_axes", 1), onnxtest.Ints("scan_output_directions", 1))
+	m, err := onnxtest.Load(onnxtest.Model(16, nodes{scan},
+		values{onnxtest.Value("s0", nd.Float32, 3), onnxtest.Value("x", nd.Float32, 3, 2), onnxtest.Value("k", nd.Float32)},
+		values{onnxtest.Value("s", nd.Float32, 3), onnxtest.Value("y", nd.Float32, 3, 2)}))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{0, 0, 0}, 3), nd.Of([]float32{1, 2, 3, 4, 5, 6}, 3, 2), nd.Scalar(float32(10))})
+	require.NoError(t, err)
+	// backward over the columns: the first sum is of column 1 (2, 4, 6),
+	// then of both (3, 7, 11); written backward along y's axis 1
+	assert.Equal(t, []float32{3, 7, 11}, nd.MustAs[float32](out[0]))
+	assert.Equal(t, []float32{30, 20, 70, 40, 110, 60}, nd.MustAs[float32](out[1]))
+}
