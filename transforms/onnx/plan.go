@@ -270,8 +270,8 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memo
 				if src := n.in[i]; src >= 0 && g.values[src].input >= 0 && !keyed[g.values[src].input] {
 					return nil, g.values[src].input, nil
 				}
-				return nil, -1, fmt.Errorf("%s: input %q: the runtime needs its contents before the model runs, but they depend on the data (data-dependent shapes are not supported)",
-					n.label(), n.Inputs[i])
+				return nil, -1, fmt.Errorf("%s: input %q: the runtime needs its contents before the model runs, but they depend on the data (%w)",
+					n.label(), n.Inputs[i], errDataNeeded)
 			}
 			return nil, -1, err
 		}

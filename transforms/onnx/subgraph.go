@@ -25,6 +25,11 @@ import (
 // subgraph's Model plans itself for the shapes it is given and keeps the
 // plans (Model.plan), and each run of it is a Plan's run.
 
+// errDataNeeded is wrapped by the error of a plan that needs the contents
+// of a value computed from the data: a subgraph's plan that gives it
+// depends on the data (its kernel's Infer returns ShapeFromData).
+var errDataNeeded = errors.New("data-dependent shapes are not supported")
+
 // subgraph is a GRAPH attribute built.
 type subgraph struct {
 	m *Model
@@ -227,7 +232,7 @@ func (s *subgraph) infer(in []Meta) ([]Meta, error) {
 	}
 	p, more, err := s.m.newPlan(metas, inputs, keyed, mem)
 	switch {
-	case errors.Is(err, errShapeFromData):
+	case errors.Is(err, errShapeFromData), errors.Is(err, errDataNeeded):
 		return nil, ShapeFromData()
 	case err != nil:
 		return nil, fmt.Errorf("graph %q: %w", s.m.Name, err)
@@ -248,6 +253,9 @@ func (s *subgraph) infer(in []Meta) ([]Meta, error) {
 // mem's budget.
 func (s *subgraph) run(in []nd.Array, mem *memory) ([]nd.Array, error) {
 	p, err := s.m.plan(in, mem.budget)
+	if errors.Is(err, errDataNeeded) && s.keySmall(in) {
+		p, err = s.m.plan(in, mem.budget)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("graph %q: %w", s.m.Name, err)
 	}
@@ -292,4 +300,30 @@ func wantedOutputs(n *Node) []bool {
 		w[i] = n.HasOutput(i)
 	}
 	return w
+}
+
+// maxKeyedElements bounds the inputs of a subgraph that its plans key on
+// by contents (keySmall).
+const maxKeyedElements = 1024
+
+// keySmall makes the subgraph's plans key on the contents of its small
+// inputs (a Loop's iteration number, a scalar of the outer graph), for a
+// body that computes shapes from them (a Slice's starts from the
+// iteration number): each such content has a plan of its own, made on
+// first use and kept. It reports whether it keyed any input not keyed
+// before.
+func (s *subgraph) keySmall(in []nd.Array) bool {
+	c := &s.m.plans
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keyed == nil {
+		c.keyed = make([]bool, len(s.m.Inputs))
+	}
+	more := false
+	for i, a := range in {
+		if !c.keyed[i] && a.Len() <= maxKeyedElements {
+			c.keyed[i], more = true, true
+		}
+	}
+	return more
 }
