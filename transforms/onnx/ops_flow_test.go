@@ -1,8 +1,10 @@
 package onnx_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -176,4 +178,43 @@ func TestScanAxesDirections(t *testing.T) {
 	// then of both (3, 7, 11); written backward along y's axis 1
 	assert.Equal(t, []float32{3, 7, 11}, nd.MustAs[float32](out[0]))
 	assert.Equal(t, []float32{30, 20, 70, 40, 110, 60}, nd.MustAs[float32](out[1]))
+}
+
+// TestControlFlowModels holds the models of testdata/flow (PyTorch's export
+// of a TorchScript module with a Loop, an If inside it and an If after it,
+// at opsets 11 and 16; containers/onnx/export_flow_cases.py) to ONNX
+// Runtime's outputs, on the CPU and on the emulated device (where If and
+// Loop run on the host, their subgraphs' plans on the CPU).
+func TestControlFlowModels(t *testing.T) {
+	dev := emulator(t)
+	dirs, err := filepath.Glob(filepath.Join("testdata", "flow", "*", "model.onnx"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 2)
+	for _, model := range dirs {
+		dir := filepath.Dir(model)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			m, err := onnxtest.LoadFile(model)
+			require.NoError(t, err)
+			assert.Subset(t, m.OpsUsed(), []string{"If", "Loop"})
+			var outs []nd.Array
+			for s := range 2 {
+				set := filepath.Join(dir, fmt.Sprintf("test_data_set_%d", s))
+				in := []nd.Array{onnxtest.ReadTensor(t, filepath.Join(set, "input_0.pb"))}
+				want := onnxtest.ReadTensor(t, filepath.Join(set, "output_0.pb"))
+				got, err := m.Run(in)
+				require.NoError(t, err)
+				assert.NoError(t, compareOutput(got[0], want, t.Logf), "set %d on the CPU", s)
+				dgot, onHost, err := runOnDevice(dev, m, in)
+				require.NoError(t, err)
+				sort.Strings(onHost)
+				for _, n := range onHost {
+					assert.Regexp(t, `^(If|Loop) `, n, "only the control flow runs on the host")
+				}
+				assert.NoError(t, compareOutput(dgot[0], want, nil), "set %d on the device", s)
+				outs = append(outs, got[0])
+			}
+			// the two sets take the two branches of the last If
+			assert.NotEqual(t, nd.MustAs[float32](outs[0]), nd.MustAs[float32](outs[1]))
+		})
+	}
 }
