@@ -113,3 +113,102 @@ func TestLoopIterationBound(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `node "Loop" (Loop, opset 13): the loop ran 1000 iterations, the most one run of a Loop may`)
 }
+
+// flowModel parses a model of nodes at opset 13 built in Go (graph
+// attributes included).
+func flowModel(t *testing.T, nodes []*onnxpb.NodeProto, inputs, outputs []*onnxpb.ValueInfoProto) *Model {
+	ir, v, name := int64(8), int64(13), "flow"
+	mp := &onnxpb.ModelProto{IrVersion: &ir, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: &v}},
+		Graph: &onnxpb.GraphProto{Name: &name, Node: nodes, Input: inputs, Output: outputs}}
+	data, err := proto.Marshal(mp)
+	require.NoError(t, err)
+	m, err := Parse(data, "flow.onnx")
+	require.NoError(t, err)
+	return m
+}
+
+func tensorValue(name string, t nd.DType) *onnxpb.ValueInfoProto {
+	et := int32(t)
+	return &onnxpb.ValueInfoProto{Name: &name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: &et}}}}
+}
+
+func flowNode(op string, in, out []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
+	name := op
+	return &onnxpb.NodeProto{OpType: &op, Name: &name, Input: in, Output: out, Attribute: attrs}
+}
+
+func graphAttr(name string, nodes []*onnxpb.NodeProto, inputs, outputs []*onnxpb.ValueInfoProto, inits ...*onnxpb.TensorProto) *onnxpb.AttributeProto {
+	typ := onnxpb.AttributeProto_GRAPH
+	gname := name
+	return &onnxpb.AttributeProto{Name: &name, Type: &typ, G: &onnxpb.GraphProto{Name: &gname, Node: nodes, Input: inputs, Output: outputs, Initializer: inits}}
+}
+
+// An If whose branches give different shapes, its condition data: its
+// outputs' shapes depend on the data (Infer), and RunShaped gives the
+// branch's.
+func TestIfDataShaped(t *testing.T) {
+	then := graphAttr("then_branch", []*onnxpb.NodeProto{flowNode("Identity", []string{"x"}, []string{"t"})},
+		nil, []*onnxpb.ValueInfoProto{tensorValue("t", nd.Float32)})
+	otherwise := graphAttr("else_branch", []*onnxpb.NodeProto{flowNode("Concat", []string{"x", "x"}, []string{"e"}, &onnxpb.AttributeProto{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)})},
+		nil, []*onnxpb.ValueInfoProto{tensorValue("e", nd.Float32)})
+	m := flowModel(t, []*onnxpb.NodeProto{flowNode("If", []string{"c"}, []string{"y"}, then, otherwise)},
+		[]*onnxpb.ValueInfoProto{tensorValue("x", nd.Float32), tensorValue("c", nd.Bool)}, []*onnxpb.ValueInfoProto{tensorValue("y", nd.Float32)})
+	k := kernelOf(t, m, "If")
+	x := nd.Of([]float32{1, 2}, 2)
+	_, err := k.Infer([]Meta{{Type: nd.Bool, Shape: []int{}}, {Type: nd.Float32, Shape: []int{2}}})
+	require.ErrorIs(t, err, errShapeFromData)
+	for _, c := range []bool{true, false} {
+		out, err := k.(DataShaped).RunShaped([]nd.Array{nd.Scalar(c), x}, heapAlloc)
+		require.NoError(t, err)
+		want := []float32{1, 2}
+		if !c {
+			want = []float32{1, 2, 1, 2}
+		}
+		assert.Equal(t, want, nd.MustAs[float32](out[0]), "cond %v", c)
+	}
+}
+
+// countdown is a Loop without a trip count, its condition data: it runs
+// while n > 0, decrementing n and giving n as a scan output.
+func countdown(t *testing.T) *Model {
+	one := TensorOf("one", nd.Scalar(int64(1)))
+	zero := TensorOf("zero", nd.Scalar(int64(0)))
+	body := graphAttr("body", []*onnxpb.NodeProto{
+		flowNode("Sub", []string{"n", "one"}, []string{"n_out"}),
+		flowNode("Greater", []string{"n_out", "zero"}, []string{"c_out"}),
+		flowNode("Identity", []string{"n_out"}, []string{"scan"}),
+	}, []*onnxpb.ValueInfoProto{tensorValue("i", nd.Int64), tensorValue("c", nd.Bool), tensorValue("n", nd.Int64)},
+		[]*onnxpb.ValueInfoProto{tensorValue("c_out", nd.Bool), tensorValue("n_out", nd.Int64), tensorValue("scan", nd.Int64)}, one, zero)
+	return flowModel(t, []*onnxpb.NodeProto{flowNode("Loop", []string{"", "c0", "n0"}, []string{"n", "all"}, body)},
+		[]*onnxpb.ValueInfoProto{tensorValue("c0", nd.Bool), tensorValue("n0", nd.Int64)},
+		[]*onnxpb.ValueInfoProto{tensorValue("n", nd.Int64), tensorValue("all", nd.Int64)})
+}
+
+func TestLoopConditionFromData(t *testing.T) {
+	m := countdown(t)
+	k := kernelOf(t, m, "Loop")
+	_, err := k.Infer([]Meta{{}, {Type: nd.Bool, Shape: []int{}}, {Type: nd.Int64, Shape: []int{}}})
+	require.ErrorIs(t, err, errShapeFromData)
+	out, err := k.(DataShaped).RunShaped([]nd.Array{{}, nd.Scalar(true), nd.Scalar(int64(4))}, heapAlloc)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0}, nd.MustAs[int64](out[0]))
+	assert.Equal(t, []int{4}, out[1].Shape)
+	assert.Equal(t, []int64{3, 2, 1, 0}, nd.MustAs[int64](out[1]))
+	// a condition false from the start runs no iteration
+	out, err = k.(DataShaped).RunShaped([]nd.Array{{}, nd.Scalar(false), nd.Scalar(int64(4))}, heapAlloc)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{4}, nd.MustAs[int64](out[0]))
+	assert.Equal(t, []int{0}, out[1].Shape)
+}
+
+// A Loop's scan outputs are held within the memory budget: a loop that
+// would hold more fails, naming the node and the budget, before it holds
+// it.
+func TestLoopMemoryBudget(t *testing.T) {
+	t.Setenv(EnvMemoryBudget, "64KiB")
+	m := countdown(t)
+	k := kernelOf(t, m, "Loop")
+	_, err := k.(DataShaped).RunShaped([]nd.Array{{}, nd.Scalar(true), nd.Scalar(int64(1 << 20))}, heapAlloc)
+	require.ErrorIs(t, err, ErrMemoryBudget)
+	assert.Contains(t, err.Error(), "over the memory budget of 65536 bytes")
+}
