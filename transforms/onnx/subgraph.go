@@ -25,11 +25,6 @@ import (
 // subgraph's Model plans itself for the shapes it is given and keeps the
 // plans (Model.plan), and each run of it is a Plan's run.
 
-// errDataNeeded is wrapped by the error of a plan that needs the contents
-// of a value computed from the data: a subgraph's plan that gives it
-// depends on the data (its kernel's Infer returns ShapeFromData).
-var errDataNeeded = errors.New("data-dependent shapes are not supported")
-
 // subgraph is a GRAPH attribute built.
 type subgraph struct {
 	m *Model
@@ -230,16 +225,19 @@ func (s *subgraph) infer(in []Meta) ([]Meta, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, more, err := s.m.newPlan(metas, inputs, keyed, mem)
+	p, more, err := s.m.newPlan(0, s.m.g.inputs, metas, inputs, keyed, nil, mem)
 	switch {
-	case errors.Is(err, errShapeFromData), errors.Is(err, errDataNeeded):
+	case errors.Is(err, errShapeFromData):
 		return nil, ShapeFromData()
 	case err != nil:
 		return nil, fmt.Errorf("graph %q: %w", s.m.Name, err)
-	case more >= 0:
+	case more >= 0 || p.stop != nil: // contents not known, or a plan that ends at a node shaped by the data
 		return nil, ShapeFromData()
 	}
-	out := p.OutputMeta()
+	out, err := p.OutputMeta()
+	if err != nil {
+		return nil, err
+	}
 	for i, o := range out {
 		if want := s.m.Outputs[i].Type; want != nd.Undefined && o.Type != want {
 			return nil, fmt.Errorf("graph %q: output %q is %v, the graph declares %v", s.m.Name, s.m.Outputs[i].Name, o.Type, want)
@@ -253,9 +251,6 @@ func (s *subgraph) infer(in []Meta) ([]Meta, error) {
 // mem's budget.
 func (s *subgraph) run(in []nd.Array, mem *memory) ([]nd.Array, error) {
 	p, err := s.m.plan(in, mem.budget)
-	if errors.Is(err, errDataNeeded) && s.keySmall(in) {
-		p, err = s.m.plan(in, mem.budget)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("graph %q: %w", s.m.Name, err)
 	}
@@ -300,30 +295,4 @@ func wantedOutputs(n *Node) []bool {
 		w[i] = n.HasOutput(i)
 	}
 	return w
-}
-
-// maxKeyedElements bounds the inputs of a subgraph that its plans key on
-// by contents (keySmall).
-const maxKeyedElements = 1024
-
-// keySmall makes the subgraph's plans key on the contents of its small
-// inputs (a Loop's iteration number, a scalar of the outer graph), for a
-// body that computes shapes from them (a Slice's starts from the
-// iteration number): each such content has a plan of its own, made on
-// first use and kept. It reports whether it keyed any input not keyed
-// before.
-func (s *subgraph) keySmall(in []nd.Array) bool {
-	c := &s.m.plans
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.keyed == nil {
-		c.keyed = make([]bool, len(s.m.Inputs))
-	}
-	more := false
-	for i, a := range in {
-		if !c.keyed[i] && a.Len() <= maxKeyedElements {
-			c.keyed[i], more = true, true
-		}
-	}
-	return more
 }

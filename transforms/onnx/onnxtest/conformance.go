@@ -52,22 +52,6 @@ var Skips = map[string]string{
 	"node/test_training_dropout_default":            "dropout in training mode: the mask is random",
 	"node/test_training_dropout_default_mask":       "dropout in training mode: the mask is random",
 	"node/test_training_dropout_mask":               "dropout in training mode: the mask is random",
-	// The expanded window functions (their operators are in the set since
-	// Cos is) take the window's size as an input: their Range's output
-	// shape depends on the data, which the planner does not take.
-	"node/test_blackmanwindow_expanded":           "the window's size is a model input: a data-dependent shape",
-	"node/test_blackmanwindow_symmetric_expanded": "the window's size is a model input: a data-dependent shape",
-	"node/test_hammingwindow_expanded":            "the window's size is a model input: a data-dependent shape",
-	"node/test_hammingwindow_symmetric_expanded":  "the window's size is a model input: a data-dependent shape",
-	"node/test_hannwindow_expanded":               "the window's size is a model input: a data-dependent shape",
-	"node/test_hannwindow_symmetric_expanded":     "the window's size is a model input: a data-dependent shape",
-	// A Loop whose trip count or condition is a model input has outputs
-	// whose shapes depend on the data (a DataShaped node, which the
-	// planner does not yet end a plan at): its kernel's RunShaped is held
-	// to test_loop11 directly (TestLoopRunShapedConformance).
-	"node/test_loop11": "the Loop's trip count is a model input: a data-dependent shape",
-	"node/test_range_float_type_positive_delta_expanded": "the Loop's trip count is computed from model inputs: a data-dependent shape",
-	"node/test_range_int32_type_negative_delta_expanded": "the Loop's trip count is computed from model inputs: a data-dependent shape",
 }
 
 // Conformance is one test of the suite.
