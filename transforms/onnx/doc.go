@@ -37,6 +37,19 @@
 // (runtime/executor/gpu/gpuemu) with the kernels compiled for the host
 // (internal/kernelemu).
 //
+// # Control flow
+//
+// If, Loop and Scan hold graphs in their attributes (subgraph.go): the
+// loader builds each as a Model of its own, whose inputs are the ones it
+// declares and then the values it reads from the graphs that enclose it
+// (outer scope), which the node that holds it reads too; a name no
+// enclosing graph defines is refused at load. The kernels (ops_if.go,
+// ops_loop.go, ops_scan.go) plan their subgraphs with the runtime's
+// planner, a plan per shape kept, and run those plans: an If on a known
+// condition is its branch, an If whose branches differ in shape and a
+// Loop whose iterations depend on the data are DataShaped. On the GPU
+// executor they run on the host.
+//
 // # Memory
 //
 // A model does not decide how much memory its process takes. Every buffer
