@@ -165,6 +165,10 @@ func TestIfDataShaped(t *testing.T) {
 			want = []float32{1, 2, 1, 2}
 		}
 		assert.Equal(t, want, nd.MustAs[float32](out[0]), "cond %v", c)
+		// and through the run: the plan ends at the If
+		out, err = m.Run([]nd.Array{x, nd.Scalar(c)})
+		require.NoError(t, err)
+		assert.Equal(t, want, nd.MustAs[float32](out[0]), "cond %v, Model.Run", c)
 	}
 }
 
@@ -199,6 +203,13 @@ func TestLoopConditionFromData(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{4}, nd.MustAs[int64](out[0]))
 	assert.Equal(t, []int{0}, out[1].Shape)
+	// and through the run, the plan ending at the Loop
+	for _, n := range []int64{3, 6} {
+		out, err = m.Run([]nd.Array{nd.Scalar(true), nd.Scalar(n)})
+		require.NoError(t, err)
+		assert.Equal(t, []int{int(n)}, out[1].Shape)
+		assert.Equal(t, n-1, nd.MustAs[int64](out[1])[0])
+	}
 }
 
 // A Loop's scan outputs are held within the memory budget: a loop that
