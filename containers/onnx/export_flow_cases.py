@@ -5,6 +5,10 @@ branches), with ONNX Runtime's outputs: a Loop whose trip count comes from the
 input's shape and whose body reads the main graph's weights and input (outer scope)
 and holds an If on data, then an If on data whose branches read the Loop's output
 and the head's weights. It is exported at opsets 11 and 16 (If and Loop 11, and 16).
+And a recurrent cell run by a Python loop that appends each step's state to a list,
+then stacks (torch.stack) and concatenates (torch.cat) the list: PyTorch writes the
+list as a sequence (SequenceEmpty, SequenceInsert in the Loop's body,
+ConcatFromSequence after it), which the runtime holds as a scan output of the Loop.
 
 Each case is a directory of transforms/onnx/testdata/flow/ in the layout of ONNX's
 test data: model.onnx and test_data_set_N/input_0.pb, output_0.pb (ONNX
@@ -23,6 +27,7 @@ import io
 import os
 import shutil
 import subprocess
+from typing import List
 
 import numpy as np
 import onnx
@@ -55,20 +60,38 @@ class Flow(nn.Module):
         return y
 
 
+class ListLoop(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = x[:, 0]
+        outs: List[torch.Tensor] = []
+        for t in range(x.size(1)):
+            h = torch.tanh(self.cell(h) + x[:, t])
+            outs.append(h)
+        return torch.stack(outs, 1), torch.cat(outs, 1)
+
+
 def main():
     torch.manual_seed(28)
     rng = np.random.default_rng(28)
-    module = torch.jit.script(Flow().eval())
+    flow = torch.jit.script(Flow().eval())
+    lists = torch.jit.script(ListLoop().eval())
     x = rng.standard_normal([3, 8]).astype(np.float32)
-    feeds = [np.abs(x) + 0.1, -np.abs(x) - 0.1]
+    flow_feeds = [np.abs(x) + 0.1, -np.abs(x) - 0.1]
+    list_feeds = [rng.standard_normal([2, 5, 8]).astype(np.float32), rng.standard_normal([3, 2, 8]).astype(np.float32)]
+    cases = [("torch_if_loop_opset11", flow, 11, flow_feeds, ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}),
+             ("torch_if_loop_opset16", flow, 16, flow_feeds, ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}),
+             ("torch_list_loop_opset16", lists, 16, list_feeds, ["y", "z"], {"x": {0: "batch", 1: "seq"}})]
     ort = os.path.join(ROOT, "containers", "onnx", "ort.sh")
     js = os.path.join(ROOT, "containers", "onnx", "ort_run.js")
     shutil.rmtree(OUT, ignore_errors=True)
-    for opset in (11, 16):
-        name = f"torch_if_loop_opset{opset}"
+    for name, module, opset, feeds, outputs, axes in cases:
         buf = io.BytesIO()
-        torch.onnx.export(module, (torch.from_numpy(feeds[0]),), buf, input_names=["x"], output_names=["y"],
-                          opset_version=opset, dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+        torch.onnx.export(module, (torch.from_numpy(feeds[0]),), buf, input_names=["x"], output_names=outputs,
+                          opset_version=opset, dynamic_axes=axes)
         model = onnx.load_from_string(buf.getvalue())
         d = os.path.join(OUT, name)
         os.makedirs(d)
@@ -76,16 +99,21 @@ def main():
         for s, feed in enumerate(feeds):
             sets = os.path.join(d, f"test_data_set_{s}")
             os.makedirs(sets)
-            inp, out = os.path.join(sets, "input_0.pb"), os.path.join(sets, "output_0.pb")
+            inp = os.path.join(sets, "input_0.pb")
             with open(inp, "wb") as f:
                 f.write(onnx.numpy_helper.from_array(feed, "x").SerializeToString())
-            subprocess.run([ort, "--quiet", "--", js, "run", os.path.join(d, "model.onnx"), "--in", inp, "--out", out],
-                           check=True, stdout=subprocess.DEVNULL)
-            y = onnx.numpy_helper.to_array(onnx.load_tensor(out))
+            args = [ort, "--quiet", "--", js, "run", os.path.join(d, "model.onnx"), "--in", inp]
+            for i in range(len(outputs)):
+                args += ["--out", os.path.join(sets, f"output_{i}.pb")]
+            subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
             with torch.no_grad():
-                want = module(torch.from_numpy(feed)).numpy()
-            assert np.allclose(y, want, rtol=1e-4, atol=1e-6), (name, s, y, want)
-            print(name, s, y.shape)
+                want = module(torch.from_numpy(feed))
+            if not isinstance(want, tuple):
+                want = (want,)
+            for i, w in enumerate(want):
+                y = onnx.numpy_helper.to_array(onnx.load_tensor(os.path.join(sets, f"output_{i}.pb")))
+                assert np.allclose(y, w.numpy(), rtol=1e-4, atol=1e-6), (name, s, i, y, w)
+                print(name, s, i, y.shape)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,11 @@
 // planner, a plan per shape kept, and run those plans: an If on a known
 // condition is its branch, an If whose branches differ in shape and a
 // Loop whose iterations depend on the data are DataShaped. On the GPU
-// executor they run on the host.
+// executor they run on the host. The runtime holds no sequences: a list a
+// Loop appends to and the graph stacks after it (SequenceEmpty,
+// SequenceInsert, ConcatFromSequence, as PyTorch writes it) is rewritten
+// at load into a scan output of the Loop (sequence.go), which
+// ConcatFromSequence, SequenceAt and SequenceLength read.
 //
 // # Memory
 //

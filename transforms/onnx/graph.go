@@ -76,6 +76,7 @@ func build(mp *onnxpb.ModelProto, mem *memory) (*Model, error) {
 		return nil, fmt.Errorf("opset %d of the default domain: this runtime implements opsets %d to %d", opset, MinOpset, MaxOpset)
 	}
 	gp := mp.Graph
+	stackSequences(gp) // a list a Loop appends to: a scan output (sequence.go)
 	m := &Model{Opset: opset, IRVersion: mp.GetIrVersion(), Producer: strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()), Name: gp.GetName()}
 	if err := buildGraph(m, gp, opset, nil, mem, func() error { return checkOps(mp, opset) }); err != nil {
 		return nil, err

@@ -1,0 +1,142 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// ConcatFromSequence, SequenceAt and SequenceLength read a sequence that a
+// Loop builds (sequence.go), which the runtime holds as its elements
+// stacked on a new first axis: an array [n, element shape...], the n
+// elements of one shape. ConcatFromSequence joins them along axis (a new
+// axis where new_axis is 1: torch.stack; an existing one where it is 0:
+// torch.cat), SequenceAt takes element position (negative from the end),
+// SequenceLength is n. The runtime makes no other sequence, so these
+// operators see no other. On the GPU executor they run on the host.
+
+func init() {
+	RegisterOp(OpDef{Name: "ConcatFromSequence", Versions: []int{11}, New: newConcatFromSequence})
+	RegisterOp(OpDef{Name: "SequenceAt", Versions: []int{11}, New: newSequenceAt})
+	RegisterOp(OpDef{Name: "SequenceLength", Versions: []int{11}, New: newSequenceLength})
+}
+
+type concatFromSequence struct {
+	axis   int
+	newAxis bool
+}
+
+func newConcatFromSequence(n *Node) (Kernel, error) {
+	if err := n.CheckArity(1, 1, 1, 1); err != nil {
+		return nil, err
+	}
+	if !n.Attrs.Has("axis") {
+		return nil, fmt.Errorf("attribute axis is required")
+	}
+	return &concatFromSequence{axis: int(n.Attrs.Int("axis", 0)), newAxis: n.Attrs.Flag("new_axis", false)}, nil
+}
+
+// layout returns the output's shape and the axis at which the elements
+// are stacked in it (before a join with the existing axis).
+func (k *concatFromSequence) layout(stacked []int) (out []int, at int, err error) {
+	if len(stacked) == 0 {
+		return nil, 0, fmt.Errorf("the sequence is a scalar")
+	}
+	n, elem := stacked[0], stacked[1:]
+	if k.newAxis {
+		if at, err = NormAxis(k.axis, len(elem)+1); err != nil {
+			return nil, 0, err
+		}
+		return insertAxis(elem, at, n), at, nil
+	}
+	if at, err = NormAxis(k.axis, len(elem)); err != nil {
+		return nil, 0, err
+	}
+	out = append([]int{}, elem...)
+	out[at] *= n
+	return out, at, nil
+}
+
+func (k *concatFromSequence) Infer(in []Meta) ([]Meta, error) {
+	out, _, err := k.layout(in[0].Shape)
+	if err != nil {
+		return nil, err
+	}
+	return []Meta{{Type: in[0].Type, Shape: out}}, nil
+}
+
+func (k *concatFromSequence) Run(in, out []nd.Array) error {
+	s := in[0]
+	_, at, err := k.layout(s.Shape)
+	if err != nil {
+		return err
+	}
+	// stacked at axis at: [elem[:at]..., n, elem[at:]...], the same data
+	// as the join along elem's axis at
+	stackedShape := insertAxis(s.Shape[1:], at, s.Shape[0])
+	o := nd.Array{Type: out[0].Type, Shape: stackedShape, Data: out[0].Data}
+	for i := range s.Shape[0] {
+		put(o, at, i, take(s, 0, i))
+	}
+	return nil
+}
+
+type sequenceAt struct{}
+
+func newSequenceAt(n *Node) (Kernel, error) {
+	if err := n.CheckArity(2, 2, 1, 1); err != nil {
+		return nil, err
+	}
+	return sequenceAt{}, nil
+}
+
+func (sequenceAt) Infer(in []Meta) ([]Meta, error) {
+	s, p := in[0], in[1]
+	if len(s.Shape) == 0 {
+		return nil, fmt.Errorf("the sequence is a scalar")
+	}
+	if (p.Type != nd.Int32 && p.Type != nd.Int64) || numel(p.Shape) != 1 {
+		return nil, fmt.Errorf("position is %v, want an int32 or int64 of one element", p)
+	}
+	return []Meta{{Type: s.Type, Shape: s.Shape[1:]}}, nil
+}
+
+func (sequenceAt) Run(in, out []nd.Array) error {
+	s := in[0]
+	p, err := nd.Int64s(in[1])
+	if err != nil {
+		return err
+	}
+	n := int64(s.Shape[0])
+	i := p[0]
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return fmt.Errorf("position %d is outside the sequence of %d elements", p[0], n)
+	}
+	copy(out[0].Data, take(s, 0, int(i)).Data)
+	return nil
+}
+
+type sequenceLength struct{}
+
+func newSequenceLength(n *Node) (Kernel, error) {
+	if err := n.CheckArity(1, 1, 1, 1); err != nil {
+		return nil, err
+	}
+	return sequenceLength{}, nil
+}
+
+func (sequenceLength) Infer(in []Meta) ([]Meta, error) {
+	if len(in[0].Shape) == 0 {
+		return nil, fmt.Errorf("the sequence is a scalar")
+	}
+	v := nd.Scalar(int64(in[0].Shape[0]))
+	return []Meta{{Type: nd.Int64, Shape: []int{}, Value: &v}}, nil
+}
+
+func (sequenceLength) Run(in, out []nd.Array) error {
+	nd.MustAs[int64](out[0])[0] = int64(in[0].Shape[0])
+	return nil
+}
