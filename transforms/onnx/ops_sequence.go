@@ -22,7 +22,7 @@ func init() {
 }
 
 type concatFromSequence struct {
-	axis   int
+	axis    int
 	newAxis bool
 }
 

@@ -160,7 +160,9 @@ func readers(g *onnxpb.GraphProto) map[string][]reader {
 	return out
 }
 
-func defaultDomain(n *onnxpb.NodeProto) bool { return n.GetDomain() == "" || n.GetDomain() == "ai.onnx" }
+func defaultDomain(n *onnxpb.NodeProto) bool {
+	return n.GetDomain() == "" || n.GetDomain() == "ai.onnx"
+}
 
 // nodeGraph returns node n's graph attribute name, nil if it has none.
 func nodeGraph(n *onnxpb.NodeProto, name string) *onnxpb.GraphProto {
