@@ -280,3 +280,30 @@ func TestSequenceOtherwiseRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "SequenceEmpty (node \"SequenceEmpty_[s0]\"")
 	assert.Contains(t, err.Error(), "SequenceInsert (node \"SequenceInsert_[s_out]\" in node \"Loop_[s]\"'s body")
 }
+
+// Scan version 8: a batch axis first on every input and output, the
+// sequence_lens input (full lengths only), directions.
+func TestScan8Batch(t *testing.T) {
+	body := onnxtest.Graph("body", nodes{
+		onnxtest.Node("Add", []string{"s_in", "x_t"}, []string{"s_out"}),
+		onnxtest.Node("Identity", []string{"s_out"}, []string{"y_t"}),
+	}, values{onnxtest.ValueNoShape("s_in", nd.Float32), onnxtest.ValueNoShape("x_t", nd.Float32)},
+		values{onnxtest.ValueNoShape("s_out", nd.Float32), onnxtest.ValueNoShape("y_t", nd.Float32)})
+	scan := onnxtest.Node("Scan", []string{"lens", "s0", "x"}, []string{"s", "y"}, body,
+		onnxtest.Int("num_scan_inputs", 1), onnxtest.Ints("directions", 1))
+	m, err := onnxtest.Load(onnxtest.Model(8, nodes{scan},
+		values{onnxtest.Value("lens", nd.Int32, 2), onnxtest.Value("s0", nd.Float32, 2, 1), onnxtest.Value("x", nd.Float32, 2, 3, 1)},
+		values{onnxtest.Value("s", nd.Float32, 2, 1), onnxtest.Value("y", nd.Float32, 2, 3, 1)}))
+	require.NoError(t, err)
+	s0 := nd.Of([]float32{100, 200}, 2, 1)
+	x := nd.Of([]float32{1, 2, 3, 4, 5, 6}, 2, 3, 1)
+	out, err := m.Run([]nd.Array{nd.Of([]int32{3, 3}, 2), s0, x})
+	require.NoError(t, err)
+	// the input read backward: batch 0 adds 3, then 2, then 1; version 8's
+	// scan outputs are in the iterations' order
+	assert.Equal(t, []float32{106, 215}, nd.MustAs[float32](out[0]))
+	assert.Equal(t, []float32{103, 105, 106, 206, 211, 215}, nd.MustAs[float32](out[1]))
+	_, err = m.Run([]nd.Array{nd.Of([]int32{3, 2}, 2), s0, x})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sequence_lens[1] is 2: the runtime takes only full sequences (3)")
+}
