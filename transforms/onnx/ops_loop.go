@@ -24,7 +24,9 @@ import (
 // iterations are known before the run (M known, the condition and the
 // body's known true), the outputs have static shapes; otherwise they
 // depend on the data (DataShaped). A run holds every iteration's scan
-// outputs and its carried values within the memory budget, and runs at
+// outputs and its carried values within the default memory budget
+// (DefaultMemoryBudget: a kernel does not see RunOptions; the node's
+// outputs are within the run's budget, as every output), and runs at
 // most maxLoopIterations iterations: a loop of a huge trip count whose
 // condition stays true fails, naming the node, instead of running for
 // ever. On the GPU executor the node runs on the host (its body's plans on
