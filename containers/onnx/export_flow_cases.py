@@ -9,6 +9,8 @@ And a recurrent cell run by a Python loop that appends each step's state to a li
 then stacks (torch.stack) and concatenates (torch.cat) the list: PyTorch writes the
 list as a sequence (SequenceEmpty, SequenceInsert in the Loop's body,
 ConcatFromSequence after it), which the runtime holds as a scan output of the Loop.
+And a loop over torch.unbind's slices and the first and last of torch.split's chunks
+(SplitToSequence, SequenceLength as the trip count, SequenceAt in the body and after).
 
 Each case is a directory of transforms/onnx/testdata/flow/ in the layout of ONNX's
 test data: model.onnx and test_data_set_N/input_0.pb, output_0.pb (ONNX
@@ -74,17 +76,29 @@ class ListLoop(nn.Module):
         return torch.stack(outs, 1), torch.cat(outs, 1)
 
 
+class Unbind(nn.Module):
+    def forward(self, x):
+        acc = torch.zeros_like(x[:, 0])
+        for xt in x.unbind(1):
+            acc = acc * 0.5 + xt
+        parts = torch.split(x, 2, 1)
+        return acc, parts[0] + parts[-1]
+
+
 def main():
     torch.manual_seed(28)
     rng = np.random.default_rng(28)
     flow = torch.jit.script(Flow().eval())
     lists = torch.jit.script(ListLoop().eval())
+    unbind = torch.jit.script(Unbind().eval())
     x = rng.standard_normal([3, 8]).astype(np.float32)
     flow_feeds = [np.abs(x) + 0.1, -np.abs(x) - 0.1]
     list_feeds = [rng.standard_normal([2, 5, 8]).astype(np.float32), rng.standard_normal([3, 2, 8]).astype(np.float32)]
     cases = [("torch_if_loop_opset11", flow, 11, flow_feeds, ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}),
              ("torch_if_loop_opset16", flow, 16, flow_feeds, ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}),
-             ("torch_list_loop_opset16", lists, 16, list_feeds, ["y", "z"], {"x": {0: "batch", 1: "seq"}})]
+             ("torch_list_loop_opset16", lists, 16, list_feeds, ["y", "z"], {"x": {0: "batch", 1: "seq"}}),
+             ("torch_unbind_split_opset16", unbind, 16, [list_feeds[0][:, :4], list_feeds[1][:, :2]], ["y", "z"],
+              {"x": {0: "batch", 1: "seq"}})]
     ort = os.path.join(ROOT, "containers", "onnx", "ort.sh")
     js = os.path.join(ROOT, "containers", "onnx", "ort_run.js")
     shutil.rmtree(OUT, ignore_errors=True)

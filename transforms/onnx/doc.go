@@ -51,8 +51,9 @@
 // executor they run on the host. The runtime holds no sequences: a list a
 // Loop appends to and the graph stacks after it (SequenceEmpty,
 // SequenceInsert, ConcatFromSequence, as PyTorch writes it) is rewritten
-// at load into a scan output of the Loop (sequence.go), which
-// ConcatFromSequence, SequenceAt and SequenceLength read.
+// at load into a scan output of the Loop (sequence.go): a sequence is its
+// elements stacked, which ConcatFromSequence, SequenceAt and
+// SequenceLength read and SplitToSequence makes (ops_sequence.go).
 //
 // # Memory
 //

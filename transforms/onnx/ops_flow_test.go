@@ -185,13 +185,15 @@ func TestScanAxesDirections(t *testing.T) {
 // control flow runs on the host, its subgraphs' plans on the CPU):
 // PyTorch's export of TorchScript modules (containers/onnx/export_flow_cases.py),
 // one with a Loop, an If inside it and an If after it, at opsets 11 and
-// 16, and one whose loop appends to a list that it then stacks and
-// concatenates (a sequence, held as the Loop's scan output).
+// 16, one whose loop appends to a list that it then stacks and
+// concatenates (a sequence, held as the Loop's scan output), and one that
+// loops over torch.unbind's slices and adds torch.split's first and last
+// chunks (SplitToSequence, SequenceLength, SequenceAt).
 func TestControlFlowModels(t *testing.T) {
 	dev := emulator(t)
 	dirs, err := filepath.Glob(filepath.Join("testdata", "flow", "*", "model.onnx"))
 	require.NoError(t, err)
-	require.Len(t, dirs, 3)
+	require.Len(t, dirs, 4)
 	for _, model := range dirs {
 		dir := filepath.Dir(model)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -211,7 +213,7 @@ func TestControlFlowModels(t *testing.T) {
 				dgot, onHost, err := runOnDevice(dev, m, in)
 				require.NoError(t, err)
 				for _, n := range onHost {
-					assert.Regexp(t, `^(If|Loop|ConcatFromSequence) `, n, "only the control flow runs on the host")
+					assert.Regexp(t, `^(If|Loop|ConcatFromSequence|SplitToSequence|SequenceAt|SequenceLength) `, n, "only the control flow runs on the host")
 				}
 				for i, f := range files {
 					want := onnxtest.ReadTensor(t, f)

@@ -7,18 +7,25 @@ import (
 )
 
 // ConcatFromSequence, SequenceAt and SequenceLength read a sequence that a
-// Loop builds (sequence.go), which the runtime holds as its elements
-// stacked on a new first axis: an array [n, element shape...], the n
-// elements of one shape. ConcatFromSequence joins them along axis (a new
-// axis where new_axis is 1: torch.stack; an existing one where it is 0:
-// torch.cat), SequenceAt takes element position (negative from the end),
-// SequenceLength is n. The runtime makes no other sequence, so these
-// operators see no other. On the GPU executor they run on the host.
+// Loop builds (sequence.go) or that SplitToSequence makes, which the
+// runtime holds as its elements stacked on a new first axis: an array [n,
+// element shape...], the n elements of one shape. ConcatFromSequence joins
+// them along axis (a new axis where new_axis is 1: torch.stack; an
+// existing one where it is 0: torch.cat), SequenceAt takes element
+// position (negative from the end), SequenceLength is n. SplitToSequence
+// cuts its input along axis into chunks of one size (split a scalar, or a
+// list of equal sizes, or left out: chunks of 1), which keepdims 0 drops
+// where split is not a list, as ONNX Runtime does (torch.unbind writes a
+// split of 1 with keepdims 0); chunks of different sizes (a split that
+// does not divide the axis) are refused, naming the node. The runtime
+// makes no other sequence, so these operators see no other. On the GPU
+// executor they run on the host.
 
 func init() {
 	RegisterOp(OpDef{Name: "ConcatFromSequence", Versions: []int{11}, New: newConcatFromSequence})
 	RegisterOp(OpDef{Name: "SequenceAt", Versions: []int{11}, New: newSequenceAt})
 	RegisterOp(OpDef{Name: "SequenceLength", Versions: []int{11}, New: newSequenceLength})
+	RegisterOp(OpDef{Name: "SplitToSequence", Versions: []int{11}, New: newSplitToSequence})
 }
 
 type concatFromSequence struct {
@@ -138,5 +145,96 @@ func (sequenceLength) Infer(in []Meta) ([]Meta, error) {
 
 func (sequenceLength) Run(in, out []nd.Array) error {
 	nd.MustAs[int64](out[0])[0] = int64(in[0].Shape[0])
+	return nil
+}
+
+type splitToSequence struct {
+	axis     int
+	keepdims bool
+}
+
+func newSplitToSequence(n *Node) (Kernel, error) {
+	if err := n.CheckArity(1, 2, 1, 1); err != nil {
+		return nil, err
+	}
+	return &splitToSequence{axis: int(n.Attrs.Int("axis", 0)), keepdims: n.Attrs.Flag("keepdims", true)}, nil
+}
+
+// chunks returns the axis, the chunks' size along it and their number, and
+// whether the axis is dropped from each.
+func (k *splitToSequence) chunks(x []int, split Meta) (ax, size, count int, drop bool, err error) {
+	if ax, err = NormAxis(k.axis, len(x)); err != nil {
+		return 0, 0, 0, false, err
+	}
+	l := x[ax]
+	size, drop = 1, !k.keepdims
+	if split.Type != nd.Undefined {
+		sv, ok := split.Known()
+		if !ok {
+			return 0, 0, 0, false, NeedValue(1)
+		}
+		if len(split.Shape) > 0 { // a list: keepdims does not apply
+			if len(sv) == 0 {
+				return 0, 0, 0, false, fmt.Errorf("split is empty")
+			}
+			var sum int64
+			for _, v := range sv {
+				if v != sv[0] {
+					return 0, 0, 0, false, fmt.Errorf("split %v cuts chunks of different sizes: the runtime holds a sequence of one shape", sv)
+				}
+				sum += v
+			}
+			if sv[0] < 0 || sum != int64(l) {
+				return 0, 0, 0, false, fmt.Errorf("split %v for an axis of %d", sv, l)
+			}
+			return ax, int(sv[0]), len(sv), false, nil
+		}
+		if sv[0] < 1 {
+			return 0, 0, 0, false, fmt.Errorf("split %d, want 1 or more", sv[0])
+		}
+		size = int(sv[0])
+	}
+	if l%size != 0 {
+		return 0, 0, 0, false, fmt.Errorf("split %d does not divide the axis of %d: its last chunk would be smaller, and the runtime holds a sequence of one shape", size, l)
+	}
+	if drop && size != 1 {
+		return 0, 0, 0, false, fmt.Errorf("keepdims 0 with chunks of %d", size)
+	}
+	return ax, size, l / size, drop, nil
+}
+
+func (k *splitToSequence) Infer(in []Meta) ([]Meta, error) {
+	x := in[0]
+	ax, size, count, drop, err := k.chunks(x.Shape, metaAt(in, 1))
+	if err != nil {
+		return nil, err
+	}
+	elem := append([]int{}, x.Shape...)
+	elem[ax] = size
+	if drop {
+		elem = dropAxis(elem, ax)
+	}
+	return []Meta{{Type: x.Type, Shape: append([]int{count}, elem...)}}, nil
+}
+
+func (k *splitToSequence) Run(in, out []nd.Array) error {
+	x := in[0]
+	split := Meta{}
+	if len(in) > 1 && in[1].Type != nd.Undefined {
+		split = Meta{Type: in[1].Type, Shape: in[1].Shape, Value: &in[1]}
+	}
+	ax, size, count, _, err := k.chunks(x.Shape, split)
+	if err != nil {
+		return err
+	}
+	outer, inner := numel(x.Shape[:ax]), numel(x.Shape[ax+1:])*x.Type.Size()
+	l := x.Shape[ax]
+	chunk := size * inner
+	o := out[0].Data
+	for i := range count {
+		for j := range outer {
+			copy(o[(i*outer+j)*chunk:(i*outer+j+1)*chunk], x.Data[(j*l+i*size)*inner:])
+		}
+	}
 	return nil
 }
