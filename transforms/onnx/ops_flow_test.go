@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
@@ -308,4 +310,35 @@ func TestScan8Batch(t *testing.T) {
 	_, err = m.Run([]nd.Array{nd.Of([]int32{3, 2}, 2), s0, x})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "sequence_lens[1] is 2: the runtime takes only full sequences (3)")
+}
+
+// BenchmarkControlFlowModels runs the models of testdata/flow at batch 64
+// (their first input's rows repeated) and reports the median time of a
+// batch, to set beside ONNX Runtime's on the same files
+// (containers/onnx/ort.sh -- containers/onnx/ort_run.js bench --threads 1
+// --batch 64 MODEL INPUT).
+func BenchmarkControlFlowModels(b *testing.B) {
+	const batch = 64
+	dirs, err := filepath.Glob(filepath.Join("testdata", "flow", "*", "model.onnx"))
+	require.NoError(b, err)
+	for _, model := range dirs {
+		dir := filepath.Dir(model)
+		b.Run(filepath.Base(dir), func(b *testing.B) {
+			m, err := onnxtest.LoadFile(model)
+			require.NoError(b, err)
+			in := []nd.Array{repeatRows(onnxtest.ReadTensor(b, filepath.Join(dir, "test_data_set_0", "input_0.pb")), batch)}
+			_, err = m.Run(in) // the plans made
+			require.NoError(b, err)
+			var times []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if _, err := m.Run(in); err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(start))
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2])/1e6, "ms/batch")
+		})
+	}
 }
