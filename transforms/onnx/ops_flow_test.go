@@ -342,3 +342,20 @@ func BenchmarkControlFlowModels(b *testing.B) {
 		})
 	}
 }
+
+// A branch may read a value that a node listed after the If makes: the If
+// reads it too, so the graph's order puts that node first.
+func TestIfReadsValueMadeLater(t *testing.T) {
+	then := onnxtest.Graph("then_branch", nodes{onnxtest.Node("Identity", []string{"z"}, []string{"t"})},
+		nil, values{onnxtest.ValueNoShape("t", nd.Float32)})
+	otherwise := onnxtest.Graph("else_branch", nodes{onnxtest.Node("Identity", []string{"x"}, []string{"e"})},
+		nil, values{onnxtest.ValueNoShape("e", nd.Float32)})
+	m, err := onnxtest.Load(onnxtest.Model(13, nodes{
+		onnxtest.Node("If", []string{"c"}, []string{"y"}, then, otherwise),
+		onnxtest.Node("Neg", []string{"x"}, []string{"z"}),
+	}, values{onnxtest.Value("x", nd.Float32, 2), onnxtest.Value("c", nd.Bool)}, values{onnxtest.Value("y", nd.Float32, 2)}))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{1, -2}, 2), nd.Scalar(true)})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{-1, 2}, nd.MustAs[float32](out[0]))
+}
