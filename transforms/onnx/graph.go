@@ -175,6 +175,7 @@ func buildGraph(m *Model, gp *onnxpb.GraphProto, opset int, parent *graph, mem *
 		return err
 	}
 	g.foldBatchNorm()
+	g.proto, g.scope, g.mem = nil, nil, nil // the subgraphs are built: let the collector have the proto
 	return nil
 }
 
