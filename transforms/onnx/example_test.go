@@ -88,3 +88,27 @@ func ExamplePlan_StepOps() {
 	// Output:
 	// [Conv+Relu MaxPool Conv+Relu MaxPool Conv+Relu MaxPool Flatten Gemm+Relu Gemm]
 }
+
+// A model with control flow runs as any other: here a TorchScript module
+// exported by PyTorch, whose Python loop appends each step of a recurrent
+// cell to a list and then stacks it (a Loop and a sequence, which the
+// loader makes the Loop's scan output). The loop's trip count is the
+// input's second dimension.
+func ExampleModel_Run_loop() {
+	m, err := onnx.Load(os.DirFS("testdata/flow/torch_list_loop_opset16"), "model.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("operators:", m.OpsUsed())
+	for _, steps := range []int{5, 2} {
+		out, err := m.Run([]nd.Array{nd.Zeros(nd.Float32, 3, steps, 8)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("x 3x%dx8 -> stacked %v, joined %v\n", steps, out[0].Shape, out[1].Shape)
+	}
+	// Output:
+	// operators: [ConcatFromSequence Gather Loop Shape]
+	// x 3x5x8 -> stacked [3 5 8], joined [3 40]
+	// x 3x2x8 -> stacked [3 2 8], joined [3 16]
+}
