@@ -359,3 +359,37 @@ func TestIfReadsValueMadeLater(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []float32{-1, 2}, nd.MustAs[float32](out[0]))
 }
+
+// A model with control flow is safe for concurrent use, as every model:
+// its subgraphs' plans are shared, each run's state its own.
+func TestControlFlowConcurrent(t *testing.T) {
+	m, err := onnxtest.LoadFile(filepath.Join("testdata", "flow", "torch_if_loop_opset16", "model.onnx"))
+	require.NoError(t, err)
+	ins := []nd.Array{nd.Of([]float32{1, 2, 3, 4, 5, 6, 7, 8}, 1, 8), nd.Of([]float32{-1, -2, -3, -4, -5, -6, -7, -8}, 1, 8)}
+	want := make([][]float32, len(ins))
+	for i, in := range ins {
+		out, err := m.Run([]nd.Array{in})
+		require.NoError(t, err)
+		want[i] = nd.MustAs[float32](out[0])
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for r := range 20 {
+				i := (g + r) % len(ins)
+				out, err := m.Run([]nd.Array{ins[i]})
+				if err == nil && !slices.Equal(nd.MustAs[float32](out[0]), want[i]) {
+					err = fmt.Errorf("goroutine %d run %d: %v, want %v", g, r, out[0], want[i])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		assert.NoError(t, <-errs)
+	}
+}
