@@ -52,8 +52,8 @@
 // Loop appends to and the graph stacks after it (SequenceEmpty,
 // SequenceInsert, ConcatFromSequence, as PyTorch writes it) is rewritten
 // at load into a scan output of the Loop (sequence.go): a sequence is its
-// elements stacked, which ConcatFromSequence, SequenceAt and
-// SequenceLength read and SplitToSequence makes (ops_sequence.go).
+// elements stacked (of one shape), which the sequence operators read and
+// make (ops_sequence.go).
 //
 // # Memory
 //

@@ -18,14 +18,28 @@ import (
 // where split is not a list, as ONNX Runtime does (torch.unbind writes a
 // split of 1 with keepdims 0); chunks of different sizes (a split that
 // does not divide the axis) are refused, naming the node. The runtime
-// makes no other sequence, so these operators see no other. On the GPU
-// executor they run on the host.
+// makes no other sequence, so these operators see no other.
+//
+// SequenceEmpty, SequenceConstruct, SequenceInsert and SequenceErase make
+// sequences so held: an empty one is an array of shape [0] (its elements'
+// shape is the first one inserted's), the elements constructed or
+// inserted must be of the sequence's type and shape (a sequence whose
+// elements differ in shape is refused, naming the node), a position is
+// negative from the end. A sequence a Loop carries and changes each
+// iteration changes shape each iteration: the Loop's outputs depend on the
+// data, and its body is planned once per length (the loader's rewrite,
+// sequence.go, takes the common case, a list appended to, out of that).
+// On the GPU executor these operators run on the host.
 
 func init() {
 	RegisterOp(OpDef{Name: "ConcatFromSequence", Versions: []int{11}, New: newConcatFromSequence})
 	RegisterOp(OpDef{Name: "SequenceAt", Versions: []int{11}, New: newSequenceAt})
 	RegisterOp(OpDef{Name: "SequenceLength", Versions: []int{11}, New: newSequenceLength})
 	RegisterOp(OpDef{Name: "SplitToSequence", Versions: []int{11}, New: newSplitToSequence})
+	RegisterOp(OpDef{Name: "SequenceEmpty", Versions: []int{11}, New: newSequenceEmpty})
+	RegisterOp(OpDef{Name: "SequenceConstruct", Versions: []int{11}, New: newSequenceConstruct})
+	RegisterOp(OpDef{Name: "SequenceInsert", Versions: []int{11}, New: newSequenceInsert})
+	RegisterOp(OpDef{Name: "SequenceErase", Versions: []int{11}, New: newSequenceErase})
 }
 
 type concatFromSequence struct {
@@ -236,5 +250,145 @@ func (k *splitToSequence) Run(in, out []nd.Array) error {
 			copy(o[(i*outer+j)*chunk:(i*outer+j+1)*chunk], x.Data[(j*l+i*size)*inner:])
 		}
 	}
+	return nil
+}
+
+type sequenceEmpty struct{ t nd.DType }
+
+func newSequenceEmpty(n *Node) (Kernel, error) {
+	if err := n.CheckArity(0, 0, 1, 1); err != nil {
+		return nil, err
+	}
+	t := nd.DType(n.Attrs.Int("dtype", int64(nd.Float32)))
+	if !t.Supported() {
+		return nil, fmt.Errorf("attribute dtype is %d: not a supported element type", t)
+	}
+	return sequenceEmpty{internal(t)}, nil
+}
+
+func (k sequenceEmpty) Infer([]Meta) ([]Meta, error) {
+	v := nd.Zeros(k.t, 0)
+	return []Meta{{Type: k.t, Shape: []int{0}, Value: &v}}, nil
+}
+
+func (k sequenceEmpty) Run(_, _ []nd.Array) error { return nil }
+
+type sequenceConstruct struct{}
+
+func newSequenceConstruct(n *Node) (Kernel, error) {
+	if err := n.CheckArity(1, 1<<30, 1, 1); err != nil {
+		return nil, err
+	}
+	return sequenceConstruct{}, nil
+}
+
+func (sequenceConstruct) Infer(in []Meta) ([]Meta, error) {
+	for i, m := range in[1:] {
+		if m.Type != in[0].Type || !nd.SameShape(m.Shape, in[0].Shape) {
+			return nil, fmt.Errorf("input %d is %v, input 0 %v: the runtime holds a sequence of one type and shape", i+1, m, in[0])
+		}
+	}
+	return []Meta{{Type: in[0].Type, Shape: append([]int{len(in)}, in[0].Shape...)}}, nil
+}
+
+func (sequenceConstruct) Run(in, out []nd.Array) error {
+	stack(out[0], in)
+	return nil
+}
+
+// position reads a sequence position (int32 or int64, one element), or
+// def where it is left out; negative counts from the end; it must be in
+// [0, n] (insert: end true) or [0, n).
+func position(p nd.Array, def, n int64, end bool) (int64, error) {
+	if p.Type == nd.Undefined {
+		return def, nil
+	}
+	v, err := nd.Int64s(p)
+	if err != nil || len(v) != 1 {
+		return 0, fmt.Errorf("position is %v%s, want an int32 or int64 of one element", p.Type, nd.ShapeString(p.Shape))
+	}
+	i := v[0]
+	if i < 0 {
+		i += n
+	}
+	hi := n - 1
+	if end {
+		hi = n
+	}
+	if i < 0 || i > hi {
+		return 0, fmt.Errorf("position %d is outside the sequence of %d elements", v[0], n)
+	}
+	return i, nil
+}
+
+type sequenceInsert struct{}
+
+func newSequenceInsert(n *Node) (Kernel, error) {
+	if err := n.CheckArity(2, 3, 1, 1); err != nil {
+		return nil, err
+	}
+	return sequenceInsert{}, nil
+}
+
+func (sequenceInsert) Infer(in []Meta) ([]Meta, error) {
+	s, t := in[0], in[1]
+	if len(s.Shape) == 0 {
+		return nil, fmt.Errorf("the sequence is a scalar")
+	}
+	if s.Type != t.Type {
+		return nil, fmt.Errorf("the tensor is %v, the sequence's elements %v", t.Type, s.Type)
+	}
+	if s.Shape[0] == 0 { // empty: its elements take the tensor's shape
+		return []Meta{{Type: t.Type, Shape: append([]int{1}, t.Shape...)}}, nil
+	}
+	if !nd.SameShape(s.Shape[1:], t.Shape) {
+		return nil, fmt.Errorf("the tensor is %v, the sequence's elements are %s: the runtime holds a sequence of one shape", t, nd.ShapeString(s.Shape[1:]))
+	}
+	return []Meta{{Type: t.Type, Shape: append([]int{s.Shape[0] + 1}, t.Shape...)}}, nil
+}
+
+func (sequenceInsert) Run(in, out []nd.Array) error {
+	s, t := in[0], in[1]
+	n := int64(s.Shape[0])
+	at, err := position(arrayAt(in, 2), n, n, true)
+	if err != nil {
+		return err
+	}
+	elem := len(t.Data)
+	o := out[0].Data
+	copy(o, s.Data[:int(at)*elem])
+	copy(o[int(at)*elem:], t.Data)
+	copy(o[int(at+1)*elem:], s.Data[int(at)*elem:])
+	return nil
+}
+
+type sequenceErase struct{}
+
+func newSequenceErase(n *Node) (Kernel, error) {
+	if err := n.CheckArity(1, 2, 1, 1); err != nil {
+		return nil, err
+	}
+	return sequenceErase{}, nil
+}
+
+func (sequenceErase) Infer(in []Meta) ([]Meta, error) {
+	s := in[0]
+	if len(s.Shape) == 0 || s.Shape[0] == 0 {
+		return nil, fmt.Errorf("the sequence is empty: nothing to erase")
+	}
+	return []Meta{{Type: s.Type, Shape: append([]int{s.Shape[0] - 1}, s.Shape[1:]...)}}, nil
+}
+
+func (sequenceErase) Run(in, out []nd.Array) error {
+	s := in[0]
+	n := int64(s.Shape[0])
+	at, err := position(arrayAt(in, 1), n-1, n, false)
+	if err != nil {
+		return err
+	}
+	elem := len(s.Data) / int(n)
+	o := out[0].Data
+	copy(o, s.Data[:int(at)*elem])
+	copy(o[int(at)*elem:], s.Data[int(at+1)*elem:])
 	return nil
 }

@@ -117,7 +117,8 @@ func sortedKeys(m map[string]*subgraph) []string {
 
 // subValueInfo is valueInfo for a subgraph's inputs and outputs, which
 // exporters often leave untyped (a Loop's carried values): a value without
-// a type is of the type it is given (nd.Undefined here). Shapes are not
+// a type is of the type it is given (nd.Undefined here). A sequence of
+// tensors is of its elements' type (the runtime holds it stacked). Shapes are not
 // kept (a loop-carried value may change shape); types are, as the runtime
 // holds them (Float16 as Float32).
 func subValueInfo(vi *onnxpb.ValueInfoProto, what string) (ValueInfo, error) {
@@ -130,8 +131,11 @@ func subValueInfo(vi *onnxpb.ValueInfoProto, what string) (ValueInfo, error) {
 		return info, nil
 	}
 	tt := t.GetTensorType()
+	if st := t.GetSequenceType(); st != nil && st.GetElemType().GetTensorType() != nil {
+		tt = st.GetElemType().GetTensorType() // a sequence of tensors: held stacked (ops_sequence.go)
+	}
 	if tt == nil {
-		return info, fmt.Errorf("%s %q is not a tensor (sequences, maps and optionals are not supported)", what, info.Name)
+		return info, fmt.Errorf("%s %q is neither a tensor nor a sequence of tensors (maps and optionals are not supported)", what, info.Name)
 	}
 	if tt.GetElemType() == 0 {
 		return info, nil
