@@ -14,11 +14,13 @@ import (
 //
 // which is a Loop scan output: the loader rewrites it so (stackSequences,
 // before it checks the operators), the Loop giving the elements t of every
-// iteration stacked on a new first axis under the sequence's name, and
-// ConcatFromSequence, SequenceAt and SequenceLength read a sequence so
-// held (ops_sequence.go). Every other use of sequences keeps its
-// SequenceEmpty and SequenceInsert, which the runtime does not have, and
-// the model is refused at load naming them.
+// iteration stacked on a new first axis under the sequence's name, which
+// is how the runtime holds a sequence (ops_sequence.go). Other uses of
+// sequences run as written: a sequence the Loop carries and inserts into
+// grows each iteration, so the Loop's outputs' shapes depend on the data
+// and its body is planned once per length, and the copies of an insert
+// make a loop of n iterations take n^2 element copies; the rewrite takes
+// the common case out of that.
 
 // stackSequences rewrites, in g and its subgraphs, every sequence a Loop
 // builds by appending to an empty one, and that only ConcatFromSequence,
