@@ -99,6 +99,10 @@ type DeviceRun struct {
 	// OnHost lists the steps that ran on the host ("Op name"): nodes whose
 	// kernels do not take their inputs on the device.
 	OnHost []string
+	// Between lists the nodes computed on the host between plans ("Op
+	// name"): nodes whose outputs' shapes come from the data, at which a
+	// plan ends (the values the rest reads came down for them).
+	Between []string
 }
 
 // ErrIndexRange is RunDevice's report of an input out of a kernel's domain
@@ -137,7 +141,7 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 	// shapes.
 	outs, err = p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) {
 		return q.execDevice(c, in, mem, &run)
-	})
+	}, func(n *node) { run.Between = append(run.Between, n.Op+" "+n.Name) })
 	return outs, run, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/runtime/executor/gpu"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
@@ -73,12 +74,26 @@ func TestDataShapedNonZero(t *testing.T) {
 }
 
 // The same on the emulated device: the plan's steps run there, NonZero on
-// the host between the plans, the rest on the device again.
+// the host between the plans (DeviceRun.Between names it), the rest on the
+// device again.
 func TestDataShapedNonZeroOnDevice(t *testing.T) {
 	dev := emulator(t)
 	m := positives(t)
 	checkPositives(t, func(in []nd.Array) ([]nd.Array, error) {
-		out, _, err := runOnDevice(dev, m, in)
+		p, err := m.Plan(in)
+		require.NoError(t, err)
+		var out []nd.Array
+		var run onnx.DeviceRun
+		err = dev.Launch(func(c gpu.Call) error {
+			var err error
+			out, run, err = p.RunDevice(c, in)
+			for i := range out {
+				out[i] = out[i].Clone()
+			}
+			return err
+		})
+		assert.Empty(t, run.OnHost)
+		assert.Equal(t, []string{"NonZero NonZero_[nz]"}, run.Between)
 		return out, err
 	})
 }

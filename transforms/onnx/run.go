@@ -94,7 +94,7 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	if err != nil || p.stop == nil {
 		return outs, err
 	}
-	return p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) { return q.exec(in, mem) })
+	return p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) { return q.exec(in, mem) }, nil)
 }
 
 // exec runs the plan's steps on inputs (checked) and returns its outputs:
@@ -211,14 +211,18 @@ func mustView(v Viewer, out int) int {
 // the rest reads), it computes the node it stops at where that node's
 // shapes come from the data (RunShaped), plans the rest for the shapes
 // (and the contents it reads as shapes) of the values it takes, and runs it
-// by exec (the CPU's or the device's).
-func (p *Plan) handOn(outs []nd.Array, mem *memory, exec func(q *Plan, in []nd.Array) ([]nd.Array, error)) ([]nd.Array, error) {
+// by exec (the CPU's or the device's). shaped, if not nil, is told of each
+// node computed between plans.
+func (p *Plan) handOn(outs []nd.Array, mem *memory, exec func(q *Plan, in []nd.Array) ([]nd.Array, error), shaped func(n *node)) ([]nd.Array, error) {
 	vals := make(map[int]nd.Array, len(p.outputs)+len(p.stop.out))
 	for i, id := range p.outputs {
 		vals[id] = outs[i]
 	}
 	n := p.stop
 	if p.shaped {
+		if shaped != nil {
+			shaped(n)
+		}
 		in := make([]nd.Array, len(n.in))
 		for i, id := range n.in {
 			switch a, ok := vals[id]; {
@@ -268,5 +272,5 @@ func (p *Plan) handOn(outs []nd.Array, mem *memory, exec func(q *Plan, in []nd.A
 	if err != nil || q.stop == nil {
 		return res, err
 	}
-	return q.handOn(res, mem, exec)
+	return q.handOn(res, mem, exec, shaped)
 }
