@@ -405,3 +405,40 @@ func TestControlFlowConcurrent(t *testing.T) {
 		assert.NoError(t, <-errs)
 	}
 }
+
+// A Loop's body declares its iteration int64 and its condition bool: one
+// that declares another type is refused at load, naming the node.
+func TestLoopBodyTypes(t *testing.T) {
+	body := onnxtest.Graph("body", nodes{onnxtest.Node("Identity", []string{"cond_in"}, []string{"cond_out"})},
+		values{onnxtest.Value("i", nd.Float32), onnxtest.Value("cond_in", nd.Bool)}, values{onnxtest.Value("cond_out", nd.Bool)})
+	_, err := onnxtest.Load(onnxtest.Model(13, nodes{onnxtest.Node("Loop", []string{"m", ""}, []string{}, body)},
+		nil, values{onnxtest.Value("m", nd.Int64)}, onnxtest.Init("m", nd.Scalar(int64(2)))))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `(Loop, opset 13): attribute body: its input 0 ("i") is declared float32, want int64 (the iteration)`)
+}
+
+// Subgraphs nest at most 64 deep: a model file that nests more is refused
+// at load.
+func TestSubgraphDepth(t *testing.T) {
+	nest := func(depth int) *onnxpb.ModelProto {
+		inner := nodes{onnxtest.Node("Identity", []string{"x"}, []string{"y0"})}
+		for d := 1; d <= depth; d++ {
+			out := fmt.Sprintf("y%d", d)
+			in := fmt.Sprintf("y%d", d-1)
+			then := onnxtest.Graph("then_branch", inner, nil, values{onnxtest.ValueNoShape(in, nd.Float32)})
+			e := fmt.Sprintf("e%d", d)
+			otherwise := onnxtest.Graph("else_branch", nodes{onnxtest.Node("Neg", []string{"x"}, []string{e})}, nil, values{onnxtest.ValueNoShape(e, nd.Float32)})
+			inner = nodes{onnxtest.Node("If", []string{"c"}, []string{out}, then, otherwise)}
+		}
+		return onnxtest.Model(13, inner, values{onnxtest.Value("x", nd.Float32, 1), onnxtest.Value("c", nd.Bool)},
+			values{onnxtest.ValueNoShape(fmt.Sprintf("y%d", depth), nd.Float32)})
+	}
+	m, err := onnxtest.Load(nest(8))
+	require.NoError(t, err)
+	out, err := m.Run([]nd.Array{nd.Of([]float32{7}, 1), nd.Scalar(true)})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{7}, nd.MustAs[float32](out[0]))
+	_, err = onnxtest.Load(nest(70))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "subgraphs nest more than 64 deep")
+}

@@ -65,6 +65,14 @@ func newLoop(n *Node) (Kernel, error) {
 		return nil, fmt.Errorf("attribute body: the body gives %d outputs, want %d (the condition, %d loop-carried values and %d scan outputs)",
 			len(k.body.m.Outputs), 1+k.carried+k.scanned, k.carried, k.scanned)
 	}
+	for i, want := range []nd.DType{nd.Int64, nd.Bool} {
+		if in := k.body.m.Inputs[i]; in.Type != nd.Undefined && in.Type != want {
+			return nil, fmt.Errorf("attribute body: its input %d (%q) is declared %v, want %v (the %s)", i, in.Name, in.Type, want, []string{"iteration", "condition"}[i])
+		}
+	}
+	if out := k.body.m.Outputs[0]; out.Type != nd.Undefined && out.Type != nd.Bool {
+		return nil, fmt.Errorf("attribute body: its output 0 (%q) is declared %v, want bool (the condition)", out.Name, out.Type)
+	}
 	return k, nil
 }
 
