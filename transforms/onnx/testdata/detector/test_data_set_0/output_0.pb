@@ -1,0 +1,1 @@
+	BboxesJõy'B*iÐA÷›GB4/BöÒ“Bù:!A”å£B}4A­Ñ‹BW'„B¥Õ›B”B`†'Bô½@F…GBë0!A:»ƒBb8B–¼“B†XBÐ“BŽ(@Žè£B" !AgB:ŒBþïƒBµ0œBö;ïAí ¤B½¿Bq$´BÖuwBlú!AÉï‹BxÉA

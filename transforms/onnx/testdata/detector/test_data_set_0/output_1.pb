@@ -1,0 +1,1 @@
+	BscoresJ$âPl>J”h>übZ>Œ€R><ÝO>GO>ZO>DXN>òN>

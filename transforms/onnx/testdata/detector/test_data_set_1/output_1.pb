@@ -1,0 +1,1 @@
+BscoresJx Zp>Øi>Øi>¼Ñd>\Õb>îÔ_>¾±]>B4]>î#[>ŒZ>ô`X>ÜöV>ÂÖV>†PV>¸gU>ÔT>€T>	T>¦ˆS>zkR>2ûQ><ÎQ>HKP>ê¼O>4&O>âÓN>fsN>ödN>0ŒM>bxM>

@@ -1,0 +1,1 @@
+OBscoresJ¼p…>#š>–·€>nu{>Ž’x>(Uw>4Bv>¸;p>@ào>vAo>hhl>ò@l>xák>€pk>p¹j>RTj>¼‚h>Â3h>8ee>BÊd>æ˜d>dc>ÄÚb>êPb>ªƒa>Fa>Ôc`>vè_>ä_>>Ø^>ž/^>¢ª]>Ž˜]>‹]>]>jø\>|\>x•[>r\[>4ÒZ>|Z>áY>‚ÍY>&rY>BLY>ä7Y>XOX>€X><þW>2÷V>ˆYV>¦GV>‚ôU>øáU>ÒU> íT>ËS> óR>œKR>†R>R><ÅQ>Ø­Q>¶éP>ÈèP>òÛP>úSP>2ïO>°®O>”HO>:ÿN>`|N>¸oN>–N>	N>DÿM>nµM>2µM>®&M>
