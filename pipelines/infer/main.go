@@ -18,7 +18,8 @@
 //	predictions.npy    the model's first output, one row per input row, in input order;
 //	                   a failed row is NaN (zeros for an integer output)
 //	predictions.jsonl  instead of predictions.npy, where the rows of the first output differ in
-//	                   shape (JSONL of sequences; detections, whose shapes come from the data):
+//	                   shape (JSONL of sequences) or the model's outputs' shapes come from the
+//	                   data (detections):
 //	                   {"row", "key" (images), "predicted", "outputs": {name: {"shape", "values"}}}
 //	                   per row, in order, every output;
 //	                   images: {"row", "key" (the image's path), "predicted"} per row, in order

@@ -78,7 +78,7 @@ type Config struct {
 	Impl  backend.Kind
 	// DataShaped: the model's outputs' shapes depend on its inputs'
 	// contents (detections per image), so every output of a row is
-	// written, as for sequences.
+	// written to predictions.jsonl, whether or not the rows' shapes differ.
 	DataShaped bool
 	// AllowEmpty accepts an input of no rows (--allow_empty).
 	AllowEmpty bool
@@ -227,7 +227,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	rep := s.Scope("report")
 	out := m.Outputs[0]
 	fn := &reportFn{Output: cfg.Output, RunID: cfg.RunID, N: cfg.Rows(), ShardRows: cfg.ShardRows, Keys: cfg.Images,
-		OutType: out.Type, Classes: cfg.TopK > 0, All: cfg.allOutputs()}
+		OutType: out.Type, Classes: cfg.TopK > 0, All: cfg.allOutputs(), Detections: cfg.DataShaped}
 	for _, d := range out.Shape[min(1, len(out.Shape)):] {
 		fn.OutShape = append(fn.OutShape, max(d.Size, 0))
 	}

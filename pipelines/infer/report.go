@@ -43,6 +43,9 @@ type reportFn struct {
 	// All), written to predictions.npy (the first) where the first's rows
 	// share a shape, else to predictions.jsonl (every output).
 	All bool
+	// Detections: the model's outputs' shapes come from the data; every
+	// output of each row goes to predictions.jsonl, whatever the shapes.
+	Detections bool
 
 	read, predicted, failedRows, failures, classified beam.Counter
 }
@@ -89,7 +92,7 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*par
 		if err != nil {
 			return err
 		}
-		if !same {
+		if !same || f.Detections {
 			write, jsonl = f.writeOutputsJSONL, true
 		}
 	}
