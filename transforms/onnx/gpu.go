@@ -366,7 +366,7 @@ func runOnHost(d *Device, k Kernel, hin []nd.Array, out []DevArray) error {
 			}
 		}
 	}
-	if err := k.Run(hin, hout); err != nil {
+	if err := runKernel(k, d.mem, hin, hout); err != nil {
 		return err
 	}
 	for i, a := range out {

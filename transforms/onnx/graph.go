@@ -516,7 +516,7 @@ func compute(n *node, in []Meta, out []Meta, limit int64, mem *memory) ([]nd.Arr
 			arrays[i] = a
 		}
 	}
-	if err := n.kernel.Run(ins, arrays); err != nil {
+	if err := runKernel(n.kernel, mem, ins, arrays); err != nil {
 		return nil, fmt.Errorf("%s: %w", n.label(), err)
 	}
 	return arrays, nil

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"context"
 	"bufio"
 	"errors"
 	"fmt"
@@ -43,6 +44,12 @@ type RunOptions struct {
 	// an allocation that would take the run past it fails, naming the node
 	// and the bytes, before it is made. 0 is the default (DefaultMemoryBudget).
 	MemoryBudget int64
+	// Context, if not nil, bounds the run in time: once it is done
+	// (cancelled, or past its deadline) the run stops before its next step
+	// and between a Loop's iterations, failing with an error that names the
+	// node and wraps the context's (errors.Is context.DeadlineExceeded). A
+	// model's Loop runs at most 2^24 iterations whatever the context.
+	Context context.Context
 }
 
 // MemoryError is the error of an allocation over its budget.
@@ -97,6 +104,19 @@ type memory struct {
 	budget int64
 	source string
 	held   int64
+	// ctx is the run's context (RunOptions.Context), nil for none.
+	ctx context.Context
+}
+
+// stopped returns the error of a run whose context is done, else nil.
+func (m *memory) stopped() error {
+	if m.ctx == nil {
+		return nil
+	}
+	if err := m.ctx.Err(); err != nil {
+		return fmt.Errorf("the run was stopped: %w", err)
+	}
+	return nil
 }
 
 // newMemory returns the memory of a call with budget bytes (0: the

@@ -156,6 +156,26 @@ type DataShaped interface {
 	RunShaped(in []nd.Array, alloc func(t nd.DType, shape []int) (nd.Array, error)) ([]nd.Array, error)
 }
 
+// nested is a Kernel that runs plans of its own (If, Loop, Scan): a run
+// calls runIn with its memory instead of Run, so that what those plans
+// allocate counts against the run's budget and they stop with the run's
+// context; a nested DataShaped kernel's runShapedIn likewise.
+type nested interface {
+	runIn(mem *memory, in, out []nd.Array) error
+}
+
+type nestedShaped interface {
+	runShapedIn(mem *memory, in []nd.Array, alloc func(t nd.DType, shape []int) (nd.Array, error)) ([]nd.Array, error)
+}
+
+// runKernel runs k on the CPU within mem: by runIn where k is nested.
+func runKernel(k Kernel, mem *memory, in, out []nd.Array) error {
+	if n, ok := k.(nested); ok {
+		return n.runIn(mem, in, out)
+	}
+	return k.Run(in, out)
+}
+
 // errShapeFromData is ShapeFromData's error.
 var errShapeFromData = errors.New("the outputs' shapes depend on the inputs' contents")
 

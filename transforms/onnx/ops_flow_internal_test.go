@@ -1,10 +1,12 @@
 package onnx
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
@@ -222,4 +224,37 @@ func TestLoopMemoryBudget(t *testing.T) {
 	_, err := k.(DataShaped).RunShaped([]nd.Array{{}, nd.Scalar(true), nd.Scalar(int64(1 << 20))}, heapAlloc)
 	require.ErrorIs(t, err, ErrMemoryBudget)
 	assert.Contains(t, err.Error(), "over the memory budget of 65536 bytes")
+}
+
+// A run's context bounds a Loop that would run for long: past its deadline
+// the run stops between iterations, naming the node, and the error is the
+// context's.
+func TestLoopStopsAtTheRunsDeadline(t *testing.T) {
+	m := whileTrue() // no iteration bound reached in the time: 2^24
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := m.RunWith([]nd.Array{nd.Of([]int64{0})}, RunOptions{Context: ctx})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), `node "Loop" (Loop, opset 13): iteration `)
+	assert.Contains(t, err.Error(), "the run was stopped")
+	assert.Less(t, time.Since(start), 5*time.Second, "the loop stopped soon after the deadline")
+	// a context done before the run stops it before its first step
+	done, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	_, err = m.RunWith([]nd.Array{nd.Of([]int64{0})}, RunOptions{Context: done})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// A Loop's iterations count against the run's own memory budget
+// (RunOptions.MemoryBudget), not the default one: a countdown whose scan
+// output would pass it fails naming the budget given.
+func TestLoopRunsWithinTheRunsBudget(t *testing.T) {
+	m := countdown(t)
+	_, err := m.RunWith([]nd.Array{nd.Scalar(true), nd.Scalar(int64(100_000))}, RunOptions{MemoryBudget: 256 << 10})
+	require.ErrorIs(t, err, ErrMemoryBudget)
+	assert.Contains(t, err.Error(), "of 262144 bytes")
+	out, err := m.RunWith([]nd.Array{nd.Scalar(true), nd.Scalar(int64(1000))}, RunOptions{MemoryBudget: 256 << 10})
+	require.NoError(t, err)
+	assert.Equal(t, []int{1000}, out[1].Shape)
 }

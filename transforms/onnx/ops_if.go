@@ -112,6 +112,11 @@ func (k *ifOp) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
+	return k.runIn(mem, in, out)
+}
+
+// runIn is Run within a run's memory (its budget, its context).
+func (k *ifOp) runIn(mem *memory, in, out []nd.Array) error {
 	res, err := k.runBranch(in, mem)
 	if err != nil {
 		return err
@@ -132,6 +137,11 @@ func (k *ifOp) RunShaped(in []nd.Array, alloc func(t nd.DType, shape []int) (nd.
 	if err != nil {
 		return nil, err
 	}
+	return k.runShapedIn(mem, in, alloc)
+}
+
+// runShapedIn is RunShaped within a run's memory (its budget, its context).
+func (k *ifOp) runShapedIn(mem *memory, in []nd.Array, alloc func(t nd.DType, shape []int) (nd.Array, error)) ([]nd.Array, error) {
 	res, err := k.runBranch(in, mem)
 	if err != nil {
 		return nil, err

@@ -37,8 +37,8 @@ func init() {
 }
 
 // maxLoopIterations bounds the iterations of one Loop run: a model whose
-// loop runs past it is refused rather than run for hours (the runtime has
-// no deadline of its own to stop it).
+// loop runs past it is refused rather than run for hours where the run has
+// no deadline (RunOptions.Context), which stops it between iterations.
 var maxLoopIterations int64 = 1 << 24 // a variable for tests
 
 type loopOp struct {
@@ -175,6 +175,9 @@ func (k *loopOp) iterate(in []nd.Array, mem *memory) (carried []nd.Array, scans 
 		if i == maxLoopIterations {
 			return nil, nil, fmt.Errorf("the loop ran %d iterations, the most one run of a Loop may (trip count %s)", i, tripWords(trips, bounded))
 		}
+		if err := mem.stopped(); err != nil {
+			return nil, nil, fmt.Errorf("iteration %d: %w", i, err)
+		}
 		// new arrays each time: a plan keyed on their contents keeps them
 		formal := append([]nd.Array{nd.Scalar(i), nd.Scalar(true)}, carried...)
 		outs, err := k.body.run(subInputs(k.body, formal, in[k.nIn:]), mem)
@@ -244,6 +247,11 @@ func (k *loopOp) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
+	return k.runIn(mem, in, out)
+}
+
+// runIn is Run within a run's memory (its budget, its context).
+func (k *loopOp) runIn(mem *memory, in, out []nd.Array) error {
 	carried, scans, err := k.iterate(in, mem)
 	if err != nil {
 		return err
@@ -277,6 +285,11 @@ func (k *loopOp) RunShaped(in []nd.Array, alloc func(t nd.DType, shape []int) (n
 	if err != nil {
 		return nil, err
 	}
+	return k.runShapedIn(mem, in, alloc)
+}
+
+// runShapedIn is RunShaped within a run's memory (its budget, its context).
+func (k *loopOp) runShapedIn(mem *memory, in []nd.Array, alloc func(t nd.DType, shape []int) (nd.Array, error)) ([]nd.Array, error) {
 	carried, scans, err := k.iterate(in, mem)
 	if err != nil {
 		return nil, err

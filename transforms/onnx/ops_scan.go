@@ -225,6 +225,11 @@ func (k *scanOp) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
+	return k.runIn(mem, in, out)
+}
+
+// runIn is Run within a run's memory (its budget, its context).
+func (k *scanOp) runIn(mem *memory, in, out []nd.Array) error {
 	own, outer := in[:k.nIn], in[k.nIn:]
 	states := own[k.stateFirst:k.scanFirst]
 	scans := own[k.scanFirst:]

@@ -37,6 +37,7 @@ func (p *Plan) RunWith(inputs []nd.Array, opts RunOptions) ([]nd.Array, error) {
 	if err != nil {
 		return nil, err
 	}
+	mem.ctx = opts.Context
 	return p.run(inputs, mem)
 }
 
@@ -154,7 +155,10 @@ func (p *Plan) exec(inputs []nd.Array, mem *memory) (outs []nd.Array, err error)
 			out[i] = arrays[id]
 		}
 		st.copies = copies
-		if err := s.n.kernel.Run(in, out); err != nil {
+		if err := mem.stopped(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.n.label(), err)
+		}
+		if err := runKernel(s.n.kernel, mem, in, out); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.n.label(), err)
 		}
 		for _, c := range copies {
@@ -233,9 +237,19 @@ func (p *Plan) handOn(outs []nd.Array, mem *memory, exec func(q *Plan, in []nd.A
 				in[i] = *p.vals[id].meta.Value
 			}
 		}
-		res, err := n.kernel.(DataShaped).RunShaped(in, func(t nd.DType, shape []int) (nd.Array, error) {
+		if err := mem.stopped(); err != nil {
+			return nil, fmt.Errorf("%s: %w", n.label(), err)
+		}
+		alloc := func(t nd.DType, shape []int) (nd.Array, error) {
 			return mem.array(t, shape, n, func() string { return "an output" })
-		})
+		}
+		var res []nd.Array
+		var err error
+		if ns, ok := n.kernel.(nestedShaped); ok {
+			res, err = ns.runShapedIn(mem, in, alloc)
+		} else {
+			res, err = n.kernel.(DataShaped).RunShaped(in, alloc)
+		}
 		if err != nil {
 			var me *MemoryError
 			if errors.As(err, &me) {
