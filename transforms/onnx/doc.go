@@ -70,7 +70,9 @@
 // (DefaultMemoryBudget: /proc/meminfo's MemAvailable and the cgroup's
 // limit less its usage). A model file's size is checked before it is read
 // (MaxModelBytes, protobuf's 2 GiB) and its top-level fields before the
-// rest, so that a file of zeros or garbage is refused at once.
+// rest, so that a file of zeros or garbage is refused at once. In time, a
+// run is bounded by RunOptions.Context: once it is done the run stops
+// before its next step and between a Loop's iterations.
 //
 // # Files
 //

@@ -1,8 +1,8 @@
 package onnx
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"math"
