@@ -139,6 +139,9 @@ func build(mp *onnxpb.ModelProto, mem *memory) (*Model, error) {
 	if err := g.fold(mem); err != nil {
 		return nil, err
 	}
+	if err := g.checkConsts(); err != nil {
+		return nil, err
+	}
 	g.foldBatchNorm()
 	return m, nil
 }

@@ -1,0 +1,220 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// ConvInteger and QLinearConv (opset 10): Conv (ops_conv.go's attributes
+// and geometry: groups, strides, dilations, pads, auto_pad) of int8 or
+// uint8 X and W less their zero points, summed in int32; QLinearConv adds
+// its int32 bias B to the sums and requantizes them to its output's type
+// with the multiplier x_scale x w_scale[m] / y_scale of each output
+// channel m (requantize, as QLinearMatMul). The padding is X's zero point:
+// it adds nothing to the sums, as in ONNX Runtime.
+//
+// X's zero point (and QLinearConv's x_scale, y_scale and y_zero_point) are
+// per tensor; W's are per tensor or one per output channel. The products
+// are exact float32 products of the shifted values (ops_quant_matmul.go's
+// intGemm), W x patches per image, group and chunk of output positions, W
+// shifted once when it is a constant.
+
+func init() {
+	RegisterOp(OpDef{Name: "ConvInteger", Versions: []int{10}, New: newConvInteger})
+	RegisterOp(OpDef{Name: "QLinearConv", Versions: []int{10}, New: newQLinearConv})
+}
+
+// qconv is ConvInteger (linear false) and QLinearConv.
+type qconv struct {
+	c      *conv // the window and groups, and their shape checks
+	linear bool
+	w      shiftedCache
+}
+
+func newConvInteger(n *Node) (Kernel, error) { return newQConv(n, false, 2, 4) }
+
+func newQLinearConv(n *Node) (Kernel, error) { return newQConv(n, true, 8, 9) }
+
+func newQConv(n *Node, linear bool, minIn, maxIn int) (Kernel, error) {
+	if err := n.CheckArity(minIn, maxIn, 1, 1); err != nil {
+		return nil, err
+	}
+	c, err := newConv(&Node{Name: n.Name, Op: n.Op, Opset: n.Opset, Since: n.Since, Inputs: n.Inputs[:2], Outputs: n.Outputs, Attrs: n.Attrs})
+	if err != nil {
+		return nil, err
+	}
+	return &qconv{c: c.(*conv), linear: linear}, nil
+}
+
+// The inputs' indices.
+func (k *qconv) inputs() (x, w, xz, wz, b int) {
+	if k.linear {
+		return 0, 3, 2, 5, 8
+	}
+	return 0, 1, 2, 3, -1
+}
+
+// params are QLinearConv's three quantizations, w's per output channel
+// (m of them).
+func (k *qconv) params(m int) []qInput {
+	return []qInput{{"x_scale", "x_zero_point", 1, 2, 0, -1}, {"w_scale", "w_zero_point", 4, 5, 3, m}, {"y_scale", "y_zero_point", 6, 7, 7, -1}}
+}
+
+func (k *qconv) geometry(in []Meta) (geometry, nd.DType, error) {
+	ix, iw, ixz, iwz, ib := k.inputs()
+	x, w := in[ix], in[iw]
+	var b Meta
+	if ib >= 0 {
+		b = metaAt(in, ib)
+	}
+	if !isQuantType(x.Type) || !isQuantType(w.Type) {
+		return geometry{}, 0, fmt.Errorf("inputs x and w are %v and %v: want int8 or uint8", x.Type, w.Type)
+	}
+	if b.Type != nd.Undefined && b.Type != nd.Int32 {
+		return geometry{}, 0, fmt.Errorf("input B is %v: want int32 (the bias quantized with scale x_scale x w_scale)", b.Type)
+	}
+	geo, err := k.c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
+	if err != nil {
+		return geo, 0, err
+	}
+	m := w.Shape[0]
+	if !k.linear {
+		if err := checkQShape("x_scale", "x_zero_point", Meta{Type: nd.Float32}, metaAt(in, ixz), -1, x.Type); err != nil {
+			return geo, 0, err
+		}
+		return geo, nd.Int32, checkQShape("w_scale", "w_zero_point", Meta{Type: nd.Float32}, metaAt(in, iwz), m, w.Type)
+	}
+	if yt := metaAt(in, 7).Type; !isQuantType(yt) {
+		return geo, 0, fmt.Errorf("input y_zero_point is %v: want int8 or uint8 (the output's type)", yt)
+	}
+	for _, c := range k.params(m) {
+		if err := checkQShape(c.s, c.z, in[c.is], in[c.iz], c.n, in[c.on].Type); err != nil {
+			return geo, 0, err
+		}
+	}
+	return geo, in[7].Type, nil
+}
+
+func (k *qconv) Infer(in []Meta) ([]Meta, error) {
+	geo, t, err := k.geometry(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.checkConsts(in); err != nil {
+		return nil, err
+	}
+	_, iw, _, iwz, _ := k.inputs()
+	if in[iw].Value != nil && (metaAt(in, iwz).Type == nd.Undefined || metaAt(in, iwz).Value != nil) {
+		k.w.constant.Store(true)
+	}
+	return []Meta{{Type: t, Shape: geo.outShape(in[0].Shape[0], in[iw].Shape[0])}}, nil
+}
+
+func (k *qconv) checkConsts(in []Meta) error {
+	if !k.linear {
+		return nil
+	}
+	for _, c := range k.params(-1) {
+		if err := checkQValues(c.s, c.z, metaAt(in, c.is), metaAt(in, c.iz)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *qconv) Run(in, out []nd.Array) error {
+	metas := make([]Meta, len(in))
+	for i, a := range in {
+		metas[i] = Meta{Type: a.Type, Shape: a.Shape}
+	}
+	geo, _, err := k.geometry(metas)
+	if err != nil {
+		return err
+	}
+	ix, iw, ixz, iwz, ib := k.inputs()
+	x, w, y := in[ix], in[iw], out[0]
+	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: k.c.group}
+	var mult []float32
+	var yz int32
+	var xz, wz []int32
+	if k.linear {
+		var q [3]qParams
+		for i, c := range k.params(p.m) {
+			if q[i], err = readQParams(c.s, c.z, in[c.is], in[c.iz]); err != nil {
+				return err
+			}
+		}
+		mult = make([]float32, p.m)
+		for j := range mult {
+			mult[j] = q[0].scale[0] * q[1].scaleAt(j) / q[2].scale[0]
+		}
+		yz, xz, wz = q[2].zero(0), q[0].zp, q[1].zp
+	} else {
+		xz, wz = zeroPoints(arrayAt(in, ixz)), zeroPoints(arrayAt(in, iwz))
+	}
+	xf := getFloats(x.Len())
+	defer putFloats(xf)
+	shiftedInto(x, *xf, xz, 1, 1, x.Len())
+	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) })
+	var acc []int32
+	if k.linear {
+		acc = make([]int32, y.Len())
+	} else {
+		acc = nd.MustAs[int32](y)
+	}
+	convIntProducts(p, *xf, wf, acc)
+	if !k.linear {
+		return nil
+	}
+	bias := asOr[int32](arrayAt(in, ib)) // QLinearConv's B
+	P := geo.outSize()
+	parallel.Each(p.n*p.m, 4*P, func(t int) {
+		row := acc[t*P : (t+1)*P]
+		if m := t % p.m; bias != nil && bias[m] != 0 {
+			for i := range row {
+				row[i] += bias[m]
+			}
+		}
+		requantizeInto(y, t*P, (t+1)*P, row, mult[t%p.m], yz)
+	})
+	return nil
+}
+
+// convIntProducts computes acc (n x m x positions) = the convolution of x
+// (n x c x input positions) by w (m x c/group x kernel), their values
+// integers of magnitude at most 255 held as float32s, exactly: per image,
+// group and chunk of output positions, W_g x patches (intGemm) written
+// into the output's planes.
+func convIntProducts(p convProblem, x, w []float32, acc []int32) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 {
+		return
+	}
+	if k == 0 {
+		clear(acc)
+		return
+	}
+	pointwise := p.pointwise()
+	pc := convRowsChunk(p, k)
+	chunks := (P + pc - 1) / pc
+	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
+		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+		p0 := ch * pc
+		n := min(pc, P-p0)
+		buf := getFloats(mg*n + pcIf(!pointwise, k*n))
+		defer putFloats(buf)
+		tmp := (*buf)[:mg*n]
+		xg := x[(img*p.c+g*cg)*inSize:]
+		b, ldb := xg[p0:], P
+		if !pointwise {
+			b, ldb = (*buf)[mg*n:mg*n+k*n], n
+			im2col(b, xg, cg, geo, p0, n)
+		}
+		intGemm(1, mg, n, k, w[g*mg*k:], k, b, ldb, acc[(img*p.m+g*mg)*P+p0:], P, tmp)
+	})
+}
