@@ -29,6 +29,10 @@ type value struct {
 	init *nd.Array
 	// input is the index in graph.inputs of a value the caller feeds, or -1.
 	input int
+	// quant is, for a value folded at load from a DequantizeLinear of
+	// constants (a QDQ model's weights), its quantized form, for the plan's
+	// integer products (plan_fuse_quant.go); nil otherwise.
+	quant *quantized
 }
 
 type node struct {
@@ -397,6 +401,7 @@ func (g *graph) foldNode(n *node, mem *memory) (bool, error) {
 			a := arrays[i]
 			g.values[id].init = &a
 			g.values[id].typ = a.Type
+			g.values[id].quant = quantizedOf(n, metas)
 		}
 	}
 	return true, nil
