@@ -81,12 +81,16 @@ func qRange(t nd.DType) (lo, hi int32, ok bool) {
 	return 0, 0, false
 }
 
-// checkQShape checks the types and shapes of a scale (named sName) and a
-// zero point (zName; Undefined type: left out) for n indices of an axis
-// (n < 0: per tensor only), the zero point of type want (Undefined: int8
-// or uint8).
+// checkQShape checks the types and shapes of a scale (named sName;
+// Undefined type: an operator without scales, MatMulInteger's and
+// ConvInteger's zero points alone) and a zero point (zName; Undefined
+// type: left out) for n indices of an axis (n < 0: per tensor only), the
+// zero point of type want (Undefined: int8 or uint8).
 func checkQShape(sName, zName string, scale, zp Meta, n int, want nd.DType) error {
-	if scale.Type != nd.Float32 {
+	noScale := scale.Type == nd.Undefined
+	if noScale {
+		scale.Shape = []int{}
+	} else if scale.Type != nd.Float32 {
 		return fmt.Errorf("input %s is %v: scales are float32 (or float16, computed as float32)", sName, scale.Type)
 	}
 	count := func(m Meta, name string) (int, error) {
@@ -117,7 +121,7 @@ func checkQShape(sName, zName string, scale, zp Meta, n int, want nd.DType) erro
 	if err != nil {
 		return err
 	}
-	if nz != ns {
+	if nz != ns && !noScale {
 		return fmt.Errorf("input %s has shape %s, %s %s: want one zero point per scale", zName, nd.ShapeString(zp.Shape), sName, nd.ShapeString(scale.Shape))
 	}
 	return nil

@@ -81,10 +81,10 @@ func (k *qconv) geometry(in []Meta) (geometry, nd.DType, error) {
 	}
 	m := w.Shape[0]
 	if !k.linear {
-		if err := checkQShape("x_scale", "x_zero_point", Meta{Type: nd.Float32}, metaAt(in, ixz), -1, x.Type); err != nil {
+		if err := checkQShape("x_scale", "x_zero_point", Meta{}, metaAt(in, ixz), -1, x.Type); err != nil {
 			return geo, 0, err
 		}
-		return geo, nd.Int32, checkQShape("w_scale", "w_zero_point", Meta{Type: nd.Float32}, metaAt(in, iwz), m, w.Type)
+		return geo, nd.Int32, checkQShape("w_scale", "w_zero_point", Meta{}, metaAt(in, iwz), m, w.Type)
 	}
 	if yt := metaAt(in, 7).Type; !isQuantType(yt) {
 		return geo, 0, fmt.Errorf("input y_zero_point is %v: want int8 or uint8 (the output's type)", yt)

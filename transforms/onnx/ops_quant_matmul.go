@@ -200,10 +200,10 @@ func (k *qmatmul) geometry(in []Meta) (mmShape, nd.DType, error) {
 		return s, 0, err
 	}
 	if !k.linear {
-		if err := checkQShape("a_scale", "a_zero_point", Meta{Type: nd.Float32}, metaAt(in, iaz), s.m, a.Type); err != nil {
+		if err := checkQShape("a_scale", "a_zero_point", Meta{}, metaAt(in, iaz), s.m, a.Type); err != nil {
 			return s, 0, err
 		}
-		err := checkQShape("b_scale", "b_zero_point", Meta{Type: nd.Float32}, metaAt(in, ibz), s.n, b.Type)
+		err := checkQShape("b_scale", "b_zero_point", Meta{}, metaAt(in, ibz), s.n, b.Type)
 		return s, nd.Int32, err
 	}
 	if yt := metaAt(in, iyz).Type; !isQuantType(yt) {
