@@ -157,64 +157,78 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	xf := getFloats(x.Len())
 	defer putFloats(xf)
 	shiftedInto(x, *xf, xz, 1, 1, x.Len())
-	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) })
-	var acc []int32
-	if k.linear {
-		acc = make([]int32, y.Len())
-	} else {
-		acc = nd.MustAs[int32](y)
-	}
-	convIntProducts(p, *xf, wf, acc)
+	cg, mg := p.c/p.group, p.m/p.group
+	kk := cg * geo.kSize()
+	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) []*intPacked {
+		// Per group, op(B) = W_g's transpose (K x m/group), packed.
+		packed := make([]*intPacked, p.group)
+		for g := range packed {
+			packed[g] = packInt(true, kk, mg, v[g*mg*kk:], kk)
+		}
+		return packed
+	})
 	if !k.linear {
+		convIntProducts(p, *xf, wf, nd.MustAs[int32](y), nil)
 		return nil
 	}
-	bias := asOr[int32](arrayAt(in, ib)) // QLinearConv's B
-	P := geo.outSize()
-	parallel.Each(p.n*p.m, 4*P, func(t int) {
-		row := acc[t*P : (t+1)*P]
-		if m := t % p.m; bias != nil && bias[m] != 0 {
-			for i := range row {
-				row[i] += bias[m]
-			}
-		}
-		requantizeInto(y, t*P, (t+1)*P, row, mult[t%p.m], yz)
-	})
+	convIntProducts(p, *xf, wf, nil, &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz})
 	return nil
 }
 
-// convIntProducts computes acc (n x m x positions) = the convolution of x
-// (n x c x input positions) by w (m x c/group x kernel), their values
+// convIntProducts computes the convolution of x (n x c x input
+// positions) by w (m x c/group x kernel, packed per group), their values
 // integers of magnitude at most 255 held as float32s, exactly: per image,
-// group and chunk of output positions, W_g x patches (intGemm) written
-// into the output's planes.
-func convIntProducts(p convProblem, x, w []float32, acc []int32) {
+// group and chunk of output positions, patches^T x W_g^T (intGemm), as
+// the float Conv's convGemm. The sums go into acc's planes (n x m x
+// positions), or, with rq, are requantized into rq.y's in the task that
+// made them, while in cache.
+func convIntProducts(p convProblem, x []float32, w *shiftedOperand, acc []int32, rq *requant) {
 	geo := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	k := cg * geo.kSize()
 	P, inSize := geo.outSize(), geo.inSize()
-	if P == 0 || mg == 0 {
-		return
-	}
-	if k == 0 {
-		clear(acc)
+	if P == 0 || mg == 0 || p.n == 0 {
 		return
 	}
 	pointwise := p.pointwise()
-	pc := convRowsChunk(p, k)
+	pc := convChunk(p, k)
 	chunks := (P + pc - 1) / pc
 	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
 		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
 		p0 := ch * pc
 		n := min(pc, P-p0)
-		buf := getFloats(mg*n + pcIf(!pointwise, k*n))
+		buf := getFloats(n*mg + pcIf(!pointwise, k*n))
 		defer putFloats(buf)
-		tmp := (*buf)[:mg*n]
+		tmp := (*buf)[:n*mg]
 		xg := x[(img*p.c+g*cg)*inSize:]
-		b, ldb := xg[p0:], P
+		a, lda := xg[p0:], P
 		if !pointwise {
-			b, ldb = (*buf)[mg*n:mg*n+k*n], n
-			im2col(b, xg, cg, geo, p0, n)
+			a, lda = (*buf)[n*mg:n*mg+k*n], n
+			im2col(a, xg, cg, geo, p0, n)
 		}
-		intGemm(1, mg, n, k, w[g*mg*k:], k, b, ldb, acc[(img*p.m+g*mg)*P+p0:], P, tmp)
+		sums := getInts(n * mg)
+		defer putInts(sums)
+		// sums (n x mg) = patches^T (n x k) x W_g^T (k x mg)
+		inTmp := intGemm(true, n, mg, k, a, lda, intB{packed: w.packed[g]}, *sums, mg, tmp, rq == nil)
+		off := (img*p.m+g*mg)*P + p0
+		switch {
+		case rq == nil:
+			transposeInts(acc[off:], P, *sums, n, mg)
+		case inTmp:
+			requantPlanes(rq, tmp, n, mg, off, P, g*mg)
+		default:
+			requantPlanes(rq, *sums, n, mg, off, P, g*mg)
+		}
 	})
+}
+
+// transposeInts writes the n x m matrix t (row-major) into the columns of
+// dst: dst[j*ld+i] = t[i*m+j].
+func transposeInts(dst []int32, ld int, t []int32, n, m int) {
+	for j := range m {
+		d := dst[j*ld : j*ld+n]
+		for i := range d {
+			d[i] = t[i*m+j]
+		}
+	}
 }

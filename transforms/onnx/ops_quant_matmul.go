@@ -2,12 +2,8 @@ package onnx
 
 import (
 	"fmt"
-	"math"
-	"sync/atomic"
-	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
-	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -15,15 +11,8 @@ import (
 // matrices less their zero points, summed in int32; QLinearMatMul then
 // requantizes the sums to its output's type (requantize).
 //
-// The integer products run on package gemm's float32 kernels, exactly: a
-// value less its zero point is an integer of magnitude at most 255, so a
-// product of two is at most 65025 and a sum of up to intProductK = 256 of
-// them stays under 2^24, where every float32 sum of integers is exact
-// whatever its order. Longer sums are cut into runs of 256 terms, each a
-// float32 product, added in int32 (intGemm). So the result is the integer
-// product's to the bit, at the speed of the float kernels (the vector
-// units of this runtime's CPUs multiply floats as fast as the 32-bit
-// integers an int32 product would need).
+// The integer products are intGemm's (ops_quant_gemm.go): exact, on
+// package gemm's float32 kernels, B packed once when it is a constant.
 //
 // MatMulInteger's a_zero_point is per tensor or one per row of A (M
 // values), b_zero_point per tensor or one per column of B (N values).
@@ -36,120 +25,6 @@ import (
 func init() {
 	RegisterOp(OpDef{Name: "MatMulInteger", Versions: []int{10}, New: newMatMulInteger})
 	RegisterOp(OpDef{Name: "QLinearMatMul", Versions: []int{10}, New: newQLinearMatMul})
-}
-
-// intProductK is the most terms of an integer product that one float32
-// product sums exactly (256 x 255 x 255 < 2^24).
-const intProductK = 256
-
-// intGemm computes acc (m x n, row stride ldc) = a (m x k, row stride lda)
-// x b (k x n, row stride ldb), a and b integers of magnitude at most 255
-// held as float32s, exactly; tmp is scratch of m x n floats. workers is
-// gemm.SgemmWorkers'.
-func intGemm(workers, m, n, k int, a []float32, lda int, b []float32, ldb int, acc []int32, ldc int, tmp []float32) {
-	if m == 0 || n == 0 {
-		return
-	}
-	for i := range m {
-		clear(acc[i*ldc : i*ldc+n])
-	}
-	for k0 := 0; k0 < k; k0 += intProductK {
-		kc := min(intProductK, k-k0)
-		gemm.SgemmWorkers(workers, false, false, m, n, kc, 1, a[k0:], lda, b[k0*ldb:], ldb, 0, tmp, n)
-		for i := range m {
-			row, t := acc[i*ldc:i*ldc+n], tmp[i*n:i*n+n]
-			for j := range row {
-				row[j] += int32(t[j])
-			}
-		}
-	}
-}
-
-// toShifted writes x less its zero point as float32s into dst, x's values
-// in outer x n x inner order with zp one per index of the middle axis (or
-// one in all).
-func toShifted[X int8 | uint8](x []X, dst []float32, zp []int32, outer, n, inner int) {
-	if len(zp) <= 1 {
-		var z int32
-		if len(zp) == 1 {
-			z = zp[0]
-		}
-		for i, v := range x {
-			dst[i] = float32(int32(v) - z)
-		}
-		return
-	}
-	i := 0
-	for range outer {
-		for c := range n {
-			z := zp[c]
-			for j := range inner {
-				dst[i+j] = float32(int32(x[i+j]) - z)
-			}
-			i += inner
-		}
-	}
-}
-
-// shiftedInto is toShifted for an int8 or uint8 array.
-func shiftedInto(x nd.Array, dst []float32, zp []int32, outer, n, inner int) {
-	if x.Type == nd.Int8 {
-		toShifted(nd.MustAs[int8](x), dst, zp, outer, n, inner)
-	} else {
-		toShifted(nd.MustAs[uint8](x), dst, zp, outer, n, inner)
-	}
-}
-
-// shiftedCache keeps a constant operand (the weights) less its zero point
-// as float32s, made once: constant is set by Infer when the operand and its
-// zero point are known before the run.
-type shiftedCache struct {
-	constant atomic.Bool
-	p        atomic.Pointer[shiftedOperand]
-}
-
-type shiftedOperand struct {
-	src *byte
-	v   []float32
-}
-
-// get returns x shifted by make (into a new slice of x's length): kept
-// when x is a constant.
-func (c *shiftedCache) get(x nd.Array, make func(dst []float32)) []float32 {
-	src := unsafe.SliceData(x.Data)
-	if s := c.p.Load(); s != nil && s.src == src {
-		return s.v
-	}
-	v := newFloats(x.Len())
-	make(v)
-	if c.constant.Load() {
-		c.p.Store(&shiftedOperand{src: src, v: v})
-	}
-	return v
-}
-
-func newFloats(n int) []float32 { return make([]float32, n) }
-
-// isQuantType reports whether t is a type of quantized values.
-func isQuantType(t nd.DType) bool { return t == nd.Int8 || t == nd.Uint8 }
-
-// requantize writes y = saturate(round(float32(acc) x mult) + zp) for a
-// run of values sharing mult, rounding half to even.
-func requantize[Y int8 | uint8](y []Y, acc []int32, mult float32, zp int32) {
-	lo, hi, _ := qRange(nd.TypeOf[Y]())
-	for i, a := range acc {
-		r := math.RoundToEven(float64(float32(a)*mult)) + float64(zp)
-		y[i] = Y(min(float64(hi), max(float64(lo), r)))
-	}
-}
-
-// requantizeInto is requantize for an int8 or uint8 array's values [lo, hi).
-func requantizeInto(y nd.Array, lo, hi int, acc []int32, mult float32, zp int32) {
-	if y.Type == nd.Int8 {
-		requantize(nd.MustAs[int8](y)[lo:hi], acc, mult, zp)
-	} else {
-		requantize(nd.MustAs[uint8](y)[lo:hi], acc, mult, zp)
-	}
 }
 
 // qmatmul is MatMulInteger (linear false) and QLinearMatMul.
@@ -290,14 +165,16 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	defer putFloats(af)
 	shiftedInto(a, *af, zeroPoints(arrayAt(in, iaz)), numel(s.aBatch), s.m, s.k)
 	bz := zeroPoints(arrayAt(in, ibz))
-	bf := k.b.get(b, func(dst []float32) { shiftedInto(b, dst, bz, numel(s.bBatch)*s.k, s.n, 1) })
+	var pack func([]float32) []*intPacked
+	if numel(s.bBatch) == 1 { // one B for every product: packed
+		pack = func(v []float32) []*intPacked { return []*intPacked{packInt(false, s.k, s.n, v, s.n)} }
+	}
+	bs := k.b.get(b, func(dst []float32) { shiftedInto(b, dst, bz, numel(s.bBatch)*s.k, s.n, 1) }, pack)
 	ao, bo := s.batchOffsets()
 	y := out[0]
-	var acc []int32
+	var rq *requant
 	if k.linear {
-		acc = make([]int32, numel(s.batch)*s.m*s.n)
-	} else {
-		acc = nd.MustAs[int32](y)
+		rq = &requant{y: y, mult: mult, zp: yz}
 	}
 	// Products of rows of A: chunks of rows for every core.
 	rows := min(s.m, max(1, (1<<16)/max(1, s.n)))
@@ -305,22 +182,25 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	parallel.Each(len(ao)*chunks, 2*rows*s.n*s.k, func(t int) {
 		bt, r0 := t/chunks, t%chunks*rows
 		r1 := min(s.m, r0+rows)
-		tmp := getFloats((r1 - r0) * s.n)
-		defer putFloats(tmp)
+		nr := r1 - r0
 		o := (bt*s.m + r0) * s.n
-		intGemm(1, r1-r0, s.n, s.k, (*af)[ao[bt]+r0*s.k:], s.k, bf[bo[bt]:], s.n, acc[o:], s.n, *tmp)
-		if !k.linear {
+		tmp := getFloats(nr * s.n)
+		defer putFloats(tmp)
+		bb := intB{b: bs.v[bo[bt]:], ldb: s.n}
+		if bs.packed != nil {
+			bb = intB{packed: bs.packed[0]}
+		}
+		a := (*af)[ao[bt]+r0*s.k:]
+		if rq == nil {
+			intGemm(false, nr, s.n, s.k, a, s.k, bb, nd.MustAs[int32](y)[o:], s.n, *tmp, true)
 			return
 		}
-		for r := range r1 - r0 {
-			row := o + r*s.n
-			if len(mult) == 1 {
-				requantizeInto(y, row, row+s.n, acc[row:row+s.n], mult[0], yz)
-				continue
-			}
-			for j := range s.n {
-				requantizeInto(y, row+j, row+j+1, acc[row+j:row+j+1], mult[j], yz)
-			}
+		acc := getInts(nr * s.n)
+		defer putInts(acc)
+		if intGemm(false, nr, s.n, s.k, a, s.k, bb, *acc, s.n, *tmp, false) {
+			requantRows(rq, *tmp, nr, s.n, o)
+		} else {
+			requantRows(rq, *acc, nr, s.n, o)
 		}
 	})
 	return nil
