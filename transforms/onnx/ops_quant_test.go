@@ -324,6 +324,51 @@ func TestQuantConv(t *testing.T) {
 	}
 }
 
+// The quantized operators' device kernels give the CPU's outputs on the
+// emulated device: QLinearConv with groups, strides and padding, and
+// QLinearMatMul with a batch and per-column scales; a scale that is 0 at
+// run time is flagged for the CPU (ErrIndexRange), whose error names it.
+func TestQuantDevice(t *testing.T) {
+	dev := emulator(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	x, w := randQuant(r, nd.Uint8, 2, 8, 9, 9), randQuant(r, nd.Int8, 6, 4, 3, 3)
+	ws := nd.Of([]float32{0.01, 0.02, 0.03, 0.04, 0.05, 0.06}, 6)
+	conv := []nd.Array{x, nd.Scalar[float32](0.05), nd.Scalar[uint8](120), w, ws, randQuant(r, nd.Int8, 6),
+		nd.Scalar[float32](0.7), nd.Scalar[uint8](9), nd.Of([]int32{-500, 0, 7, 1000, 20000, -3}, 6)}
+	a, b := randQuant(r, nd.Int8, 3, 4, 300), randQuant(r, nd.Uint8, 300, 5)
+	mm := []nd.Array{a, nd.Scalar[float32](0.02), nd.Scalar[int8](-3), b, nd.Of([]float32{0.01, 0.02, 0.03, 0.04, 0.05}, 5), randQuant(r, nd.Uint8, 5),
+		nd.Scalar[float32](2), nd.Scalar[int8](4)}
+	for _, c := range []struct {
+		op    string
+		in    []nd.Array
+		out   string
+		attrs []*onnxpb.AttributeProto
+	}{
+		{"QLinearConv", conv, "y:uint8", []*onnxpb.AttributeProto{onnxtest.Int("group", 2), onnxtest.Ints("strides", 2, 2), onnxtest.Ints("pads", 1, 0, 1, 2)}},
+		{"ConvInteger", []nd.Array{x, w, conv[2], conv[5]}, "y:int32", []*onnxpb.AttributeProto{onnxtest.Int("group", 2)}},
+		{"QLinearMatMul", mm, "y:int8", nil},
+		{"MatMulInteger", []nd.Array{a, b, mm[2], mm[5]}, "y:int32", nil},
+	} {
+		m, err := onnxtest.Load(opModel(10, c.op, c.in, nil, []string{c.out}, c.attrs...))
+		require.NoError(t, err)
+		want, err := m.Run(c.in)
+		require.NoError(t, err)
+		got, onHost, err := runOnDevice(dev, m, c.in)
+		require.NoError(t, err, c.op)
+		assert.Empty(t, onHost, c.op)
+		assert.Equal(t, want[0].Data, got[0].Data, c.op)
+	}
+	// A zero scale fed at run time.
+	bad := append([]nd.Array{}, mm...)
+	bad[6] = nd.Scalar[float32](0)
+	m, err := onnxtest.Load(opModel(10, "QLinearMatMul", bad, nil, []string{"y:int8"}))
+	require.NoError(t, err)
+	_, _, err = runOnDevice(dev, m, bad)
+	require.ErrorIs(t, err, onnx.ErrIndexRange)
+	_, err = m.Run(bad)
+	assert.ErrorContains(t, err, "input y_scale: element 0 is 0: a scale must be positive and finite")
+}
+
 // The quantized operators are in the op set (what a model may use).
 func TestQuantOpsRegistered(t *testing.T) {
 	have := map[string]bool{}

@@ -95,3 +95,21 @@ func TestQDQModelUnfused(t *testing.T) {
 	}
 	t.Logf("unfused: %d of %d quantized logits differ from ONNX Runtime's by a quantum", differ, len(w))
 }
+
+// TestQDQModelDevice runs the QDQ CNN on the emulated device, fused and
+// unfused: wholly on it, ONNX Runtime's uint8 logits to the bit.
+func TestQDQModelDevice(t *testing.T) {
+	dev := emulator(t)
+	m, in, want := qdqModel(t)
+	for _, fused := range []bool{true, false} {
+		old := onnx.SetFusion(fused)
+		got, onHost, err := runOnDevice(dev, m, []nd.Array{in})
+		onnx.SetFusion(old)
+		require.NoError(t, err, "fused %v", fused)
+		assert.Empty(t, onHost, "nodes on the host, fused %v", fused)
+		assert.Equal(t, nd.MustAs[uint8](want[1]), nd.MustAs[uint8](got[1]), "logits_q, fused %v", fused)
+		assert.Equal(t, nd.MustAs[float32](want[0]), nd.MustAs[float32](got[0]), "logits, fused %v", fused)
+	}
+	assert.Positive(t, dev.Stats().Kernels["transforms/onnx.qconv"])
+	assert.Positive(t, dev.Stats().Kernels["transforms/onnx.qmatmul"])
+}
