@@ -159,20 +159,69 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	shiftedInto(x, *xf, xz, 1, 1, x.Len())
 	cg, mg := p.c/p.group, p.m/p.group
 	kk := cg * geo.kSize()
-	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) []*intPacked {
+	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) ([]*intPacked, bool) {
+		if rowsL1(v, p.m, kk)*255 <= 1<<24 {
+			return nil, true // every sum exact in float32: the float Conv's kernels
+		}
 		// Per group, op(B) = W_g's transpose (K x m/group), packed.
 		packed := make([]*intPacked, p.group)
 		for g := range packed {
 			packed[g] = packInt(true, kk, mg, v[g*mg*kk:], kk)
 		}
-		return packed
+		return packed, false
 	})
-	if !k.linear {
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
+	}
+	if wf.exact {
+		// Each output channel's weights sum to at most 2^24 / 255 in
+		// magnitude (the whole of K, for real weights): every partial sum
+		// of its products is an integer under 2^24, exact in float32 in
+		// any order. The float Conv (its direct, depthwise or packed
+		// kernels, the fastest for the shape) computes the sums.
+		if k.w.constant.Load() {
+			k.c.constW.Store(true) // its packing of wf.v is kept
+		}
+		sums := getFloats(y.Len())
+		defer putFloats(sums)
+		ys := nd.Of(*sums, y.Shape...)
+		if err := k.c.run([]nd.Array{nd.Of(*xf, x.Shape...), nd.Of(wf.v, w.Shape...)}, []nd.Array{ys}, nil, nil); err != nil {
+			return err
+		}
+		P := geo.outSize()
+		parallel.Each(p.n*p.m, 4*P, func(t int) {
+			plane := (*sums)[t*P : (t+1)*P]
+			if rq == nil {
+				acc := nd.MustAs[int32](y)[t*P : (t+1)*P]
+				for i, v := range plane {
+					acc[i] = int32(v)
+				}
+				return
+			}
+			requantPlanes(rq, plane, P, 1, t*P, P, t%p.m)
+		})
+		return nil
+	}
+	if rq == nil {
 		convIntProducts(p, *xf, wf, nd.MustAs[int32](y), nil)
 		return nil
 	}
-	convIntProducts(p, *xf, wf, nil, &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz})
+	convIntProducts(p, *xf, wf, nil, rq)
 	return nil
+}
+
+// rowsL1 is the largest sum of magnitudes of the rows of v (rows x k).
+func rowsL1(v []float32, rows, k int) float32 {
+	var most float32
+	for r := range rows {
+		var s float32
+		for _, x := range v[r*k : r*k+k] {
+			s += max(x, -x)
+		}
+		most = max(most, s)
+	}
+	return most
 }
 
 // convIntProducts computes the convolution of x (n x c x input

@@ -187,16 +187,19 @@ type shiftedCache struct {
 }
 
 // shiftedOperand is an operand less its zero point, and packed: one per
-// group (a Conv's W), or one (a MatMul's B), or none.
+// group (a Conv's W), or one (a MatMul's B), or none; exact says that
+// every sum of its products is exact in float32 in any order (no packing
+// needed: the float kernels compute them).
 type shiftedOperand struct {
 	src    *byte
 	v      []float32
 	packed []*intPacked
+	exact  bool
 }
 
 // get returns x shifted by shift (into a new slice of x's length) and
 // packed by pack (nil: not packed): kept when x is a constant.
-func (c *shiftedCache) get(x nd.Array, shift func(dst []float32), pack func(v []float32) []*intPacked) *shiftedOperand {
+func (c *shiftedCache) get(x nd.Array, shift func(dst []float32), pack func(v []float32) ([]*intPacked, bool)) *shiftedOperand {
 	src := unsafe.SliceData(x.Data)
 	if s := c.p.Load(); s != nil && s.src == src {
 		return s
@@ -204,7 +207,7 @@ func (c *shiftedCache) get(x nd.Array, shift func(dst []float32), pack func(v []
 	s := &shiftedOperand{src: src, v: make([]float32, x.Len())}
 	shift(s.v)
 	if pack != nil {
-		s.packed = pack(s.v)
+		s.packed, s.exact = pack(s.v)
 	}
 	if c.constant.Load() {
 		c.p.Store(s)
@@ -296,10 +299,15 @@ func requantRows[S sums](q *requant, s []S, rows, n, off int) {
 // row-major: a Conv's patches^T x W^T) into q.y's planes: channel ch0+j's n
 // values from off+j*ld, with its bias and multiplier.
 func requantPlanes[S sums](q *requant, s []S, n, m, off, ld, ch0 int) {
-	col := make([]S, n)
+	col := s[:n]
+	if m > 1 {
+		col = make([]S, n)
+	}
 	for j := range m {
-		for i := range col {
-			col[i] = s[i*m+j]
+		if m > 1 {
+			for i := range col {
+				col[i] = s[i*m+j]
+			}
 		}
 		var bias int32
 		if q.bias != nil {

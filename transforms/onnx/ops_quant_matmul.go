@@ -165,9 +165,9 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	defer putFloats(af)
 	shiftedInto(a, *af, zeroPoints(arrayAt(in, iaz)), numel(s.aBatch), s.m, s.k)
 	bz := zeroPoints(arrayAt(in, ibz))
-	var pack func([]float32) []*intPacked
+	var pack func([]float32) ([]*intPacked, bool)
 	if numel(s.bBatch) == 1 { // one B for every product: packed
-		pack = func(v []float32) []*intPacked { return []*intPacked{packInt(false, s.k, s.n, v, s.n)} }
+		pack = func(v []float32) ([]*intPacked, bool) { return []*intPacked{packInt(false, s.k, s.n, v, s.n)}, false }
 	}
 	bs := k.b.get(b, func(dst []float32) { shiftedInto(b, dst, bz, numel(s.bBatch)*s.k, s.n, 1) }, pack)
 	ao, bo := s.batchOffsets()

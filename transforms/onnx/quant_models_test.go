@@ -1,12 +1,14 @@
 package onnx_test
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,9 +102,12 @@ func TestQDQModelUnfused(t *testing.T) {
 // unfused: wholly on it, ONNX Runtime's uint8 logits to the bit.
 func TestQDQModelDevice(t *testing.T) {
 	dev := emulator(t)
-	m, in, want := qdqModel(t)
 	for _, fused := range []bool{true, false} {
+		m, in, want := qdqModel(t) // a model of its own: plans are kept per model
 		old := onnx.SetFusion(fused)
+		p, err := m.Plan([]nd.Array{in})
+		require.NoError(t, err)
+		assert.Equal(t, fused, countOps(p, "DequantizeLinear+Conv+QuantizeLinear") == 4, "fused %v: %s", fused, strings.Join(p.StepOps(), " "))
 		got, onHost, err := runOnDevice(dev, m, []nd.Array{in})
 		onnx.SetFusion(old)
 		require.NoError(t, err, "fused %v", fused)
@@ -112,4 +117,104 @@ func TestQDQModelDevice(t *testing.T) {
 	}
 	assert.Positive(t, dev.Stats().Kernels["transforms/onnx.qconv"])
 	assert.Positive(t, dev.Stats().Kernels["transforms/onnx.qmatmul"])
+}
+
+// BenchmarkQDQModel runs the QDQ CNN on a batch of 64, its groups fused
+// into integer products and unfused (float products of dequantized
+// values), in the same run.
+func BenchmarkQDQModel(b *testing.B) {
+	for _, fused := range []bool{true, false} {
+		name := "unfused"
+		if fused {
+			name = "fused"
+		}
+		b.Run(name, func(b *testing.B) {
+			m, in, _ := qdqModel(b) // a model of its own: plans are kept per model
+			x := repeatRows(in, 64)
+			old := onnx.SetFusion(fused)
+			p, err := m.Plan([]nd.Array{x})
+			onnx.SetFusion(old)
+			require.NoError(b, err)
+			_, err = p.Run([]nd.Array{x})
+			require.NoError(b, err)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := p.Run([]nd.Array{x}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// qdqGroup is a model of one QDQ convolution group: uint8 x [n, c, side,
+// side] -> DequantizeLinear -> Conv (3x3, pads 1, group g, int8 weights per
+// channel, an int32 bias) -> QuantizeLinear -> uint8 y.
+func qdqGroup(t testing.TB, n, c, m, side, g int) (*onnx.Model, nd.Array) {
+	r := rand.New(rand.NewPCG(11, 12))
+	w := make([]int8, m*c/g*9)
+	for i := range w {
+		w[i] = int8(r.IntN(127) - 63)
+	}
+	ws, bs, bias := make([]float32, m), make([]float32, m), make([]int32, m)
+	for i := range ws {
+		ws[i] = 0.001 * float32(i+1)
+		bs[i] = float32(0.02) * ws[i]
+		bias[i] = int32(r.IntN(2000) - 1000)
+	}
+	x := make([]uint8, n*c*side*side)
+	for i := range x {
+		x[i] = uint8(r.IntN(256))
+	}
+	mp := onnxtest.Model(13, []*onnxpb.NodeProto{
+		onnxtest.Node("DequantizeLinear", []string{"x", "xs", "xz"}, []string{"xf"}),
+		onnxtest.Node("DequantizeLinear", []string{"w", "ws", "wz"}, []string{"wf"}, onnxtest.Int("axis", 0)),
+		onnxtest.Node("DequantizeLinear", []string{"b", "bs", "bz"}, []string{"bf"}, onnxtest.Int("axis", 0)),
+		onnxtest.Node("Conv", []string{"xf", "wf", "bf"}, []string{"yf"}, onnxtest.Ints("pads", 1, 1, 1, 1), onnxtest.Int("group", int64(g))),
+		onnxtest.Node("QuantizeLinear", []string{"yf", "ys", "yz"}, []string{"y"}),
+	}, []*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Uint8, n, c, side, side)}, []*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Uint8, n, m, side, side)},
+		onnxtest.Init("xs", nd.Scalar[float32](0.02)), onnxtest.Init("xz", nd.Scalar[uint8](128)),
+		onnxtest.Init("w", nd.Of(w, m, c/g, 3, 3)), onnxtest.Init("ws", nd.Of(ws, m)), onnxtest.Init("wz", nd.Zeros(nd.Int8, m)),
+		onnxtest.Init("b", nd.Of(bias, m)), onnxtest.Init("bs", nd.Of(bs, m)), onnxtest.Init("bz", nd.Zeros(nd.Int32, m)),
+		onnxtest.Init("ys", nd.Scalar[float32](0.05)), onnxtest.Init("yz", nd.Scalar[uint8](100)))
+	model, err := onnxtest.Load(mp)
+	require.NoError(t, err)
+	return model, nd.Of(x, n, c, side, side)
+}
+
+// BenchmarkQDQConv runs one QDQ convolution group fused (an integer
+// product) and unfused (DequantizeLinear, a float Conv, QuantizeLinear) in
+// the same run: ResNet's 3x3 layer (64 channels, 56x56, batch 8), a thin
+// one (16 channels, 32x32, batch 8) and a depthwise one (64 channels).
+func BenchmarkQDQConv(b *testing.B) {
+	for _, c := range []struct {
+		name             string
+		n, c, m, side, g int
+	}{
+		{"3x3_64x56x56_b8", 8, 64, 64, 56, 1},
+		{"3x3_16x32x32_b8", 8, 16, 16, 32, 1},
+		{"dw3x3_64x56x56_b8", 8, 64, 64, 56, 64},
+	} {
+		for _, fused := range []bool{true, false} {
+			name := c.name + "/unfused"
+			if fused {
+				name = c.name + "/fused"
+			}
+			b.Run(name, func(b *testing.B) {
+				m, x := qdqGroup(b, c.n, c.c, c.m, c.side, c.g)
+				old := onnx.SetFusion(fused)
+				p, err := m.Plan([]nd.Array{x})
+				onnx.SetFusion(old)
+				require.NoError(b, err)
+				_, err = p.Run([]nd.Array{x})
+				require.NoError(b, err)
+				b.ResetTimer()
+				for range b.N {
+					if _, err := p.Run([]nd.Array{x}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
