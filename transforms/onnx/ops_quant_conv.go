@@ -16,10 +16,15 @@ import (
 // it adds nothing to the sums, as in ONNX Runtime.
 //
 // X's zero point (and QLinearConv's x_scale, y_scale and y_zero_point) are
-// per tensor; W's are per tensor or one per output channel. The products
-// are exact float32 products of the shifted values (ops_quant_matmul.go's
-// intGemm), W x patches per image, group and chunk of output positions, W
-// shifted once when it is a constant.
+// per tensor; W's are per tensor or one per output channel. The sums are
+// computed exactly on float32 kernels (ops_quant_gemm.go), from X and W
+// less their zero points as float32s (W's made once when it is a
+// constant): where every output channel's weights sum to at most 2^24 /
+// 255 in magnitude (real weights: every partial sum is then an integer
+// under 2^24, exact in any order), by the float Conv itself, whichever of
+// its kernels the shape takes (direct, depthwise, packed products); else
+// as patches^T x W_g^T per image, group and chunk of output positions in
+// runs of K that stay exact (intGemm, packInt), added in int32.
 
 func init() {
 	RegisterOp(OpDef{Name: "ConvInteger", Versions: []int{10}, New: newConvInteger})
