@@ -18,8 +18,9 @@
 //	predictions.npy    the model's first output, one row per input row, in input order;
 //	                   a failed row is NaN (zeros for an integer output)
 //	predictions.jsonl  instead of predictions.npy, where the rows of the first output differ in
-//	                   shape (JSONL of sequences): {"row", "predicted", "outputs": {name: {"shape",
-//	                   "values"}}} per row, in order, every output;
+//	                   shape (JSONL of sequences; detections, whose shapes come from the data):
+//	                   {"row", "key" (images), "predicted", "outputs": {name: {"shape", "values"}}}
+//	                   per row, in order, every output;
 //	                   images: {"row", "key" (the image's path), "predicted"} per row, in order
 //	classes.jsonl      with --labels_file or --top_k: {"row", "key", "top": [{"index", "label", "score"}]}
 //	                   per predicted row, in order
@@ -195,7 +196,8 @@ Images (PNG, JPEG) are decoded, resized (bilinear), scaled to [0,1],
 normalized ((x-mean)/std per channel) and laid out NCHW or NHWC.
 Writes in --output: predictions.npy (the first output, rows in input order;
 failed rows NaN), or predictions.jsonl where the first output's rows differ
-in shape (every output of each row), predictions.jsonl (images: row -> path),
+in shape (sequences, detections: every output of each row), predictions.jsonl
+(images: row -> path),
 classes.jsonl (with --labels_file/--top_k), summary.json and failed.jsonl.
 Paths are local or gs://.
 
@@ -271,6 +273,7 @@ func configFromFlags(ctx context.Context) (Config, error) {
 		return cfg, fmt.Errorf("--model: %w", err)
 	}
 	cfg.Handler = h
+	cfg.DataShaped = dataShaped(h.Model())
 	switch {
 	case isJSONL(*input):
 		if cfg.JSONL, err = lines.Scan(ctx, *input, cfg.ShardRows); err != nil {
@@ -489,4 +492,17 @@ func inputNames(m *onnx.Model) string {
 		s = append(s, v.String())
 	}
 	return strings.Join(s, "; ")
+}
+
+// dataShaped reports whether the model's outputs' shapes depend on its
+// inputs' contents (a detector's detections per image), found by planning
+// it for one row: every output of each row is then written, to
+// predictions.jsonl where their shapes differ.
+func dataShaped(m *onnx.Model) bool {
+	p, err := m.Plan(onnx.RandomInputs(m, 1, 1))
+	if err != nil {
+		return false
+	}
+	_, err = p.OutputMeta()
+	return err != nil
 }

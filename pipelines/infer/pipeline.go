@@ -22,6 +22,7 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/batch"
 	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/files"
 	"github.com/beamgpu/beamgpu/transforms/step/stepbeam"
@@ -75,6 +76,10 @@ type Config struct {
 	// implementation they chose for the model.
 	Steps []step.Option
 	Impl  backend.Kind
+	// DataShaped: the model's outputs' shapes depend on its inputs'
+	// contents (detections per image), so every output of a row is
+	// written, as for sequences.
+	DataShaped bool
 	// AllowEmpty accepts an input of no rows (--allow_empty).
 	AllowEmpty bool
 	// RunID, Started and Args name the run in summary.json.
@@ -98,6 +103,26 @@ func (c Config) Rows() int {
 // or one .npy per input of a model of several; all their outputs are
 // written, in predictions.jsonl where the first one's rows differ in shape.
 func (c Config) sequences() bool { return c.JSONL != nil || len(c.NPYs) > 1 }
+
+// allOutputs reports whether every output of a row is written: for
+// sequences, and for a model whose outputs' shapes come from the data.
+func (c Config) allOutputs() bool { return c.sequences() || c.DataShaped }
+
+// stripFirst says, for each of the model's outputs, whether a row's output
+// drops its first axis: a model without a batch axis is fed one row at a
+// time, and an output whose first axis is declared of size 1 is that row's
+// (an output of undeclared shape too, where its first axis is 1); a first
+// axis of any other size (detections) is the row's own.
+func stripFirst(m *onnx.Model) []bool {
+	out := make([]bool, len(m.Outputs))
+	if m.Batched() {
+		return out
+	}
+	for i, o := range m.Outputs {
+		out[i] = len(o.Shape) == 0 || o.Shape[0].Size == 1
+	}
+	return out
+}
 
 // shard is a range of rows [Lo, Hi) of the input, read by one DoFn call;
 // an image shard carries its files.
@@ -188,7 +213,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	}
 	w := partWriter{Output: cfg.Output, RunID: cfg.RunID, ShardRows: cfg.ShardRows, N: cfg.Rows()}
 	w.File = predictionsFile
-	parts := []beam.PCollection{beam.ParDo(s, &writePredictionsFn{W: w, Batched: m.Batched(), All: cfg.sequences()}, results)}
+	parts := []beam.PCollection{beam.ParDo(s, &writePredictionsFn{W: w, Strip: stripFirst(m), All: cfg.allOutputs()}, results)}
 	failed := []beam.PCollection{readFailed, modelFailed}
 	if cfg.TopK > 0 {
 		classes, classFailed, err := inference.Classify(ctx, s, results, m.Outputs[0].Name, cfg.TopK, cfg.Labels)
@@ -202,7 +227,7 @@ func Build(ctx context.Context, s beam.Scope, cfg Config) error {
 	rep := s.Scope("report")
 	out := m.Outputs[0]
 	fn := &reportFn{Output: cfg.Output, RunID: cfg.RunID, N: cfg.Rows(), ShardRows: cfg.ShardRows, Keys: cfg.Images,
-		OutType: out.Type, Classes: cfg.TopK > 0, All: cfg.sequences()}
+		OutType: out.Type, Classes: cfg.TopK > 0, All: cfg.allOutputs()}
 	for _, d := range out.Shape[min(1, len(out.Shape)):] {
 		fn.OutShape = append(fn.OutShape, max(d.Size, 0))
 	}
@@ -358,9 +383,11 @@ func readPart(ctx context.Context, path string, rec func(i int, data []byte) err
 // every output, each record prefixed with the outputs' count and each with
 // its name (encodeOutputs).
 type writePredictionsFn struct {
-	W       partWriter
-	Batched bool
-	All     bool
+	W partWriter
+	// Strip: by output, whether a row's output drops its first axis
+	// (stripFirst).
+	Strip []bool
+	All   bool
 }
 
 func (f *writePredictionsFn) StartBundle(_ context.Context, _ func(beam.EventTime, part)) error {
@@ -379,9 +406,9 @@ func (f *writePredictionsFn) ProcessElement(ctx context.Context, ts beam.EventTi
 	if f.All {
 		rec = binary.AppendUvarint(rec, uint64(len(outs)))
 	}
-	for _, t := range outs {
+	for i, t := range outs {
 		a := t.Array
-		if !f.Batched && len(a.Shape) > 0 && a.Shape[0] == 1 {
+		if i < len(f.Strip) && f.Strip[i] && len(a.Shape) > 0 && a.Shape[0] == 1 {
 			a.Shape = a.Shape[1:]
 		}
 		if a.Type == nd.BFloat16 { // NumPy has no bfloat16

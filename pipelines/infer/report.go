@@ -83,14 +83,14 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*par
 		fl = step.Failure{}
 	}
 	predicted := make([]bool, f.N)
-	write := f.writePredictions
+	write, jsonl := f.writePredictions, false
 	if f.All {
 		same, err := f.sameShapes(ctx, byFile[predictionsFile])
 		if err != nil {
 			return err
 		}
 		if !same {
-			write = f.writeOutputsJSONL
+			write, jsonl = f.writeOutputsJSONL, true
 		}
 	}
 	if err := write(ctx, byFile[predictionsFile], predicted, failed, &failures); err != nil {
@@ -106,7 +106,7 @@ func (f *reportFn) ProcessElement(ctx context.Context, _ int, partIter func(*par
 			return fmt.Errorf("row %d: neither predicted nor failed (parts of predictions.npy are missing)", i)
 		}
 	}
-	if len(f.Keys) > 0 {
+	if len(f.Keys) > 0 && !jsonl { // predictions.jsonl of outputs names the rows' images itself
 		if err := f.writeRows(ctx, predicted); err != nil {
 			return err
 		}
@@ -320,7 +320,11 @@ func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part,
 					if err != nil {
 						return fmt.Errorf("%s: %w", p.Path, err)
 					}
-					lines[i] = outputsLine(lo+i, outs)
+					key := ""
+					if lo+i < len(f.Keys) {
+						key = f.Keys[lo+i]
+					}
+					lines[i] = outputsLine(lo+i, key, outs)
 					predicted[lo+i] = true
 					return nil
 				})
@@ -331,6 +335,10 @@ func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part,
 			for i, l := range lines {
 				if l == nil {
 					l = fmt.Appendf(nil, "{\"row\":%d,\"predicted\":false}\n", lo+i)
+					if lo+i < len(f.Keys) {
+						k, _ := json.Marshal(f.Keys[lo+i])
+						l = fmt.Appendf(nil, "{\"row\":%d,\"key\":%s,\"predicted\":false}\n", lo+i, k)
+					}
 				}
 				if _, err := bw.Write(l); err != nil {
 					return err
@@ -343,8 +351,13 @@ func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part,
 
 // outputsLine is a line of predictions.jsonl of every output: values as
 // JSON numbers (a float32's shortest form; NaN and infinities null).
-func outputsLine(row int, outs []namedRow) []byte {
-	b := fmt.Appendf(nil, `{"row":%d,"predicted":true,"outputs":{`, row)
+func outputsLine(row int, key string, outs []namedRow) []byte {
+	b := fmt.Appendf(nil, `{"row":%d,`, row)
+	if key != "" {
+		k, _ := json.Marshal(key)
+		b = fmt.Appendf(b, `"key":%s,`, k)
+	}
+	b = append(b, `"predicted":true,"outputs":{`...)
 	for k, o := range outs {
 		if k > 0 {
 			b = append(b, ',')

@@ -5,7 +5,9 @@
 // the model declares or the runtime infers from the inputs' shapes (the
 // model is planned, not run: no operator computes), every element zero. An
 // input the model refuses (a wrong type, rank or size) is the same error as
-// on the CPU. A pipeline imports it for --backend=stub:
+// on the CPU. A model whose outputs' shapes depend on its inputs' contents
+// (a detector's NonMaxSuppression, a NonZero) has no such shapes to give:
+// the stand-in fails, naming the node whose shapes come from the data. A pipeline imports it for --backend=stub:
 //
 //	_ "github.com/beamgpu/beamgpu/stubs/onnx"
 package onnx
@@ -31,7 +33,10 @@ func Run(in onnxstep.Input) (onnxstep.Output, error) {
 	if err != nil {
 		return onnxstep.Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
 	}
-	metas := p.OutputMeta()
+	metas, err := p.OutputMeta()
+	if err != nil {
+		return onnxstep.Output{}, fmt.Errorf("%s: the stand-in cannot give this model's outputs: %w", in.Model.Name, err)
+	}
 	out := onnxstep.Output{Outputs: make([]nd.Array, len(metas))}
 	for i, m := range metas {
 		t := m.Type

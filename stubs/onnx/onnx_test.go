@@ -45,3 +45,17 @@ func TestStubShapes(t *testing.T) {
 	_, err = stub.Run(onnxstep.Input{})
 	assert.EqualError(t, err, "onnx: no model")
 }
+
+// A model whose outputs' shapes depend on its inputs' contents has no
+// shapes for the stand-in to give: it fails naming the node.
+func TestStubDataShaped(t *testing.T) {
+	nz := onnxtest.Node("NonZero", []string{"x"}, []string{"y"})
+	name := "nz"
+	nz.Name = &name
+	m, err := onnxtest.Load(onnxtest.Model(13, []*onnxpb.NodeProto{nz},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, 4)},
+		[]*onnxpb.ValueInfoProto{onnxtest.ValueNoShape("y", nd.Int64)}))
+	require.NoError(t, err)
+	_, err = stub.Run(onnxstep.Input{Model: m, Inputs: []nd.Array{nd.Zeros(nd.Float32, 4)}})
+	assert.ErrorContains(t, err, `the stand-in cannot give this model's outputs: the outputs' shapes depend on the data: node "nz" (NonZero, opset 13)`)
+}

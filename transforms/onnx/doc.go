@@ -18,6 +18,13 @@
 // the set is refused at load by one error that names each of them, with
 // its first node and the opset (ops_check.go).
 //
+// Shapes that depend on the data (a detector's NonMaxSuppression, NonZero,
+// a TopK whose k the model computes) end a plan at their node: the run
+// computes the plan's steps, then that node (a DataShaped kernel's
+// RunShaped makes outputs of the shapes it found), and goes on with a plan
+// of the rest of the model made for the shapes (and the contents read as
+// shapes) it met, kept like the first (plan.go, run.go's handOn).
+//
 // On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps
 // included (a fused Conv's or MatMul's bias, residual and activation are
 // one kernel after its products), runs one step at a
@@ -91,7 +98,7 @@
 // For operators written outside this package, these are exported, and
 // kept so deliberately: the registry and its types (op.go: RegisterOp,
 // OpDef, Ops, Node, Kernel, Meta, NeedValue, Viewer, Nondeterministic,
-// MinOpset, MaxOpset), Attrs and NewAttrs (attrs.go; NewAttrs builds a
+// DataShaped and ShapeFromData, MinOpset, MaxOpset), Attrs and NewAttrs (attrs.go; NewAttrs builds a
 // node's attributes in tests), the device's types (gpu.go: Launcher,
 // Device, DevArray, ErrOnHost), and the toolkit of helpers in toolkit.go:
 // NormAxis and NormAxes, BroadcastShapes, BroadcastStrides and Strides,

@@ -99,6 +99,10 @@ type DeviceRun struct {
 	// OnHost lists the steps that ran on the host ("Op name"): nodes whose
 	// kernels do not take their inputs on the device.
 	OnHost []string
+	// Between lists the nodes computed on the host between plans ("Op
+	// name"): nodes whose outputs' shapes come from the data, at which a
+	// plan ends (the values the rest reads came down for them).
+	Between []string
 }
 
 // ErrIndexRange is RunDevice's report of an input out of a kernel's domain
@@ -128,20 +132,37 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 	if err != nil {
 		return nil, run, err
 	}
+	outs, err = p.execDevice(c, inputs, mem, &run)
+	if err != nil || p.stop == nil {
+		return outs, run, err
+	}
+	// The plan ends early (plan.go): its outputs came down to the host; the
+	// rest of the model runs on the device from them, planned for their
+	// shapes.
+	outs, err = p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) {
+		return q.execDevice(c, in, mem, &run)
+	}, func(n *node) { run.Between = append(run.Between, n.Op+" "+n.Name) })
+	return outs, run, err
+}
+
+// execDevice runs the plan's steps on the device from inputs (checked) and
+// returns its outputs: the model's, in the call's result memory, or, where
+// the plan ends early, the values it hands on, in the run's host memory.
+func (p *Plan) execDevice(c gpu.Call, inputs []nd.Array, mem *memory, run *DeviceRun) (outs []nd.Array, err error) {
 	d := &Device{Call: c, mem: mem}
 	vals := make([]DevArray, len(p.vals))
 	weights, err := p.m.residentWeights(c)
 	if err != nil {
-		return nil, run, err
+		return nil, err
 	}
 	consts, err := p.residentConsts(c)
 	if err != nil {
-		return nil, run, err
+		return nil, err
 	}
 	var work gpu.Ptr
 	if p.work > 0 {
 		if work, err = c.Alloc(int64(p.work)); err != nil {
-			return nil, run, err
+			return nil, err
 		}
 	}
 	for i, v := range p.vals {
@@ -158,7 +179,7 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 		case stOutput:
 			if a.Bytes() > 0 {
 				if a.Ptr, err = c.Alloc(a.Bytes()); err != nil {
-					return nil, run, err
+					return nil, err
 				}
 			}
 		}
@@ -167,7 +188,7 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 	for k, id := range p.inputs {
 		if len(inputs[k].Data) > 0 {
 			if vals[id].Ptr, err = c.Upload(inputs[k].Data); err != nil {
-				return nil, run, err
+				return nil, err
 			}
 		}
 	}
@@ -205,14 +226,14 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 		}
 		var me *MemoryError
 		if err != nil && !errors.As(err, &me) { // a MemoryError names its node
-			return nil, run, fmt.Errorf("%s: %w", s.n.label(), err)
+			return nil, fmt.Errorf("%s: %w", s.n.label(), err)
 		} else if err != nil {
-			return nil, run, err
+			return nil, err
 		}
 		for _, cp := range copies {
 			if n := out[cp[0]].Bytes(); n > 0 {
 				if err := c.CopyDevice(out[cp[0]].Ptr, in[cp[1]].Ptr, n); err != nil {
-					return nil, run, err
+					return nil, err
 				}
 			}
 		}
@@ -228,12 +249,15 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 		default:
 			a := vals[id]
 			host, err := outputMemory(c, a.Type, a.Shape)
+			if p.stop != nil { // handed on: the run's memory
+				host, err = mem.array(a.Type, a.Shape, v.by, p.valueWhat(id))
+			}
 			if err != nil {
-				return nil, run, err
+				return nil, err
 			}
 			if n := a.Bytes(); n > 0 {
 				if err := c.Download(host.Data, a.Ptr); err != nil {
-					return nil, run, err
+					return nil, err
 				}
 			}
 			outs[i] = host
@@ -242,27 +266,30 @@ func (p *Plan) RunDevice(c gpu.Call, inputs []nd.Array) (outs []nd.Array, run De
 	if d.flag != 0 {
 		flag := make([]uint32, 1)
 		if err := gpu.Download(c, flag, d.flag); err != nil {
-			return nil, run, err
+			return nil, err
 		}
 		if err := c.Sync(); err != nil {
-			return nil, run, err
+			return nil, err
 		}
 		if flag[0] != 0 {
-			return nil, run, ErrIndexRange
+			return nil, ErrIndexRange
 		}
+	}
+	if p.stop != nil {
+		return outs, c.Sync() // the downloads are in place
 	}
 	for i := range outs {
 		if want := p.m.Outputs[i].Type; want != outs[i].Type {
 			if internal(want) != outs[i].Type {
-				return nil, run, fmt.Errorf("output %q is %v, the model declares %v", p.m.Outputs[i].Name, outs[i].Type, want)
+				return nil, fmt.Errorf("output %q is %v, the model declares %v", p.m.Outputs[i].Name, outs[i].Type, want)
 			}
 			if err := c.Sync(); err != nil { // the download is in place
-				return nil, run, err
+				return nil, err
 			}
 			outs[i], _ = nd.Convert(outs[i], want)
 		}
 	}
-	return outs, run, nil
+	return outs, nil
 }
 
 func indexOf(s []int, v int) int {

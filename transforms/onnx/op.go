@@ -20,15 +20,16 @@ import (
 
 // MinOpset and MaxOpset bound the opset versions of the default domain
 // ("" or "ai.onnx") that a model may import. Of the operators opsets 19
-// and 20 changed, Resize registers its version 19 and Gelu (new in 20) its
-// 20; the others refuse what 19 and 20 added (AveragePool's dilations and
-// Cast's saturate are attributes they do not read, Pad's wrap a mode they
-// do not take, float8 a type the runtime lacks, ReduceMax's and
-// ReduceMin's booleans a type they do not take), so a model of opset 19 or
-// 20 runs as its opset says or is refused.
+// to 21 changed, Resize registers its version 19, Gelu (new in 20) its 20
+// and GroupNormalization (scale and bias per channel) its 21; the others
+// refuse what 19 to 21 added (AveragePool's dilations, Cast's saturate and
+// the quantizers' block_size are attributes they do not read, Pad's wrap a
+// mode they do not take, float8 and the 4-bit integers types the runtime
+// lacks, ReduceMax's and ReduceMin's booleans a type they do not take), so
+// a model of opset 19, 20 or 21 runs as its opset says or is refused.
 const (
 	MinOpset = 1
-	MaxOpset = 20
+	MaxOpset = 21
 )
 
 // OpDef is an ONNX operator's implementation.

@@ -18,12 +18,11 @@ import (
 // max_output_boxes_per_class; the output is [selected, 3] int64 rows
 // (image, class, box), image-major, as ONNX Runtime orders them.
 //
-// The output's shape depends on the data, and the runtime plans shapes
-// before a run: every input must be known before the model runs (a
-// constant, or a graph input, whose contents then key the plan, so that
-// NonMaxSuppression is computed while planning), as in a post-processing
-// model that takes a detector's boxes and scores as its inputs. Of values
-// the model computes it is refused when the plan is made, naming the node.
+// The output's shape depends on the data: where boxes and scores are
+// known before the run NonMaxSuppression is computed while planning; else
+// it is DataShaped (op.go), the plan ends at it and the rest of the model
+// is planned for the number of boxes it kept. Its one-value inputs are read
+// as shapes (their contents key the plans of the rest).
 //
 // The work is bounded: more than maxNMSBoxes boxes per image, or more than
 // maxNMSWork IoU comparisons in the worst case (images x classes x boxes x
@@ -192,6 +191,9 @@ func (k *nmsKernel) selectBoxes(a nmsArgs, dst []int64) []int64 {
 
 func (k *nmsKernel) Infer(in []Meta) ([]Meta, error) {
 	a, err := k.args(in)
+	if i, ok := isNeedValue(err); ok && i < 2 {
+		return nil, ShapeFromData()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -209,4 +211,20 @@ func (k *nmsKernel) Run(in, out []nd.Array) error {
 		return fmt.Errorf("NonMaxSuppression selected %d boxes, planned for %d", len(sel)/3, out[0].Len()/3)
 	}
 	return nil
+}
+
+// RunShaped computes the selection from the inputs' contents (as Run) and
+// makes the output for the boxes kept.
+func (k *nmsKernel) RunShaped(in []nd.Array, alloc func(nd.DType, []int) (nd.Array, error)) ([]nd.Array, error) {
+	a, err := k.args(ValueMetas(in))
+	if err != nil {
+		return nil, err
+	}
+	sel := k.selectBoxes(a, nil)
+	out, err := alloc(nd.Int64, []int{len(sel) / 3, 3})
+	if err != nil {
+		return nil, err
+	}
+	copy(nd.MustAs[int64](out), sel)
+	return []nd.Array{out}, nil
 }

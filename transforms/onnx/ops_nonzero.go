@@ -8,11 +8,9 @@ import (
 
 // NonZero (opsets 9, 13): the int64 coordinates of x's non-zero elements,
 // one column each in row-major order ([rank, count]). Its output's shape
-// depends on x's contents, and the runtime plans shapes before a run: x
-// must be known before the model runs (a constant, or a graph input, whose
-// contents then key the plan, so that NonZero is computed while planning).
-// NonZero of a value the model computes is refused when the plan is made,
-// naming the node ("data-dependent shapes are not supported").
+// depends on x's contents: where x is known before the run NonZero is
+// computed while planning; else it is DataShaped (op.go), the plan ends at
+// it and the rest of the model is planned for the count it found.
 
 func init() {
 	RegisterOp(OpDef{Name: "NonZero", Versions: []int{9, 13}, New: newNonZero})
@@ -27,7 +25,7 @@ func (nonZeroKernel) Infer(in []Meta) ([]Meta, error) {
 		return nil, fmt.Errorf("NonZero of %v: takes a number or bool type", in[0].Type)
 	}
 	if in[0].Value == nil {
-		return nil, NeedValue(0)
+		return nil, ShapeFromData()
 	}
 	return []Meta{{Type: nd.Int64, Shape: []int{len(in[0].Shape), countNonZero(*in[0].Value)}}}, nil
 }
@@ -88,4 +86,14 @@ func (nonZeroKernel) Run(in, out []nd.Array) error {
 		}
 	}
 	return nil
+}
+
+// RunShaped counts x's non-zero elements, makes the output for them and
+// fills it (Run).
+func (k nonZeroKernel) RunShaped(in []nd.Array, alloc func(nd.DType, []int) (nd.Array, error)) ([]nd.Array, error) {
+	out, err := alloc(nd.Int64, []int{len(in[0].Shape), countNonZero(in[0])})
+	if err != nil {
+		return nil, err
+	}
+	return []nd.Array{out}, k.Run(in, []nd.Array{out})
 }

@@ -1,7 +1,7 @@
 package onnx
 
-// The launch of NonZero (ops_nonzero.go).
+// The launch of NonZero (ops_nonzero.go): it runs on the host inside the
+// device call where it is a step at all (not computed while planning or by
+// RunShaped between plans).
 
-// Launch runs NonZero on the host: it is computed while planning unless the
-// plan is refused, so a launch is never reached with unknown contents.
 func (nonZeroKernel) Launch(*Device, []DevArray, []DevArray) error { return ErrOnHost }

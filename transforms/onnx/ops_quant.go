@@ -24,9 +24,9 @@ import (
 // zero point are one value (per tensor: a scalar or one element) or, since
 // opset 13, one per index of the input's axis (per axis: 1-D, axis's
 // length); opset 19's saturate is read and has no effect on the integer
-// types, and opset 21's blocked quantization (block_size) is refused since
-// the runtime's opset stops at 20. The output's type is the zero point's,
-// uint8 without one.
+// types; opset 21's blocked quantization (a block_size other than 0), its
+// output_dtype and its 4-bit and 16-bit types are refused. The output's
+// type is the zero point's, uint8 without one.
 //
 // A scale must be a positive finite float; a zero point is the type of the
 // values it shifts, of the scale's shape. These are checked when the node
@@ -208,8 +208,8 @@ func newQuantLinear(n *Node, dequant bool) (Kernel, error) {
 	if k.perAxis {
 		k.axis = int(a.Int("axis", 1))
 	}
-	if a.Has("block_size") {
-		a.Fail("attribute block_size (opset 21's blocked quantization) is not supported: the runtime implements opsets up to %d", MaxOpset)
+	if b := a.Int("block_size", 0); b != 0 {
+		a.Fail("attribute block_size is %d: opset 21's blocked quantization is not supported (per tensor and per axis are)", b)
 	}
 	if n.Since >= 19 && !dequant {
 		a.Flag("saturate", true) // float8 outputs only: no effect on int8 and uint8

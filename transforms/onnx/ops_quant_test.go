@@ -108,8 +108,11 @@ func TestQuantBadInput(t *testing.T) {
 	err := loadErr(10, "QuantizeLinear", []nd.Array{x, nd.Of([]float32{1, 1, 1}, 3), nd.Of([]uint8{0, 0, 0}, 3)}, []bool{false, true, true}, []string{"y:uint8"})
 	assert.ErrorContains(t, err, "input y_scale has shape [3]: want a scalar or 1 element (per tensor)")
 	// Opset 21's blocked quantization.
-	err = loadErr(19, "DequantizeLinear", []nd.Array{q, nd.Scalar[float32](1)}, []bool{false, true}, []string{"y:float32"}, onnxtest.Int("block_size", 2))
-	assert.ErrorContains(t, err, "attribute block_size (opset 21's blocked quantization) is not supported")
+	err = loadErr(21, "DequantizeLinear", []nd.Array{q, nd.Scalar[float32](1)}, []bool{false, true}, []string{"y:float32"}, onnxtest.Int("block_size", 2))
+	assert.ErrorContains(t, err, "attribute block_size is 2: opset 21's blocked quantization is not supported")
+	// block_size 0 is per tensor or per axis, as before opset 21.
+	out := mustRun(t, 21, "DequantizeLinear", []nd.Array{q, nd.Scalar[float32](2)}, []bool{false, true}, []string{"y:float32"}, onnxtest.Int("block_size", 0))
+	assert.Equal(t, []float32{2, 4, 6, 8, 10, 12}, nd.MustAs[float32](out[0]))
 }
 
 // A uint8 zero point of 300 in a tensor's int32_data is refused when the

@@ -2,13 +2,11 @@ package onnx_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
-	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/stretchr/testify/assert"
@@ -33,9 +31,6 @@ func TestRecurrentCases(t *testing.T) {
 	for _, model := range dirs {
 		dir := filepath.Dir(model)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			if filepath.Base(dir) == "groupnorm21" {
-				t.Skip("opset 21 is past onnx.MaxOpset: TestGroupNorm21 runs its kernel")
-			}
 			m, err := onnxtest.LoadFile(model)
 			require.NoError(t, err)
 			read := func(kind string) []nd.Array {
@@ -130,39 +125,4 @@ func ExampleModel_lstm() {
 	}
 	fmt.Println(nd.ShapeString(out[0].Shape), nd.ShapeString(out[1].Shape))
 	// Output: [2x1x2x2] [1x2x2]
-}
-
-// TestGroupNorm21 holds GroupNormalization-21's kernel (scale and bias per
-// channel) to ONNX Runtime's output for testdata/rnn/groupnorm21, which the
-// runtime cannot load while onnx.MaxOpset is below 21.
-func TestGroupNorm21(t *testing.T) {
-	dir := filepath.Join(rnnCasesDir, "groupnorm21")
-	data, err := os.ReadFile(filepath.Join(dir, "model.onnx"))
-	require.NoError(t, err)
-	var mp onnxpb.ModelProto
-	require.NoError(t, proto.Unmarshal(data, &mp))
-	node := mp.GetGraph().GetNode()[0]
-	var groups int64
-	var eps float32
-	for _, a := range node.GetAttribute() {
-		switch a.GetName() {
-		case "num_groups":
-			groups = a.GetI()
-		case "epsilon":
-			eps = a.GetF()
-		}
-	}
-	in := []nd.Array{onnxtest.ReadTensor(t, filepath.Join(dir, "test_data_set_0", "input_0.pb"))}
-	for _, init := range mp.GetGraph().GetInitializer() {
-		a, err := onnx.ArrayOf(init, init.GetName())
-		require.NoError(t, err)
-		in = append(in, a)
-	}
-	want := onnxtest.ReadTensor(t, filepath.Join(dir, "test_data_set_0", "output_0.pb"))
-	k := onnx.GroupNorm21(int(groups), float64(eps))
-	metas, err := k.Infer(onnx.ValueMetas(in))
-	require.NoError(t, err)
-	out := []nd.Array{nd.Zeros(metas[0].Type, metas[0].Shape...)}
-	require.NoError(t, k.Run(in, out))
-	assert.NoError(t, compareOutput(out[0], want, t.Logf))
 }

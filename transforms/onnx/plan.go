@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,6 +25,21 @@ type Plan struct {
 	inputs, outputs []int
 	// keyed are the inputs whose contents the plan depends on.
 	keyed []bool
+	// A plan ends early, at node stop, when the shapes from there on
+	// depend on what the run computes: a DataShaped node whose outputs'
+	// shapes come from its inputs' contents (shaped), or a node that needs
+	// the contents of a value computed in the run (its shape input, say).
+	// Its outputs are then the values the rest of the model reads; the run
+	// computes stop by RunShaped where shaped, and hands on to a plan of
+	// the rest (from rest, by the shapes and keyed contents of restIn).
+	stop   *node
+	stopAt int // stop's index in the graph's nodes
+	shaped bool
+	restIn []int
+	rest   planCache
+	// known are the values computed while planning (shapes and what is
+	// made of them) that the rest reads: they are known there too.
+	known map[int]Meta
 	// work is the workspace's size in bytes; largest is the value of the
 	// workspace that takes the most of it (named in errors).
 	work, largest int
@@ -79,13 +95,19 @@ func (p *Plan) StepOps() []string {
 }
 
 // OutputMeta returns the types and shapes of the outputs (as the runtime
-// holds them: Float16 outputs as Float32 until Run narrows them).
-func (p *Plan) OutputMeta() []Meta {
+// holds them: Float16 outputs as Float32 until Run narrows them). Where
+// they depend on what the run computes (the plan ends early, at a node
+// whose outputs' shapes come from the data) it returns an error naming
+// that node.
+func (p *Plan) OutputMeta() ([]Meta, error) {
+	if p.stop != nil {
+		return nil, fmt.Errorf("the outputs' shapes depend on the data: %s's shapes are known only when the model runs", p.stop.label())
+	}
 	out := make([]Meta, len(p.outputs))
 	for i, o := range p.outputs {
 		out[i] = p.vals[o].meta
 	}
-	return out
+	return out, nil
 }
 
 // maxPlans is how many plans a model keeps (one per input shape; a
@@ -118,11 +140,21 @@ func (m *Model) plan(inputs []nd.Array, budget int64) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.plans.get(metas, inputs, budget, func(keyed []bool, mem *memory) (*Plan, int, error) {
+		return m.newPlan(0, m.g.inputs, metas, inputs, keyed, nil, mem)
+	})
+}
+
+// get returns the cache's plan for inputs of metas, made by make (with
+// the inputs whose contents plans depend on, and the memory of the values
+// it computes) on first use. newPlan returns more >= 0, and no plan, when it
+// finds that the plan depends on the contents of input more: the cache
+// keys on it from then on, and makes the plan again.
+func (c *planCache) get(metas []Meta, inputs []nd.Array, budget int64, newPlan func(keyed []bool, mem *memory) (*Plan, int, error)) (*Plan, error) {
 	for {
-		c := &m.plans
 		c.mu.Lock()
 		if c.keyed == nil {
-			c.keyed = make([]bool, len(m.Inputs))
+			c.keyed = make([]bool, len(metas))
 		}
 		keyed := append([]bool{}, c.keyed...)
 		key := planKey(metas, inputs, keyed)
@@ -136,7 +168,7 @@ func (m *Model) plan(inputs []nd.Array, budget int64) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, more, err := m.newPlan(metas, inputs, keyed, mem)
+		p, more, err := newPlan(keyed, mem)
 		if err != nil {
 			return nil, err
 		}
@@ -225,12 +257,15 @@ func inputNames(in []ValueInfo) string {
 	return strings.Join(names, ", ")
 }
 
-// newPlan plans the model for inputs of metas. When a node needs the
-// contents of a graph input not yet keyed, it returns that input's index
-// as more (and no plan): the caller keys plans on it and plans again.
-func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memory) (p *Plan, more int, err error) {
+// newPlan plans the model's nodes from the from'th on, for the values fed
+// (ids: the graph's inputs for a whole model, the values an earlier plan
+// hands on for the rest of one) of metas, and the values known from the
+// plans before. When a node needs the contents of a fed value not yet
+// keyed, it returns that value's index in ids as more (and no plan): the
+// caller keys plans on it and plans again.
+func (m *Model) newPlan(from int, ids []int, metas []Meta, inputs []nd.Array, keyed []bool, known map[int]Meta, mem *memory) (p *Plan, more int, err error) {
 	g := m.g
-	p = &Plan{m: m, vals: make([]pval, len(g.values)), inputs: g.inputs, outputs: g.outputs, keyed: keyed}
+	p = &Plan{m: m, vals: make([]pval, len(g.values)), inputs: ids, outputs: g.outputs, keyed: keyed}
 	for i, v := range g.values {
 		p.vals[i] = pval{first: -1, last: -1}
 		if v.init != nil {
@@ -238,12 +273,18 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memo
 			p.vals[i].st = stConst
 		}
 	}
-	for i, id := range g.inputs {
+	for id, mt := range known {
+		p.vals[id].meta = mt
+		p.vals[id].st = stConst
+	}
+	fed := make(map[int]int, len(ids))
+	for i, id := range ids {
+		fed[id] = i
 		mt := metas[i]
 		if keyed[i] {
 			a := inputs[i]
 			if a.Type != mt.Type { // a Float16 input: its Float32 value
-				if a, err = mem.convert(a, mt.Type, nil, func() string { return fmt.Sprintf("input %q", m.Inputs[i].Name) }); err != nil {
+				if a, err = mem.convert(a, mt.Type, nil, func() string { return fmt.Sprintf("input %q", g.values[id].name) }); err != nil {
 					return nil, -1, err
 				}
 			}
@@ -252,7 +293,8 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memo
 		p.vals[id].meta = mt
 		p.vals[id].st = stInput
 	}
-	for _, n := range g.nodes {
+	for ni := from; ni < len(g.nodes); ni++ {
+		n := g.nodes[ni]
 		in := make([]Meta, len(n.in))
 		known := true
 		for i, id := range n.in {
@@ -267,11 +309,22 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memo
 		out, err := infer(n, in)
 		if err != nil {
 			if i, ok := isNeedValue(err); ok {
-				if src := n.in[i]; src >= 0 && g.values[src].input >= 0 && !keyed[g.values[src].input] {
-					return nil, g.values[src].input, nil
+				src := n.in[i]
+				k, isFed := fed[src]
+				if isFed && !keyed[k] {
+					return nil, k, nil
 				}
-				return nil, -1, fmt.Errorf("%s: input %q: the runtime needs its contents before the model runs, but they depend on the data (data-dependent shapes are not supported)",
-					n.label(), n.Inputs[i])
+				if !isFed && src >= 0 && p.vals[src].st != stConst { // computed in the run: plan the rest when it is
+					p.end(ni, false)
+					return p, -1, nil
+				}
+				return nil, -1, fmt.Errorf("%s: input %q: the runtime needs its contents before the node runs, but they are not known", n.label(), n.Inputs[i])
+			}
+			if errors.Is(err, errShapeFromData) {
+				if _, ok := n.kernel.(DataShaped); ok {
+					p.end(ni, true)
+					return p, -1, nil
+				}
 			}
 			return nil, -1, err
 		}
@@ -310,6 +363,63 @@ func (m *Model) newPlan(metas []Meta, inputs []nd.Array, keyed []bool, mem *memo
 	p.fuse()
 	p.place()
 	return p, -1, nil
+}
+
+// end makes p a plan that ends before node ni (g.nodes[ni]), whose shapes
+// depend on what the run computes: its outputs become the values the rest
+// reads (and the graph's outputs made so far), and the values known while
+// planning that the rest reads are handed on as known.
+func (p *Plan) end(ni int, shaped bool) {
+	g := p.m.g
+	p.stop, p.stopAt, p.shaped = g.nodes[ni], ni, shaped
+	// last[id] is the last node that reads value id (len(nodes) for a
+	// graph output).
+	last := make([]int, len(g.values))
+	for i := range last {
+		last[i] = -1
+	}
+	for j, n := range g.nodes[ni:] {
+		for _, id := range n.in {
+			if id >= 0 {
+				last[id] = ni + j
+			}
+		}
+	}
+	for _, id := range g.outputs {
+		last[id] = len(g.nodes)
+	}
+	p.outputs, p.restIn = nil, nil
+	p.known = map[int]Meta{}
+	for id, v := range p.vals {
+		if last[id] < ni {
+			continue
+		}
+		switch v.st {
+		case stConst:
+			if g.values[id].init == nil || v.meta.Value != g.values[id].init {
+				p.known[id] = v.meta
+			}
+		case stUnused:
+			if v.meta.Type == nd.Undefined {
+				continue // not made yet: the rest makes it
+			}
+			fallthrough
+		default:
+			p.outputs = append(p.outputs, id)
+			if !shaped || last[id] > ni {
+				p.restIn = append(p.restIn, id)
+			}
+		}
+	}
+	if shaped {
+		for _, id := range p.stop.out {
+			if id >= 0 {
+				p.restIn = append(p.restIn, id)
+			}
+		}
+	}
+	p.fuse()
+	p.place()
 }
 
 // maxFoldPlanBytes bounds a node computed while planning (its inputs known

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -85,11 +86,21 @@ func (p *Plan) state(mem *memory) (*runState, error) {
 }
 
 func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
-	m := p.m
 	inputs, err := p.checkInputs(inputs, mem)
 	if err != nil {
 		return nil, err
 	}
+	outs, err := p.exec(inputs, mem)
+	if err != nil || p.stop == nil {
+		return outs, err
+	}
+	return p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) { return q.exec(in, mem) }, nil)
+}
+
+// exec runs the plan's steps on inputs (checked) and returns its outputs:
+// the model's, or, where the plan ends early, the values it hands on.
+func (p *Plan) exec(inputs []nd.Array, mem *memory) (outs []nd.Array, err error) {
+	m := p.m
 	st, err := p.state(mem)
 	if err != nil {
 		return nil, err
@@ -150,7 +161,13 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 			copy(out[c[0]].Data, in[c[1]].Data)
 		}
 	}
-	outs := make([]nd.Array, len(p.outputs))
+	outs = make([]nd.Array, len(p.outputs))
+	if p.stop != nil { // values handed on, the run's own
+		for i, id := range p.outputs {
+			outs[i] = arrays[id]
+		}
+		return outs, nil
+	}
 	for i, id := range p.outputs {
 		a := arrays[id]
 		v := p.vals[id]
@@ -188,4 +205,72 @@ func (p *Plan) workspaceWhat() string {
 func mustView(v Viewer, out int) int {
 	j, _ := v.View(out)
 	return j
+}
+
+// handOn goes on from a plan that ends early: given its outputs (the values
+// the rest reads), it computes the node it stops at where that node's
+// shapes come from the data (RunShaped), plans the rest for the shapes
+// (and the contents it reads as shapes) of the values it takes, and runs it
+// by exec (the CPU's or the device's). shaped, if not nil, is told of each
+// node computed between plans.
+func (p *Plan) handOn(outs []nd.Array, mem *memory, exec func(q *Plan, in []nd.Array) ([]nd.Array, error), shaped func(n *node)) ([]nd.Array, error) {
+	vals := make(map[int]nd.Array, len(p.outputs)+len(p.stop.out))
+	for i, id := range p.outputs {
+		vals[id] = outs[i]
+	}
+	n := p.stop
+	if p.shaped {
+		if shaped != nil {
+			shaped(n)
+		}
+		in := make([]nd.Array, len(n.in))
+		for i, id := range n.in {
+			switch a, ok := vals[id]; {
+			case id < 0:
+			case ok:
+				in[i] = a
+			default: // known while planning, or an initializer
+				in[i] = *p.vals[id].meta.Value
+			}
+		}
+		res, err := n.kernel.(DataShaped).RunShaped(in, func(t nd.DType, shape []int) (nd.Array, error) {
+			return mem.array(t, shape, n, func() string { return "an output" })
+		})
+		if err != nil {
+			var me *MemoryError
+			if errors.As(err, &me) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: %w", n.label(), err)
+		}
+		if len(res) != len(n.out) {
+			return nil, fmt.Errorf("%s: computed %d outputs, the node has %d", n.label(), len(res), len(n.out))
+		}
+		for i, id := range n.out {
+			if id >= 0 {
+				vals[id] = res[i]
+			}
+		}
+	}
+	next := make([]nd.Array, len(p.restIn))
+	metas := make([]Meta, len(p.restIn))
+	for i, id := range p.restIn {
+		next[i] = vals[id]
+		metas[i] = Meta{Type: next[i].Type, Shape: next[i].Shape}
+	}
+	from := p.stopAt
+	if p.shaped {
+		from++
+	}
+	q, err := p.rest.get(metas, next, mem.budget, func(keyed []bool, pm *memory) (*Plan, int, error) {
+		return p.m.newPlan(from, p.restIn, metas, next, keyed, p.known, pm)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := exec(q, next)
+	if err != nil || q.stop == nil {
+		return res, err
+	}
+	return q.handOn(res, mem, exec, shaped)
 }

@@ -52,15 +52,6 @@ var Skips = map[string]string{
 	"node/test_training_dropout_default":            "dropout in training mode: the mask is random",
 	"node/test_training_dropout_default_mask":       "dropout in training mode: the mask is random",
 	"node/test_training_dropout_mask":               "dropout in training mode: the mask is random",
-	// The expanded window functions (their operators are in the set since
-	// Cos is) take the window's size as an input: their Range's output
-	// shape depends on the data, which the planner does not take.
-	"node/test_blackmanwindow_expanded":           "the window's size is a model input: a data-dependent shape",
-	"node/test_blackmanwindow_symmetric_expanded": "the window's size is a model input: a data-dependent shape",
-	"node/test_hammingwindow_expanded":            "the window's size is a model input: a data-dependent shape",
-	"node/test_hammingwindow_symmetric_expanded":  "the window's size is a model input: a data-dependent shape",
-	"node/test_hannwindow_expanded":               "the window's size is a model input: a data-dependent shape",
-	"node/test_hannwindow_symmetric_expanded":     "the window's size is a model input: a data-dependent shape",
 }
 
 // Conformance is one test of the suite.
