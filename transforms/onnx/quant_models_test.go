@@ -151,6 +151,18 @@ func BenchmarkQDQModel(b *testing.B) {
 // side] -> DequantizeLinear -> Conv (3x3, pads 1, group g, int8 weights per
 // channel, an int32 bias) -> QuantizeLinear -> uint8 y.
 func qdqGroup(t testing.TB, n, c, m, side, g int) (*onnx.Model, nd.Array) {
+	model, err := onnxtest.Load(qdqGroupProto(n, c, m, side, g))
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(13, 14))
+	x := make([]uint8, n*c*side*side)
+	for i := range x {
+		x[i] = uint8(r.IntN(256))
+	}
+	return model, nd.Of(x, n, c, side, side)
+}
+
+// qdqGroupProto is qdqGroup's model, its weights seeded.
+func qdqGroupProto(n, c, m, side, g int) *onnxpb.ModelProto {
 	r := rand.New(rand.NewPCG(11, 12))
 	w := make([]int8, m*c/g*9)
 	for i := range w {
@@ -162,11 +174,7 @@ func qdqGroup(t testing.TB, n, c, m, side, g int) (*onnx.Model, nd.Array) {
 		bs[i] = float32(0.02) * ws[i]
 		bias[i] = int32(r.IntN(2000) - 1000)
 	}
-	x := make([]uint8, n*c*side*side)
-	for i := range x {
-		x[i] = uint8(r.IntN(256))
-	}
-	mp := onnxtest.Model(13, []*onnxpb.NodeProto{
+	return onnxtest.Model(13, []*onnxpb.NodeProto{
 		onnxtest.Node("DequantizeLinear", []string{"x", "xs", "xz"}, []string{"xf"}),
 		onnxtest.Node("DequantizeLinear", []string{"w", "ws", "wz"}, []string{"wf"}, onnxtest.Int("axis", 0)),
 		onnxtest.Node("DequantizeLinear", []string{"b", "bs", "bz"}, []string{"bf"}, onnxtest.Int("axis", 0)),
@@ -177,9 +185,6 @@ func qdqGroup(t testing.TB, n, c, m, side, g int) (*onnx.Model, nd.Array) {
 		onnxtest.Init("w", nd.Of(w, m, c/g, 3, 3)), onnxtest.Init("ws", nd.Of(ws, m)), onnxtest.Init("wz", nd.Zeros(nd.Int8, m)),
 		onnxtest.Init("b", nd.Of(bias, m)), onnxtest.Init("bs", nd.Of(bs, m)), onnxtest.Init("bz", nd.Zeros(nd.Int32, m)),
 		onnxtest.Init("ys", nd.Scalar[float32](0.05)), onnxtest.Init("yz", nd.Scalar[uint8](100)))
-	model, err := onnxtest.Load(mp)
-	require.NoError(t, err)
-	return model, nd.Of(x, n, c, side, side)
 }
 
 // BenchmarkQDQConv runs one QDQ convolution group fused (an integer
@@ -216,5 +221,50 @@ func BenchmarkQDQConv(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// A fused QDQ convolution group gives QLinearConv's outputs to the bit
+// (the same constants as one QLinearConv node), and the unfused group,
+// float products of dequantized values, is within a quantum of them: on
+// a thick, a thin and a depthwise layer.
+func TestQDQConvFusedIsQLinearConv(t *testing.T) {
+	for _, c := range []struct{ n, c, m, side, g int }{{2, 64, 32, 12, 1}, {2, 16, 16, 9, 1}, {2, 32, 32, 10, 32}} {
+		m, x := qdqGroup(t, c.n, c.c, c.m, c.side, c.g)
+		p, err := m.Plan([]nd.Array{x})
+		require.NoError(t, err)
+		require.Equal(t, []string{"DequantizeLinear+Conv+QuantizeLinear"}, p.StepOps(), "%+v", c)
+		fused, err := p.Run([]nd.Array{x})
+		require.NoError(t, err)
+
+		// The same constants as a QLinearConv node.
+		inits := map[string]nd.Array{}
+		mp := qdqGroupProto(c.n, c.c, c.m, c.side, c.g)
+		for _, init := range mp.Graph.Initializer {
+			a, err := onnx.ArrayOf(init, init.GetName())
+			require.NoError(t, err)
+			inits[init.GetName()] = a
+		}
+		q, err := onnxtest.Load(opModel(10, "QLinearConv", []nd.Array{x, inits["xs"], inits["xz"], inits["w"], inits["ws"], inits["wz"], inits["ys"], inits["yz"], inits["b"]},
+			[]bool{false, true, true, true, true, true, true, true, true}, []string{"y:uint8"}, onnxtest.Ints("pads", 1, 1, 1, 1), onnxtest.Int("group", int64(c.g))))
+		require.NoError(t, err)
+		want, err := q.Run([]nd.Array{x})
+		require.NoError(t, err)
+		assert.Equal(t, want[0].Data, fused[0].Data, "fused, %+v", c)
+
+		old := onnx.SetFusion(false)
+		m2, _ := qdqGroup(t, c.n, c.c, c.m, c.side, c.g)
+		unfused, err := m2.Run([]nd.Array{x})
+		onnx.SetFusion(old)
+		require.NoError(t, err)
+		differ := 0
+		for i, v := range nd.MustAs[uint8](unfused[0]) {
+			d := int(v) - int(nd.MustAs[uint8](want[0])[i])
+			require.LessOrEqual(t, d*d, 1, "unfused element %d, %+v", i, c)
+			if d != 0 {
+				differ++
+			}
+		}
+		t.Logf("%+v: unfused differs from QLinearConv by a quantum in %d of %d values", c, differ, len(fused[0].Data))
 	}
 }
