@@ -88,7 +88,7 @@ func (k *qmatmul) Launch(d *Device, in, out []DevArray) error {
 	if err != nil {
 		return err
 	}
-	ia, ib, iaz, ibz, _, _, _, _ := k.operands()
+	ia, ib, iaz, ibz := k.operands()
 	a, b, y := in[ia], in[ib], out[0]
 	az, bz := arrayOf(in, iaz), arrayOf(in, ibz)
 	// Each product's offsets of A and B (broadcast batches), on the device.

@@ -42,12 +42,12 @@ func newQLinearMatMul(n *Node) (Kernel, error) {
 }
 
 // operands returns the indices of A, B and their zero points among the
-// inputs, and of the scales (-1 for MatMulInteger).
-func (k *qmatmul) operands() (a, b, az, bz, as, bs, ys, yz int) {
+// inputs (QLinearMatMul's scales and its output's: params).
+func (k *qmatmul) operands() (a, b, az, bz int) {
 	if k.linear {
-		return 0, 3, 2, 5, 1, 4, 6, 7
+		return 0, 3, 2, 5
 	}
-	return 0, 1, 2, 3, -1, -1, -1, -1
+	return 0, 1, 2, 3
 }
 
 // qInput names a quantized input's scale and zero point and gives their
@@ -65,7 +65,8 @@ func (k *qmatmul) params(n int) []qInput {
 }
 
 func (k *qmatmul) geometry(in []Meta) (mmShape, nd.DType, error) {
-	ia, ib, iaz, ibz, _, _, _, iyz := k.operands()
+	ia, ib, iaz, ibz := k.operands()
+	const iyz = 7 // QLinearMatMul's y_zero_point
 	a, b := in[ia], in[ib]
 	if !isQuantType(a.Type) || !isQuantType(b.Type) {
 		return mmShape{}, 0, fmt.Errorf("inputs A and B are %v and %v: want int8 or uint8", a.Type, b.Type)
@@ -100,7 +101,7 @@ func (k *qmatmul) Infer(in []Meta) ([]Meta, error) {
 	if err := k.checkConsts(in); err != nil {
 		return nil, err
 	}
-	_, ib, _, ibz, _, _, _, _ := k.operands()
+	_, ib, _, ibz := k.operands()
 	if in[ib].Value != nil && (!metaAt(in, ibz).Type.IsInt() || metaAt(in, ibz).Value != nil) {
 		k.b.constant.Store(true)
 	}
@@ -141,7 +142,7 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
-	ia, ib, iaz, ibz, _, _, _, _ := k.operands()
+	ia, ib, iaz, ibz := k.operands()
 	var mult []float32
 	var yz int32
 	if k.linear {
