@@ -165,7 +165,7 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	cg, mg := p.c/p.group, p.m/p.group
 	kk := cg * geo.kSize()
 	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) ([]*intPacked, bool) {
-		if rowsL1(v, p.m, kk)*255 <= 1<<24 {
+		if k.w.constant.Load() && rowsL1(v, p.m, kk)*255 <= 1<<24 {
 			return nil, true // every sum exact in float32: the float Conv's kernels
 		}
 		// Per group, op(B) = W_g's transpose (K x m/group), packed.
@@ -179,15 +179,15 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	if k.linear {
 		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
 	}
-	if wf.exact {
+	if wf.exact && k.w.constant.Load() {
 		// Each output channel's weights sum to at most 2^24 / 255 in
 		// magnitude (the whole of K, for real weights): every partial sum
 		// of its products is an integer under 2^24, exact in float32 in
 		// any order. The float Conv (its direct, depthwise or packed
-		// kernels, the fastest for the shape) computes the sums.
-		if k.w.constant.Load() {
-			k.c.constW.Store(true) // its packing of wf.v is kept
-		}
+		// kernels, the fastest for the shape) computes the sums. Only for
+		// constant weights: the float Conv keeps its packings of W by
+		// address, and weights made anew each run could reuse one.
+		k.c.constW.Store(true) // its packing of wf.v is kept
 		sums := getFloats(y.Len())
 		defer putFloats(sums)
 		ys := nd.Of(*sums, y.Shape...)
