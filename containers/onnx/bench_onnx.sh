@@ -8,7 +8,8 @@
 # BERT-style encoder with an attention mask, and single Resize and
 # ConvTranspose operators) are exported once with Debian's PyTorch into a
 # cache directory outside the repository; the four models of
-# transforms/onnx/testdata/models run at batch 64 beside them. For each model
+# transforms/onnx/testdata/models and the QDQ CNN of transforms/onnx/testdata/quant
+# run at batch 64 beside them. For each model
 # and batch, in each round: ONNX Runtime at 1 intra-op thread, ours at
 # GOMAXPROCS=1, ONNX Runtime at all cores, ours at all cores (each its median
 # of RUNS runs after warm-ups). The table, one line per model, batch and
@@ -58,6 +59,10 @@ models=$PWD/transforms/onnx/testdata/models
 for m in resnet mobilenetv2 transformer unet; do
 	printf '%s\tb64\t%s\t%s\n' "$m" "$models/$m-opset17.onnx" "$models/$m.input.pb@64" >>"$manifest"
 done
+# and the QDQ-quantized CNN (testdata/quant: its layers integer products,
+# as ONNX Runtime's QDQ transformer makes them QLinearConv and QLinearMatMul).
+quant=$PWD/transforms/onnx/testdata/quant
+printf 'qdq-cnn\tb64\t%s\t%s\n' "$quant/qdq-cnn.onnx" "$quant/qdq-cnn.input.pb@64" >>"$manifest"
 if [[ $# -gt 0 ]]; then
 	want=" $* "
 	awk -F'\t' -v want="$want" 'index(want, " " $1 "/" $2 " ")' "$manifest" >"$manifest.tmp"

@@ -11,8 +11,10 @@
 // each MatMul with its bias Add, residual Add and activation, GELU's five
 // operators included, and scaled dot-product attention's five operators
 // as one step that never makes the score tensor whole (plan_fuse.go,
-// ops_conv_fused.go, ops_matmul_fused.go, ops_attention_fused.go), the
-// rest placed in one workspace) and runs it. A model with operators outside
+// ops_conv_fused.go, ops_matmul_fused.go, ops_attention_fused.go), a QDQ
+// model's DequantizeLinear -> Conv or MatMul -> QuantizeLinear layers as
+// integer products, as ONNX Runtime runs them (plan_fuse_quant.go,
+// ops_quant_gemm.go), the rest placed in one workspace) and runs it. A model with operators outside
 // the set is refused at load by one error that names each of them, with
 // its first node and the opset (ops_check.go).
 //
@@ -31,7 +33,8 @@
 // device workspace at the plan's offsets, one copy up per input and one
 // down per output. A node whose types the kernels do not take (float64,
 // integer division...) runs on the host, as do the recurrent layers (RNN,
-// GRU, LSTM: no device kernel yet), and the run says so once per plan (a
+// GRU, LSTM: no device kernel yet) and DynamicQuantizeLinear, and the run
+// says so once per plan (a
 // log/slog warning). The tests run the conformance suite and the
 // exported models through that path without a GPU: a device emulator
 // (runtime/executor/gpu/gpuemu) with the kernels compiled for the host

@@ -39,6 +39,10 @@ type value struct {
 	init *nd.Array
 	// input is the index in graph.inputs of a value the caller feeds, or -1.
 	input int
+	// quant is, for a value folded at load from a DequantizeLinear of
+	// constants (a QDQ model's weights), its quantized form, for the plan's
+	// integer products (plan_fuse_quant.go); nil otherwise.
+	quant *quantized
 }
 
 type node struct {
@@ -172,6 +176,9 @@ func buildGraph(m *Model, gp *onnxpb.GraphProto, opset int, parent *graph, mem *
 		return err
 	}
 	if err := g.fold(mem); err != nil {
+		return err
+	}
+	if err := g.checkConsts(); err != nil {
 		return err
 	}
 	g.foldBatchNorm()
@@ -437,6 +444,7 @@ func (g *graph) foldNode(n *node, mem *memory) (bool, error) {
 			a := arrays[i]
 			g.values[id].init = &a
 			g.values[id].typ = a.Type
+			g.values[id].quant = quantizedOf(n, metas)
 		}
 	}
 	return true, nil

@@ -52,3 +52,4 @@
 #include "ops_onehot.cu"
 #include "ops_gather_nd.cu"
 #include "ops_roialign.cu"
+#include "ops_quant.cu"

@@ -35,13 +35,15 @@ func opModel(opset int, op string, in []nd.Array, consts []bool, outs []string, 
 	var outputs []*onnxpb.ValueInfoProto
 	outNames := make([]string, len(outs))
 	for i, o := range outs {
-		// "name:int64" declares an int64 output; the rest have in0's type.
+		// "name:int64" declares an int64 output (any type nd.ParseDType
+		// reads); the rest have in0's type.
 		t := in[0].Type
-		if n, ok := strings.CutSuffix(o, ":int64"); ok {
-			o, t = n, nd.Int64
-		}
-		if n, ok := strings.CutSuffix(o, ":float32"); ok {
-			o, t = n, nd.Float32
+		if n, typ, ok := strings.Cut(o, ":"); ok {
+			var err error
+			if t, err = nd.ParseDType(typ); err != nil {
+				panic(err)
+			}
+			o = n
 		}
 		outNames[i] = o
 		if o != "" {

@@ -34,6 +34,7 @@ func (p *Plan) fuse() {
 	if !fuseSteps {
 		return
 	}
+	p.fuseQDQ() // a QDQ model's groups to integer products (plan_fuse_quant.go)
 	readers := make([]int, len(p.vals))
 	readBy := make([]int, len(p.vals)) // the step that reads a value (the last one)
 	for si, s := range p.steps {

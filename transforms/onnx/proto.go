@@ -39,7 +39,8 @@ func (m *Model) Proto() (*onnxpb.ModelProto, [][]byte) {
 	}
 	for _, n := range g.nodes {
 		np := &onnxpb.NodeProto{Name: proto.String(n.Name), OpType: proto.String(n.Op),
-			Input: append([]string{}, n.Inputs...), Output: append([]string{}, n.Outputs...)}
+			Input:  append([]string{}, n.Inputs[:len(n.Inputs)-len(n.Attrs.outerNames())]...), // not the outer values its subgraphs read
+			Output: append([]string{}, n.Outputs...)}
 		names := make([]string, 0, len(n.Attrs.byName))
 		for a := range n.Attrs.byName {
 			names = append(names, a)

@@ -3,6 +3,7 @@ package onnx
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
@@ -61,6 +62,9 @@ func ArrayOf(t *onnxpb.TensorProto, what string) (nd.Array, error) {
 	if have := src.Len(); have != n {
 		return nd.Array{}, fmt.Errorf("%s: %v %v needs %d values, the tensor holds %d", what, typ, nd.ShapeString(shape), n, have)
 	}
+	if err := checkNarrow(t.Int32Data, typ); err != nil {
+		return nd.Array{}, fmt.Errorf("%s: %w", what, err)
+	}
 	a, err := nd.New(typ, shape...)
 	if err != nil {
 		return nd.Array{}, fmt.Errorf("%s: %w", what, err)
@@ -71,6 +75,31 @@ func ArrayOf(t *onnxpb.TensorProto, what string) (nd.Array, error) {
 	}
 	castInto(dst, src, dst.Type) // narrower types wrapped, bools x != 0
 	return a, nil
+}
+
+// checkNarrow refuses a value of int32_data outside the range of the
+// tensor's type, int8, uint8, int16 or uint16 (onnx.proto stores those
+// widened to int32): a uint8 zero point of 300 is an error, not 44.
+func checkNarrow(v []int32, typ nd.DType) error {
+	var lo, hi int32
+	switch typ {
+	case nd.Int8:
+		lo, hi = math.MinInt8, math.MaxInt8
+	case nd.Uint8:
+		lo, hi = 0, math.MaxUint8
+	case nd.Int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case nd.Uint16:
+		lo, hi = 0, math.MaxUint16
+	default:
+		return nil
+	}
+	for i, x := range v {
+		if x < lo || x > hi {
+			return fmt.Errorf("element %d of int32_data is %d, outside %v's range [%d, %d]", i, x, typ, lo, hi)
+		}
+	}
+	return nil
 }
 
 // protoValues are the values of a tensor without raw_data: the typed field

@@ -57,7 +57,8 @@ template <typename... A> int run(void (*f)(A...), long long grid, long long bloc
     X(equal_u8) X(where_any) X(not_u8) X(cast) X(reduce_f32) X(softmax_f32) X(layernorm_f32) X(batchnorm_f32)         \
     X(im2col_f32) X(bias_channels_f32) X(conv_epilogue_f32) X(conv_depthwise_f32) X(pool_f32) X(gemm_epilogue_f32)   \
     X(resize_axis_f32) X(col2im_f32) X(groupnorm_f32) X(hardmax_f32) X(shrink_f32) X(argext_f32) X(cumsum_f32) X(trilu)   \
-    X(tile) X(topk_f32) X(onehot) X(elements_gs) X(nd_gs) X(roialign_f32)
+    X(tile) X(topk_f32) X(onehot) X(elements_gs) X(nd_gs) X(roialign_f32) X(quantize_linear) X(dequantize_linear)      \
+    X(qconv) X(qmatmul)
 
 extern "C" {
 

@@ -1,0 +1,288 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// ConvInteger and QLinearConv (opset 10): Conv (ops_conv.go's attributes
+// and geometry: groups, strides, dilations, pads, auto_pad) of int8 or
+// uint8 X and W less their zero points, summed in int32; QLinearConv adds
+// its int32 bias B to the sums and requantizes them to its output's type
+// with the multiplier x_scale x w_scale[m] / y_scale of each output
+// channel m (requantize, as QLinearMatMul). The padding is X's zero point:
+// it adds nothing to the sums, as in ONNX Runtime.
+//
+// X's zero point (and QLinearConv's x_scale, y_scale and y_zero_point) are
+// per tensor; W's are per tensor or one per output channel. The sums are
+// computed exactly on float32 kernels (ops_quant_gemm.go), from X and W
+// less their zero points as float32s (W's made once when it is a
+// constant): where every output channel's weights sum to at most 2^24 /
+// 255 in magnitude (real weights: every partial sum is then an integer
+// under 2^24, exact in any order), by the float Conv itself, whichever of
+// its kernels the shape takes (direct, depthwise, packed products); else
+// as patches^T x W_g^T per image, group and chunk of output positions in
+// runs of K that stay exact (intGemm, packInt), added in int32.
+
+func init() {
+	RegisterOp(OpDef{Name: "ConvInteger", Versions: []int{10}, New: newConvInteger})
+	RegisterOp(OpDef{Name: "QLinearConv", Versions: []int{10}, New: newQLinearConv})
+}
+
+// qconv is ConvInteger (linear false) and QLinearConv.
+type qconv struct {
+	c      *conv // the window and groups, and their shape checks
+	linear bool
+	w      shiftedCache
+}
+
+func newConvInteger(n *Node) (Kernel, error) { return newQConv(n, false, 2, 4) }
+
+func newQLinearConv(n *Node) (Kernel, error) { return newQConv(n, true, 8, 9) }
+
+func newQConv(n *Node, linear bool, minIn, maxIn int) (Kernel, error) {
+	if err := n.CheckArity(minIn, maxIn, 1, 1); err != nil {
+		return nil, err
+	}
+	c, err := newConv(&Node{Name: n.Name, Op: n.Op, Opset: n.Opset, Since: n.Since, Inputs: n.Inputs[:2], Outputs: n.Outputs, Attrs: n.Attrs})
+	if err != nil {
+		return nil, err
+	}
+	return &qconv{c: c.(*conv), linear: linear}, nil
+}
+
+// The inputs' indices.
+func (k *qconv) inputs() (x, w, xz, wz, b int) {
+	if k.linear {
+		return 0, 3, 2, 5, 8
+	}
+	return 0, 1, 2, 3, -1
+}
+
+// params are QLinearConv's three quantizations, w's per output channel
+// (m of them).
+func (k *qconv) params(m int) []qInput {
+	return []qInput{{"x_scale", "x_zero_point", 1, 2, 0, -1}, {"w_scale", "w_zero_point", 4, 5, 3, m}, {"y_scale", "y_zero_point", 6, 7, 7, -1}}
+}
+
+func (k *qconv) geometry(in []Meta) (geometry, nd.DType, error) {
+	ix, iw, ixz, iwz, ib := k.inputs()
+	x, w := in[ix], in[iw]
+	var b Meta
+	if ib >= 0 {
+		b = metaAt(in, ib)
+	}
+	if !isQuantType(x.Type) || !isQuantType(w.Type) {
+		return geometry{}, 0, fmt.Errorf("inputs x and w are %v and %v: want int8 or uint8", x.Type, w.Type)
+	}
+	if b.Type != nd.Undefined && b.Type != nd.Int32 {
+		return geometry{}, 0, fmt.Errorf("input B is %v: want int32 (the bias quantized with scale x_scale x w_scale)", b.Type)
+	}
+	geo, err := k.c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
+	if err != nil {
+		return geo, 0, err
+	}
+	m := w.Shape[0]
+	if !k.linear {
+		if err := checkQShape("x_scale", "x_zero_point", Meta{}, metaAt(in, ixz), -1, x.Type); err != nil {
+			return geo, 0, err
+		}
+		return geo, nd.Int32, checkQShape("w_scale", "w_zero_point", Meta{}, metaAt(in, iwz), m, w.Type)
+	}
+	if yt := metaAt(in, 7).Type; !isQuantType(yt) {
+		return geo, 0, fmt.Errorf("input y_zero_point is %v: want int8 or uint8 (the output's type)", yt)
+	}
+	for _, c := range k.params(m) {
+		if err := checkQShape(c.s, c.z, in[c.is], in[c.iz], c.n, in[c.on].Type); err != nil {
+			return geo, 0, err
+		}
+	}
+	return geo, in[7].Type, nil
+}
+
+func (k *qconv) Infer(in []Meta) ([]Meta, error) {
+	geo, t, err := k.geometry(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.checkConsts(in); err != nil {
+		return nil, err
+	}
+	_, iw, _, iwz, _ := k.inputs()
+	if in[iw].Value != nil && (metaAt(in, iwz).Type == nd.Undefined || metaAt(in, iwz).Value != nil) {
+		k.w.constant.Store(true)
+	}
+	return []Meta{{Type: t, Shape: geo.outShape(in[0].Shape[0], in[iw].Shape[0])}}, nil
+}
+
+func (k *qconv) checkConsts(in []Meta) error {
+	if !k.linear {
+		return nil
+	}
+	for _, c := range k.params(-1) {
+		if err := checkQValues(c.s, c.z, metaAt(in, c.is), metaAt(in, c.iz)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *qconv) Run(in, out []nd.Array) error {
+	metas := make([]Meta, len(in))
+	for i, a := range in {
+		metas[i] = Meta{Type: a.Type, Shape: a.Shape}
+	}
+	geo, _, err := k.geometry(metas)
+	if err != nil {
+		return err
+	}
+	ix, iw, ixz, iwz, ib := k.inputs()
+	x, w, y := in[ix], in[iw], out[0]
+	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: k.c.group}
+	var mult []float32
+	var yz int32
+	var xz, wz []int32
+	if k.linear {
+		var q [3]qParams
+		for i, c := range k.params(p.m) {
+			if q[i], err = readQParams(c.s, c.z, in[c.is], in[c.iz]); err != nil {
+				return err
+			}
+		}
+		mult = make([]float32, p.m)
+		for j := range mult {
+			mult[j] = q[0].scale[0] * q[1].scaleAt(j) / q[2].scale[0]
+		}
+		yz, xz, wz = q[2].zero(0), q[0].zp, q[1].zp
+	} else {
+		xz, wz = zeroPoints(arrayAt(in, ixz)), zeroPoints(arrayAt(in, iwz))
+	}
+	xf := getFloats(x.Len())
+	defer putFloats(xf)
+	shiftedInto(x, *xf, xz, 1, 1, x.Len())
+	cg, mg := p.c/p.group, p.m/p.group
+	kk := cg * geo.kSize()
+	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) ([]*intPacked, bool) {
+		if k.w.constant.Load() && rowsL1(v, p.m, kk)*255 <= 1<<24 {
+			return nil, true // every sum exact in float32: the float Conv's kernels
+		}
+		// Per group, op(B) = W_g's transpose (K x m/group), packed.
+		packed := make([]*intPacked, p.group)
+		for g := range packed {
+			packed[g] = packInt(true, kk, mg, v[g*mg*kk:], kk)
+		}
+		return packed, false
+	})
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
+	}
+	if wf.exact && k.w.constant.Load() {
+		// Each output channel's weights sum to at most 2^24 / 255 in
+		// magnitude (the whole of K, for real weights): every partial sum
+		// of its products is an integer under 2^24, exact in float32 in
+		// any order. The float Conv (its direct, depthwise or packed
+		// kernels, the fastest for the shape) computes the sums. Only for
+		// constant weights: the float Conv keeps its packings of W by
+		// address, and weights made anew each run could reuse one.
+		k.c.constW.Store(true) // its packing of wf.v is kept
+		sums := getFloats(y.Len())
+		defer putFloats(sums)
+		ys := nd.Of(*sums, y.Shape...)
+		if err := k.c.run([]nd.Array{nd.Of(*xf, x.Shape...), nd.Of(wf.v, w.Shape...)}, []nd.Array{ys}, nil, nil); err != nil {
+			return err
+		}
+		P := geo.outSize()
+		parallel.Each(p.n*p.m, 4*P, func(t int) {
+			plane := (*sums)[t*P : (t+1)*P]
+			if rq == nil {
+				acc := nd.MustAs[int32](y)[t*P : (t+1)*P]
+				for i, v := range plane {
+					acc[i] = int32(v)
+				}
+				return
+			}
+			requantPlanes(rq, plane, P, 1, t*P, P, t%p.m)
+		})
+		return nil
+	}
+	if rq == nil {
+		convIntProducts(p, *xf, wf, nd.MustAs[int32](y), nil)
+		return nil
+	}
+	convIntProducts(p, *xf, wf, nil, rq)
+	return nil
+}
+
+// rowsL1 is the largest sum of magnitudes of the rows of v (rows x k).
+func rowsL1(v []float32, rows, k int) float32 {
+	var most float32
+	for r := range rows {
+		var s float32
+		for _, x := range v[r*k : r*k+k] {
+			s += max(x, -x)
+		}
+		most = max(most, s)
+	}
+	return most
+}
+
+// convIntProducts computes the convolution of x (n x c x input
+// positions) by w (m x c/group x kernel, packed per group), their values
+// integers of magnitude at most 255 held as float32s, exactly: per image,
+// group and chunk of output positions, patches^T x W_g^T (intGemm), as
+// the float Conv's convGemm. The sums go into acc's planes (n x m x
+// positions), or, with rq, are requantized into rq.y's in the task that
+// made them, while in cache.
+func convIntProducts(p convProblem, x []float32, w *shiftedOperand, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	pointwise := p.pointwise()
+	pc := convChunk(p, k)
+	chunks := (P + pc - 1) / pc
+	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
+		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+		p0 := ch * pc
+		n := min(pc, P-p0)
+		buf := getFloats(n*mg + pcIf(!pointwise, k*n))
+		defer putFloats(buf)
+		tmp := (*buf)[:n*mg]
+		xg := x[(img*p.c+g*cg)*inSize:]
+		a, lda := xg[p0:], P
+		if !pointwise {
+			a, lda = (*buf)[n*mg:n*mg+k*n], n
+			im2col(a, xg, cg, geo, p0, n)
+		}
+		sums := getInts(n * mg)
+		defer putInts(sums)
+		// sums (n x mg) = patches^T (n x k) x W_g^T (k x mg)
+		inTmp := intGemm(true, n, mg, k, a, lda, intB{packed: w.packed[g]}, *sums, mg, tmp, rq == nil)
+		off := (img*p.m+g*mg)*P + p0
+		switch {
+		case rq == nil:
+			transposeInts(acc[off:], P, *sums, n, mg)
+		case inTmp:
+			requantPlanes(rq, tmp, n, mg, off, P, g*mg)
+		default:
+			requantPlanes(rq, *sums, n, mg, off, P, g*mg)
+		}
+	})
+}
+
+// transposeInts writes the n x m matrix t (row-major) into the columns of
+// dst: dst[j*ld+i] = t[i*m+j].
+func transposeInts(dst []int32, ld int, t []int32, n, m int) {
+	for j := range m {
+		d := dst[j*ld : j*ld+n]
+		for i := range d {
+			d[i] = t[i*m+j]
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// MatMulInteger and QLinearMatMul (opset 10): MatMul of int8 or uint8
+// matrices less their zero points, summed in int32; QLinearMatMul then
+// requantizes the sums to its output's type (requantize).
+//
+// The integer products are intGemm's (ops_quant_gemm.go): exact, on
+// package gemm's float32 kernels, B packed once when it is a constant.
+//
+// MatMulInteger's a_zero_point is per tensor or one per row of A (M
+// values), b_zero_point per tensor or one per column of B (N values).
+// QLinearMatMul's scales and zero points are per tensor, but for b's
+// (per tensor or per column, as ONNX Runtime takes them); its output is
+// saturate(round(sum x (a_scale x b_scale / y_scale)) + y_zero_point),
+// the multiplier in float32 in that order and the rounding half to even,
+// as ONNX Runtime computes it.
+
+func init() {
+	RegisterOp(OpDef{Name: "MatMulInteger", Versions: []int{10}, New: newMatMulInteger})
+	RegisterOp(OpDef{Name: "QLinearMatMul", Versions: []int{10}, New: newQLinearMatMul})
+}
+
+// qmatmul is MatMulInteger (linear false) and QLinearMatMul.
+type qmatmul struct {
+	linear bool
+	b      shiftedCache
+}
+
+func newMatMulInteger(n *Node) (Kernel, error) {
+	return &qmatmul{}, n.CheckArity(2, 4, 1, 1)
+}
+
+func newQLinearMatMul(n *Node) (Kernel, error) {
+	return &qmatmul{linear: true}, n.CheckArity(8, 8, 1, 1)
+}
+
+// operands returns the indices of A, B and their zero points among the
+// inputs (QLinearMatMul's scales and its output's: params).
+func (k *qmatmul) operands() (a, b, az, bz int) {
+	if k.linear {
+		return 0, 3, 2, 5
+	}
+	return 0, 1, 2, 3
+}
+
+// qInput names a quantized input's scale and zero point and gives their
+// indices, the index of the values they quantize (on) and their per-axis
+// length (-1: per tensor only).
+type qInput struct {
+	s, z       string
+	is, iz, on int
+	n          int
+}
+
+// params are QLinearMatMul's three quantizations, b's per column of n.
+func (k *qmatmul) params(n int) []qInput {
+	return []qInput{{"a_scale", "a_zero_point", 1, 2, 0, -1}, {"b_scale", "b_zero_point", 4, 5, 3, n}, {"y_scale", "y_zero_point", 6, 7, 7, -1}}
+}
+
+func (k *qmatmul) geometry(in []Meta) (mmShape, nd.DType, error) {
+	ia, ib, iaz, ibz := k.operands()
+	const iyz = 7 // QLinearMatMul's y_zero_point
+	a, b := in[ia], in[ib]
+	if !isQuantType(a.Type) || !isQuantType(b.Type) {
+		return mmShape{}, 0, fmt.Errorf("inputs A and B are %v and %v: want int8 or uint8", a.Type, b.Type)
+	}
+	s, err := matMulShape(a.Shape, b.Shape)
+	if err != nil {
+		return s, 0, err
+	}
+	if !k.linear {
+		if err := checkQShape("a_scale", "a_zero_point", Meta{}, metaAt(in, iaz), s.m, a.Type); err != nil {
+			return s, 0, err
+		}
+		err := checkQShape("b_scale", "b_zero_point", Meta{}, metaAt(in, ibz), s.n, b.Type)
+		return s, nd.Int32, err
+	}
+	if yt := metaAt(in, iyz).Type; !isQuantType(yt) {
+		return s, 0, fmt.Errorf("input y_zero_point is %v: want int8 or uint8 (the output's type)", yt)
+	}
+	for _, c := range k.params(s.n) {
+		if err := checkQShape(c.s, c.z, in[c.is], in[c.iz], c.n, in[c.on].Type); err != nil {
+			return s, 0, err
+		}
+	}
+	return s, in[iyz].Type, nil
+}
+
+func (k *qmatmul) Infer(in []Meta) ([]Meta, error) {
+	s, t, err := k.geometry(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.checkConsts(in); err != nil {
+		return nil, err
+	}
+	_, ib, _, ibz := k.operands()
+	if in[ib].Value != nil && (!metaAt(in, ibz).Type.IsInt() || metaAt(in, ibz).Value != nil) {
+		k.b.constant.Store(true)
+	}
+	return []Meta{{Type: t, Shape: s.out}}, nil
+}
+
+func (k *qmatmul) checkConsts(in []Meta) error {
+	if !k.linear {
+		return nil
+	}
+	for _, c := range k.params(-1) {
+		if err := checkQValues(c.s, c.z, metaAt(in, c.is), metaAt(in, c.iz)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zeroPoints reads a zero point input (nil when left out).
+func zeroPoints(a nd.Array) []int32 {
+	if a.Type == nd.Undefined {
+		return nil
+	}
+	v, _ := nd.Int64s(a)
+	z := make([]int32, len(v))
+	for i, x := range v {
+		z[i] = int32(x)
+	}
+	return z
+}
+
+func (k *qmatmul) Run(in, out []nd.Array) error {
+	metas := make([]Meta, len(in))
+	for i, a := range in {
+		metas[i] = Meta{Type: a.Type, Shape: a.Shape}
+	}
+	s, _, err := k.geometry(metas)
+	if err != nil {
+		return err
+	}
+	ia, ib, iaz, ibz := k.operands()
+	var mult []float32
+	var yz int32
+	if k.linear {
+		var q [3]qParams
+		for i, c := range k.params(s.n) {
+			if q[i], err = readQParams(c.s, c.z, in[c.is], in[c.iz]); err != nil {
+				return err
+			}
+		}
+		mult = make([]float32, len(q[1].scale))
+		for j, bs := range q[1].scale {
+			mult[j] = q[0].scale[0] * bs / q[2].scale[0]
+		}
+		yz = q[2].zero(0)
+	}
+	a, b := in[ia], in[ib]
+	if s.m == 0 || s.n == 0 {
+		return nil
+	}
+	af := getFloats(a.Len())
+	defer putFloats(af)
+	shiftedInto(a, *af, zeroPoints(arrayAt(in, iaz)), numel(s.aBatch), s.m, s.k)
+	bz := zeroPoints(arrayAt(in, ibz))
+	var pack func([]float32) ([]*intPacked, bool)
+	if numel(s.bBatch) == 1 { // one B for every product: packed
+		pack = func(v []float32) ([]*intPacked, bool) { return []*intPacked{packInt(false, s.k, s.n, v, s.n)}, false }
+	}
+	bs := k.b.get(b, func(dst []float32) { shiftedInto(b, dst, bz, numel(s.bBatch)*s.k, s.n, 1) }, pack)
+	ao, bo := s.batchOffsets()
+	y := out[0]
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, zp: yz}
+	}
+	// Products of rows of A: chunks of rows for every core.
+	rows := min(s.m, max(1, (1<<16)/max(1, s.n)))
+	chunks := (s.m + rows - 1) / rows
+	parallel.Each(len(ao)*chunks, 2*rows*s.n*s.k, func(t int) {
+		bt, r0 := t/chunks, t%chunks*rows
+		r1 := min(s.m, r0+rows)
+		nr := r1 - r0
+		o := (bt*s.m + r0) * s.n
+		tmp := getFloats(nr * s.n)
+		defer putFloats(tmp)
+		bb := intB{b: bs.v[bo[bt]:], ldb: s.n}
+		if bs.packed != nil {
+			bb = intB{packed: bs.packed[0]}
+		}
+		a := (*af)[ao[bt]+r0*s.k:]
+		if rq == nil {
+			intGemm(false, nr, s.n, s.k, a, s.k, bb, nd.MustAs[int32](y)[o:], s.n, *tmp, true)
+			return
+		}
+		acc := getInts(nr * s.n)
+		defer putInts(acc)
+		if intGemm(false, nr, s.n, s.k, a, s.k, bb, *acc, s.n, *tmp, false) {
+			requantRows(rq, *tmp, nr, s.n, o)
+		} else {
+			requantRows(rq, *acc, nr, s.n, o)
+		}
+	})
+	return nil
+}
