@@ -13,6 +13,11 @@
 // (tasks that can fail) and Chunks take the number of goroutines from the
 // caller.
 //
+// The goroutines are kept between loops (pool.go): a loop hands its tasks
+// to those idle and takes tasks itself, and allocates nothing of its own,
+// so that a caller whose functions are made once (a model's run) runs its
+// loops without allocating.
+//
 // Every function returns when every task has run; fn must be safe to call
 // from several goroutines at once for different tasks.
 package parallel
@@ -20,8 +25,6 @@ package parallel
 import (
 	"errors"
 	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // MinWork is the work (elements touched, or multiply-adds) below which a
@@ -52,7 +55,17 @@ func Each(n, cost int, fn func(i int)) { Do(Workers(n, cost), n, fn) }
 // GOMAXPROCS), which take the tasks in order from a shared counter. With one
 // worker it runs them on the calling goroutine.
 func Do(workers, n int, fn func(i int)) {
-	DoWith(workers, n, func() func(int) { return fn })
+	if n <= 0 {
+		return
+	}
+	workers = limit(workers, n)
+	if workers == 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	run(loop{n: n, each: fn}, workers)
 }
 
 // DoErr is Do for tasks that can fail: every task runs, whatever the others
@@ -81,21 +94,7 @@ func DoWith(workers, n int, newWorker func() func(i int)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			fn := newWorker()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
+	run(loop{n: n, newWorker: newWorker}, workers)
 }
 
 // Chunks runs fn(lo, hi) over [0, n) cut into one contiguous run per
@@ -111,12 +110,7 @@ func Chunks(workers, n int, fn func(lo, hi int)) {
 		return
 	}
 	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(n, lo+chunk)
-		wg.Go(func() { fn(lo, hi) })
-	}
-	wg.Wait()
+	run(loop{n: (n + chunk - 1) / chunk, chunk: chunk, total: n, chunks: fn}, workers)
 }
 
 func limit(workers, n int) int {

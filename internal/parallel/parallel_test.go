@@ -95,3 +95,40 @@ func TestDoErr(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, sentinel)
 }
+
+// A loop allocates nothing of its own at several workers: its goroutines
+// are kept between loops (a function without captured state allocates
+// nothing either).
+func TestNoAllocations(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var sum atomic.Int64
+	each := func(i int) { sum.Add(int64(i)) }
+	chunks := func(lo, hi int) { sum.Add(int64(hi - lo)) }
+	parallel.Do(4, 64, each) // the helpers start
+	allocs := testing.AllocsPerRun(100, func() {
+		parallel.Do(4, 64, each)
+		parallel.Chunks(4, 64, chunks)
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, 101*(64*63/2+64)+64*63/2, int(sum.Load()))
+}
+
+// Loops inside loops' tasks, from several goroutines at once, run every
+// task once and never wait for each other (a helper takes a loop only when
+// idle).
+func TestNested(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			parallel.Do(4, 16, func(int) {
+				parallel.Chunks(3, 10, func(lo, hi int) {
+					parallel.Do(2, hi-lo, func(int) { total.Add(1) })
+				})
+			})
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 8*16*10, total.Load())
+}
