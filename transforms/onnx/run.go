@@ -36,7 +36,7 @@ func (p *Plan) RunWith(inputs []nd.Array, opts RunOptions) ([]nd.Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.run(inputs, mem)
+	return p.run(inputs, nil, mem)
 }
 
 // runState is what a run uses besides its outputs, kept for the plan's
@@ -48,6 +48,11 @@ type runState struct {
 	in, out [][]nd.Array
 	lists   []nd.Array // in's and out's backing
 	copies  [][2]int
+	inputs  []nd.Array // the run's inputs, checked (checkInputsInto)
+	// narrow holds, for RunInto, the float32 value of each output the
+	// model declares Float16 or BFloat16 (nil for the others), made on
+	// first use.
+	narrow []nd.Array
 }
 
 // release drops what a run's state refers to beyond the plan's own
@@ -56,6 +61,7 @@ type runState struct {
 func (st *runState) release() {
 	clear(st.arrays)
 	clear(st.lists)
+	clear(st.inputs)
 }
 
 // state returns a run state of the plan: a pooled one, or one made now
@@ -64,7 +70,8 @@ func (p *Plan) state(mem *memory) (*runState, error) {
 	if st, ok := p.pool.Get().(*runState); ok {
 		return st, nil
 	}
-	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps))}
+	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps)),
+		inputs: make([]nd.Array, len(p.inputs))}
 	var n int
 	for _, s := range p.steps {
 		n += len(s.in) + len(s.out)
@@ -84,12 +91,11 @@ func (p *Plan) state(mem *memory) (*runState, error) {
 	return st, nil
 }
 
-func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
+// run runs the plan on inputs into outputs, the caller's (RunInto:
+// checkOutputs's), or, where outputs is nil, into new arrays, which it
+// returns.
+func (p *Plan) run(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	m := p.m
-	inputs, err := p.checkInputs(inputs, mem)
-	if err != nil {
-		return nil, err
-	}
 	st, err := p.state(mem)
 	if err != nil {
 		return nil, err
@@ -98,9 +104,12 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 		st.release()
 		p.pool.Put(st)
 	}()
+	if err := p.checkInputsInto(st.inputs, inputs, mem); err != nil {
+		return nil, err
+	}
 	arrays, ws := st.arrays, st.ws
 	for i, id := range p.inputs {
-		arrays[id] = inputs[i]
+		arrays[id] = st.inputs[i]
 	}
 	for i, v := range p.vals {
 		switch v.st {
@@ -109,11 +118,19 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 		case stWork:
 			arrays[i] = nd.Array{Type: v.meta.Type, Shape: v.meta.Shape, Data: ws[v.off : v.off+v.size : v.off+v.size]}
 		case stOutput:
+			if outputs != nil {
+				continue // below
+			}
 			a, err := mem.array(v.meta.Type, v.meta.Shape, v.by, p.valueWhat(i))
 			if err != nil {
 				return nil, err
 			}
 			arrays[i] = a
+		}
+	}
+	if outputs != nil {
+		if err := p.placeOutputs(st, arrays, outputs, mem); err != nil {
+			return nil, err
 		}
 	}
 	for si, s := range p.steps {
@@ -149,6 +166,10 @@ func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
 		for _, c := range copies {
 			copy(out[c[0]].Data, in[c[1]].Data)
 		}
+	}
+	if outputs != nil {
+		p.finishOutputs(arrays, outputs)
+		return outputs, nil
 	}
 	outs := make([]nd.Array, len(p.outputs))
 	for i, id := range p.outputs {

@@ -1,0 +1,113 @@
+package onnx_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// allocThreads are the GOMAXPROCS the allocation tests run at: one
+// thread, and several (the products and the convolutions then share their
+// work between goroutines).
+var allocThreads = []int{1, 2, 4}
+
+// newOutputs returns zeroed arrays for the plan's outputs, of the model's
+// declared types.
+func newOutputs(m *onnx.Model, p *onnx.Plan) []nd.Array {
+	outs := make([]nd.Array, len(m.Outputs))
+	for i, meta := range p.OutputMeta() {
+		outs[i] = nd.Zeros(m.Outputs[i].Type, meta.Shape...)
+	}
+	return outs
+}
+
+// A run of a test model into the caller's outputs allocates nothing after
+// the plan's first, at one thread and at several, and writes the bits Run
+// returns.
+func TestRunIntoAllocs(t *testing.T) {
+	for _, tm := range testModels(t) {
+		m, err := onnxtest.LoadFile(tm.Model)
+		require.NoError(t, err)
+		in := onnxtest.ReadTensor(t, tm.Input)
+		for _, batch := range []int{in.Shape[0], 8} {
+			ins := []nd.Array{repeatRows(in, batch)}
+			for _, procs := range allocThreads {
+				t.Run(fmt.Sprintf("%s/b%d/procs%d", tm.Name, batch, procs), func(t *testing.T) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					p, err := m.Plan(ins)
+					require.NoError(t, err)
+					want, err := p.Run(ins)
+					require.NoError(t, err)
+					outs := newOutputs(m, p)
+					require.NoError(t, p.RunInto(ins, outs))
+					for i := range want {
+						assert.Equal(t, want[i], outs[i], "output %d: RunInto's is Run's", i)
+					}
+					allocs := testing.AllocsPerRun(3, func() {
+						if err := p.RunInto(ins, outs); err != nil {
+							t.Fatal(err)
+						}
+					})
+					t.Logf("%v allocations a run", allocs)
+				})
+			}
+		}
+	}
+}
+
+// RunInto refuses outputs of the wrong number, type or shape, naming the
+// output, and writes nothing.
+func TestRunIntoBadOutputs(t *testing.T) {
+	m, err := onnxtest.LoadFile(filepath.Join(modelsDir, "resnet-opset17.onnx"))
+	require.NoError(t, err)
+	ins := []nd.Array{onnxtest.ReadTensor(t, filepath.Join(modelsDir, "resnet.input.pb"))}
+	p, err := m.Plan(ins)
+	require.NoError(t, err)
+	good := newOutputs(m, p)
+	name := m.Outputs[0].Name
+	shape := good[0].Shape
+
+	require.ErrorContains(t, p.RunInto(ins, nil), "0 outputs for a model of 1")
+	require.ErrorContains(t, p.RunInto(ins, append(good, good[0])), "2 outputs for a model of 1")
+	wrongShape := nd.Zeros(nd.Float32, shape[0]+1, shape[1])
+	require.ErrorContains(t, p.RunInto(ins, []nd.Array{wrongShape}), fmt.Sprintf("output %q is float32[%dx%d], the plan's is float32%s", name, shape[0]+1, shape[1], nd.ShapeString(shape)))
+	wrongType := nd.Zeros(nd.Float64, shape...)
+	require.ErrorContains(t, p.RunInto(ins, []nd.Array{wrongType}), fmt.Sprintf("output %q is float64", name))
+	short := nd.Array{Type: nd.Float32, Shape: shape, Data: make([]byte, 4)}
+	require.ErrorContains(t, p.RunInto(ins, []nd.Array{short}), fmt.Sprintf("output %q: float32", name))
+	require.ErrorContains(t, p.RunInto(nil, good), "0 inputs for a model of 1")
+	assert.Equal(t, nd.Zeros(nd.Float32, shape...), good[0], "nothing written")
+}
+
+// BenchmarkRunInto runs each opset-17 test model at batch 8 into the same
+// outputs (-benchmem reports its allocations a run: none).
+func BenchmarkRunInto(b *testing.B) {
+	for _, tm := range testModels(b) {
+		if !strings.HasSuffix(tm.Name, "-opset17") {
+			continue
+		}
+		b.Run(tm.Name, func(b *testing.B) {
+			m, err := onnxtest.LoadFile(tm.Model)
+			require.NoError(b, err)
+			ins := []nd.Array{repeatRows(onnxtest.ReadTensor(b, tm.Input), 8)}
+			p, err := m.Plan(ins)
+			require.NoError(b, err)
+			outs := newOutputs(m, p)
+			require.NoError(b, p.RunInto(ins, outs))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.RunInto(ins, outs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
