@@ -68,6 +68,32 @@ func Do(workers, n int, fn func(i int)) {
 	run(loop{n: n, each: fn}, workers)
 }
 
+// Tasks are a loop's tasks as a value: Task(i) runs task i. A function
+// literal that captures variables is allocated anew at each call of the
+// loop; a Tasks whose value is made once and kept (a kernel's, pooled)
+// lets a loop that runs many times allocate nothing.
+type Tasks interface {
+	Task(i int)
+}
+
+// EachTasks is Each with t's tasks.
+func EachTasks(n, cost int, t Tasks) { DoTasks(Workers(n, cost), n, t) }
+
+// DoTasks is Do with t's tasks.
+func DoTasks(workers, n int, t Tasks) {
+	if n <= 0 {
+		return
+	}
+	workers = limit(workers, n)
+	if workers == 1 {
+		for i := range n {
+			t.Task(i)
+		}
+		return
+	}
+	run(loop{n: n, tasks: t}, workers)
+}
+
 // DoErr is Do for tasks that can fail: every task runs, whatever the others
 // return, and the result is their errors joined in task order
 // (errors.Join), nil when none failed.

@@ -132,3 +132,21 @@ func TestNested(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, 8*16*10, total.Load())
 }
+
+// sumTasks adds its task indices.
+type sumTasks struct{ sum atomic.Int64 }
+
+func (s *sumTasks) Task(i int) { s.sum.Add(int64(i)) }
+
+// DoTasks and EachTasks run every task once and allocate nothing.
+func TestTasks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	s := new(sumTasks)
+	allocs := testing.AllocsPerRun(50, func() {
+		parallel.DoTasks(4, 100, s)
+		parallel.DoTasks(1, 100, s)
+		parallel.EachTasks(100, parallel.MinWork, s)
+	})
+	assert.Zero(t, allocs)
+	assert.EqualValues(t, 51*3*(100*99/2), s.sum.Load())
+}

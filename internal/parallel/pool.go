@@ -23,6 +23,7 @@ import (
 // i*chunk.. of total, a contiguous run).
 type loop struct {
 	n         int
+	tasks     Tasks
 	each      func(i int)
 	newWorker func() func(i int)
 	chunks    func(lo, hi int)
@@ -43,6 +44,9 @@ func (j *job) work() {
 	fn := j.each
 	if j.newWorker != nil {
 		fn = j.newWorker()
+	}
+	if j.tasks != nil {
+		fn = j.tasks.Task // a method value kept on this goroutine's stack
 	}
 	for {
 		i := int(j.next.Add(1)) - 1

@@ -95,6 +95,23 @@ type problem struct {
 	// product is its column j+j0 (b, ldb and transB are unused).
 	packed *Packed
 	j0     int
+	// rowStep, colStep and colTasks cut C into the tasks of a run on
+	// several goroutines (Task).
+	rowStep, colStep, colTasks int
+}
+
+// problems are the copies of problems that the goroutines of a run share
+// (pooled: a run allocates nothing).
+var problems = sync.Pool{New: func() any { return new(problem) }}
+
+// prepacked are the Packed matrices into which a run packs a B shared by
+// its row blocks (pooled).
+var prepacked = sync.Pool{New: func() any { return new(Packed) }}
+
+// Task computes block t of C, as run cuts it.
+func (p *problem) Task(t int) {
+	i0, j0 := (t/p.colTasks)*p.rowStep, (t%p.colTasks)*p.colStep
+	p.block(i0, min(i0+p.rowStep, p.m), j0, min(j0+p.colStep, p.n))
 }
 
 func (p *problem) check() {
@@ -178,7 +195,9 @@ func (p *problem) run(workers int) {
 	// Row blocks would each pack all of B: where B is small enough, pack it
 	// once for all of them (the same bits: see SgemmPacked).
 	if rowTasks > 1 && p.packed == nil && p.k*roundUp(p.n, kern.nr) <= prepackMax {
-		p.packed = packWith(kern, p.transB, p.k, p.n, p.b, p.ldb)
+		pk := prepacked.Get().(*Packed)
+		defer prepacked.Put(pk)
+		p.packed = pk.pack(kern, p.transB, p.k, p.n, p.b, p.ldb)
 	}
 	if workers == 1 || total == 1 { // on the calling goroutine, allocating nothing
 		for i0 := 0; i0 < p.m; i0 += rowStep {
@@ -190,11 +209,12 @@ func (p *problem) run(workers int) {
 	}
 	// The goroutines take the blocks from a shared counter. They share a
 	// copy of the problem (p itself stays on its caller's stack).
-	q := *p
-	parallel.Do(workers, total, func(t int) {
-		i0, j0 := (t/colTasks)*rowStep, (t%colTasks)*colStep
-		q.block(i0, min(i0+rowStep, q.m), j0, min(j0+colStep, q.n))
-	})
+	q := problems.Get().(*problem)
+	*q = *p
+	q.rowStep, q.colStep, q.colTasks = rowStep, colStep, colTasks
+	parallel.DoTasks(workers, total, q)
+	*q = problem{} // hold none of the caller's matrices
+	problems.Put(q)
 }
 
 // block computes rows i0..i1 and columns j0..j1 of C (i0 a multiple of mr,
