@@ -150,3 +150,34 @@ func TestTasks(t *testing.T) {
 	assert.Zero(t, allocs)
 	assert.EqualValues(t, 51*3*(100*99/2), s.sum.Load())
 }
+
+type sumArgs struct {
+	xs  []int64
+	sum *atomic.Int64
+}
+
+// ForWith and EachWith cover every index once, at one worker and at
+// several, and allocate nothing where the function captures nothing.
+func TestWith(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	xs := make([]int64, 1<<16)
+	for i := range xs {
+		xs[i] = int64(i)
+	}
+	var sum atomic.Int64
+	args := sumArgs{xs: xs, sum: &sum}
+	loops := func() {
+		parallel.ForWith(len(xs), 1, args, func(a *sumArgs, lo, hi int) {
+			for _, x := range a.xs[lo:hi] {
+				a.sum.Add(x)
+			}
+		})
+		parallel.EachWith(len(xs), parallel.MinWork, args, func(a *sumArgs, i int) { a.sum.Add(a.xs[i]) })
+		parallel.ForWith(3, 1, args, func(a *sumArgs, lo, hi int) { a.sum.Add(int64(hi - lo)) }) // one worker
+	}
+	loops()
+	allocs := testing.AllocsPerRun(20, loops)
+	assert.Zero(t, allocs)
+	n := int64(len(xs))
+	assert.Equal(t, 22*(2*n*(n-1)/2+3), sum.Load())
+}

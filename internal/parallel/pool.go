@@ -18,12 +18,13 @@ import (
 // loop first asks for them (GOMAXPROCS raised later starts more; lowered,
 // the rest stay idle).
 
-// loop is a loop's n tasks: one of each (a task), newWorker (a
-// goroutine's state, then its tasks) or chunks (task i: the indices
-// i*chunk.. of total, a contiguous run).
+// loop is a loop's n tasks: one of tasks or each (a task), newWorker (a
+// goroutine's state, then its tasks), or ranges or chunks (task i: the
+// indices i*chunk.. of total, a contiguous run).
 type loop struct {
 	n         int
 	tasks     Tasks
+	ranges    interface{ Range(lo, hi int) }
 	each      func(i int)
 	newWorker func() func(i int)
 	chunks    func(lo, hi int)
@@ -53,9 +54,14 @@ func (j *job) work() {
 		if i >= j.n {
 			return
 		}
-		if j.chunks != nil {
+		if j.chunks != nil || j.ranges != nil {
 			lo := i * j.chunk
-			j.chunks(lo, min(lo+j.chunk, j.total))
+			hi := min(lo+j.chunk, j.total)
+			if j.ranges != nil {
+				j.ranges.Range(lo, hi)
+			} else {
+				j.chunks(lo, hi)
+			}
 			continue
 		}
 		fn(i)

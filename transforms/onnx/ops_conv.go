@@ -212,39 +212,53 @@ const convChunkFloats = 128 << 10
 
 // convGemm computes a float32 convolution as packed matrix products.
 func convGemm(p convProblem, x []float32, w []*gemm.Packed, bias, y []float32) {
+	k := p.c / p.group * p.geo.kSize()
+	pc := convChunk(p, k)
+	chunks := (p.geo.outSize() + pc - 1) / pc
+	parallel.EachWith(p.n*p.group*chunks, 2*pc*k*(p.m/p.group), convGemmRun{p: p, x: x, w: w, bias: bias, y: y, pc: pc, chunks: chunks}, (*convGemmRun).task)
+}
+
+// convGemmRun is a run of convGemm (of convGemmRows: w unused, ws W), in
+// chunks of pc positions.
+type convGemmRun struct {
+	p          convProblem
+	x, bias, y []float32
+	w          []*gemm.Packed
+	ws         []float32
+	pc, chunks int
+}
+
+// task computes chunk t of convGemm.
+func (r *convGemmRun) task(t int) {
+	p, x, w, bias, y, pc, chunks := &r.p, r.x, r.w, r.bias, r.y, r.pc, r.chunks
 	geo := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	k := cg * geo.kSize()
 	P, inSize := geo.outSize(), geo.inSize()
 	pointwise := p.pointwise()
-	pc := convChunk(p, k)
-	chunks := (P + pc - 1) / pc
-	tasks := p.n * p.group * chunks
-	parallel.Each(tasks, 2*pc*k*mg, func(t int) {
-		buf := getFloats(pc*mg + pcIf(!pointwise, pc*k))
-		defer putFloats(buf)
-		tmp := (*buf)[:pc*mg]
-		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
-		p0 := ch * pc
-		n := min(pc, P-p0)
-		xg := x[(img*p.c+g*cg)*inSize:]
-		var a []float32
-		lda := 0
-		if pointwise {
-			a, lda = xg[p0:], P
-		} else {
-			a, lda = (*buf)[pc*mg:pc*mg+n*k], n
-			im2col(a, xg, cg, geo, p0, n)
-		}
-		// tmp (n x mg) = col^T (n x k) * W_g^T (k x mg)
-		gemm.SgemmPacked(1, true, n, 1, a, lda, w[g], 0, mg, 0, tmp, mg)
-		var b []float32
-		if bias != nil {
-			b = bias[g*mg : (g+1)*mg]
-		}
-		transposeInto(y[(img*p.m+g*mg)*P+p0:], P, tmp[:n*mg], n, mg, b)
-		p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
-	})
+	buf := getFloats(pc*mg + pcIf(!pointwise, pc*k))
+	defer putFloats(buf)
+	tmp := (*buf)[:pc*mg]
+	img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+	p0 := ch * pc
+	n := min(pc, P-p0)
+	xg := x[(img*p.c+g*cg)*inSize:]
+	var a []float32
+	lda := 0
+	if pointwise {
+		a, lda = xg[p0:], P
+	} else {
+		a, lda = (*buf)[pc*mg:pc*mg+n*k], n
+		im2col(a, xg, cg, geo, p0, n)
+	}
+	// tmp (n x mg) = col^T (n x k) * W_g^T (k x mg)
+	gemm.SgemmPacked(1, true, n, 1, a, lda, w[g], 0, mg, 0, tmp, mg)
+	var b []float32
+	if bias != nil {
+		b = bias[g*mg : (g+1)*mg]
+	}
+	transposeInto(y[(img*p.m+g*mg)*P+p0:], P, tmp[:n*mg], n, mg, b)
+	p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
 }
 
 // convByRows chooses between the two forms of the product. W x patches
@@ -288,39 +302,43 @@ func convPositions(p convProblem, k, least, tile int) int {
 // convGemmRows computes a float32 convolution as products W_g (Cout/group x
 // K) x patches (K x positions) into the output's planes.
 func convGemmRows(p convProblem, x, w, bias, y []float32) {
+	k := p.c / p.group * p.geo.kSize()
+	pc := convRowsChunk(p, k)
+	chunks := (p.geo.outSize() + pc - 1) / pc
+	parallel.EachWith(p.n*p.group*chunks, 2*pc*k*(p.m/p.group), convGemmRun{p: p, x: x, ws: w, bias: bias, y: y, pc: pc, chunks: chunks}, (*convGemmRun).rowsTask)
+}
+
+// rowsTask computes chunk t of convGemmRows.
+func (r *convGemmRun) rowsTask(t int) {
+	p, x, w, bias, y, pc, chunks := &r.p, r.x, r.ws, r.bias, r.y, r.pc, r.chunks
 	geo := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	k := cg * geo.kSize()
 	P, inSize := geo.outSize(), geo.inSize()
-	pointwise := p.pointwise()
-	pc := convRowsChunk(p, k)
-	chunks := (P + pc - 1) / pc
-	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
-		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
-		p0 := ch * pc
-		n := min(pc, P-p0)
-		xg := x[(img*p.c+g*cg)*inSize:]
-		yc := y[(img*p.m+g*mg)*P+p0:]
-		beta := float32(0)
-		if bias != nil {
-			beta = 1
-			for co := range mg {
-				row := yc[co*P : co*P+n]
-				fillCopies(row, bias[g*mg+co])
-			}
+	img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+	p0 := ch * pc
+	n := min(pc, P-p0)
+	xg := x[(img*p.c+g*cg)*inSize:]
+	yc := y[(img*p.m+g*mg)*P+p0:]
+	beta := float32(0)
+	if bias != nil {
+		beta = 1
+		for co := range mg {
+			row := yc[co*P : co*P+n]
+			fillCopies(row, bias[g*mg+co])
 		}
-		wg := w[g*mg*k : (g+1)*mg*k]
-		if pointwise {
-			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, xg[p0:], P, beta, yc, P)
-		} else {
-			buf := getFloats(n * k)
-			col := (*buf)[:n*k]
-			im2col(col, xg, cg, geo, p0, n)
-			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
-			putFloats(buf)
-		}
-		p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
-	})
+	}
+	wg := w[g*mg*k : (g+1)*mg*k]
+	if p.pointwise() {
+		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, xg[p0:], P, beta, yc, P)
+	} else {
+		buf := getFloats(n * k)
+		col := (*buf)[:n*k]
+		im2col(col, xg, cg, geo, p0, n)
+		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
+		putFloats(buf)
+	}
+	p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
 }
 
 func pcIf(c bool, n int) int {

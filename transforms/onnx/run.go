@@ -67,7 +67,7 @@ func (st *runState) release() {
 // state returns a run state of the plan: a pooled one, or one made now
 // (its workspace within mem's budget).
 func (p *Plan) state(mem *memory) (*runState, error) {
-	if st, ok := p.pool.Get().(*runState); ok {
+	if st := p.pool.get(); st != nil {
 		return st, nil
 	}
 	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps)),
@@ -102,7 +102,7 @@ func (p *Plan) run(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error) 
 	}
 	defer func() {
 		st.release()
-		p.pool.Put(st)
+		p.pool.put(st)
 	}()
 	if err := p.checkInputsInto(st.inputs, inputs, mem); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -21,11 +22,8 @@ func (p *Plan) RunInto(inputs, outputs []nd.Array) error {
 	if err := p.checkOutputs(outputs); err != nil {
 		return err
 	}
-	mem, err := newMemory(0)
-	if err != nil {
-		return err
-	}
-	_, err = p.run(inputs, outputs, mem)
+	mem := lazyMemory()
+	_, err := p.run(inputs, outputs, &mem)
 	return err
 }
 
@@ -112,4 +110,33 @@ func (p *Plan) checkInputsInto(dst, inputs []nd.Array, mem *memory) error {
 		dst[i] = a
 	}
 	return nil
+}
+
+// runStates are a plan's run states not in use. Unlike a sync.Pool's,
+// they are kept through garbage collections: a plan's workspace is made
+// once per concurrent run, not again after every collection (a pipeline's
+// worker collects often). A plan holds as many as it has run at once, and
+// goes with them when its model drops it.
+type runStates struct {
+	mu   sync.Mutex
+	idle []*runState
+}
+
+// get returns an idle state, or nil.
+func (s *runStates) get() *runState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.idle) == 0 {
+		return nil
+	}
+	st := s.idle[len(s.idle)-1]
+	s.idle = s.idle[:len(s.idle)-1]
+	return st
+}
+
+// put makes st idle.
+func (s *runStates) put(st *runState) {
+	s.mu.Lock()
+	s.idle = append(s.idle, st)
+	s.mu.Unlock()
 }

@@ -19,6 +19,13 @@ import (
 // work between goroutines).
 var allocThreads = []int{1, 2, 4}
 
+// allocFree are the test models whose runs into the caller's outputs are
+// held to no allocation. The transformer's and the U-Net's operators
+// (strided copies, Slice, elementwise broadcasting, MatMul's shapes,
+// attention, Resize, ConvTranspose, Concat) still allocate their shapes'
+// plans and closures at each run.
+var allocFree = map[string]bool{"resnet": true, "mobilenetv2": true}
+
 // newOutputs returns zeroed arrays for the plan's outputs, of the model's
 // declared types.
 func newOutputs(m *onnx.Model, p *onnx.Plan) []nd.Array {
@@ -29,9 +36,9 @@ func newOutputs(m *onnx.Model, p *onnx.Plan) []nd.Array {
 	return outs
 }
 
-// A run of a test model into the caller's outputs allocates nothing after
-// the plan's first, at one thread and at several, and writes the bits Run
-// returns.
+// A run of a test model into the caller's outputs writes the bits Run
+// returns, and allocates nothing after the plan's first (allocFree's
+// models), at one thread and at several.
 func TestRunIntoAllocs(t *testing.T) {
 	for _, tm := range testModels(t) {
 		m, err := onnxtest.LoadFile(tm.Model)
@@ -56,7 +63,11 @@ func TestRunIntoAllocs(t *testing.T) {
 							t.Fatal(err)
 						}
 					})
-					t.Logf("%v allocations a run", allocs)
+					if allocFree[strings.SplitN(tm.Name, "-", 2)[0]] {
+						assert.Zero(t, allocs, "allocations a run")
+					} else {
+						t.Logf("%v allocations a run (not yet held to none)", allocs)
+					}
 				})
 			}
 		}
