@@ -95,6 +95,9 @@ type problem struct {
 	// product is its column j+j0 (b, ldb and transB are unused).
 	packed *Packed
 	j0     int
+	// packedA, when set, is op(A) already packed (a, lda and transA are
+	// unused).
+	packedA *PackedA
 	// rowStep, colStep and colTasks cut C into the tasks of a run on
 	// several goroutines (Task).
 	rowStep, colStep, colTasks int
@@ -126,7 +129,9 @@ func (p *problem) check() {
 	if p.transB {
 		br, bc, bn = p.n, p.k, "n x k (transposed)"
 	}
-	checkMatrix("A", an, ar, ac, p.a, p.lda, "lda")
+	if p.packedA == nil {
+		checkMatrix("A", an, ar, ac, p.a, p.lda, "lda")
+	}
 	if p.packed == nil {
 		checkMatrix("B", bn, br, bc, p.b, p.ldb, "ldb")
 	}
@@ -227,6 +232,12 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 	mr, nr := kern.mr, kern.nr
 	kb := kern.kBlock(p.k)
 	na := min(kern.mc, roundUp(i1-i0, mr)) * kb
+	if p.packedA != nil {
+		na = 0
+		if p.packedA.kern != kern {
+			panic("gemm: A was packed for kernel " + p.packedA.kern.name + ", not " + kern.name)
+		}
+	}
 	nb := 0
 	if p.packed == nil {
 		nb = min(kern.nc, roundUp(j1-j0, nr)) * kb
@@ -254,7 +265,11 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 		}
 		for ic := i0; ic < i1; ic += kern.mc {
 			mc := min(kern.mc, i1-ic)
-			packA(pa, p.a, p.lda, p.transA, ic, mc, pc, kc, mr)
+			if p.packedA != nil {
+				pa = p.packedA.block(pc, kc, ic, mc)
+			} else {
+				packA(pa, p.a, p.lda, p.transA, ic, mc, pc, kc, mr)
+			}
 			for jc := j0; jc < j1; jc += kern.nc {
 				nc := min(kern.nc, j1-jc)
 				if p.packed != nil {

@@ -27,7 +27,8 @@ import (
 // packed once per node (gemm.Pack; W is a constant), the result transposed
 // into the output's planes with the bias added; for thin ones (the RGB
 // stems, 1x1 convolutions of few channels), W x patches written straight
-// into the planes, which costs packing W per chunk but no transpose.
+// into the planes, W packed once per node as well (gemm.PackA) where it is
+// a constant, no transpose.
 // Convolutions of few channels (at most 64 per group) with stride 1 or 2,
 // where AVX-512 or AVX2 runs and there are images enough for every core, take a
 // direct kernel instead, with no patches at all (ops_conv_flat.go).
@@ -46,7 +47,16 @@ type conv struct {
 	// packing is then kept in packed.
 	constW atomic.Bool
 	packed atomic.Pointer[convWeights]
+	rows   atomic.Pointer[convRowWeights]
 	flat   atomic.Pointer[flatWeights]
+}
+
+// convRowWeights are a constant W packed as the A operand of W x patches
+// (convGemmRows), one matrix per group (the group's Cout/group x K rows),
+// and the W they were packed from.
+type convRowWeights struct {
+	src    *byte
+	groups []*gemm.PackedA
 }
 
 // convWeights are W packed for gemm, one matrix per group (op(B) = the
@@ -148,7 +158,7 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 	case useFlat(p):
 		convFlat(p, xs, c.flatWeightsOf(ws, p), bs, ys)
 	case convByRows(p):
-		convGemmRows(p, xs, ws, bs, ys)
+		convGemmRows(p, xs, ws, c.rowWeights(w, p), bs, ys)
 	default:
 		convGemm(p, xs, c.weights(w, p), bs, ys)
 	}
@@ -184,6 +194,28 @@ func (c *conv) weights(w nd.Array, p convProblem) []*gemm.Packed {
 	if c.constW.Load() {
 		c.packed.Store(pk)
 	}
+	return pk.groups
+}
+
+// rowWeights returns a constant W packed per group as the A operand of
+// convGemmRows, packed on first use and kept (weights prepared once per
+// model, not once per product); nil where W is not a constant, whose
+// products then pack it as they go.
+func (c *conv) rowWeights(w nd.Array, p convProblem) []*gemm.PackedA {
+	if !c.constW.Load() {
+		return nil
+	}
+	src := unsafe.SliceData(w.Data)
+	if pk := c.rows.Load(); pk != nil && pk.src == src {
+		return pk.groups
+	}
+	ws := nd.MustAs[float32](w)
+	mg, k := p.m/p.group, p.c/p.group*p.geo.kSize()
+	pk := &convRowWeights{src: src, groups: make([]*gemm.PackedA, p.group)}
+	for g := range pk.groups {
+		pk.groups[g] = gemm.PackA(false, mg, k, ws[g*mg*k:], k)
+	}
+	c.rows.Store(pk)
 	return pk.groups
 }
 
@@ -225,6 +257,7 @@ type convGemmRun struct {
 	x, bias, y []float32
 	w          []*gemm.Packed
 	ws         []float32
+	wa         []*gemm.PackedA
 	pc, chunks int
 }
 
@@ -262,8 +295,9 @@ func (r *convGemmRun) task(t int) {
 }
 
 // convByRows chooses between the two forms of the product. W x patches
-// writes the output's planes directly but packs W again for every chunk of
-// positions: one value moved per chunk-size multiply-adds. Patches^T x W
+// writes the output's planes directly but packed W again for every chunk
+// of positions when this was measured (one value moved per chunk-size
+// multiply-adds; a constant W is now packed once, rowWeights). Patches^T x W
 // uses W packed once but transposes its product into the planes: one value
 // moved, strided, per K multiply-adds. Measured on ResNet's and
 // MobileNetV2's layers (batch 8, 2 cores), W x patches wins while K is at
@@ -301,11 +335,14 @@ func convPositions(p convProblem, k, least, tile int) int {
 
 // convGemmRows computes a float32 convolution as products W_g (Cout/group x
 // K) x patches (K x positions) into the output's planes.
-func convGemmRows(p convProblem, x, w, bias, y []float32) {
+//
+// wa is W packed per group (rowWeights), or nil: W is then packed for
+// each product. The bits are the same.
+func convGemmRows(p convProblem, x, w []float32, wa []*gemm.PackedA, bias, y []float32) {
 	k := p.c / p.group * p.geo.kSize()
 	pc := convRowsChunk(p, k)
 	chunks := (p.geo.outSize() + pc - 1) / pc
-	parallel.EachWith(p.n*p.group*chunks, 2*pc*k*(p.m/p.group), convGemmRun{p: p, x: x, ws: w, bias: bias, y: y, pc: pc, chunks: chunks}, (*convGemmRun).rowsTask)
+	parallel.EachWith(p.n*p.group*chunks, 2*pc*k*(p.m/p.group), convGemmRun{p: p, x: x, ws: w, wa: wa, bias: bias, y: y, pc: pc, chunks: chunks}, (*convGemmRun).rowsTask)
 }
 
 // rowsTask computes chunk t of convGemmRows.
@@ -328,14 +365,22 @@ func (r *convGemmRun) rowsTask(t int) {
 			fillCopies(row, bias[g*mg+co])
 		}
 	}
-	wg := w[g*mg*k : (g+1)*mg*k]
+	var b []float32 // the patches: the input itself, or im2col's
+	var ldb int
+	var buf *[]float32
 	if p.pointwise() {
-		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, xg[p0:], P, beta, yc, P)
+		b, ldb = xg[p0:], P
 	} else {
-		buf := getFloats(n * k)
-		col := (*buf)[:n*k]
-		im2col(col, xg, cg, geo, p0, n)
-		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
+		buf = getFloats(n * k)
+		b, ldb = (*buf)[:n*k], n
+		im2col(b, xg, cg, geo, p0, n)
+	}
+	if r.wa != nil {
+		gemm.SgemmPackedA(1, r.wa[g], false, n, 1, b, ldb, beta, yc, P)
+	} else {
+		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, w[g*mg*k:(g+1)*mg*k], k, b, ldb, beta, yc, P)
+	}
+	if buf != nil {
 		putFloats(buf)
 	}
 	p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/stretchr/testify/require"
 )
 
@@ -194,6 +195,47 @@ func TestMaxPoolVectorAndGo(t *testing.T) {
 			for i := len(want); i < len(got); i++ {
 				require.Equal(t, float32(12345), got[i], "trial %d (%d lanes): written past the output at %d", trial, width, i)
 			}
+		}
+	}
+}
+
+// W x patches with W packed once (rowWeights: gemm.PackedA) gives the
+// bits of W packed for each product, and the direct loops' values, on
+// shapes with odd channel counts, groups, strides 1 and 2, dilation,
+// padding wider than the kernel, 1x1 kernels and batch 1.
+func TestConvGemmRowsPackedWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for trial := range 40 {
+		in := []int{1, 4 + r.IntN(20), 4 + r.IntN(20)}
+		k := []int{1, 1 + r.IntN(3), 1 + r.IntN(3)}
+		if trial%4 == 0 {
+			k = []int{1, 1, 1}
+		}
+		s := []int{1, 1 + r.IntN(2), 1 + r.IntN(2)}
+		d := []int{1, 1 + r.IntN(2), 1}
+		pads := []int{0, r.IntN(4), r.IntN(4), 0, r.IntN(4), r.IntN(4)}
+		w := window{strides: s, dilations: d, pads: pads, autoPad: "NOTSET"}
+		geo, err := w.geometry(in, k)
+		if err != nil {
+			continue
+		}
+		group := 1 + r.IntN(3)
+		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: group * (1 + r.IntN(7)), m: group * (1 + r.IntN(9)), group: group}
+		x := uniform(r, p.n*p.c*geo.inSize())
+		wt := uniform(r, p.m*p.c/p.group*geo.kSize())
+		bias := uniform(r, p.m)
+		want := make([]float32, p.n*p.m*geo.outSize())
+		convDirect(p, x, wt, bias, want)
+		plain := make([]float32, len(want))
+		convGemmRows(p, x, wt, nil, bias, plain)
+		c := &conv{group: group}
+		c.constW.Store(true)
+		wa := c.rowWeights(nd.Of(wt, len(wt)), p)
+		packed := make([]float32, len(want))
+		convGemmRows(p, x, wt, wa, bias, packed)
+		require.Equal(t, plain, packed, "trial %d: in %v k %v s %v d %v pads %v group %d", trial, in, k, s, d, pads, group)
+		for i := range want {
+			require.InDelta(t, want[i], packed[i], 1e-4, "trial %d: element %d", trial, i)
 		}
 	}
 }
