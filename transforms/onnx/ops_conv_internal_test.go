@@ -239,3 +239,37 @@ func TestConvGemmRowsPackedWeights(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConvGemmRows times W x patches with W packed once (packed) and
+// packed for each product (perProduct), the same bits, on layers that take
+// that form: ResNet-50's and MobileNetV3's stems (3 -> 64 7x7 stride 2,
+// 3 -> 16 3x3 stride 2 at 224), a 1x1 of 64 -> 64 at 56x56 and one of
+// 16 -> 72 at 56x56, at batch 1.
+func BenchmarkConvGemmRows(b *testing.B) {
+	for _, l := range []struct {
+		name          string
+		c, m, k, s, h int
+	}{{"stem7x7", 3, 64, 7, 2, 224}, {"stem3x3", 3, 16, 3, 2, 224}, {"1x1-64", 64, 64, 1, 1, 56}, {"1x1-16-72", 16, 72, 1, 1, 56}} {
+		pad := l.k / 2
+		w := window{strides: []int{1, l.s, l.s}, dilations: []int{1, 1, 1}, pads: []int{0, pad, pad, 0, pad, pad}, autoPad: "NOTSET"}
+		geo, err := w.geometry([]int{1, l.h, l.h}, []int{1, l.k, l.k})
+		require.NoError(b, err)
+		p := convProblem{geo: geo, n: 1, c: l.c, m: l.m, group: 1}
+		r := rand.New(rand.NewPCG(1, 2))
+		x, wt, bias := uniform(r, l.c*geo.inSize()), uniform(r, l.m*l.c*geo.kSize()), uniform(r, l.m)
+		y := make([]float32, l.m*geo.outSize())
+		c := &conv{group: 1}
+		c.constW.Store(true)
+		wa := c.rowWeights(nd.Of(wt, len(wt)), p)
+		b.Run(l.name+"/packed", func(b *testing.B) {
+			for b.Loop() {
+				convGemmRows(p, x, wt, wa, bias, y)
+			}
+		})
+		b.Run(l.name+"/perProduct", func(b *testing.B) {
+			for b.Loop() {
+				convGemmRows(p, x, wt, nil, bias, y)
+			}
+		})
+	}
+}

@@ -87,6 +87,9 @@ type ewLoop struct {
 // newEWLoop plans the loop over out for inputs of shapes ins, each
 // broadcastable to out (Infer checked).
 func newEWLoop(out []int, ins ...[]int) *ewLoop {
+	if len(ins) > maxEWInputs {
+		panic(fmt.Sprintf("newEWLoop: %d inputs, at most %d", len(ins), maxEWInputs))
+	}
 	l := &ewLoop{n: 1, st: make([][]int, len(ins)), inner: make([]int, len(ins))}
 	for _, d := range out {
 		l.n *= d
@@ -145,8 +148,15 @@ func (l *ewLoop) walk(cost int, fn func(o int, off []int, n int)) {
 		return
 	}
 	tasks, c, split, seg := l.tasks(cost)
-	parallel.For(tasks, c, func(lo, hi int) { l.runs(lo, hi, split, seg, fn) })
+	k := len(l.st)
+	parallel.For(tasks, c, func(lo, hi int) {
+		l.runs(lo, hi, split, seg, func(o int, off [maxEWInputs]int, n int) { fn(o, off[:k], n) })
+	})
 }
+
+// maxEWInputs is the most inputs an ewLoop takes (Where's three, and one
+// to spare).
+const maxEWInputs = 4
 
 // tasks cuts the loop into tasks for the cores: each row of the last
 // dimension in split segments of seg elements; c is a task's work.
@@ -158,23 +168,21 @@ func (l *ewLoop) tasks(cost int) (tasks, c, split, seg int) {
 	return rows * split, seg * cost, split, seg
 }
 
-// runs calls fn for the runs of tasks lo..hi (tasks' cut), in order. fn
-// does not escape: a closure passed here stays on its caller's stack, and
-// for up to 4 inputs and 9 dimensions runs allocates nothing.
-func (l *ewLoop) runs(lo, hi, split, seg int, fn func(o int, off []int, n int)) {
+// runs calls fn for the runs of tasks lo..hi (tasks' cut), in order, the
+// inputs' offsets in off (by value: a slice given to fn would be moved to
+// the heap). fn does not escape: a closure passed here stays on its
+// caller's stack, and for up to 9 dimensions runs allocates nothing.
+func (l *ewLoop) runs(lo, hi, split, seg int, fn func(o int, off [maxEWInputs]int, n int)) {
 	last := len(l.dims) - 1
 	rowLen := l.dims[last]
 	k := len(l.st)
-	var offA, baseA [4]int
+	var offA, baseA [maxEWInputs]int
 	var idxA [8]int
-	off, base, idx := offA[:0], baseA[:0], idxA[:0]
-	if k > len(offA) {
-		off, base = make([]int, k), make([]int, k)
-	}
+	idx := idxA[:0]
 	if last > len(idxA) {
 		idx = make([]int, last)
 	}
-	off, base, idx = off[:k], base[:k], idx[:last]
+	off, base, idx := offA[:k], baseA[:k], idx[:last]
 	r, s := lo/split, lo%split
 	for d, rem := last-1, r; d >= 0; d-- {
 		idx[d] = rem % l.dims[d]
@@ -189,7 +197,7 @@ func (l *ewLoop) runs(lo, hi, split, seg int, fn func(o int, off []int, n int)) 
 		for i := range off {
 			off[i] = base[i] + j0*l.inner[i]
 		}
-		fn(r*rowLen+j0, off, j1-j0)
+		fn(r*rowLen+j0, offA, j1-j0)
 		if s++; s < split {
 			continue
 		}
@@ -388,7 +396,7 @@ func arithRange[T numElem](r *arithArgs, lo, hi int) {
 	x, y, z := nd.MustAs[T](r.a), nd.MustAs[T](r.b), nd.MustAs[T](r.c)
 	sx, sy := r.l.inner[0], r.l.inner[1]
 	op, isInt := r.op, !isFloat[T]()
-	r.l.runs(lo, hi, r.split, r.seg, func(o int, off []int, n int) {
+	r.l.runs(lo, hi, r.split, r.seg, func(o int, off [maxEWInputs]int, n int) {
 		arith(op, ewSlice(x, off[0], sx, n), sx, ewSlice(y, off[1], sy, n), sy, z[o:o+n], isInt)
 	})
 }
