@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -120,5 +121,36 @@ func BenchmarkRunInto(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Runs of one plan on several goroutines at once, each into its own
+// outputs, give Run's bits: the run states, the kernels' kept shapes and
+// pooled loops are safe to share.
+func TestRunIntoConcurrent(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, name := range []string{"transformer-opset17", "mobilenetv2-opset17", "unet-opset17"} {
+		m, err := onnxtest.LoadFile(filepath.Join(modelsDir, name+".onnx"))
+		require.NoError(t, err)
+		in := onnxtest.ReadTensor(t, filepath.Join(modelsDir, strings.SplitN(name, "-", 2)[0]+".input.pb"))
+		ins := []nd.Array{repeatRows(in, 2)}
+		p, err := m.Plan(ins)
+		require.NoError(t, err)
+		want, err := p.Run(ins)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		outs := make([][]nd.Array, 4)
+		for g := range outs {
+			outs[g] = newOutputs(m, p)
+			wg.Go(func() {
+				for range 3 {
+					assert.NoError(t, p.RunInto(ins, outs[g]))
+				}
+			})
+		}
+		wg.Wait()
+		for g := range outs {
+			assert.Equal(t, want, outs[g], "%s: goroutine %d", name, g)
+		}
 	}
 }
