@@ -4,8 +4,8 @@
 // shared-memory copy).
 //
 // A loop is n tasks. Each hands them out one at a time from a shared
-// counter, so that goroutines on busy cores take fewer; For gives each
-// goroutine one contiguous run. Both choose how many goroutines the loop is
+// counter, so that goroutines on busy cores take fewer; For cuts the loop
+// into one contiguous run per goroutine. Both choose how many goroutines the loop is
 // worth from the work of one task (Workers): no more than GOMAXPROCS and
 // the tasks, and one per MinWork units of work, so that a small loop stays
 // on the calling goroutine (starting one costs about a microsecond). Do,
@@ -14,9 +14,13 @@
 // caller.
 //
 // The goroutines are kept between loops (pool.go): a loop hands its tasks
-// to those idle and takes tasks itself, and allocates nothing of its own,
-// so that a caller whose functions are made once (a model's run) runs its
-// loops without allocating.
+// to those idle and takes tasks itself, and allocates nothing of its own.
+// What is left is the caller's function: a function literal that captures
+// variables is allocated at each call. ForWith and EachWith (the loop's
+// arguments copied into a pooled box, its function one that captures
+// nothing) and DoTasks and EachTasks (a Tasks value the caller keeps) are
+// the loops that allocate nothing at all, for callers that run thousands
+// of loops (a model's run).
 //
 // Every function returns when every task has run; fn must be safe to call
 // from several goroutines at once for different tasks.
@@ -123,9 +127,10 @@ func DoWith(workers, n int, newWorker func() func(i int)) {
 	run(loop{n: n, newWorker: newWorker}, workers)
 }
 
-// Chunks runs fn(lo, hi) over [0, n) cut into one contiguous run per
-// goroutine, on up to workers goroutines (0: GOMAXPROCS); with one worker,
-// fn(0, n) on the calling goroutine.
+// Chunks runs fn(lo, hi) over [0, n) cut into as many contiguous runs as
+// workers, on up to workers goroutines (0: GOMAXPROCS; a goroutine takes
+// another's run where that one is busy elsewhere); with one worker, fn(0,
+// n) on the calling goroutine.
 func Chunks(workers, n int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return

@@ -57,9 +57,11 @@
 // for the process (internal/parallel's ForWith and EachWith: a loop's
 // arguments in a pooled box, no closure). Run returns new output arrays;
 // Plan.RunInto writes the caller's, and a run into them allocates nothing
-// for the kernels this covers (TestRunIntoAllocs: the ResNet-style CNN and
-// MobileNetV2 at 1, 2 and 4 threads). Reductions, Resize, Concat, Pad,
-// the unary operators and others still allocate a little at each run.
+// for the kernels this covers (TestRunIntoAllocs: the ResNet-style CNN,
+// MobileNetV2 and the transformer at 1, 2 and 4 threads; torchvision's
+// CNNs and the BERT-style encoder of make bench-onnx, TestZooRunIntoAllocs).
+// Resize, Pad, Pow, the unary operators and reductions of other types than
+// float32 still allocate a little at each run.
 //
 // # Files
 //
