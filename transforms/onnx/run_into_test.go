@@ -10,6 +10,7 @@ import (
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,5 +156,34 @@ func TestRunIntoConcurrent(t *testing.T) {
 		for g := range outs {
 			assert.Equal(t, want, outs[g], "%s: goroutine %d", name, g)
 		}
+	}
+}
+
+// RunInto writes every kind of output as Run returns it: one a step
+// computes, one narrowed to the Float16 the model declares, the input
+// itself (Identity's view), a constant, and a value listed twice.
+func TestRunIntoOutputKinds(t *testing.T) {
+	m, err := onnxtest.Load(onnxtest.Model(17,
+		[]*onnxpb.NodeProto{
+			onnxtest.Node("Relu", []string{"x"}, []string{"r"}),
+			onnxtest.Node("Cast", []string{"r"}, []string{"h"}, onnxtest.Int("to", int64(onnxpb.TensorProto_FLOAT16))),
+			onnxtest.Node("Identity", []string{"x"}, []string{"i"}),
+			onnxtest.Node("Identity", []string{"c"}, []string{"k"}),
+		},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Float32, 2, 3)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("r", nd.Float32, 2, 3), onnxtest.Value("h", nd.Float16, 2, 3),
+			onnxtest.Value("i", nd.Float32, 2, 3), onnxtest.Value("k", nd.Float32, 2), onnxtest.Value("r", nd.Float32, 2, 3)},
+		onnxtest.Init("c", nd.Of([]float32{7, 8}, 2))))
+	require.NoError(t, err)
+	ins := []nd.Array{nd.Of([]float32{-1, 0.1, 2, -3, 4.00001, 5}, 2, 3)}
+	p, err := m.Plan(ins)
+	require.NoError(t, err)
+	want, err := p.Run(ins)
+	require.NoError(t, err)
+	outs := newOutputs(m, p)
+	require.Equal(t, nd.Float16, outs[1].Type)
+	for range 2 {
+		require.NoError(t, p.RunInto(ins, outs))
+		assert.Equal(t, want, outs)
 	}
 }
