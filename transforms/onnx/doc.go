@@ -59,8 +59,8 @@
 // Plan.RunInto writes the caller's, and a run into them allocates nothing
 // for the kernels this covers (TestRunIntoAllocs: the ResNet-style CNN,
 // MobileNetV2 and the transformer at 1, 2 and 4 threads; torchvision's
-// CNNs and the BERT-style encoder of make bench-onnx, TestZooRunIntoAllocs).
-// Resize, Pad, Pow, the unary operators and reductions of other types than
+// models and the BERT-style encoder of make bench-onnx, TestZooRunIntoAllocs).
+// Resize, Pow, the unary operators and reductions of other types than
 // float32 still allocate a little at each run.
 //
 // # Files
