@@ -4,14 +4,23 @@
 // shared-memory copy).
 //
 // A loop is n tasks. Each hands them out one at a time from a shared
-// counter, so that goroutines on busy cores take fewer; For gives each
-// goroutine one contiguous run. Both choose how many goroutines the loop is
+// counter, so that goroutines on busy cores take fewer; For cuts the loop
+// into one contiguous run per goroutine. Both choose how many goroutines the loop is
 // worth from the work of one task (Workers): no more than GOMAXPROCS and
 // the tasks, and one per MinWork units of work, so that a small loop stays
 // on the calling goroutine (starting one costs about a microsecond). Do,
 // DoWith (with state of each goroutine's own, a scratch buffer), DoErr
 // (tasks that can fail) and Chunks take the number of goroutines from the
 // caller.
+//
+// The goroutines are kept between loops (pool.go): a loop hands its tasks
+// to those idle and takes tasks itself, and allocates nothing of its own.
+// What is left is the caller's function: a function literal that captures
+// variables is allocated at each call. ForWith and EachWith (the loop's
+// arguments copied into a pooled box, its function one that captures
+// nothing) and DoTasks and EachTasks (a Tasks value the caller keeps) are
+// the loops that allocate nothing at all, for callers that run thousands
+// of loops (a model's run).
 //
 // Every function returns when every task has run; fn must be safe to call
 // from several goroutines at once for different tasks.
@@ -20,8 +29,6 @@ package parallel
 import (
 	"errors"
 	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // MinWork is the work (elements touched, or multiply-adds) below which a
@@ -52,7 +59,43 @@ func Each(n, cost int, fn func(i int)) { Do(Workers(n, cost), n, fn) }
 // GOMAXPROCS), which take the tasks in order from a shared counter. With one
 // worker it runs them on the calling goroutine.
 func Do(workers, n int, fn func(i int)) {
-	DoWith(workers, n, func() func(int) { return fn })
+	if n <= 0 {
+		return
+	}
+	workers = limit(workers, n)
+	if workers == 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	run(loop{n: n, each: fn}, workers)
+}
+
+// Tasks are a loop's tasks as a value: Task(i) runs task i. A function
+// literal that captures variables is allocated anew at each call of the
+// loop; a Tasks whose value is made once and kept (a kernel's, pooled)
+// lets a loop that runs many times allocate nothing.
+type Tasks interface {
+	Task(i int)
+}
+
+// EachTasks is Each with t's tasks.
+func EachTasks(n, cost int, t Tasks) { DoTasks(Workers(n, cost), n, t) }
+
+// DoTasks is Do with t's tasks.
+func DoTasks(workers, n int, t Tasks) {
+	if n <= 0 {
+		return
+	}
+	workers = limit(workers, n)
+	if workers == 1 {
+		for i := range n {
+			t.Task(i)
+		}
+		return
+	}
+	run(loop{n: n, tasks: t}, workers)
 }
 
 // DoErr is Do for tasks that can fail: every task runs, whatever the others
@@ -81,26 +124,13 @@ func DoWith(workers, n int, newWorker func() func(i int)) {
 		}
 		return
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			fn := newWorker()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
+	run(loop{n: n, newWorker: newWorker}, workers)
 }
 
-// Chunks runs fn(lo, hi) over [0, n) cut into one contiguous run per
-// goroutine, on up to workers goroutines (0: GOMAXPROCS); with one worker,
-// fn(0, n) on the calling goroutine.
+// Chunks runs fn(lo, hi) over [0, n) cut into as many contiguous runs as
+// workers, on up to workers goroutines (0: GOMAXPROCS; a goroutine takes
+// another's run where that one is busy elsewhere); with one worker, fn(0,
+// n) on the calling goroutine.
 func Chunks(workers, n int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -111,12 +141,7 @@ func Chunks(workers, n int, fn func(lo, hi int)) {
 		return
 	}
 	chunk := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(n, lo+chunk)
-		wg.Go(func() { fn(lo, hi) })
-	}
-	wg.Wait()
+	run(loop{n: (n + chunk - 1) / chunk, chunk: chunk, total: n, chunks: fn}, workers)
 }
 
 func limit(workers, n int) int {

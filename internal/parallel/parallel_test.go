@@ -95,3 +95,89 @@ func TestDoErr(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, sentinel)
 }
+
+// A loop allocates nothing of its own at several workers: its goroutines
+// are kept between loops (a function without captured state allocates
+// nothing either).
+func TestNoAllocations(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var sum atomic.Int64
+	each := func(i int) { sum.Add(int64(i)) }
+	chunks := func(lo, hi int) { sum.Add(int64(hi - lo)) }
+	parallel.Do(4, 64, each) // the helpers start
+	allocs := testing.AllocsPerRun(100, func() {
+		parallel.Do(4, 64, each)
+		parallel.Chunks(4, 64, chunks)
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, 101*(64*63/2+64)+64*63/2, int(sum.Load()))
+}
+
+// Loops inside loops' tasks, from several goroutines at once, run every
+// task once and never wait for each other (a helper takes a loop only when
+// idle).
+func TestNested(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			parallel.Do(4, 16, func(int) {
+				parallel.Chunks(3, 10, func(lo, hi int) {
+					parallel.Do(2, hi-lo, func(int) { total.Add(1) })
+				})
+			})
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 8*16*10, total.Load())
+}
+
+// sumTasks adds its task indices.
+type sumTasks struct{ sum atomic.Int64 }
+
+func (s *sumTasks) Task(i int) { s.sum.Add(int64(i)) }
+
+// DoTasks and EachTasks run every task once and allocate nothing.
+func TestTasks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	s := new(sumTasks)
+	allocs := testing.AllocsPerRun(50, func() {
+		parallel.DoTasks(4, 100, s)
+		parallel.DoTasks(1, 100, s)
+		parallel.EachTasks(100, parallel.MinWork, s)
+	})
+	assert.Zero(t, allocs)
+	assert.EqualValues(t, 51*3*(100*99/2), s.sum.Load())
+}
+
+type sumArgs struct {
+	xs  []int64
+	sum *atomic.Int64
+}
+
+// ForWith and EachWith cover every index once, at one worker and at
+// several, and allocate nothing where the function captures nothing.
+func TestWith(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	xs := make([]int64, 1<<16)
+	for i := range xs {
+		xs[i] = int64(i)
+	}
+	var sum atomic.Int64
+	args := sumArgs{xs: xs, sum: &sum}
+	loops := func() {
+		parallel.ForWith(len(xs), 1, args, func(a *sumArgs, lo, hi int) {
+			for _, x := range a.xs[lo:hi] {
+				a.sum.Add(x)
+			}
+		})
+		parallel.EachWith(len(xs), parallel.MinWork, args, func(a *sumArgs, i int) { a.sum.Add(a.xs[i]) })
+		parallel.ForWith(3, 1, args, func(a *sumArgs, lo, hi int) { a.sum.Add(int64(hi - lo)) }) // one worker
+	}
+	loops()
+	allocs := testing.AllocsPerRun(20, loops)
+	assert.Zero(t, allocs)
+	n := int64(len(xs))
+	assert.Equal(t, 22*(2*n*(n-1)/2+3), sum.Load())
+}

@@ -48,7 +48,9 @@
 // longer side from a shared counter (the project's worker pool,
 // internal/parallel). Pack and SgemmPacked pack a B once for many
 // products: the kNN reference set is packed once and multiplied by every
-// batch of queries.
+// batch of queries. PackA and SgemmPackedA do the same for an A: a
+// convolution's weights, packed once per model and multiplied by every
+// image's patches.
 //
 // # Determinism
 //

@@ -95,6 +95,26 @@ type problem struct {
 	// product is its column j+j0 (b, ldb and transB are unused).
 	packed *Packed
 	j0     int
+	// packedA, when set, is op(A) already packed (a, lda and transA are
+	// unused).
+	packedA *PackedA
+	// rowStep, colStep and colTasks cut C into the tasks of a run on
+	// several goroutines (Task).
+	rowStep, colStep, colTasks int
+}
+
+// problems are the copies of problems that the goroutines of a run share
+// (pooled: a run allocates nothing).
+var problems = sync.Pool{New: func() any { return new(problem) }}
+
+// prepacked are the Packed matrices into which a run packs a B shared by
+// its row blocks (pooled).
+var prepacked = sync.Pool{New: func() any { return new(Packed) }}
+
+// Task computes block t of C, as run cuts it.
+func (p *problem) Task(t int) {
+	i0, j0 := (t/p.colTasks)*p.rowStep, (t%p.colTasks)*p.colStep
+	p.block(i0, min(i0+p.rowStep, p.m), j0, min(j0+p.colStep, p.n))
 }
 
 func (p *problem) check() {
@@ -109,7 +129,9 @@ func (p *problem) check() {
 	if p.transB {
 		br, bc, bn = p.n, p.k, "n x k (transposed)"
 	}
-	checkMatrix("A", an, ar, ac, p.a, p.lda, "lda")
+	if p.packedA == nil {
+		checkMatrix("A", an, ar, ac, p.a, p.lda, "lda")
+	}
 	if p.packed == nil {
 		checkMatrix("B", bn, br, bc, p.b, p.ldb, "ldb")
 	}
@@ -178,7 +200,9 @@ func (p *problem) run(workers int) {
 	// Row blocks would each pack all of B: where B is small enough, pack it
 	// once for all of them (the same bits: see SgemmPacked).
 	if rowTasks > 1 && p.packed == nil && p.k*roundUp(p.n, kern.nr) <= prepackMax {
-		p.packed = packWith(kern, p.transB, p.k, p.n, p.b, p.ldb)
+		pk := prepacked.Get().(*Packed)
+		defer prepacked.Put(pk)
+		p.packed = pk.pack(kern, p.transB, p.k, p.n, p.b, p.ldb)
 	}
 	if workers == 1 || total == 1 { // on the calling goroutine, allocating nothing
 		for i0 := 0; i0 < p.m; i0 += rowStep {
@@ -190,11 +214,12 @@ func (p *problem) run(workers int) {
 	}
 	// The goroutines take the blocks from a shared counter. They share a
 	// copy of the problem (p itself stays on its caller's stack).
-	q := *p
-	parallel.Do(workers, total, func(t int) {
-		i0, j0 := (t/colTasks)*rowStep, (t%colTasks)*colStep
-		q.block(i0, min(i0+rowStep, q.m), j0, min(j0+colStep, q.n))
-	})
+	q := problems.Get().(*problem)
+	*q = *p
+	q.rowStep, q.colStep, q.colTasks = rowStep, colStep, colTasks
+	parallel.DoTasks(workers, total, q)
+	*q = problem{} // hold none of the caller's matrices
+	problems.Put(q)
 }
 
 // block computes rows i0..i1 and columns j0..j1 of C (i0 a multiple of mr,
@@ -207,6 +232,12 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 	mr, nr := kern.mr, kern.nr
 	kb := kern.kBlock(p.k)
 	na := min(kern.mc, roundUp(i1-i0, mr)) * kb
+	if p.packedA != nil {
+		na = 0
+		if p.packedA.kern != kern {
+			panic("gemm: A was packed for kernel " + p.packedA.kern.name + ", not " + kern.name)
+		}
+	}
 	nb := 0
 	if p.packed == nil {
 		nb = min(kern.nc, roundUp(j1-j0, nr)) * kb
@@ -234,7 +265,11 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 		}
 		for ic := i0; ic < i1; ic += kern.mc {
 			mc := min(kern.mc, i1-ic)
-			packA(pa, p.a, p.lda, p.transA, ic, mc, pc, kc, mr)
+			if p.packedA != nil {
+				pa = p.packedA.block(pc, kc, ic, mc)
+			} else {
+				packA(pa, p.a, p.lda, p.transA, ic, mc, pc, kc, mr)
+			}
 			for jc := j0; jc < j1; jc += kern.nc {
 				nc := min(kern.nc, j1-jc)
 				if p.packed != nil {

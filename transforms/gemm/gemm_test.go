@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -296,4 +297,26 @@ func TestSgemmOneWorkerAllocatesNothing(t *testing.T) {
 	packed := func() { SgemmPacked(1, false, m, 1, a, k, pk, 0, n, 0, c, n) }
 	packed()
 	require.Zero(t, testing.AllocsPerRun(10, packed))
+}
+
+// A product on several goroutines allocates nothing once its buffers are
+// pooled: neither the problem its goroutines share nor the B it packs once
+// for its row blocks.
+func TestNoAllocations(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const m, n, k = 300, 200, 100
+	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range b {
+		b[i] = float32(i%5) - 2
+	}
+	SgemmWorkers(4, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+	want := append([]float32{}, c...)
+	allocs := testing.AllocsPerRun(20, func() {
+		SgemmWorkers(4, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, want, c)
 }

@@ -37,13 +37,24 @@ func packWith(kern *kernel, transB bool, k, n int, b []float32, ldb int) *Packed
 	} else {
 		checkMatrix("B", "k x n", k, n, b, ldb, "ldb")
 	}
+	return new(Packed).pack(kern, transB, k, n, b, ldb)
+}
+
+// pack packs op(B) into pk, reusing its memory where it is large enough,
+// and returns pk.
+func (pk *Packed) pack(kern *kernel, transB bool, k, n int, b []float32, ldb int) *Packed {
 	nr := kern.nr
-	pk := &Packed{k: k, n: n, np: (n + nr - 1) / nr * nr, kern: kern}
+	data := pk.data
+	*pk = Packed{k: k, n: n, np: (n + nr - 1) / nr * nr, kern: kern}
 	if k == 0 || n == 0 {
 		return pk
 	}
 	pk.kb = kern.kBlock(k)
-	pk.data = aligned(k * pk.np)
+	if cap(data) >= k*pk.np {
+		pk.data = data[:k*pk.np]
+	} else {
+		pk.data = aligned(k * pk.np)
+	}
 	for pc := 0; pc < k; pc += pk.kb {
 		kc := min(pk.kb, k-pc)
 		packB(pk.data[pc*pk.np:(pc+kc)*pk.np], b, ldb, transB, 0, n, pc, kc, nr)

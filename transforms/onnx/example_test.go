@@ -112,3 +112,31 @@ func ExampleModel_Run_loop() {
 	// x 3x5x8 -> stacked [3 5 8], joined [3 40]
 	// x 3x2x8 -> stacked [3 2 8], joined [3 16]
 }
+
+// Plan.RunInto runs a plan into arrays the caller keeps: a pipeline's
+// batches of one shape then allocate nothing after the first. Here the
+// CNN's scores for batches of 8 blank images, in one output array reused.
+func ExamplePlan_RunInto() {
+	m, err := onnx.Load(os.DirFS("../../pipelines/fashion/data"), "cnn-fashion.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	in := []nd.Array{nd.Zeros(nd.Float32, 8, 1, 28, 28)}
+	p, err := m.Plan(in) // one plan per input shape: its workspace, its packed weights
+	if err != nil {
+		log.Fatal(err)
+	}
+	metas, err := p.OutputMeta()
+	if err != nil {
+		log.Fatal(err)
+	}
+	out := []nd.Array{nd.Zeros(m.Outputs[0].Type, metas[0].Shape...)}
+	for range 3 { // each batch: new pixels into in[0], the scores in out[0]
+		if err := p.RunInto(in, out); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(out[0].Type, nd.ShapeString(out[0].Shape))
+	// Output:
+	// float32 [8x10]
+}

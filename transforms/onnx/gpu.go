@@ -400,27 +400,8 @@ func (d *Device) hostArray(a DevArray, i int) (nd.Array, error) {
 // widening Float16 and BFloat16 inputs to the Float32 the runtime computes
 // in (within mem's budget).
 func (p *Plan) checkInputs(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
-	if len(inputs) != len(p.inputs) {
-		return nil, fmt.Errorf("%d inputs for a model of %d", len(inputs), len(p.inputs))
-	}
-	out := make([]nd.Array, len(inputs))
-	for i, id := range p.inputs {
-		a := inputs[i]
-		if want := p.vals[id].meta; a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
-			if a.Type == nd.Float16 || a.Type == nd.BFloat16 {
-				var err error
-				name := p.m.Inputs[i].Name
-				if a, err = mem.convert(a, nd.Float32, nil, func() string { return fmt.Sprintf("input %q as float32", name) }); err != nil {
-					return nil, err
-				}
-			}
-			if a.Type != want.Type || !nd.SameShape(a.Shape, want.Shape) {
-				return nil, fmt.Errorf("input %q is %v, the plan is for %v", p.m.Inputs[i].Name, a, want)
-			}
-		}
-		out[i] = a
-	}
-	return out, nil
+	out := make([]nd.Array, len(p.inputs))
+	return out, p.checkInputsInto(out, inputs, mem)
 }
 
 // devLayout places arrays one after another in one device block, each at

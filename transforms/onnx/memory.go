@@ -104,6 +104,9 @@ type memory struct {
 	budget int64
 	source string
 	held   int64
+	// unread is set where the budget is the default, not yet read: it is
+	// read when the call first allocates (lazyMemory).
+	unread bool
 	// ctx is the run's context (RunOptions.Context), nil for none.
 	ctx context.Context
 }
@@ -118,6 +121,11 @@ func (m *memory) stopped() error {
 	}
 	return nil
 }
+
+// lazyMemory is the memory of a call with the default budget, read when
+// the call first allocates, so that a call that allocates nothing (a run
+// into the caller's outputs) reads neither the environment nor /proc.
+func lazyMemory() memory { return memory{unread: true} }
 
 // newMemory returns the memory of a call with budget bytes (0: the
 // default).
@@ -142,6 +150,13 @@ func (m *memory) fits(n int64) bool { return n >= 0 && n <= m.budget-m.held }
 // if they fit the budget; else a *MemoryError naming node (nil: none) and
 // what. It is the one place the runtime allocates the memory of values.
 func (m *memory) alloc(n int64, node *node, what func() string) ([]byte, error) {
+	if m.unread {
+		b, src, err := DefaultMemoryBudget()
+		if err != nil {
+			return nil, err
+		}
+		m.budget, m.source, m.unread = b, src, false
+	}
 	if !m.fits(n) || n > math.MaxInt {
 		e := &MemoryError{What: what(), Bytes: n, Held: m.held, Budget: m.budget, Source: m.source}
 		if node != nil {

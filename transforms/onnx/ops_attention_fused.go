@@ -47,6 +47,18 @@ type fusedAttention struct {
 	mask      *ewBinary
 	maskFirst bool
 	softmax   *softmaxKernel
+	plans     byShapes[*attentionPlan] // the run's geometry, kept
+}
+
+// attentionPlan is what a run derives from its shapes: the operands' ld,
+// layout and batch offsets (their data unset), the mask's strides and
+// batch offsets, the products' sizes and the blocks of query rows.
+type attentionPlan struct {
+	q, kt, v, y          matOperand
+	maskBase             []int
+	rowStride, colStride int
+	m, n, d, dv, nb      int
+	block, blocks        int
 }
 
 // attentionShapes are the products' shapes: scores = Q Kᵀ, out = P V.
@@ -175,86 +187,112 @@ func (o matOperand) at(b, i int) []float32 {
 }
 
 func (k *fusedAttention) Run(in, out []nd.Array) error {
+	var maskShape []int
+	if k.mask != nil {
+		maskShape = in[3].Shape
+	}
+	ap, err := k.plans.get(func() (*attentionPlan, error) { return k.plan(in, out) }, in[0].Shape, in[1].Shape, in[4].Shape, maskShape, out[0].Shape)
+	if err != nil || ap.m == 0 || ap.dv == 0 || ap.nb == 0 {
+		return err
+	}
+	r := attentionRun{k: k, ap: ap, q: ap.q, kt: ap.kt, v: ap.v, y: ap.y}
+	r.q.data, r.kt.data, r.v.data = nd.MustAs[float32](in[0]), nd.MustAs[float32](in[1]), nd.MustAs[float32](in[4])
+	r.y.data = nd.MustAs[float32](out[0])
+	if k.scale != nil {
+		r.c = nd.MustAs[float32](in[2])[0]
+	}
+	if k.mask != nil {
+		r.mask = nd.MustAs[float32](in[3])
+	}
+	tasks := ap.nb * ap.blocks
+	parallel.EachWith(tasks, ap.block*ap.n*(ap.d+ap.dv), r, (*attentionRun).task)
+	return nil
+}
+
+// plan derives the run's attentionPlan from its inputs' and output's
+// shapes.
+func (k *fusedAttention) plan(in, out []nd.Array) (*attentionPlan, error) {
 	var ls, st [3][]int
 	for i, x := range []nd.Array{in[0], in[1], in[4]} {
 		var err error
 		if ls[i], st[i], err = k.logical(i, x.Shape); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	qk, pv, err := attentionShapes(ls[0], ls[1], ls[2])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	yst := Strides(pv.out)
 	if t := k.through[3]; t != nil { // P V's strides in its Transpose
 		perm, err := t.permOf(len(pv.out))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ost := Strides(out[0].Shape)
 		for a, p := range perm {
 			yst[p] = ost[a]
 		}
 	}
-	var ops [4]matOperand
-	for i, x := range []nd.Array{in[0], in[1], in[4]} {
+	ap := &attentionPlan{}
+	for i, o := range []*matOperand{&ap.q, &ap.kt, &ap.v} {
 		var ok bool
-		if ops[i], ok = operand(nd.MustAs[float32](x), ls[i], st[i], qk.batch); !ok {
-			return fmt.Errorf("attention: input %d of shape %v: no contiguous axis", i, x.Shape)
+		if *o, ok = operand(nil, ls[i], st[i], qk.batch); !ok {
+			return nil, fmt.Errorf("attention: input %d of shape %v: no contiguous axis", i, []nd.Array{in[0], in[1], in[4]}[i].Shape)
 		}
 	}
-	y, ok := operand(nd.MustAs[float32](out[0]), pv.out, yst, pv.batch)
+	y, ok := operand(nil, pv.out, yst, pv.batch)
 	if !ok || y.trans {
-		return fmt.Errorf("attention: output of shape %v: rows not contiguous", out[0].Shape)
+		return nil, fmt.Errorf("attention: output of shape %v: rows not contiguous", out[0].Shape)
 	}
-	q, kt, v := ops[0], ops[1], ops[2]
-	var c float32
-	if k.scale != nil {
-		c = nd.MustAs[float32](in[2])[0]
-	}
-	var mask []float32
-	var maskBase []int
-	var rowStride, colStride int
+	ap.y = y
 	if k.mask != nil {
-		mask = nd.MustAs[float32](in[3])
 		st := BroadcastStrides(in[3].Shape, qk.out)
 		r := len(qk.out)
-		rowStride, colStride = st[r-2], st[r-1]
-		maskBase = batchBases(qk.batch, st[:r-2])
+		ap.rowStride, ap.colStride = st[r-2], st[r-1]
+		ap.maskBase = batchBases(qk.batch, st[:r-2])
 	}
-	m, n, d, dv := qk.m, qk.n, qk.k, pv.n
-	nb := numel(qk.batch)
-	if m == 0 || dv == 0 || nb == 0 {
-		return nil
+	ap.m, ap.n, ap.d, ap.dv = qk.m, qk.n, qk.k, pv.n
+	ap.nb = numel(qk.batch)
+	ap.block = min(ap.m, max(8, attentionRowBytes/(4*max(ap.n, 1))))
+	ap.blocks = (ap.m + ap.block - 1) / ap.block
+	return ap, nil
+}
+
+// attentionRun is a run of a fused attention: its plan, its operands with
+// their data, the scale and the mask.
+type attentionRun struct {
+	k           *fusedAttention
+	ap          *attentionPlan
+	q, kt, v, y matOperand
+	c           float32
+	mask        []float32
+}
+
+// task computes block t%blocks of query rows of batch t/blocks: their
+// scores (a pooled buffer), scaled, masked and softmaxed, times V.
+func (r *attentionRun) task(t int) {
+	ap, q, kt, v, y := r.ap, r.q, r.kt, r.v, r.y
+	m, n, d, dv, block := ap.m, ap.n, ap.d, ap.dv, ap.block
+	buf := getFloats(block * n)
+	defer putFloats(buf)
+	b, i0 := t/ap.blocks, (t%ap.blocks)*block
+	rows := min(block, m-i0)
+	s := (*buf)[:rows*n]
+	gemm.SgemmWorkers(1, q.trans, kt.trans, rows, n, d, 1, q.at(b, i0), q.ld, kt.at(b, 0), kt.ld, 0, s, n)
+	for i := range rows {
+		row := s[i*n : (i+1)*n]
+		r.k.finishRow(row, r.c, r.mask, ap.maskBase, b, i0+i, ap.rowStride, ap.colStride)
+		softmaxRow(row, row, false)
 	}
-	block := min(m, max(8, attentionRowBytes/(4*max(n, 1))))
-	blocks := (m + block - 1) / block
-	tasks := nb * blocks
-	workers := parallel.Workers(tasks, block*n*(d+dv))
-	parallel.DoWith(workers, tasks, func() func(int) {
-		scores := make([]float32, block*n)
-		return func(t int) {
-			b, i0 := t/blocks, (t%blocks)*block
-			rows := min(block, m-i0)
-			s := scores[:rows*n]
-			gemm.SgemmWorkers(1, q.trans, kt.trans, rows, n, d, 1, q.at(b, i0), q.ld, kt.at(b, 0), kt.ld, 0, s, n)
-			for r := range rows {
-				row := s[r*n : (r+1)*n]
-				k.finishRow(row, c, mask, maskBase, b, i0+r, rowStride, colStride)
-				softmaxRow(row, row, false)
-			}
-			yb := y.at(b, i0)
-			if n == 0 {
-				for r := range rows {
-					clear(yb[r*y.ld : r*y.ld+dv])
-				}
-				return
-			}
-			gemm.SgemmWorkers(1, false, v.trans, rows, dv, n, 1, s, n, v.at(b, 0), v.ld, 0, yb, y.ld)
+	yb := y.at(b, i0)
+	if n == 0 {
+		for i := range rows {
+			clear(yb[i*y.ld : i*y.ld+dv])
 		}
-	})
-	return nil
+		return
+	}
+	gemm.SgemmWorkers(1, false, v.trans, rows, dv, n, 1, s, n, v.at(b, 0), v.ld, 0, yb, y.ld)
 }
 
 // finishRow scales and masks one row of scores (query row i of batch b),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -75,14 +76,18 @@ func (k *castKernel) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *castKernel) Run(in, out []nd.Array) error {
-	src, dst := in[0], out[0]
-	ss, ds := src.Type.Size(), dst.Type.Size()
-	parallel.For(src.Len(), 2, func(lo, hi int) {
-		castInto(nd.Array{Type: dst.Type, Shape: []int{hi - lo}, Data: dst.Data[lo*ds : hi*ds]},
-			nd.Array{Type: src.Type, Shape: []int{hi - lo}, Data: src.Data[lo*ss : hi*ss]}, k.to)
-	})
+	parallel.ForWith(in[0].Len(), 2, castRun{src: in[0], dst: out[0], to: k.to}, (*castRun).values)
 	return nil
 }
+
+// castRun is a run of Cast.
+type castRun struct {
+	src, dst nd.Array
+	to       nd.DType
+}
+
+// values casts values lo..hi.
+func (r *castRun) values(lo, hi int) { castRange(r.dst, r.src, r.to, lo, hi) }
 
 // castArray returns a converted to t (a itself when it is of type t).
 func castArray(a nd.Array, t nd.DType) nd.Array {
@@ -103,12 +108,16 @@ func castArray(a nd.Array, t nd.DType) nd.Array {
 // it exactly: the conversion to dst's type is then the one from the value
 // itself, and the source's type and the destination's each take one
 // dispatch, not one per pair of types.
-func castInto(dst, src nd.Array, to nd.DType) {
+func castInto(dst, src nd.Array, to nd.DType) { castRange(dst, src, to, 0, src.Len()) }
+
+// castRange is castInto of the elements lo..hi.
+func castRange(dst, src nd.Array, to nd.DType, lo, hi int) {
 	if src.Type == nd.Bool { // 0 or 1 in each byte, as uint8s
 		src = nd.Array{Type: nd.Uint8, Shape: src.Shape, Data: src.Data}
 	}
 	if dst.Type == src.Type && to == dst.Type {
-		copy(dst.Data, src.Data)
+		size := dst.Type.Size()
+		copy(dst.Data[lo*size:hi*size], src.Data[lo*size:hi*size])
 		return
 	}
 	from, err := numeric[castSource]("Cast", src.Type)
@@ -117,24 +126,23 @@ func castInto(dst, src nd.Array, to nd.DType) {
 	}
 	switch {
 	case dst.Type == nd.Bool:
-		from.nonZero(src, nd.MustAs[bool](dst))
+		from.nonZero(src, lo, nd.MustAs[bool](dst)[lo:hi])
 		return
 	case to == nd.Float16 || to == nd.BFloat16:
-		from.halves(src, nd.MustAs[float32](dst), to)
+		from.halves(src, lo, nd.MustAs[float32](dst)[lo:hi], to)
 		return
 	}
 	into, err := numeric[castDest]("Cast", dst.Type)
 	if err != nil {
 		panic(err)
 	}
-	n := src.Len()
 	switch {
 	case src.Type.IsFloat():
-		castBlocks(n, func(lo int, w []float64) { from.float64s(src, lo, w); into.fromFloat64s(dst, lo, w) })
+		castBlocks(lo, hi, func(lo int, w []float64) { from.float64s(src, lo, w); into.fromFloat64s(dst, lo, w) })
 	case src.Type.IsSigned():
-		castBlocks(n, func(lo int, w []int64) { from.int64s(src, lo, w); into.fromInt64s(dst, lo, w) })
+		castBlocks(lo, hi, func(lo int, w []int64) { from.int64s(src, lo, w); into.fromInt64s(dst, lo, w) })
 	default:
-		castBlocks(n, func(lo int, w []uint64) { from.uint64s(src, lo, w); into.fromUint64s(dst, lo, w) })
+		castBlocks(lo, hi, func(lo int, w []uint64) { from.uint64s(src, lo, w); into.fromUint64s(dst, lo, w) })
 	}
 }
 
@@ -142,11 +150,15 @@ func castInto(dst, src nd.Array, to nd.DType) {
 const castBlock = 256
 
 // castBlocks calls convert for the blocks of up to castBlock values that
-// cover n, lo the first's index, w a buffer of their length.
-func castBlocks[W wideElem](n int, convert func(lo int, w []W)) {
-	var buf [castBlock]W
-	for lo := 0; lo < n; lo += castBlock {
-		convert(lo, buf[:min(castBlock, n-lo)])
+// cover lo..hi, at the first's index, w a buffer of their length.
+func castBlocks[W wideElem](lo, hi int, convert func(at int, w []W)) {
+	// From the pool: an array here would go to the heap (convert's w
+	// escapes through the casts' interfaces).
+	f := getFloats(2 * castBlock)
+	defer putFloats(f)
+	buf := unsafe.Slice((*W)(unsafe.Pointer(unsafe.SliceData(*f))), castBlock)
+	for at := lo; at < hi; at += castBlock {
+		convert(at, buf[:min(castBlock, hi-at)])
 	}
 }
 
@@ -158,10 +170,12 @@ type castSource interface {
 	float64s(src nd.Array, lo int, w []float64)
 	int64s(src nd.Array, lo int, w []int64)
 	uint64s(src nd.Array, lo int, w []uint64)
-	// nonZero writes x != 0 (NaN is true) into d.
-	nonZero(src nd.Array, d []bool)
-	// halves writes the values rounded to Float16 or BFloat16 (to) into d.
-	halves(src nd.Array, d []float32, to nd.DType)
+	// nonZero writes x != 0 (NaN is true) of the values from index lo on
+	// into d.
+	nonZero(src nd.Array, lo int, d []bool)
+	// halves writes the values from index lo on rounded to Float16 or
+	// BFloat16 (to) into d.
+	halves(src nd.Array, lo int, d []float32, to nd.DType)
 }
 
 // castDest writes a cast's values from index lo on.
@@ -187,18 +201,19 @@ func (numbers[T, W]) uint64s(src nd.Array, lo int, w []uint64) {
 	convert(w, nd.MustAs[T](src)[lo:lo+len(w)])
 }
 
-func (numbers[T, W]) nonZero(src nd.Array, d []bool) {
-	for i, v := range nd.MustAs[T](src) {
+func (numbers[T, W]) nonZero(src nd.Array, lo int, d []bool) {
+	for i, v := range nd.MustAs[T](src)[lo : lo+len(d)] {
 		d[i] = v != 0
 	}
 }
 
-func (numbers[T, W]) halves(src nd.Array, d []float32, to nd.DType) {
+func (numbers[T, W]) halves(src nd.Array, lo int, d []float32, to nd.DType) {
+	s := nd.MustAs[T](src)[lo : lo+len(d)]
 	if to == nd.Float16 {
-		toHalf(d, nd.MustAs[T](src))
+		toHalf(d, s)
 		return
 	}
-	toBHalf(d, nd.MustAs[T](src))
+	toBHalf(d, s)
 }
 
 func (numbers[T, W]) fromFloat64s(dst nd.Array, lo int, w []float64) {

@@ -59,36 +59,46 @@ func (k *concat) Infer(in []Meta) ([]Meta, error) {
 
 func (k *concat) Run(in, out []nd.Array) error {
 	axis, _ := NormAxis(int(k.axis), len(out[0].Shape))
-	parts := make([][]byte, len(in))
-	for i := range in {
-		parts[i] = in[i].Data
-	}
-	moveAlong(out[0], parts, in, axis, true)
+	moveAlong(out[0], nil, in, axis, true)
 	return nil
 }
 
 // moveAlong copies between whole (out of concat, in of split) and parts
-// laid side by side along axis: into whole when gather, else out of it.
+// laid side by side along axis, of shapes's shapes (parts nil: shapes's
+// data): into whole when gather, else out of it.
 func moveAlong(whole nd.Array, parts [][]byte, shapes []nd.Array, axis int, gather bool) {
 	size := whole.Type.Size()
 	outer := numel(whole.Shape[:axis])
 	inner := numel(whole.Shape[axis+1:]) * size
-	row := whole.Shape[axis] * inner
-	off := 0
-	for i, p := range parts {
-		blk := shapes[i].Shape[axis] * inner
-		o := off
-		parallel.For(outer, blk, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				w := whole.Data[r*row+o : r*row+o+blk]
-				if gather {
-					copy(w, p[r*blk:(r+1)*blk])
-				} else {
-					copy(p[r*blk:(r+1)*blk], w)
-				}
-			}
-		})
-		off += blk
+	m := moveRun{whole: whole.Data, row: whole.Shape[axis] * inner, gather: gather}
+	for i := range shapes {
+		m.part = shapes[i].Data
+		if parts != nil {
+			m.part = parts[i]
+		}
+		m.blk = shapes[i].Shape[axis] * inner
+		parallel.ForWith(outer, m.blk, m, (*moveRun).rows)
+		m.off += m.blk
+	}
+}
+
+// moveRun is one part's copy of moveAlong: blk bytes a row, at off in
+// whole's rows of row bytes.
+type moveRun struct {
+	whole, part   []byte
+	row, off, blk int
+	gather        bool
+}
+
+// rows copies rows lo..hi.
+func (m *moveRun) rows(lo, hi int) {
+	for r := lo; r < hi; r++ {
+		w := m.whole[r*m.row+m.off : r*m.row+m.off+m.blk]
+		if m.gather {
+			copy(w, m.part[r*m.blk:(r+1)*m.blk])
+		} else {
+			copy(m.part[r*m.blk:(r+1)*m.blk], w)
+		}
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 // packed once per node (gemm.Pack; W is a constant), the result transposed
 // into the output's planes with the bias added; for thin ones (the RGB
 // stems, 1x1 convolutions of few channels), W x patches written straight
-// into the planes, which costs packing W per chunk but no transpose.
+// into the planes, W packed once per node as well (gemm.PackA) where it is
+// a constant, no transpose.
 // Convolutions of few channels (at most 64 per group) with stride 1 or 2,
 // where AVX-512 or AVX2 runs and there are images enough for every core, take a
 // direct kernel instead, with no patches at all (ops_conv_flat.go).
@@ -46,7 +47,16 @@ type conv struct {
 	// packing is then kept in packed.
 	constW atomic.Bool
 	packed atomic.Pointer[convWeights]
+	rows   atomic.Pointer[convRowWeights]
 	flat   atomic.Pointer[flatWeights]
+}
+
+// convRowWeights are a constant W packed as the A operand of W x patches
+// (convGemmRows), one matrix per group (the group's Cout/group x K rows),
+// and the W they were packed from.
+type convRowWeights struct {
+	src    *byte
+	groups []*gemm.PackedA
 }
 
 // convWeights are W packed for gemm, one matrix per group (op(B) = the
@@ -148,7 +158,7 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 	case useFlat(p):
 		convFlat(p, xs, c.flatWeightsOf(ws, p), bs, ys)
 	case convByRows(p):
-		convGemmRows(p, xs, ws, bs, ys)
+		convGemmRows(p, xs, ws, c.rowWeights(w, p), bs, ys)
 	default:
 		convGemm(p, xs, c.weights(w, p), bs, ys)
 	}
@@ -187,6 +197,28 @@ func (c *conv) weights(w nd.Array, p convProblem) []*gemm.Packed {
 	return pk.groups
 }
 
+// rowWeights returns a constant W packed per group as the A operand of
+// convGemmRows, packed on first use and kept (weights prepared once per
+// model, not once per product); nil where W is not a constant, whose
+// products then pack it as they go.
+func (c *conv) rowWeights(w nd.Array, p convProblem) []*gemm.PackedA {
+	if !c.constW.Load() {
+		return nil
+	}
+	src := unsafe.SliceData(w.Data)
+	if pk := c.rows.Load(); pk != nil && pk.src == src {
+		return pk.groups
+	}
+	ws := nd.MustAs[float32](w)
+	mg, k := p.m/p.group, p.c/p.group*p.geo.kSize()
+	pk := &convRowWeights{src: src, groups: make([]*gemm.PackedA, p.group)}
+	for g := range pk.groups {
+		pk.groups[g] = gemm.PackA(false, mg, k, ws[g*mg*k:], k)
+	}
+	c.rows.Store(pk)
+	return pk.groups
+}
+
 // convProblem is one Conv's sizes: n images of c channels, m output
 // channels, in groups.
 type convProblem struct {
@@ -212,44 +244,60 @@ const convChunkFloats = 128 << 10
 
 // convGemm computes a float32 convolution as packed matrix products.
 func convGemm(p convProblem, x []float32, w []*gemm.Packed, bias, y []float32) {
+	k := p.c / p.group * p.geo.kSize()
+	pc := convChunk(p, k)
+	chunks := (p.geo.outSize() + pc - 1) / pc
+	parallel.EachWith(p.n*p.group*chunks, 2*pc*k*(p.m/p.group), convGemmRun{p: p, x: x, w: w, bias: bias, y: y, pc: pc, chunks: chunks}, (*convGemmRun).task)
+}
+
+// convGemmRun is a run of convGemm (of convGemmRows: w unused, ws W), in
+// chunks of pc positions.
+type convGemmRun struct {
+	p          convProblem
+	x, bias, y []float32
+	w          []*gemm.Packed
+	ws         []float32
+	wa         []*gemm.PackedA
+	pc, chunks int
+}
+
+// task computes chunk t of convGemm.
+func (r *convGemmRun) task(t int) {
+	p, x, w, bias, y, pc, chunks := &r.p, r.x, r.w, r.bias, r.y, r.pc, r.chunks
 	geo := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	k := cg * geo.kSize()
 	P, inSize := geo.outSize(), geo.inSize()
 	pointwise := p.pointwise()
-	pc := convChunk(p, k)
-	chunks := (P + pc - 1) / pc
-	tasks := p.n * p.group * chunks
-	parallel.Each(tasks, 2*pc*k*mg, func(t int) {
-		buf := getFloats(pc*mg + pcIf(!pointwise, pc*k))
-		defer putFloats(buf)
-		tmp := (*buf)[:pc*mg]
-		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
-		p0 := ch * pc
-		n := min(pc, P-p0)
-		xg := x[(img*p.c+g*cg)*inSize:]
-		var a []float32
-		lda := 0
-		if pointwise {
-			a, lda = xg[p0:], P
-		} else {
-			a, lda = (*buf)[pc*mg:pc*mg+n*k], n
-			im2col(a, xg, cg, geo, p0, n)
-		}
-		// tmp (n x mg) = col^T (n x k) * W_g^T (k x mg)
-		gemm.SgemmPacked(1, true, n, 1, a, lda, w[g], 0, mg, 0, tmp, mg)
-		var b []float32
-		if bias != nil {
-			b = bias[g*mg : (g+1)*mg]
-		}
-		transposeInto(y[(img*p.m+g*mg)*P+p0:], P, tmp[:n*mg], n, mg, b)
-		p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
-	})
+	buf := getFloats(pc*mg + pcIf(!pointwise, pc*k))
+	defer putFloats(buf)
+	tmp := (*buf)[:pc*mg]
+	img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+	p0 := ch * pc
+	n := min(pc, P-p0)
+	xg := x[(img*p.c+g*cg)*inSize:]
+	var a []float32
+	lda := 0
+	if pointwise {
+		a, lda = xg[p0:], P
+	} else {
+		a, lda = (*buf)[pc*mg:pc*mg+n*k], n
+		im2col(a, xg, cg, geo, p0, n)
+	}
+	// tmp (n x mg) = col^T (n x k) * W_g^T (k x mg)
+	gemm.SgemmPacked(1, true, n, 1, a, lda, w[g], 0, mg, 0, tmp, mg)
+	var b []float32
+	if bias != nil {
+		b = bias[g*mg : (g+1)*mg]
+	}
+	transposeInto(y[(img*p.m+g*mg)*P+p0:], P, tmp[:n*mg], n, mg, b)
+	p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
 }
 
 // convByRows chooses between the two forms of the product. W x patches
-// writes the output's planes directly but packs W again for every chunk of
-// positions: one value moved per chunk-size multiply-adds. Patches^T x W
+// writes the output's planes directly but packed W again for every chunk
+// of positions when this was measured (one value moved per chunk-size
+// multiply-adds; a constant W is now packed once, rowWeights). Patches^T x W
 // uses W packed once but transposes its product into the planes: one value
 // moved, strided, per K multiply-adds. Measured on ResNet's and
 // MobileNetV2's layers (batch 8, 2 cores), W x patches wins while K is at
@@ -287,40 +335,55 @@ func convPositions(p convProblem, k, least, tile int) int {
 
 // convGemmRows computes a float32 convolution as products W_g (Cout/group x
 // K) x patches (K x positions) into the output's planes.
-func convGemmRows(p convProblem, x, w, bias, y []float32) {
+//
+// wa is W packed per group (rowWeights), or nil: W is then packed for
+// each product. The bits are the same.
+func convGemmRows(p convProblem, x, w []float32, wa []*gemm.PackedA, bias, y []float32) {
+	k := p.c / p.group * p.geo.kSize()
+	pc := convRowsChunk(p, k)
+	chunks := (p.geo.outSize() + pc - 1) / pc
+	parallel.EachWith(p.n*p.group*chunks, 2*pc*k*(p.m/p.group), convGemmRun{p: p, x: x, ws: w, wa: wa, bias: bias, y: y, pc: pc, chunks: chunks}, (*convGemmRun).rowsTask)
+}
+
+// rowsTask computes chunk t of convGemmRows.
+func (r *convGemmRun) rowsTask(t int) {
+	p, x, w, bias, y, pc, chunks := &r.p, r.x, r.ws, r.bias, r.y, r.pc, r.chunks
 	geo := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	k := cg * geo.kSize()
 	P, inSize := geo.outSize(), geo.inSize()
-	pointwise := p.pointwise()
-	pc := convRowsChunk(p, k)
-	chunks := (P + pc - 1) / pc
-	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
-		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
-		p0 := ch * pc
-		n := min(pc, P-p0)
-		xg := x[(img*p.c+g*cg)*inSize:]
-		yc := y[(img*p.m+g*mg)*P+p0:]
-		beta := float32(0)
-		if bias != nil {
-			beta = 1
-			for co := range mg {
-				row := yc[co*P : co*P+n]
-				fillCopies(row, bias[g*mg+co])
-			}
+	img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+	p0 := ch * pc
+	n := min(pc, P-p0)
+	xg := x[(img*p.c+g*cg)*inSize:]
+	yc := y[(img*p.m+g*mg)*P+p0:]
+	beta := float32(0)
+	if bias != nil {
+		beta = 1
+		for co := range mg {
+			row := yc[co*P : co*P+n]
+			fillCopies(row, bias[g*mg+co])
 		}
-		wg := w[g*mg*k : (g+1)*mg*k]
-		if pointwise {
-			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, xg[p0:], P, beta, yc, P)
-		} else {
-			buf := getFloats(n * k)
-			col := (*buf)[:n*k]
-			im2col(col, xg, cg, geo, p0, n)
-			gemm.SgemmWorkers(1, false, false, mg, n, k, 1, wg, k, col, n, beta, yc, P)
-			putFloats(buf)
-		}
-		p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
-	})
+	}
+	var b []float32 // the patches: the input itself, or im2col's
+	var ldb int
+	var buf *[]float32
+	if p.pointwise() {
+		b, ldb = xg[p0:], P
+	} else {
+		buf = getFloats(n * k)
+		b, ldb = (*buf)[:n*k], n
+		im2col(b, xg, cg, geo, p0, n)
+	}
+	if r.wa != nil {
+		gemm.SgemmPackedA(1, r.wa[g], false, n, 1, b, ldb, beta, yc, P)
+	} else {
+		gemm.SgemmWorkers(1, false, false, mg, n, k, 1, w[g*mg*k:(g+1)*mg*k], k, b, ldb, beta, yc, P)
+	}
+	if buf != nil {
+		putFloats(buf)
+	}
+	p.finish(y, (img*p.m+g*mg)*P+p0, mg, n, P)
 }
 
 func pcIf(c bool, n int) int {

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
@@ -26,32 +27,61 @@ import (
 // group.
 func convDepthwise(p convProblem, x, w, bias, y []float32) {
 	g := p.geo
-	k2 := g.k[1] * g.k[2]
-	wq, hp, rowLen := dwLayout(g)
+	r := dwRuns.Get().(*dwRun)
+	defer dwRuns.Put(r)
+	r.wq, r.hp, r.rowLen = dwLayout(g)
 	// Planes go to the cores in runs of about parallel.MinWork work each (a
 	// task per plane spent more on scheduling and buffers than on the
 	// small planes of a network's later layers).
 	planes, cost := p.n*p.group, p.m/p.group*g.outSize()*g.kSize()
-	per := max(1, parallel.MinWork/max(1, cost))
-	parallel.Each((planes+per-1)/per, per*cost, func(task int) {
-		buf := getFloats(hp * rowLen)
-		defer putFloats(buf)
-		padded := (*buf)[:hp*rowLen]
-		// Where each tap reads the padded plane: the same for every plane
-		// (and depth) of the task, which reuses the buffer.
-		srcs := make([]*float32, 0, k2)
-		sw := g.stride[2]
-		for kh := range g.k[1] {
-			for kw := range g.k[2] {
-				c := kw * g.dil[2]
-				srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
-			}
+	r.per = max(1, parallel.MinWork/max(1, cost))
+	r.p, r.x, r.w, r.bias, r.y = p, x, w, bias, y
+	parallel.EachTasks((planes+r.per-1)/r.per, r.per*cost, r)
+	r.p, r.x, r.w, r.bias, r.y = convProblem{}, nil, nil, nil, nil // hold none of the run's
+}
+
+// dwRun is one run of convDepthwise, what its tasks share (pooled).
+type dwRun struct {
+	p                   convProblem
+	x, w, bias, y       []float32
+	wq, hp, rowLen, per int
+}
+
+var dwRuns = sync.Pool{New: func() any { return new(dwRun) }}
+
+// dwSrcs is a task's list of where each tap reads its padded plane
+// (pooled).
+type dwSrcs struct{ s []*float32 }
+
+var dwSrcsPool = sync.Pool{New: func() any { return new(dwSrcs) }}
+
+// Task computes the planes task*per.. of the run.
+func (r *dwRun) Task(task int) {
+	p := &r.p
+	g := p.geo
+	hp, rowLen, wq := r.hp, r.rowLen, r.wq
+	buf := getFloats(hp * rowLen)
+	defer putFloats(buf)
+	padded := (*buf)[:hp*rowLen]
+	// Where each tap reads the padded plane: the same for every plane
+	// (and depth) of the task, which reuses the buffer.
+	ss := dwSrcsPool.Get().(*dwSrcs)
+	defer dwSrcsPool.Put(ss)
+	srcs := ss.s[:0]
+	sw := g.stride[2]
+	for kh := range g.k[1] {
+		for kw := range g.k[2] {
+			c := kw * g.dil[2]
+			srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
 		}
-		b := dwBuf{padded: padded, srcs: srcs, wq: wq, hp: hp, rowLen: rowLen}
-		for t := task * per; t < min(planes, (task+1)*per); t++ {
-			depthwisePlane(p, x, w, bias, y, t, b)
-		}
-	})
+	}
+	ss.s = srcs
+	b := dwBuf{padded: padded, srcs: srcs, wq: wq, hp: hp, rowLen: rowLen}
+	planes := p.n * p.group
+	for t := task * r.per; t < min(planes, (task+1)*r.per); t++ {
+		depthwisePlane(*p, r.x, r.w, r.bias, r.y, t, b)
+	}
+	clear(srcs) // hold none of the buffer's
 }
 
 // dwLayout is the padded buffer's layout: wq columns per phase, hp rows of

@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"runtime"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
@@ -122,80 +124,103 @@ type flatLayout struct {
 	offs           []int    // per tap (kh, kw), row-major
 }
 
-func newFlatLayout(g geometry) flatLayout {
+// set makes l the layout of g, reusing its lists.
+func (l *flatLayout) set(g geometry) {
 	sh, sw := g.stride[1], g.stride[2]
-	l := flatLayout{oh: g.out[1], ow: g.out[2]}
+	*l = flatLayout{oh: g.out[1], ow: g.out[2], phases: l.phases[:0], offs: l.offs[:0]}
 	l.hq = l.oh + (g.k[1]-1)*g.dil[1]/sh
 	l.wq = l.ow + (g.k[2]-1)*g.dil[2]/sw
-	index := map[[2]int]int{}
 	for kh := range g.k[1] {
 		for kw := range g.k[2] {
 			dh, dw := kh*g.dil[1], kw*g.dil[2]
 			ph := [2]int{dh % sh, dw % sw}
-			i, ok := index[ph]
-			if !ok {
+			i := slices.Index(l.phases, ph) // at most stride[1] x stride[2]
+			if i < 0 {
 				i = len(l.phases)
-				index[ph] = i
 				l.phases = append(l.phases, ph)
 			}
 			l.offs = append(l.offs, i*l.hq*l.wq+dh/sh*l.wq+dw/sw)
 		}
 	}
 	l.plane = len(l.phases) * l.hq * l.wq
-	return l
 }
+
+// flatRun is one run of convFlat, what its tasks share (pooled with its
+// lists, so that a run allocates nothing).
+type flatRun struct {
+	p                       convProblem
+	x, y                    []float32
+	fw                      *flatWeights
+	l                       flatLayout
+	bb                      []float32 // the bias in blocks of flatRows, zero past each group's channels
+	xlen, ylen, qs, qn, blk int
+}
+
+var flatRuns = sync.Pool{New: func() any { return new(flatRun) }}
 
 // convFlat computes a float32 convolution (useFlat) by the shifted-sum
 // kernel, one task per image and group.
 func convFlat(p convProblem, x []float32, fw *flatWeights, bias, y []float32) {
+	r := flatRuns.Get().(*flatRun)
+	defer flatRuns.Put(r)
 	g := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
-	l := newFlatLayout(g)
-	oh, ow, wq := l.oh, l.ow, l.wq
-	qs := oh * wq                                   // flat positions computed
-	qn := (qs + flatCols - 1) / flatCols * flatCols // rounded up to tiles
+	r.l.set(g)
+	l := &r.l
+	r.qs = l.oh * l.wq                                 // flat positions computed
+	r.qn = (r.qs + flatCols - 1) / flatCols * flatCols // rounded up to tiles
 	// The last tile reads the last channel's planes up to qn-1+max(offs):
 	// under its end + qn-qs + wq.
-	xlen := cg*l.plane + (qn - qs) + wq
-	ylen := fw.blocks * flatRows * qn
-	P, inSize := g.outSize(), g.inSize()
+	r.xlen = cg*l.plane + (r.qn - r.qs) + l.wq
+	r.ylen = fw.blocks * flatRows * r.qn
 	taps := len(l.offs)
-	blk := cg * taps * flatRows
-	// The bias in blocks of flatRows, zero past each group's channels.
-	bb := make([]float32, p.group*fw.blocks*flatRows)
+	r.blk = cg * taps * flatRows
+	nb := p.group * fw.blocks * flatRows
+	r.bb = slices.Grow(r.bb[:0], nb)[:nb]
+	clear(r.bb)
 	if bias != nil {
 		for grp := range p.group {
-			copy(bb[grp*fw.blocks*flatRows:], bias[grp*mg:(grp+1)*mg])
+			copy(r.bb[grp*fw.blocks*flatRows:], bias[grp*mg:(grp+1)*mg])
 		}
 	}
-	parallel.Each(p.n*p.group, 2*cg*taps*mg*qs, func(t int) {
-		img, grp := t/p.group, t%p.group
-		buf := getFloats(xlen + ylen)
-		defer putFloats(buf)
-		xp, yt := (*buf)[:xlen], (*buf)[xlen:]
-		flatPad(xp, x[(img*p.c+grp*cg)*inSize:], cg, g, l)
-		wg := fw.w[grp*fw.blocks*blk:]
-		for q0 := 0; q0 < qs; q0 += flatCols {
-			for b := range fw.blocks {
-				bo := (grp*fw.blocks + b) * flatRows
-				flatTile(yt[b*flatRows*qn+q0:], qn, xp[q0:], l.plane, l.offs, wg[b*blk:(b+1)*blk], cg, bb[bo:bo+flatRows])
-			}
+	r.p, r.x, r.y, r.fw = p, x, y, fw
+	parallel.EachTasks(p.n*p.group, 2*cg*taps*mg*r.qs, r)
+	r.p, r.x, r.y, r.fw = convProblem{}, nil, nil, nil // hold none of the run's
+}
+
+// Task computes image t/group, group t%group.
+func (r *flatRun) Task(t int) {
+	p, l, fw := &r.p, &r.l, r.fw
+	g := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	oh, ow, wq, qs, qn := l.oh, l.ow, l.wq, r.qs, r.qn
+	P, inSize := g.outSize(), g.inSize()
+	img, grp := t/p.group, t%p.group
+	buf := getFloats(r.xlen + r.ylen)
+	defer putFloats(buf)
+	xp, yt := (*buf)[:r.xlen], (*buf)[r.xlen:]
+	flatPad(xp, r.x[(img*p.c+grp*cg)*inSize:], cg, g, *l)
+	wg := fw.w[grp*fw.blocks*r.blk:]
+	for q0 := 0; q0 < qs; q0 += flatCols {
+		for b := range fw.blocks {
+			bo := (grp*fw.blocks + b) * flatRows
+			flatTile(yt[b*flatRows*qn+q0:], qn, xp[q0:], l.plane, l.offs, wg[b*r.blk:(b+1)*r.blk], cg, r.bb[bo:bo+flatRows])
 		}
-		// The computed rows, less the positions past each row's end, into
-		// the output's planes.
-		yg := y[(img*p.m+grp*mg)*P:]
-		for co := range mg {
-			src, dst := yt[co*qn:], yg[co*P:(co+1)*P]
-			if wq == ow {
-				copy(dst, src[:P])
-				continue
-			}
-			for r := range oh {
-				copy(dst[r*ow:(r+1)*ow], src[r*wq:r*wq+ow])
-			}
+	}
+	// The computed rows, less the positions past each row's end, into
+	// the output's planes.
+	yg := r.y[(img*p.m+grp*mg)*P:]
+	for co := range mg {
+		src, dst := yt[co*qn:], yg[co*P:(co+1)*P]
+		if wq == ow {
+			copy(dst, src[:P])
+			continue
 		}
-		p.finish(y, (img*p.m+grp*mg)*P, mg, P, P)
-	})
+		for r := range oh {
+			copy(dst[r*ow:(r+1)*ow], src[r*wq:r*wq+ow])
+		}
+	}
+	p.finish(r.y, (img*p.m+grp*mg)*P, mg, P, P)
 }
 
 // flatPad writes the cg channels at x (2-D geometry g) into xp as l's

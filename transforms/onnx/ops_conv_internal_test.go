@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/stretchr/testify/require"
 )
 
@@ -195,5 +196,80 @@ func TestMaxPoolVectorAndGo(t *testing.T) {
 				require.Equal(t, float32(12345), got[i], "trial %d (%d lanes): written past the output at %d", trial, width, i)
 			}
 		}
+	}
+}
+
+// W x patches with W packed once (rowWeights: gemm.PackedA) gives the
+// bits of W packed for each product, and the direct loops' values, on
+// shapes with odd channel counts, groups, strides 1 and 2, dilation,
+// padding wider than the kernel, 1x1 kernels and batch 1.
+func TestConvGemmRowsPackedWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for trial := range 40 {
+		in := []int{1, 4 + r.IntN(20), 4 + r.IntN(20)}
+		k := []int{1, 1 + r.IntN(3), 1 + r.IntN(3)}
+		if trial%4 == 0 {
+			k = []int{1, 1, 1}
+		}
+		s := []int{1, 1 + r.IntN(2), 1 + r.IntN(2)}
+		d := []int{1, 1 + r.IntN(2), 1}
+		pads := []int{0, r.IntN(4), r.IntN(4), 0, r.IntN(4), r.IntN(4)}
+		w := window{strides: s, dilations: d, pads: pads, autoPad: "NOTSET"}
+		geo, err := w.geometry(in, k)
+		if err != nil {
+			continue
+		}
+		group := 1 + r.IntN(3)
+		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: group * (1 + r.IntN(7)), m: group * (1 + r.IntN(9)), group: group}
+		x := uniform(r, p.n*p.c*geo.inSize())
+		wt := uniform(r, p.m*p.c/p.group*geo.kSize())
+		bias := uniform(r, p.m)
+		want := make([]float32, p.n*p.m*geo.outSize())
+		convDirect(p, x, wt, bias, want)
+		plain := make([]float32, len(want))
+		convGemmRows(p, x, wt, nil, bias, plain)
+		c := &conv{group: group}
+		c.constW.Store(true)
+		wa := c.rowWeights(nd.Of(wt, len(wt)), p)
+		packed := make([]float32, len(want))
+		convGemmRows(p, x, wt, wa, bias, packed)
+		require.Equal(t, plain, packed, "trial %d: in %v k %v s %v d %v pads %v group %d", trial, in, k, s, d, pads, group)
+		for i := range want {
+			require.InDelta(t, want[i], packed[i], 1e-4, "trial %d: element %d", trial, i)
+		}
+	}
+}
+
+// BenchmarkConvGemmRows times W x patches with W packed once (packed) and
+// packed for each product (perProduct), the same bits, on layers that take
+// that form: ResNet-50's and MobileNetV3's stems (3 -> 64 7x7 stride 2,
+// 3 -> 16 3x3 stride 2 at 224), a 1x1 of 64 -> 64 at 56x56 and one of
+// 16 -> 72 at 56x56, at batch 1.
+func BenchmarkConvGemmRows(b *testing.B) {
+	for _, l := range []struct {
+		name          string
+		c, m, k, s, h int
+	}{{"stem7x7", 3, 64, 7, 2, 224}, {"stem3x3", 3, 16, 3, 2, 224}, {"1x1-64", 64, 64, 1, 1, 56}, {"1x1-16-72", 16, 72, 1, 1, 56}} {
+		pad := l.k / 2
+		w := window{strides: []int{1, l.s, l.s}, dilations: []int{1, 1, 1}, pads: []int{0, pad, pad, 0, pad, pad}, autoPad: "NOTSET"}
+		geo, err := w.geometry([]int{1, l.h, l.h}, []int{1, l.k, l.k})
+		require.NoError(b, err)
+		p := convProblem{geo: geo, n: 1, c: l.c, m: l.m, group: 1}
+		r := rand.New(rand.NewPCG(1, 2))
+		x, wt, bias := uniform(r, l.c*geo.inSize()), uniform(r, l.m*l.c*geo.kSize()), uniform(r, l.m)
+		y := make([]float32, l.m*geo.outSize())
+		c := &conv{group: 1}
+		c.constW.Store(true)
+		wa := c.rowWeights(nd.Of(wt, len(wt)), p)
+		b.Run(l.name+"/packed", func(b *testing.B) {
+			for b.Loop() {
+				convGemmRows(p, x, wt, wa, bias, y)
+			}
+		})
+		b.Run(l.name+"/perProduct", func(b *testing.B) {
+			for b.Loop() {
+				convGemmRows(p, x, wt, nil, bias, y)
+			}
+		})
 	}
 }

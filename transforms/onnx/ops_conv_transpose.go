@@ -3,6 +3,8 @@ package onnx
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/gemm"
@@ -34,6 +36,10 @@ type convTranspose struct {
 	win                    window
 	group                  int
 	outputPadding, outputS []int
+	// constW is set when W is a constant: its packing for the products
+	// (W_g^T, gemm.PackA) is then made once and kept in packed.
+	constW atomic.Bool
+	packed atomic.Pointer[convRowWeights]
 }
 
 func newConvTranspose(n *Node) (Kernel, error) {
@@ -173,6 +179,9 @@ func (c *convTranspose) Infer(in []Meta) ([]Meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w.Value != nil {
+		c.constW.Store(true)
+	}
 	return []Meta{{Type: x.Type, Shape: transposeOutShape(g, x.Shape[0], m)}}, nil
 }
 
@@ -192,8 +201,29 @@ func (c *convTranspose) Run(in, out []nd.Array) error {
 		convTransposeDirect(p, nd.MustAs[float64](x), nd.MustAs[float64](w), asOr[float64](b), nd.MustAs[float64](y))
 		return nil
 	}
-	convTransposeGemm(p, nd.MustAs[float32](x), nd.MustAs[float32](w), asOr[float32](b), nd.MustAs[float32](y))
+	convTransposeGemm(p, nd.MustAs[float32](x), nd.MustAs[float32](w), c.weights(w, p), asOr[float32](b), nd.MustAs[float32](y))
 	return nil
+}
+
+// weights returns a constant W packed per group as the products' A
+// operand, W_g^T (Cout/group x K rows, C/group columns), packed on first
+// use and kept; nil where W is not a constant.
+func (c *convTranspose) weights(w nd.Array, p convProblem) []*gemm.PackedA {
+	if !c.constW.Load() {
+		return nil
+	}
+	src := unsafe.SliceData(w.Data)
+	if pk := c.packed.Load(); pk != nil && pk.src == src {
+		return pk.groups
+	}
+	ws := nd.MustAs[float32](w)
+	cg, rows := p.c/p.group, p.m/p.group*p.geo.kSize()
+	pk := &convRowWeights{src: src, groups: make([]*gemm.PackedA, p.group)}
+	for g := range pk.groups {
+		pk.groups[g] = gemm.PackA(true, rows, cg, ws[g*cg*rows:(g+1)*cg*rows], rows)
+	}
+	c.packed.Store(pk)
+	return pk.groups
 }
 
 // convTransposeChunkFloats bounds one product's columns (64 MiB; a
@@ -202,45 +232,73 @@ var convTransposeChunkFloats = 16 << 20
 
 // convTransposeGemm computes a float32 transposed convolution: per image
 // and group, the columns W_g^T X_g in chunks of input positions, each
-// added into the output by col2im.
-func convTransposeGemm(p convProblem, x, w, bias, y []float32) {
+// added into the output by col2im. wa is W_g^T packed per group
+// (convTranspose.weights), or nil: W is then packed for each product. The
+// bits are the same.
+func convTransposeGemm(p convProblem, x, w []float32, wa []*gemm.PackedA, bias, y []float32) {
 	g := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
 	K := g.kSize()
 	P, Q := g.outSize(), g.inSize() // input positions, output positions
-	parallel.For(p.n*p.m, Q, func(lo, hi int) {
-		for t := lo; t < hi; t++ { // each plane its bias, or 0
-			if bias != nil {
-				fillCopies(y[t*Q:(t+1)*Q], bias[t%p.m])
-			} else {
-				clear(y[t*Q : (t+1)*Q])
-			}
-		}
-	})
+	r := col2imRun{g: g, bias: bias, m: p.m, q: Q, k: K}
+	r.y = y
+	parallel.ForWith(p.n*p.m, Q, r, (*col2imRun).fill)
 	if cg == 0 || P == 0 {
 		return
 	}
 	rows := mg * K
 	chunk := max(1, min(P, convTransposeChunkFloats/max(1, rows)))
-	buf := make([]float32, rows*chunk)
+	buf := getFloats(rows * chunk)
+	defer putFloats(buf)
 	workers := runtime.GOMAXPROCS(0)
 	for img := range p.n {
 		for grp := range p.group {
 			xg := x[(img*p.c+grp*cg)*P:]
-			wg := w[grp*cg*rows : (grp+1)*cg*rows] // cg x (mg x K)
 			yg := y[(img*p.m+grp*mg)*Q:]
 			for p0 := 0; p0 < P; p0 += chunk {
 				n := min(chunk, P-p0)
-				cols := buf[:rows*n]
+				cols := (*buf)[:rows*n]
 				// cols (mg*K x n) = W_g^T (mg*K x cg) x X_g[:, p0:p0+n] (cg x n)
-				gemm.SgemmWorkers(workers, true, false, rows, n, cg, 1, wg, rows, xg[p0:], P, 0, cols, n)
-				parallel.For(mg, 2*K*n, func(lo, hi int) {
-					for co := lo; co < hi; co++ {
-						col2im(yg[co*Q:(co+1)*Q], cols[co*K*n:(co+1)*K*n], g, p0, n)
-					}
-				})
+				if wa != nil {
+					gemm.SgemmPackedA(workers, wa[grp], false, n, 1, xg[p0:], P, 0, cols, n)
+				} else {
+					wg := w[grp*cg*rows : (grp+1)*cg*rows] // cg x (mg x K)
+					gemm.SgemmWorkers(workers, true, false, rows, n, cg, 1, wg, rows, xg[p0:], P, 0, cols, n)
+				}
+				r.y, r.cols, r.p0, r.n = yg, cols, p0, n
+				parallel.ForWith(mg, 2*K*n, r, (*col2imRun).planes)
 			}
 		}
+	}
+}
+
+// col2imRun is a transposed convolution's: the output's planes (q values
+// each, m per image) first filled with the bias, then each chunk's columns
+// (k rows of n per output channel, from input position p0) added in.
+type col2imRun struct {
+	g       geometry
+	y, bias []float32
+	cols    []float32
+	m, q, k int
+	p0, n   int
+}
+
+// fill sets planes lo..hi to their bias, or 0.
+func (r *col2imRun) fill(lo, hi int) {
+	for t := lo; t < hi; t++ {
+		if r.bias != nil {
+			fillCopies(r.y[t*r.q:(t+1)*r.q], r.bias[t%r.m])
+		} else {
+			clear(r.y[t*r.q : (t+1)*r.q])
+		}
+	}
+}
+
+// planes adds the columns of output channels lo..hi into their planes.
+func (r *col2imRun) planes(lo, hi int) {
+	kn := r.k * r.n
+	for co := lo; co < hi; co++ {
+		col2im(r.y[co*r.q:(co+1)*r.q], r.cols[co*kn:(co+1)*kn], r.g, r.p0, r.n)
 	}
 }
 

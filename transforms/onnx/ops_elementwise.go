@@ -87,6 +87,9 @@ type ewLoop struct {
 // newEWLoop plans the loop over out for inputs of shapes ins, each
 // broadcastable to out (Infer checked).
 func newEWLoop(out []int, ins ...[]int) *ewLoop {
+	if len(ins) > maxEWInputs {
+		panic(fmt.Sprintf("newEWLoop: %d inputs, at most %d", len(ins), maxEWInputs))
+	}
 	l := &ewLoop{n: 1, st: make([][]int, len(ins)), inner: make([]int, len(ins))}
 	for _, d := range out {
 		l.n *= d
@@ -144,51 +147,76 @@ func (l *ewLoop) walk(cost int, fn func(o int, off []int, n int)) {
 	if l.n == 0 {
 		return
 	}
+	tasks, c, split, seg := l.tasks(cost)
+	k := len(l.st)
+	parallel.For(tasks, c, func(lo, hi int) {
+		l.runs(lo, hi, split, seg, func(o int, off [maxEWInputs]int, n int) { fn(o, off[:k], n) })
+	})
+}
+
+// maxEWInputs is the most inputs an ewLoop takes (Where's three, and one
+// to spare).
+const maxEWInputs = 4
+
+// tasks cuts the loop into tasks for the cores: each row of the last
+// dimension in split segments of seg elements; c is a task's work.
+func (l *ewLoop) tasks(cost int) (tasks, c, split, seg int) {
+	rowLen := l.dims[len(l.dims)-1]
+	rows := l.n / rowLen
+	split = (rowLen + ewSegment - 1) / ewSegment
+	seg = (rowLen + split - 1) / split
+	return rows * split, seg * cost, split, seg
+}
+
+// runs calls fn for the runs of tasks lo..hi (tasks' cut), in order, the
+// inputs' offsets in off (by value: a slice given to fn would be moved to
+// the heap). fn does not escape: a closure passed here stays on its
+// caller's stack, and for up to 9 dimensions runs allocates nothing.
+func (l *ewLoop) runs(lo, hi, split, seg int, fn func(o int, off [maxEWInputs]int, n int)) {
 	last := len(l.dims) - 1
 	rowLen := l.dims[last]
-	rows := l.n / rowLen
-	split := (rowLen + ewSegment - 1) / ewSegment
-	seg := (rowLen + split - 1) / split
-	parallel.For(rows*split, seg*cost, func(lo, hi int) {
-		k := len(l.st)
-		off := make([]int, k)
-		base := make([]int, k)
-		idx := make([]int, last)
-		r, s := lo/split, lo%split
-		for d, rem := last-1, r; d >= 0; d-- {
-			idx[d] = rem % l.dims[d]
-			rem /= l.dims[d]
+	k := len(l.st)
+	var offA, baseA [maxEWInputs]int
+	var idxA [8]int
+	idx := idxA[:0]
+	if last > len(idxA) {
+		idx = make([]int, last)
+	}
+	off, base, idx := offA[:k], baseA[:k], idx[:last]
+	r, s := lo/split, lo%split
+	for d, rem := last-1, r; d >= 0; d-- {
+		idx[d] = rem % l.dims[d]
+		rem /= l.dims[d]
+		for i := range base {
+			base[i] += idx[d] * l.st[i][d]
+		}
+	}
+	for range hi - lo {
+		j0 := s * seg
+		j1 := min(rowLen, j0+seg)
+		for i := range off {
+			off[i] = base[i] + j0*l.inner[i]
+		}
+		fn(r*rowLen+j0, offA, j1-j0)
+		if s++; s < split {
+			continue
+		}
+		s = 0
+		r++
+		for d := last - 1; d >= 0; d-- { // the next row: an odometer
+			idx[d]++
 			for i := range base {
-				base[i] += idx[d] * l.st[i][d]
+				base[i] += l.st[i][d]
 			}
+			if idx[d] < l.dims[d] {
+				break
+			}
+			for i := range base {
+				base[i] -= idx[d] * l.st[i][d]
+			}
+			idx[d] = 0
 		}
-		for range hi - lo {
-			j0 := s * seg
-			j1 := min(rowLen, j0+seg)
-			for i := range off {
-				off[i] = base[i] + j0*l.inner[i]
-			}
-			fn(r*rowLen+j0, off, j1-j0)
-			if s++; s < split {
-				continue
-			}
-			s = 0
-			r++
-			for d := last - 1; d >= 0; d-- { // the next row: an odometer
-				idx[d]++
-				for i := range base {
-					base[i] += l.st[i][d]
-				}
-				if idx[d] < l.dims[d] {
-					break
-				}
-				for i := range base {
-					base[i] -= idx[d] * l.st[i][d]
-				}
-				idx[d] = 0
-			}
-		}
-	})
+	}
 }
 
 // ewSlice is the slice of s that a run of n elements at offset off reads with
@@ -209,6 +237,7 @@ type ewBinary struct {
 	bcast  bool
 	axis   int64
 	hasAx  bool
+	loops  byShapes[*ewLoop] // the run's loop, kept
 }
 
 // newBinary returns the New of a binary operator whose opsets before
@@ -298,11 +327,16 @@ func (k *ewBinary) Infer(in []Meta) ([]Meta, error) {
 
 func (k *ewBinary) Run(in, out []nd.Array) error {
 	a, b, c := in[0], in[1], out[0]
-	bShape, _, err := k.shapes(a.Shape, b.Shape)
+	l, err := k.loops.get(func() (*ewLoop, error) {
+		bShape, _, err := k.shapes(a.Shape, b.Shape)
+		if err != nil {
+			return nil, err
+		}
+		return newEWLoop(c.Shape, a.Shape, bShape), nil
+	}, a.Shape, b.Shape, c.Shape)
 	if err != nil {
 		return err
 	}
-	l := newEWLoop(c.Shape, a.Shape, bShape)
 	switch {
 	case k.op == ewPow:
 		return powRun(k.name, l, a, b, c)
@@ -316,6 +350,13 @@ func (k *ewBinary) Run(in, out []nd.Array) error {
 // Mul, Div, Max, Min) of numeric a and b of one type; name names the
 // operator in errors.
 func arithRun(name string, op ewOp, l *ewLoop, a, b, c nd.Array) error {
+	if fn := arithRanges[a.Type]; fn != nil && l.n > 0 {
+		// Not through numeric's loops: their function values are made in
+		// generic code, closures over its dictionary, allocated at each run.
+		tasks, cost, split, seg := l.tasks(1)
+		parallel.ForWith(tasks, cost, arithArgs{l: l, op: op, a: a, b: b, c: c, split: split, seg: seg}, fn)
+		return nil
+	}
 	f, err := numeric[arithLoop](name, a.Type)
 	if err != nil {
 		return err
@@ -330,6 +371,34 @@ type arithLoop interface {
 
 func (numbers[T, W]) arith(op ewOp, l *ewLoop, a, b, c nd.Array) {
 	arithWalk[T](op, l, a, b, c, !isFloat[T]())
+}
+
+// arithArgs are an arithmetic run's: its loop and the loop's tasks
+// (ewLoop.tasks), the op and the arrays.
+type arithArgs struct {
+	l          *ewLoop
+	op         ewOp
+	a, b, c    nd.Array
+	split, seg int
+}
+
+// arithRanges are arithRange for the types of most models, instantiated
+// here, outside generic code (the others go through numeric's loops).
+var arithRanges = map[nd.DType]func(*arithArgs, int, int){
+	nd.Float32: arithRange[float32],
+	nd.Float64: arithRange[float64],
+	nd.Int32:   arithRange[int32],
+	nd.Int64:   arithRange[int64],
+}
+
+// arithRange computes tasks lo..hi of r.
+func arithRange[T numElem](r *arithArgs, lo, hi int) {
+	x, y, z := nd.MustAs[T](r.a), nd.MustAs[T](r.b), nd.MustAs[T](r.c)
+	sx, sy := r.l.inner[0], r.l.inner[1]
+	op, isInt := r.op, !isFloat[T]()
+	r.l.runs(lo, hi, r.split, r.seg, func(o int, off [maxEWInputs]int, n int) {
+		arith(op, ewSlice(x, off[0], sx, n), sx, ewSlice(y, off[1], sy, n), sy, z[o:o+n], isInt)
+	})
 }
 
 func arithWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {

@@ -80,6 +80,29 @@ func checkMMType(op string, since int, t nd.DType) error {
 type matMul struct {
 	since int
 	b     packedB
+	plans byShapes[*mmPlan] // the run's geometry, kept
+}
+
+// mmPlan is a product's geometry and, for a batch of products, the
+// offsets of each one's A and B (batchOffsets).
+type mmPlan struct {
+	s      mmShape
+	ao, bo []int
+}
+
+// plan returns the geometry of A times B, kept for the shapes.
+func (k *matMul) plan(a, b []int) (*mmPlan, error) {
+	return k.plans.get(func() (*mmPlan, error) {
+		s, err := matMulShape(a, b)
+		if err != nil {
+			return nil, err
+		}
+		p := &mmPlan{s: s}
+		if numel(s.bBatch) != 1 {
+			p.ao, p.bo = s.batchOffsets()
+		}
+		return p, nil
+	}, a, b)
 }
 
 func newMatMul(n *Node) (Kernel, error) {
@@ -149,12 +172,13 @@ func (k *matMul) Infer(in []Meta) ([]Meta, error) {
 
 func (k *matMul) Run(in, out []nd.Array) error {
 	a, b, y := in[0], in[1], out[0]
-	s, err := matMulShape(a.Shape, b.Shape)
+	mp, err := k.plan(a.Shape, b.Shape)
 	if err != nil {
 		return err
 	}
+	s := mp.s
 	if a.Type == nd.Float32 { // packed products (transforms/gemm)
-		k.runF32(s, a, b, y)
+		k.runF32(mp, a, b, y)
 		return nil
 	}
 	f, err := numeric[matMulLoops]("MatMul", a.Type)
@@ -205,7 +229,8 @@ func (s mmShape) batchOffsets() (ao, bo []int) {
 	return ao, bo
 }
 
-func (k *matMul) runF32(s mmShape, a, b, y nd.Array) {
+func (k *matMul) runF32(mp *mmPlan, a, b, y nd.Array) {
+	s := mp.s
 	as, bs, ys := nd.MustAs[float32](a), nd.MustAs[float32](b), nd.MustAs[float32](y)
 	if s.m == 0 || s.n == 0 {
 		return
@@ -227,17 +252,29 @@ func (k *matMul) runF32(s mmShape, a, b, y nd.Array) {
 		gemm.Sgemm(false, false, rows, s.n, s.k, 1, as, s.k, bs, s.n, 0, ys, s.n)
 		return
 	}
-	ao, bo := s.batchOffsets()
-	one := func(t, workers int) {
-		gemm.SgemmWorkers(workers, false, false, s.m, s.n, s.k, 1, as[ao[t]:], s.k, bs[bo[t]:], s.n, 0, ys[t*s.m*s.n:], s.n)
-	}
+	r := batchRun{mp: mp, a: as, b: bs, y: ys, workers: 1}
 	if flops := s.m * s.n * s.k; flops >= 1<<22 && nb < 2*runtime.GOMAXPROCS(0) {
+		r.workers = 0
 		for t := range nb {
-			one(t, 0)
+			r.one(t)
 		}
 		return
 	}
-	parallel.Each(nb, s.m*s.n*s.k, func(t int) { one(t, 1) })
+	parallel.EachWith(nb, s.m*s.n*s.k, r, (*batchRun).one)
+}
+
+// batchRun is a batch of products (runF32's), each on workers goroutines
+// (0: all).
+type batchRun struct {
+	mp      *mmPlan
+	a, b, y []float32
+	workers int
+}
+
+// one computes product t.
+func (r *batchRun) one(t int) {
+	s := r.mp.s
+	gemm.SgemmWorkers(r.workers, false, false, s.m, s.n, s.k, 1, r.a[r.mp.ao[t]:], s.k, r.b[r.mp.bo[t]:], s.n, 0, r.y[t*s.m*s.n:], s.n)
 }
 
 // matMulLoop is MatMul by plain loops (other types than float32).

@@ -41,10 +41,11 @@ const fusedRowBytes = 128 << 10
 
 func (k *fusedMatMul) Run(in, out []nd.Array) error {
 	a, b, y := in[0], in[1], out[0]
-	s, err := matMulShape(a.Shape, b.Shape)
+	mp, err := k.mm.plan(a.Shape, b.Shape)
 	if err != nil {
 		return err
 	}
+	s := mp.s
 	var bias, z []float32
 	if len(in) > 2 && in[2].Type != nd.Undefined {
 		bias = nd.MustAs[float32](in[2])
@@ -64,23 +65,45 @@ func (k *fusedMatMul) Run(in, out []nd.Array) error {
 	if numel(s.bBatch) != 1 || s.k == 0 || !k.mm.b.constant.Load() {
 		// Products of their own (batches of B, or a B made in the run),
 		// then the epilogue over the output.
-		k.mm.runF32(s, a, b, y)
-		parallel.For(rows, 4*n, func(lo, hi int) { finishRows(k.ep, k.ln, ys, bias, z, lnScale, lnBias, lo, hi, n) })
+		k.mm.runF32(mp, a, b, y)
+		parallel.ForWith(rows, 4*n, finishRun{ep: k.ep, ln: k.ln, y: ys, bias: bias, z: z, lnScale: lnScale, lnBias: lnBias, n: n}, (*finishRun).rows)
 		return nil
 	}
 	if rows == 0 || n == 0 {
 		return nil
 	}
-	pk := k.mm.b.get(b, false, s.k, n)
-	as := nd.MustAs[float32](a)
-	block := max(1, fusedRowBytes/(4*n))
-	tasks := (rows + block - 1) / block
-	parallel.Each(tasks, block*n*s.k, func(t int) {
-		lo, hi := t*block, min(rows, (t+1)*block)
-		gemm.SgemmPacked(1, false, hi-lo, 1, as[lo*s.k:], s.k, pk, 0, n, 0, ys[lo*n:], n)
-		finishRows(k.ep, k.ln, ys, bias, z, lnScale, lnBias, lo, hi, n)
-	})
+	r := finishRun{ep: k.ep, ln: k.ln, y: ys, bias: bias, z: z, lnScale: lnScale, lnBias: lnBias, n: n,
+		a: nd.MustAs[float32](a), pk: k.mm.b.get(b, false, s.k, n), k: s.k, total: rows}
+	r.block = max(1, fusedRowBytes/(4*n))
+	tasks := (rows + r.block - 1) / r.block
+	parallel.EachWith(tasks, r.block*n*s.k, r, (*finishRun).productRows)
 	return nil
+}
+
+// finishRun is a fused product's epilogue (finishRows's arguments), and
+// for productRows the product's: A (total rows of k), B packed, in blocks
+// of rows.
+type finishRun struct {
+	ep                          *epilogue
+	ln                          *layerNorm
+	y, bias, z, lnScale, lnBias []float32
+	n                           int
+	a                           []float32
+	pk                          *gemm.Packed
+	k, total, block             int
+}
+
+// rows finishes rows lo..hi.
+func (r *finishRun) rows(lo, hi int) {
+	finishRows(r.ep, r.ln, r.y, r.bias, r.z, r.lnScale, r.lnBias, lo, hi, r.n)
+}
+
+// productRows computes block t of rows, then finishes it while it is in
+// cache.
+func (r *finishRun) productRows(t int) {
+	lo, hi := t*r.block, min(r.total, (t+1)*r.block)
+	gemm.SgemmPacked(1, false, hi-lo, 1, r.a[lo*r.k:], r.k, r.pk, 0, r.n, 0, r.y[lo*r.n:], r.n)
+	r.rows(lo, hi)
 }
 
 // finishRows computes the epilogue of rows [lo, hi) of y (rows of n), a
@@ -139,6 +162,6 @@ func (k *fusedGemm) Run(in, out []nd.Array) error {
 	}
 	n := y.Shape[1]
 	ys := nd.MustAs[float32](y)
-	parallel.For(y.Shape[0], 4*n, func(lo, hi int) { finishRows(k.ep, k.ln, ys, nil, z, lnScale, lnBias, lo, hi, n) })
+	parallel.ForWith(y.Shape[0], 4*n, finishRun{ep: k.ep, ln: k.ln, y: ys, z: z, lnScale: lnScale, lnBias: lnBias, n: n}, (*finishRun).rows)
 	return nil
 }

@@ -338,20 +338,30 @@ func (k *layerNorm) Run(in, out []nd.Array) error {
 	if hasB {
 		p.bOuter, p.bInner = broadcastIndex(b.Shape, x.Shape, axis)
 	}
-	f, err := floating[layerNormLoop]("LayerNormalization", x.Type)
-	if err != nil {
+	// Not through floating's loops: a function value made in generic code
+	// is a closure over its dictionary, allocated at each run.
+	r := lnRun{p: p, x: x, scale: scale, b: b, y: out[0]}
+	switch x.Type {
+	case nd.Float32:
+		parallel.ForWith(rows, 3*size, r, layerNormRange[float32])
+	case nd.Float64:
+		parallel.ForWith(rows, 3*size, r, layerNormRange[float64])
+	default:
+		_, err := floating[any]("LayerNormalization", x.Type)
 		return err
 	}
-	f.layerNorm(p, x, scale, b, out[0])
 	return nil
 }
 
-type layerNormLoop interface {
-	layerNorm(p lnProblem, x, scale, b, y nd.Array)
+// lnRun is a run of LayerNormalization: its problem and arrays.
+type lnRun struct {
+	p              lnProblem
+	x, scale, b, y nd.Array
 }
 
-func (floats[T]) layerNorm(p lnProblem, x, scale, b, y nd.Array) {
-	layerNormRows(p, nd.MustAs[T](x), nd.MustAs[T](scale), asOr[T](b), nd.MustAs[T](y))
+// layerNormRange normalises rows lo..hi of r.
+func layerNormRange[T float32 | float64](r *lnRun, lo, hi int) {
+	layerNormRowsIn(r.p, nd.MustAs[T](r.x), nd.MustAs[T](r.scale), asOr[T](r.b), nd.MustAs[T](r.y), lo, hi)
 }
 
 // broadcastIndex returns, for an array of shape s broadcast to shape x
@@ -409,51 +419,49 @@ type lnProblem struct {
 	bOuter, bInner []int
 }
 
-// layerNormRows normalises each row of x into y.
-func layerNormRows[T float32 | float64](p lnProblem, x, scale, bias, y []T) {
+// layerNormRowsIn normalises rows lo..hi of x into y.
+func layerNormRowsIn[T float32 | float64](p lnProblem, x, scale, bias, y []T, lo, hi int) {
 	size := p.size
-	parallel.For(p.rows, 3*size, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
-			mean, inv := meanInv(xs, p.eps)
-			if p.mean != nil {
-				p.mean[r] = float32(mean)
-			}
-			if p.inv != nil {
-				p.inv[r] = float32(inv)
-			}
-			m, iv := T(mean), T(inv)
-			so, bo := 0, 0
-			if p.sOuter != nil {
-				so = p.sOuter[r]
-			}
-			if p.bOuter != nil {
-				bo = p.bOuter[r]
-			}
-			if p.sInner == nil && (bias == nil || p.bInner == nil) {
-				var bs []T
-				if bias != nil {
-					bs = bias[bo : bo+size]
-				}
-				normRow(xs, ys, scale[so:so+size], bs, m, iv)
-				continue
-			}
-			for i, v := range xs {
-				si, bi := i, i
-				if p.sInner != nil {
-					si = p.sInner[i]
-				}
-				o := (v - m) * iv * scale[so+si]
-				if bias != nil {
-					if p.bInner != nil {
-						bi = p.bInner[i]
-					}
-					o += bias[bo+bi]
-				}
-				ys[i] = o
-			}
+	for r := lo; r < hi; r++ {
+		xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
+		mean, inv := meanInv(xs, p.eps)
+		if p.mean != nil {
+			p.mean[r] = float32(mean)
 		}
-	})
+		if p.inv != nil {
+			p.inv[r] = float32(inv)
+		}
+		m, iv := T(mean), T(inv)
+		so, bo := 0, 0
+		if p.sOuter != nil {
+			so = p.sOuter[r]
+		}
+		if p.bOuter != nil {
+			bo = p.bOuter[r]
+		}
+		if p.sInner == nil && (bias == nil || p.bInner == nil) {
+			var bs []T
+			if bias != nil {
+				bs = bias[bo : bo+size]
+			}
+			normRow(xs, ys, scale[so:so+size], bs, m, iv)
+			continue
+		}
+		for i, v := range xs {
+			si, bi := i, i
+			if p.sInner != nil {
+				si = p.sInner[i]
+			}
+			o := (v - m) * iv * scale[so+si]
+			if bias != nil {
+				if p.bInner != nil {
+					bi = p.bInner[i]
+				}
+				o += bias[bo+bi]
+			}
+			ys[i] = o
+		}
+	}
 }
 
 // meanInv returns the mean of a row of LayerNormalization and the inverse

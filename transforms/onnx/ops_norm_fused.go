@@ -19,8 +19,9 @@ import (
 // A, B, Scale and B of the normalisation (left out without one), one
 // output.
 type fusedAddNorm struct {
-	add *ewBinary
-	ln  *layerNorm
+	add   *ewBinary
+	ln    *layerNorm
+	bases byShapes[[2][]int] // the rows' offsets in A and B, kept
 }
 
 func (k *fusedAddNorm) Infer(in []Meta) ([]Meta, error) {
@@ -40,23 +41,39 @@ func (k *fusedAddNorm) Run(in, out []nd.Array) error {
 	n := shape[len(shape)-1]
 	lead := shape[:len(shape)-1]
 	a, b := nd.MustAs[float32](in[0]), nd.MustAs[float32](in[1])
-	aBase := batchBases(lead, BroadcastStrides(in[0].Shape, shape)[:len(lead)])
-	bBase := batchBases(lead, BroadcastStrides(in[1].Shape, shape)[:len(lead)])
-	scale := nd.MustAs[float32](in[2])
-	var bias []float32
+	bases, _ := k.bases.get(func() ([2][]int, error) {
+		return [2][]int{
+			batchBases(lead, BroadcastStrides(in[0].Shape, shape)[:len(lead)]),
+			batchBases(lead, BroadcastStrides(in[1].Shape, shape)[:len(lead)]),
+		}, nil
+	}, in[0].Shape, in[1].Shape, shape)
+	r := addNormRun{y: y, a: a, b: b, aBase: bases[0], bBase: bases[1], scale: nd.MustAs[float32](in[2]), n: n, epsilon: k.ln.epsilon}
 	if len(in) > 3 && in[3].Type != nd.Undefined {
-		bias = nd.MustAs[float32](in[3])
+		r.bias = nd.MustAs[float32](in[3])
 	}
-	parallel.For(len(aBase), 4*n, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row, ar, br := y[r*n:(r+1)*n], a[aBase[r]:aBase[r]+n], b[bBase[r]:bBase[r]+n]
-			for j := range row {
-				row[j] = ar[j] + br[j]
-			}
-			layerNormRowF32(row, scale, bias, k.ln.epsilon)
-		}
-	})
+	parallel.ForWith(len(r.aBase), 4*n, r, (*addNormRun).rows)
 	return nil
+}
+
+// addNormRun is a run of a fused Add + LayerNormalization: rows of n,
+// each A's and B's at their bases.
+type addNormRun struct {
+	y, a, b, scale, bias []float32
+	aBase, bBase         []int
+	n                    int
+	epsilon              float64
+}
+
+// rows computes rows lo..hi.
+func (r *addNormRun) rows(lo, hi int) {
+	n := r.n
+	for i := lo; i < hi; i++ {
+		row, ar, br := r.y[i*n:(i+1)*n], r.a[r.aBase[i]:r.aBase[i]+n], r.b[r.bBase[i]:r.bBase[i]+n]
+		for j := range row {
+			row[j] = ar[j] + br[j]
+		}
+		layerNormRowF32(row, r.scale, r.bias, r.epsilon)
+	}
 }
 
 // Launch runs the Add's kernel, then LayerNormalization's in place.

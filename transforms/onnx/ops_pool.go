@@ -263,28 +263,46 @@ func maxPoolVector(g geometry, planes int, x, y []float32) (ok bool) {
 	hp := (oh-1)*sh + (g.k[1]-1)*g.dil[1] + 1
 	rowLen := sw * wq
 	inSize, outSize := g.inSize(), g.outSize()
-	negInf := float32(math.Inf(-1))
-	parallel.For(planes, inSize+outSize*g.kSize()/4, func(lo, hi int) {
-		buf := getFloats(hp * rowLen)
-		defer putFloats(buf)
-		padded := (*buf)[:hp*rowLen]
-		// The padding, once for all the planes (dwPad writes the rest).
-		for i := range padded {
-			padded[i] = negInf
-		}
-		srcs := make([]*float32, 0, g.k[1]*g.k[2])
-		for kh := range g.k[1] {
-			for kw := range g.k[2] {
-				c := kw * g.dil[2]
-				srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
-			}
-		}
-		for pl := lo; pl < hi; pl++ {
-			dwPad(padded, x[pl*inSize:(pl+1)*inSize], g, hp, wq)
-			maxRows(y[pl*outSize:(pl+1)*outSize], ow, oh, ow, srcs, sh*rowLen)
-		}
-	})
+	parallel.ForWith(planes, inSize+outSize*g.kSize()/4, maxPoolRun{g: g, x: x, y: y, wq: wq, hp: hp, rowLen: rowLen}, (*maxPoolRun).planes)
 	return true
+}
+
+// maxPoolRun is a run of maxPoolVector.
+type maxPoolRun struct {
+	g              geometry
+	x, y           []float32
+	wq, hp, rowLen int
+}
+
+// planes computes planes lo..hi of the run.
+func (r *maxPoolRun) planes(lo, hi int) {
+	g, hp, wq, rowLen := r.g, r.hp, r.wq, r.rowLen
+	sh, sw := g.stride[1], g.stride[2]
+	oh, ow := g.out[1], g.out[2]
+	inSize, outSize := g.inSize(), g.outSize()
+	buf := getFloats(hp * rowLen)
+	defer putFloats(buf)
+	padded := (*buf)[:hp*rowLen]
+	// The padding, once for all the planes (dwPad writes the rest).
+	negInf := float32(math.Inf(-1))
+	for i := range padded {
+		padded[i] = negInf
+	}
+	ss := dwSrcsPool.Get().(*dwSrcs)
+	defer dwSrcsPool.Put(ss)
+	srcs := ss.s[:0]
+	for kh := range g.k[1] {
+		for kw := range g.k[2] {
+			c := kw * g.dil[2]
+			srcs = append(srcs, &padded[kh*g.dil[1]*rowLen+c%sw*wq+c/sw])
+		}
+	}
+	ss.s = srcs
+	for pl := lo; pl < hi; pl++ {
+		dwPad(padded, r.x[pl*inSize:(pl+1)*inSize], g, hp, wq)
+		maxRows(r.y[pl*outSize:(pl+1)*outSize], ow, oh, ow, srcs, sh*rowLen)
+	}
+	clear(srcs)
 }
 
 // avgPool computes each plane's window means.
@@ -357,28 +375,32 @@ func (globalAvgPool) Infer(in []Meta) ([]Meta, error) {
 func (globalAvgPool) Run(in, out []nd.Array) error {
 	x := in[0]
 	planes, size := x.Shape[0]*x.Shape[1], numel(x.Shape[2:])
-	f, err := floating[planeMeansLoop]("GlobalAveragePool", x.Type)
-	if err != nil {
+	// Not through floating's loops: a generic function's value made in
+	// generic code is a closure over its dictionary, allocated.
+	means := planeMeansOf[float32]
+	switch x.Type {
+	case nd.Float32:
+	case nd.Float64:
+		means = planeMeansOf[float64]
+	default:
+		_, err := floating[any]("GlobalAveragePool", x.Type)
 		return err
 	}
-	f.planeMeans(x, out[0], planes, size)
+	parallel.ForWith(planes, size, planeMeansRun{x, out[0], size}, means)
 	return nil
 }
 
-type planeMeansLoop interface {
-	planeMeans(x, y nd.Array, planes, size int)
+// planeMeansRun is a run of GlobalAveragePool: the mean of each of x's
+// planes of size elements to y, summed in float64.
+type planeMeansRun struct {
+	x, y nd.Array
+	size int
 }
 
-func (floats[T]) planeMeans(x, y nd.Array, planes, size int) {
-	planeMeans(nd.MustAs[T](x), nd.MustAs[T](y), planes, size)
-}
-
-// planeMeans writes the mean of each of x's planes of size elements to y,
-// summed in float64.
-func planeMeans[T float32 | float64](x, y []T, planes, size int) {
-	parallel.For(planes, size, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			y[p] = T(sumFloat64(x[p*size:(p+1)*size]) / float64(size))
-		}
-	})
+// planeMeansOf computes planes lo..hi of r.
+func planeMeansOf[T float32 | float64](r *planeMeansRun, lo, hi int) {
+	x, y := nd.MustAs[T](r.x), nd.MustAs[T](r.y)
+	for p := lo; p < hi; p++ {
+		y[p] = T(sumFloat64(x[p*r.size:(p+1)*r.size]) / float64(r.size))
+	}
 }

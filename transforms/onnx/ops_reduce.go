@@ -70,7 +70,8 @@ type reduceKernel struct {
 	axesInput bool    // the axes are input 1 (else the attribute)
 	axes      []int64 // the attribute
 	keepdims  bool
-	noop      bool // noop_with_empty_axes
+	noop      bool        // noop_with_empty_axes
+	plans     reducePlans // float32's plan, kept (reduce_fast.go)
 }
 
 func newReduce(op redOp, axesInput int) func(n *Node) (Kernel, error) {
@@ -159,15 +160,17 @@ func (k *reduceKernel) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *reduceKernel) Run(in, out []nd.Array) error {
-	metas := make([]Meta, len(in))
-	for i, a := range in {
-		metas[i] = Meta{Type: a.Type, Shape: a.Shape, Value: &in[i]}
+	if in[0].Type == nd.Float32 {
+		p, err := k.plans.get(in[0], arrayAt(in, 1), func() ([]bool, error) { return k.reducedOf(in) })
+		if err != nil {
+			return err
+		}
+		if p.fast {
+			reduceRun{p: p, op: k.op, x: in[0], y: out[0]}.runFloat32()
+			return nil
+		}
 	}
-	axes, err := k.axesOf(metas)
-	if err != nil {
-		return err
-	}
-	red, err := k.reduced(axes, len(in[0].Shape))
+	red, err := k.reducedOf(in)
 	if err != nil {
 		return err
 	}
@@ -177,6 +180,19 @@ func (k *reduceKernel) Run(in, out []nd.Array) error {
 	}
 	f.reduce(k.op, in[0], red, out[0])
 	return nil
+}
+
+// reducedOf marks the dimensions of X that the run's axes reduce.
+func (k *reduceKernel) reducedOf(in []nd.Array) ([]bool, error) {
+	metas := make([]Meta, len(in))
+	for i, a := range in {
+		metas[i] = Meta{Type: a.Type, Shape: a.Shape, Value: &in[i]}
+	}
+	axes, err := k.axesOf(metas)
+	if err != nil {
+		return nil, err
+	}
+	return k.reduced(axes, len(in[0].Shape))
 }
 
 type reductionLoop interface {

@@ -22,6 +22,7 @@ func init() {
 type slice struct {
 	starts, ends, axes []int64 // opset 1's attributes
 	inputs             bool
+	plans              stridedPlans // the run's copy, kept
 }
 
 func newSlice(n *Node) (Kernel, error) {
@@ -134,12 +135,11 @@ func (k *slice) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *slice) Run(in, out []nd.Array) error {
-	c, err := k.copyPlan(ValueMetas(in))
-	if err != nil {
-		return err
+	c, ok, err := k.plans.get(in, func() (strided, error) { return k.copyPlan(ValueMetas(in)) })
+	if ok {
+		runStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
 	}
-	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
-	return nil
+	return err
 }
 
 // copyPlan is the strided copy of the slice's window out of the data; the

@@ -15,7 +15,8 @@ func init() {
 }
 
 type transpose struct {
-	perm []int // nil: reversed
+	perm  []int        // nil: reversed
+	plans stridedPlans // the run's copy, kept
 }
 
 func newTranspose(n *Node) (Kernel, error) {
@@ -62,12 +63,11 @@ func (k *transpose) Infer(in []Meta) ([]Meta, error) {
 }
 
 func (k *transpose) Run(in, out []nd.Array) error {
-	c, err := k.copyPlan(in[0].Shape, out[0].Shape)
-	if err != nil {
-		return err
+	c, ok, err := k.plans.get(in[:1], func() (strided, error) { return k.copyPlan(in[0].Shape, out[0].Shape) })
+	if ok {
+		runStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
 	}
-	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
-	return nil
+	return err
 }
 
 // copyPlan is the strided copy from X (shape x) to the output (shape y)

@@ -46,7 +46,7 @@ type Plan struct {
 	// overlaps counts the lifetimes place looked at (its work: about
 	// linear in the steps, tested).
 	overlaps     int
-	pool         sync.Pool
+	pool         runStates
 	deviceConsts // the planned constants' place on the device (gpu.go)
 }
 
@@ -100,14 +100,23 @@ func (p *Plan) StepOps() []string {
 // whose outputs' shapes come from the data) it returns an error naming
 // that node.
 func (p *Plan) OutputMeta() ([]Meta, error) {
-	if p.stop != nil {
-		return nil, fmt.Errorf("the outputs' shapes depend on the data: %s's shapes are known only when the model runs", p.stop.label())
+	if err := p.shapesFromData(); err != nil {
+		return nil, err
 	}
 	out := make([]Meta, len(p.outputs))
 	for i, o := range p.outputs {
 		out[i] = p.vals[o].meta
 	}
 	return out, nil
+}
+
+// shapesFromData is the error of a plan that ends early (its outputs'
+// shapes come from the data), nil for another.
+func (p *Plan) shapesFromData() error {
+	if p.stop == nil {
+		return nil
+	}
+	return fmt.Errorf("the outputs' shapes depend on the data: %s's shapes are known only when the model runs", p.stop.label())
 }
 
 // maxPlans is how many plans a model keeps (one per input shape; a

@@ -38,7 +38,7 @@ func (p *Plan) RunWith(inputs []nd.Array, opts RunOptions) ([]nd.Array, error) {
 		return nil, err
 	}
 	mem.ctx = opts.Context
-	return p.run(inputs, mem)
+	return p.run(inputs, nil, mem)
 }
 
 // runState is what a run uses besides its outputs, kept for the plan's
@@ -50,6 +50,11 @@ type runState struct {
 	in, out [][]nd.Array
 	lists   []nd.Array // in's and out's backing
 	copies  [][2]int
+	inputs  []nd.Array // the run's inputs, checked (checkInputsInto)
+	// narrow holds, for RunInto, the float32 value of each output the
+	// model declares Float16 or BFloat16 (nil for the others), made on
+	// first use.
+	narrow []nd.Array
 }
 
 // release drops what a run's state refers to beyond the plan's own
@@ -58,15 +63,17 @@ type runState struct {
 func (st *runState) release() {
 	clear(st.arrays)
 	clear(st.lists)
+	clear(st.inputs)
 }
 
 // state returns a run state of the plan: a pooled one, or one made now
 // (its workspace within mem's budget).
 func (p *Plan) state(mem *memory) (*runState, error) {
-	if st, ok := p.pool.Get().(*runState); ok {
+	if st := p.pool.get(); st != nil {
 		return st, nil
 	}
-	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps))}
+	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps)),
+		inputs: make([]nd.Array, len(p.inputs))}
 	var n int
 	for _, s := range p.steps {
 		n += len(s.in) + len(s.out)
@@ -86,21 +93,20 @@ func (p *Plan) state(mem *memory) (*runState, error) {
 	return st, nil
 }
 
-func (p *Plan) run(inputs []nd.Array, mem *memory) ([]nd.Array, error) {
-	inputs, err := p.checkInputs(inputs, mem)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := p.exec(inputs, mem)
+// run runs the plan on inputs into outputs, the caller's (RunInto:
+// checkOutputs's), or, where outputs is nil, into new arrays, which it
+// returns; a plan that ends early goes on by handOn (into new arrays).
+func (p *Plan) run(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error) {
+	outs, err := p.exec(inputs, outputs, mem)
 	if err != nil || p.stop == nil {
 		return outs, err
 	}
-	return p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) { return q.exec(in, mem) }, nil)
+	return p.handOn(outs, mem, func(q *Plan, in []nd.Array) ([]nd.Array, error) { return q.exec(in, nil, mem) }, nil)
 }
 
-// exec runs the plan's steps on inputs (checked) and returns its outputs:
-// the model's, or, where the plan ends early, the values it hands on.
-func (p *Plan) exec(inputs []nd.Array, mem *memory) (outs []nd.Array, err error) {
+// exec runs the plan's steps on inputs: run without going on where the
+// plan ends early (it returns the values it hands on).
+func (p *Plan) exec(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	m := p.m
 	st, err := p.state(mem)
 	if err != nil {
@@ -108,11 +114,14 @@ func (p *Plan) exec(inputs []nd.Array, mem *memory) (outs []nd.Array, err error)
 	}
 	defer func() {
 		st.release()
-		p.pool.Put(st)
+		p.pool.put(st)
 	}()
+	if err := p.checkInputsInto(st.inputs, inputs, mem); err != nil {
+		return nil, err
+	}
 	arrays, ws := st.arrays, st.ws
 	for i, id := range p.inputs {
-		arrays[id] = inputs[i]
+		arrays[id] = st.inputs[i]
 	}
 	for i, v := range p.vals {
 		switch v.st {
@@ -121,11 +130,19 @@ func (p *Plan) exec(inputs []nd.Array, mem *memory) (outs []nd.Array, err error)
 		case stWork:
 			arrays[i] = nd.Array{Type: v.meta.Type, Shape: v.meta.Shape, Data: ws[v.off : v.off+v.size : v.off+v.size]}
 		case stOutput:
+			if outputs != nil {
+				continue // below
+			}
 			a, err := mem.array(v.meta.Type, v.meta.Shape, v.by, p.valueWhat(i))
 			if err != nil {
 				return nil, err
 			}
 			arrays[i] = a
+		}
+	}
+	if outputs != nil {
+		if err := p.placeOutputs(st, arrays, outputs, mem); err != nil {
+			return nil, err
 		}
 	}
 	for si, s := range p.steps {
@@ -165,13 +182,18 @@ func (p *Plan) exec(inputs []nd.Array, mem *memory) (outs []nd.Array, err error)
 			copy(out[c[0]].Data, in[c[1]].Data)
 		}
 	}
-	outs = make([]nd.Array, len(p.outputs))
 	if p.stop != nil { // values handed on, the run's own
+		outs := make([]nd.Array, len(p.outputs))
 		for i, id := range p.outputs {
 			outs[i] = arrays[id]
 		}
 		return outs, nil
 	}
+	if outputs != nil {
+		p.finishOutputs(arrays, outputs)
+		return outputs, nil
+	}
+	outs := make([]nd.Array, len(p.outputs))
 	for i, id := range p.outputs {
 		a := arrays[id]
 		v := p.vals[id]

@@ -93,6 +93,13 @@ func copyStrided(dst, src []byte, size int, c strided) {
 	if !ok {
 		return
 	}
+	runStrided(dst, src, size, c)
+}
+
+// runStrided runs c, simplified, on arrays of elements of size bytes. It
+// allocates nothing (a kernel that keeps its simplified copy, a
+// stridedPlans, copies without allocating).
+func runStrided(dst, src []byte, size int, c strided) {
 	if len(c.shape) == 0 { // one element
 		copy(dst[c.dstOff*size:(c.dstOff+1)*size], src[c.srcOff*size:(c.srcOff+1)*size])
 		return
@@ -102,15 +109,53 @@ func copyStrided(dst, src []byte, size int, c strided) {
 		copyRuns(dst, src, size, c)
 		return
 	}
+	// A transpose: the output's innermost dimension is strided in the
+	// source and another dimension is the source's contiguous one.
+	a := -1
+	if c.dstSt[k] == 1 && c.srcSt[k] != 1 && c.srcSt[k] != 0 {
+		for d := k - 1; d >= 0; d-- {
+			if c.srcSt[d] == 1 {
+				a = d
+				break
+			}
+		}
+	}
+	args := elemsArgs{dst: dst, src: src, c: c}
+	if a >= 0 {
+		// The tile: transposeTile² elements, longer along a when k is
+		// short (NCHW to NHWC: 3 channels, thousands of pixels).
+		args.a = a
+		args.tb = min(c.shape[k], transposeTile)
+		args.ta = transposeTile * transposeTile / args.tb
+		args.tilesA = (c.shape[a] + args.ta - 1) / args.ta
+		rows := 1
+		for i := range k {
+			if i != a {
+				rows *= c.shape[i]
+			}
+		}
+		switch size { // the functions instantiated here, not in generic code: no closure to allocate
+		case 1:
+			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint8])
+		case 2:
+			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint16])
+		case 4:
+			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint32])
+		default:
+			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint64])
+		}
+		return
+	}
+	n, outer := c.shape[k], numel(c.shape[:k])
 	switch size {
 	case 1:
-		copyElems(words[uint8](dst), words[uint8](src), c)
+		parallel.ForWith(outer, n, args, copyElems[uint8])
 	case 2:
-		copyElems(words[uint16](dst), words[uint16](src), c)
+		parallel.ForWith(outer, n, args, copyElems[uint16])
 	case 4:
-		copyElems(words[uint32](dst), words[uint32](src), c)
+		parallel.ForWith(outer, n, args, copyElems[uint32])
 	default:
-		copyElems(words[uint64](dst), words[uint64](src), c)
+		parallel.ForWith(outer, n, args, copyElems[uint64])
 	}
 }
 
@@ -118,113 +163,107 @@ func copyStrided(dst, src []byte, size int, c strided) {
 // sides, one run at a time.
 func copyRuns(dst, src []byte, size int, c strided) {
 	k := len(c.shape) - 1
-	run := c.shape[k] * size
-	outer := strided{shape: c.shape[:k], dstSt: c.dstSt[:k], srcSt: c.srcSt[:k], dstOff: c.dstOff, srcOff: c.srcOff}
-	parallel.For(numel(outer.shape), c.shape[k], func(lo, hi int) {
-		outer.rows(lo, hi, func(d, s int) {
-			copy(dst[d*size:d*size+run], src[s*size:s*size+run])
+	parallel.ForWith(numel(c.shape[:k]), c.shape[k], elemsArgs{dst: dst, src: src, c: c, size: size}, func(e *elemsArgs, lo, hi int) {
+		c := e.c
+		k := len(c.shape) - 1
+		run := c.shape[k] * e.size
+		c.rows(lo, hi, k, -1, func(d, s int) {
+			copy(e.dst[d*e.size:d*e.size+run], e.src[s*e.size:s*e.size+run])
 		})
 	})
+}
+
+// elemsArgs are a strided copy's, for its loops: c simplified, the bytes,
+// and for transposeTiles the axis a contiguous in src and the tiles.
+type elemsArgs struct {
+	dst, src          []byte
+	c                 strided
+	size              int
+	a, ta, tb, tilesA int
 }
 
 // transposeTile is the side, in elements, of the tiles of a transpose: a
 // tile of both arrays stays in the L1 cache.
 const transposeTile = 32
 
-// copyElems copies c element by element along the innermost dimension,
-// or in tiles when c transposes.
-func copyElems[E word](dst, src []E, c strided) {
+// copyElems copies rows lo..hi of e.c (its dimensions but the innermost)
+// element by element along the innermost dimension.
+func copyElems[E word](e *elemsArgs, lo, hi int) {
+	dst, src, c := words[E](e.dst), words[E](e.src), e.c
 	k := len(c.shape) - 1
-	// A transpose: the output's innermost dimension is strided in the
-	// source and another dimension is the source's contiguous one.
-	if c.dstSt[k] == 1 && c.srcSt[k] != 1 && c.srcSt[k] != 0 {
-		for a := k - 1; a >= 0; a-- {
-			if c.srcSt[a] == 1 {
-				transposeTiles(dst, src, c, a)
-				return
+	n, dk, sk := c.shape[k], c.dstSt[k], c.srcSt[k]
+	c.rows(lo, hi, k, -1, func(d, s int) {
+		switch {
+		case dk == 1 && sk == 1:
+			copy(dst[d:d+n], src[s:s+n])
+		case dk == 1 && sk == 0:
+			fillWords(dst[d:d+n], src[s])
+		case dk == 1:
+			row := dst[d : d+n]
+			for i := range row {
+				row[i] = src[s]
+				s += sk
+			}
+		default:
+			for range n {
+				dst[d] = src[s]
+				d += dk
+				s += sk
 			}
 		}
-	}
-	n, dk, sk := c.shape[k], c.dstSt[k], c.srcSt[k]
-	outer := strided{shape: c.shape[:k], dstSt: c.dstSt[:k], srcSt: c.srcSt[:k], dstOff: c.dstOff, srcOff: c.srcOff}
-	parallel.For(numel(outer.shape), n, func(lo, hi int) {
-		outer.rows(lo, hi, func(d, s int) {
-			switch {
-			case dk == 1 && sk == 1:
-				copy(dst[d:d+n], src[s:s+n])
-			case dk == 1 && sk == 0:
-				fillWords(dst[d:d+n], src[s])
-			case dk == 1:
-				row := dst[d : d+n]
-				for i := range row {
-					row[i] = src[s]
-					s += sk
-				}
-			default:
-				for range n {
-					dst[d] = src[s]
-					d += dk
-					s += sk
-				}
-			}
-		})
 	})
 }
 
-// transposeTiles copies c, whose innermost dimension k is contiguous in
-// dst and dimension a contiguous in src, in tiles of a × k.
-func transposeTiles[E word](dst, src []E, c strided, a int) {
+// transposeTiles copies items lo..hi of e.c, whose innermost dimension k
+// is contiguous in dst and dimension e.a contiguous in src, in tiles of a
+// × k: an item is (a row of the dimensions but a and k, a tile of a),
+// row-major.
+func transposeTiles[E word](e *elemsArgs, lo, hi int) {
+	dst, src, c, a := words[E](e.dst), words[E](e.src), e.c, e.a
 	k := len(c.shape) - 1
 	na, nb := c.shape[a], c.shape[k]
 	da, sb := c.dstSt[a], c.srcSt[k]
-	// The tile: transposeTile² elements, longer along a when k is short
-	// (NCHW to NHWC: 3 channels, thousands of pixels).
-	tb := min(nb, transposeTile)
-	ta := transposeTile * transposeTile / tb
-	var outer strided
-	for i := range k {
-		if i != a {
-			outer.shape = append(outer.shape, c.shape[i])
-			outer.dstSt = append(outer.dstSt, c.dstSt[i])
-			outer.srcSt = append(outer.srcSt, c.srcSt[i])
-		}
-	}
-	outer.dstOff, outer.srcOff = c.dstOff, c.srcOff
-	tilesA := (na + ta - 1) / ta
-	parallel.For(numel(outer.shape)*tilesA, ta*nb, func(lo, hi int) {
-		// Items are (outer row, tile of a), row-major.
-		row := lo / tilesA
-		outer.rows(row, (hi+tilesA-1)/tilesA, func(d, s int) {
-			t0, t1 := max(0, lo-row*tilesA), min(tilesA, hi-row*tilesA)
-			row++
-			for t := t0; t < t1; t++ {
-				a0, a1 := t*ta, min(na, (t+1)*ta)
-				for b0 := 0; b0 < nb; b0 += tb {
-					b1 := min(nb, b0+tb)
-					for b := b0; b < b1; b++ {
-						dp := d + b + a0*da
-						line := src[s+b*sb+a0 : s+b*sb+a1]
-						for _, v := range line {
-							dst[dp] = v
-							dp += da
-						}
+	ta, tb, tilesA := e.ta, e.tb, e.tilesA
+	row := lo / tilesA
+	c.rows(row, (hi+tilesA-1)/tilesA, k, a, func(d, s int) {
+		t0, t1 := max(0, lo-row*tilesA), min(tilesA, hi-row*tilesA)
+		row++
+		for t := t0; t < t1; t++ {
+			a0, a1 := t*ta, min(na, (t+1)*ta)
+			for b0 := 0; b0 < nb; b0 += tb {
+				b1 := min(nb, b0+tb)
+				for b := b0; b < b1; b++ {
+					dp := d + b + a0*da
+					line := src[s+b*sb+a0 : s+b*sb+a1]
+					for _, v := range line {
+						dst[dp] = v
+						dp += da
 					}
 				}
 			}
-		})
+		}
 	})
 }
 
-// rows calls fn with the offsets of the block's elements (index in
-// row-major order) lo to hi-1.
-func (c strided) rows(lo, hi int, fn func(d, s int)) {
+// rows calls fn with the offsets of the elements lo to hi-1 (row-major
+// order) of the block of c's first k dimensions but skip (-1: none). The
+// offsets start at c's; fn does not escape, so that a closure passed here
+// stays on its caller's stack.
+func (c strided) rows(lo, hi, k, skip int, fn func(d, s int)) {
 	if lo >= hi {
 		return
 	}
-	k := len(c.shape)
-	idx := make([]int, k)
+	var stack [8]int
+	idx := stack[:0]
+	if k > len(stack) {
+		idx = make([]int, k)
+	}
+	idx = idx[:k]
 	d, s := c.dstOff, c.srcOff
 	for i, r := k-1, lo; i >= 0; i-- {
+		if i == skip {
+			continue
+		}
 		idx[i] = r % c.shape[i]
 		r /= c.shape[i]
 		d += idx[i] * c.dstSt[i]
@@ -233,6 +272,9 @@ func (c strided) rows(lo, hi int, fn func(d, s int)) {
 	for r := lo; r < hi; r++ {
 		fn(d, s)
 		for i := k - 1; i >= 0; i-- {
+			if i == skip {
+				continue
+			}
 			idx[i]++
 			d += c.dstSt[i]
 			s += c.srcSt[i]

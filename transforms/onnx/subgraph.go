@@ -258,7 +258,7 @@ func (s *subgraph) run(in []nd.Array, mem *memory) ([]nd.Array, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph %q: %w", s.m.Name, err)
 	}
-	out, err := p.run(in, mem)
+	out, err := p.run(in, nil, mem)
 	if err != nil {
 		return nil, fmt.Errorf("graph %q: %w", s.m.Name, err)
 	}

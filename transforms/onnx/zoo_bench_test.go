@@ -31,7 +31,8 @@ var zooPeak = sync.OnceValue(func() peak.FLOPs { return peak.FMA(runtime.GOMAXPR
 // Runtime (containers/onnx/bench_onnx.sh). Per entry, NAME/LABEL, it reports
 // the median time of a run (ms/run), the products' rate (GFLOP/s) and its
 // share of the FMA peak measured in the same process at GOMAXPROCS threads
-// (peak_share), the bytes allocated by a run after the first (B/run), and,
+// (peak_share), the bytes and the objects allocated by a run after the
+// first (B/run, allocs/run: Run's new outputs among them), and,
 // where ONNX Runtime's output was written beside the manifest
 // (NAME-LABEL.ort.npy), the largest difference from it relative to its
 // largest magnitude (max_rel_diff).
@@ -65,12 +66,12 @@ func BenchmarkZoo(b *testing.B) {
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			before := ms.TotalAlloc
+			before, mallocs := ms.TotalAlloc, ms.Mallocs
 			if _, err := p.Run(ins); err != nil {
 				b.Fatalf("%s/%s: %v", e.name, e.label, err)
 			}
 			runtime.ReadMemStats(&ms)
-			allocated := ms.TotalAlloc - before
+			allocated, objects := ms.TotalAlloc-before, ms.Mallocs-mallocs
 			var times []time.Duration
 			for b.Loop() {
 				start := time.Now()
@@ -86,6 +87,7 @@ func BenchmarkZoo(b *testing.B) {
 			b.ReportMetric(flops/med.Seconds()/1e9, "GFLOP/s")
 			b.ReportMetric(flops/med.Seconds()/zooPeak().PerSecond, "peak_share")
 			b.ReportMetric(float64(allocated), "B/run")
+			b.ReportMetric(float64(objects), "allocs/run")
 			ref := filepath.Join(filepath.Dir(*zooManifest), e.name+"-"+e.label+".ort.npy")
 			if want, err := npy.ReadFile(ref); err == nil {
 				d, err := maxRelDiff(outs[0], want)
@@ -95,6 +97,57 @@ func BenchmarkZoo(b *testing.B) {
 				b.ReportMetric(d, "max_rel_diff")
 			}
 		})
+	}
+}
+
+// TestZooRunIntoAllocs prints, for each entry of the -zoo manifest (skipped
+// without it), the allocations of a run into the caller's outputs
+// (Plan.RunInto) after the first, at 1 and 2 threads: what the table's
+// allocations come to without Run's new outputs.
+func TestZooRunIntoAllocs(t *testing.T) {
+	if *zooManifest == "" {
+		t.Skip("no -zoo manifest")
+	}
+	entries, err := readZoo(*zooManifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		m, err := onnxtest.LoadFile(e.model)
+		if err != nil {
+			t.Fatalf("%s: %v", e.model, err)
+		}
+		ins := make([]nd.Array, len(e.inputs))
+		for i, f := range e.inputs {
+			if ins[i], err = readZooInput(t, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, procs := range []int{1, 2} {
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				p, err := m.Plan(ins)
+				if err != nil {
+					t.Fatalf("%s/%s: %v", e.name, e.label, err)
+				}
+				outs := make([]nd.Array, len(m.Outputs))
+				metas, err := p.OutputMeta()
+				if err != nil {
+					t.Fatalf("%s/%s: %v", e.name, e.label, err)
+				}
+				for i, meta := range metas {
+					outs[i] = nd.Zeros(m.Outputs[i].Type, meta.Shape...)
+				}
+				run := func() {
+					if err := p.RunInto(ins, outs); err != nil {
+						t.Fatalf("%s/%s: %v", e.name, e.label, err)
+					}
+				}
+				run() // the plan's state; then the pools of the kernels' buffers filled
+				run()
+				t.Logf("%s/%s at %d threads: %v allocations a run", e.name, e.label, procs, testing.AllocsPerRun(3, run))
+			}()
+		}
 	}
 }
 
@@ -136,7 +189,7 @@ func readZoo(path string) ([]zooEntry, error) {
 
 // readZooInput reads FILE (.npy, or an ONNX TensorProto .pb) or FILE@ROWS
 // (its rows repeated in order to ROWS).
-func readZooInput(b *testing.B, spec string) (nd.Array, error) {
+func readZooInput(b testing.TB, spec string) (nd.Array, error) {
 	file, rows, repeat := strings.Cut(spec, "@")
 	var a nd.Array
 	if strings.HasSuffix(file, ".pb") {
