@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -94,7 +95,50 @@ type argExtLoop interface {
 }
 
 func (numbers[T, W]) argExt(x, y nd.Array, outer, n, inner int, isMin, last bool) {
+	if x.Type == nd.Float32 && inner > 1 {
+		argExtF32(nd.MustAs[float32](x), nd.MustAs[int64](y), outer, n, inner, isMin, last)
+		return
+	}
 	argExt(nd.MustAs[T](x), nd.MustAs[int64](y), outer, n, inner, isMin, last)
+}
+
+// argExtF32 is argExt for float32 with the choice made without a branch
+// (on random values better's branches mispredict half the time): the
+// same indices.
+func argExtF32(xs []float32, ys []int64, outer, n, inner int, isMin, last bool) {
+	l := b2u(last)
+	parallel.For(outer, n*inner, func(lo, hi int) {
+		best := make([]float32, inner)
+		for o := lo; o < hi; o++ {
+			row := xs[o*n*inner : (o+1)*n*inner]
+			idx := ys[o*inner : (o+1)*inner]
+			copy(best, row[:inner])
+			clear(idx)
+			for j := 1; j < n; j++ {
+				r := row[j*inner : (j+1)*inner]
+				best, idx := best[:len(r)], idx[:len(r)]
+				// t: v replaces b (ties: with last; NaN: the extreme,
+				// the first one unless last).
+				if isMin {
+					for i, v := range r {
+						b := best[i]
+						t := b2u(v < b) | b2u(v == b)&l | b2u(v != v)&(b2u(b == b)|l)
+						m := -t
+						best[i] = math.Float32frombits(math.Float32bits(v)&m | math.Float32bits(b)&^m)
+						idx[i] += (int64(j) - idx[i]) & -int64(t)
+					}
+				} else {
+					for i, v := range r {
+						b := best[i]
+						t := b2u(v > b) | b2u(v == b)&l | b2u(v != v)&(b2u(b == b)|l)
+						m := -t
+						best[i] = math.Float32frombits(math.Float32bits(v)&m | math.Float32bits(b)&^m)
+						idx[i] += (int64(j) - idx[i]) & -int64(t)
+					}
+				}
+			}
+		}
+	})
 }
 
 // argExt writes into ys[o*inner+i] the index j of the extreme of
