@@ -104,7 +104,9 @@ func (numbers[T, W]) argExt(x, y nd.Array, outer, n, inner int, isMin, last bool
 
 // argExtF32 is argExt for float32 with the choice made without a branch
 // (on random values better's branches mispredict half the time): the
-// same indices.
+// same indices. A block of rows is first taken as holding no NaN (one
+// comparison per element, NaNs only noted); a block that holds one is done
+// again with NaN's rules (argExtNaN).
 func argExtF32(xs []float32, ys []int64, outer, n, inner int, isMin, last bool) {
 	l := b2u(last)
 	parallel.For(outer, n*inner, func(lo, hi int) {
@@ -114,31 +116,70 @@ func argExtF32(xs []float32, ys []int64, outer, n, inner int, isMin, last bool) 
 			idx := ys[o*inner : (o+1)*inner]
 			copy(best, row[:inner])
 			clear(idx)
+			var nan uint32
+			for _, v := range row[:inner] {
+				nan |= b2u(v != v)
+			}
 			for j := 1; j < n; j++ {
 				r := row[j*inner : (j+1)*inner]
-				best, idx := best[:len(r)], idx[:len(r)]
-				// t: v replaces b (ties: with last; NaN: the extreme,
-				// the first one unless last).
 				if isMin {
-					for i, v := range r {
-						b := best[i]
-						t := b2u(v < b) | b2u(v == b)&l | b2u(v != v)&(b2u(b == b)|l)
-						m := -t
-						best[i] = math.Float32frombits(math.Float32bits(v)&m | math.Float32bits(b)&^m)
-						idx[i] += (int64(j) - idx[i]) & -int64(t)
-					}
+					nan |= argStep(best, idx, r, int64(j), l, true)
 				} else {
-					for i, v := range r {
-						b := best[i]
-						t := b2u(v > b) | b2u(v == b)&l | b2u(v != v)&(b2u(b == b)|l)
-						m := -t
-						best[i] = math.Float32frombits(math.Float32bits(v)&m | math.Float32bits(b)&^m)
-						idx[i] += (int64(j) - idx[i]) & -int64(t)
-					}
+					nan |= argStep(best, idx, r, int64(j), l, false)
 				}
+			}
+			if nan != 0 {
+				argExtNaN(row, idx, best, n, inner, isMin, l)
 			}
 		}
 	})
+}
+
+// argStep folds row j, r, into best and idx, taking a NaN for a number
+// (v replaces b where v < b with isMin, v > b otherwise; ties with last
+// (l 1)); it returns 1 if r holds a NaN. A function of its own, so that
+// its loop keeps its values in registers.
+func argStep(best []float32, idx []int64, r []float32, j int64, l uint32, isMin bool) uint32 {
+	best, idx = best[:len(r)], idx[:len(r)]
+	var nan uint32
+	for i, v := range r {
+		b := best[i]
+		var t uint32
+		if isMin {
+			t = b2u(v < b)
+		} else {
+			t = b2u(v > b)
+		}
+		t |= b2u(v == b) & l
+		nan |= b2u(v != v)
+		m := -t
+		best[i] = math.Float32frombits(math.Float32bits(v)&m | math.Float32bits(b)&^m)
+		idx[i] += (j - idx[i]) & -int64(t)
+	}
+	return nan
+}
+
+// argExtNaN is one row block of argExtF32 with NaN the extreme (the first
+// one unless last).
+func argExtNaN(row []float32, idx []int64, best []float32, n, inner int, isMin bool, l uint32) {
+	copy(best, row[:inner])
+	clear(idx)
+	for j := 1; j < n; j++ {
+		r := row[j*inner : (j+1)*inner]
+		for i, v := range r {
+			b := best[i]
+			var t uint32
+			if isMin {
+				t = b2u(v < b)
+			} else {
+				t = b2u(v > b)
+			}
+			t |= b2u(v == b)&l | b2u(v != v)&(b2u(b == b)|l)
+			m := -t
+			best[i] = math.Float32frombits(math.Float32bits(v)&m | math.Float32bits(b)&^m)
+			idx[i] += (int64(j) - idx[i]) & -int64(t)
+		}
+	}
 }
 
 // argExt writes into ys[o*inner+i] the index j of the extreme of
