@@ -187,11 +187,16 @@ AWK
 	}
 AWK
 } >"$out/ops-table.md"
-for t in table ops-table; do
-	[[ $(grep -c '^| [^-]' "$out/$t.md") -gt 1 ]] || rm "$out/$t.md"
+tables=()
+for t in table ops-table; do # the tables with rows
+	if [[ $(grep -c '^| [^-]' "$out/$t.md") -gt 1 ]]; then
+		tables+=("$out/$t.md")
+	else
+		rm "$out/$t.md"
+	fi
 done
-cat "$out"/table.md "$out"/ops-table.md 2>/dev/null
-if cat "$out"/table.md "$out"/ops-table.md 2>/dev/null | grep -q '| failed |'; then
+cat "${tables[@]}"
+if grep -q '| failed |' "${tables[@]}"; then
 	echo "bench-onnx: a side failed on some entry (see $log)" >&2
 	exit 1
 fi
