@@ -8,7 +8,7 @@ import "math"
 // the values (random signs mispredict): Gelu on erff's vector loop, Gelu's
 // tanh form as x σ(2u) on the vector sigmoid, Selu and Celu on expm1Block32,
 // Softplus and Mish on expf's vector loop and log1p01 (Mish's tanh on
-// tanhInto), Sin and Cos on float32 polynomials (sinCosInto); each within
+// tanhInto), Sin and Cos on float32 polynomials (sinCosInto, in AVX2 where there is one); each within
 // 1e-6 (relative above 1) of unaryFunc's float64 value (TestUnaryMore32).
 func unaryMore32(k *ewUnary, x, y []float32) {
 	y = y[:len(x)]
@@ -155,36 +155,45 @@ func b2u(b bool) uint32 {
 	return u
 }
 
-// sinCosInto writes sin x[i] (cos x[i] with cos) to y[i], from Cephes'
-// sinf and cosf: x reduced by multiples of π/4 in float32 (π/4 in three
-// parts, Cody and Waite's, exact enough below 8192), then their float32 polynomials on [-π/4, π/4], the octant's
-// polynomial and sign chosen without a branch; beyond, and for NaN and
-// ±Inf, math's float64 functions.
+// sinCosInto writes sin x[i] (cos x[i] with cos) to y[i]: whole vectors
+// in sinCosVec's kernel where there is one (the same bits), the rest by
+// sinCos1.
 func sinCosInto(y, x []float32, cos bool) {
+	y = y[:len(x)]
 	c := b2u(cos)
-	for i, xv := range x {
-		a := math.Float32frombits(math.Float32bits(xv) &^ (1 << 31))
-		if !(a < 8192) {
-			if cos {
-				y[i] = float32(math.Cos(float64(xv)))
-			} else {
-				y[i] = float32(math.Sin(float64(xv)))
-			}
-			continue
+	for i := 0; i < len(x); {
+		i += sinCosVec(y[i:], x[i:], cos)
+		for end := min(i+8, len(x)); i < end; i++ {
+			y[i] = sinCos1(x[i], c)
 		}
-		j := uint32(a * (4 / math.Pi))
-		j += j & 1
-		fj := float32(j)
-		r := ((a - fj*0.78515625) - fj*2.4187564849853515625e-4) - fj*3.77489497744594108e-8 // in [-π/4, π/4]
-		// The sign: sin's of x's; flipped in octants 4 to 7; for cos,
-		// flipped in octants 2, 3, 6 and 7 too.
-		neg := (math.Float32bits(xv)>>31)&^c ^ (j>>2)&1 ^ c&(j>>1)&1
-		z := r * r
-		sp := ((-1.9515295891e-4*z+8.3321608736e-3)*z-1.6666654611e-1)*z*r + r
-		cp := ((2.443315711809948e-5*z-1.388731625493765e-3)*z+4.166664568298827e-2)*z*z - 0.5*z + 1
-		// cos's polynomial in sin's octant 2 (mod 4: j is even) and cos's 0.
-		useCos := -((j^j>>1)&1 ^ c)
-		v := math.Float32bits(cp)&useCos | math.Float32bits(sp)&^useCos
-		y[i] = math.Float32frombits(v ^ neg<<31)
 	}
+}
+
+// sinCos1 is sin x (cos x with c 1), from Cephes' sinf and cosf: x
+// reduced by multiples of π/4 in float32 (π/4 in three parts, Cody and
+// Waite's, exact enough below 8192), then their float32 polynomials on
+// [-π/4, π/4], the octant's polynomial and sign chosen without a branch;
+// from 8192 on, and for NaN and ±Inf, math's float64 functions.
+func sinCos1(xv float32, c uint32) float32 {
+	a := math.Float32frombits(math.Float32bits(xv) &^ (1 << 31))
+	if !(a < 8192) {
+		if c == 1 {
+			return float32(math.Cos(float64(xv)))
+		}
+		return float32(math.Sin(float64(xv)))
+	}
+	j := uint32(a * (4 / math.Pi))
+	j += j & 1
+	fj := float32(j)
+	r := ((a - fj*0.78515625) - fj*2.4187564849853515625e-4) - fj*3.77489497744594108e-8 // in [-π/4, π/4]
+	// The sign: sin's of x's; flipped in octants 4 to 7; for cos,
+	// flipped in octants 2, 3, 6 and 7 too.
+	neg := (math.Float32bits(xv)>>31)&^c ^ (j>>2)&1 ^ c&(j>>1)&1
+	z := r * r
+	sp := ((-1.9515295891e-4*z+8.3321608736e-3)*z-1.6666654611e-1)*z*r + r
+	cp := ((2.443315711809948e-5*z-1.388731625493765e-3)*z+4.166664568298827e-2)*z*z - 0.5*z + 1
+	// cos's polynomial in sin's octant 2 (mod 4: j is even) and cos's 0.
+	useCos := -((j^j>>1)&1 ^ c)
+	v := math.Float32bits(cp)&useCos | math.Float32bits(sp)&^useCos
+	return math.Float32frombits(v ^ neg<<31)
 }

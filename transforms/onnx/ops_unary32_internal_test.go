@@ -52,3 +52,32 @@ func TestUnaryMore32(t *testing.T) {
 		}
 	}
 }
+
+// sinCosVec's kernel gives sinCos1's bits, and leaves a vector holding a
+// value past 8192 or NaN to Go.
+func TestSinCosVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 33))
+	x := make([]float32, 4003)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(7)-3)))
+		if r.IntN(2) == 0 {
+			x[i] = float32(r.Float64()*16000 - 8000)
+		}
+	}
+	for c, cos := range []bool{false, true} {
+		y := make([]float32, len(x))
+		n := sinCosVec(y, x, cos)
+		if simdWidth < 8 {
+			assert.Zero(t, n)
+			continue
+		}
+		assert.Equal(t, len(x)/8*8, n)
+		for i := range n {
+			assert.Equal(t, math.Float32bits(sinCos1(x[i], uint32(c))), math.Float32bits(y[i]), "cos %v of %v", cos, x[i])
+		}
+		stop := []float32{1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 9000, 4, 5, 6, 7, 8}
+		assert.Equal(t, 8, sinCosVec(make([]float32, 16), stop, cos))
+		stop[10] = float32(math.NaN())
+		assert.Equal(t, 8, sinCosVec(make([]float32, 16), stop, cos))
+	}
+}
