@@ -272,11 +272,14 @@ bench:
 
 .PHONY: onnx-testdata onnx-proto onnx-proto-check bench-onnx
 
-## bench-onnx: the ONNX runtime against ONNX Runtime on torchvision's models and a BERT-style encoder, at 1 thread and all cores
+## bench-onnx: the ONNX runtime against ONNX Runtime on torchvision's models, a BERT-style encoder and single operators
 # containers/onnx/bench_onnx.sh: exports the models once with Debian's PyTorch into
 # ~/.cache/beamgpu/bench-onnx (python3-torch python3-torchvision python3-onnx), installs ONNX
 # Runtime with npm (containers/onnx/ort.sh), then times both sides interleaved (ROUNDS, RUNS) and
 # writes out/bench-onnx/table.md: ms, ratio to ORT, GFLOP/s and share of the FMA peak, bytes per run.
+# The single operators (containers/onnx/bench_ops.py, onnx.helper) run at one thread into
+# out/bench-onnx/ops-table.md: CPU and wall ms per run on each side and their ratios.
+# BENCH_ONNX=models or BENCH_ONNX=ops runs one set, BENCH_ONNX="lstm/op resnet50/b1" entries.
 bench-onnx:
 	GO=$(GO) containers/onnx/bench_onnx.sh $(BENCH_ONNX)
 

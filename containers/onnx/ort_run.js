@@ -17,7 +17,8 @@
 //
 //   containers/onnx/ort.sh -- containers/onnx/ort_run.js zoo [--threads N] [--warmup 2] [--runs 5] [--ref DIR] MANIFEST [NAME/LABEL ...]
 //       The entries of a manifest of containers/onnx/bench_models.py (make bench-onnx):
-//       one line each, `ort NAME/LABEL ms=MEDIAN min_ms=... threads=N runs=N ort=VERSION`;
+//       one line each, `ort NAME/LABEL ms=MEDIAN min_ms=... cpu_ms=MEDIAN threads=N runs=N ort=VERSION`
+//       (cpu_ms: the process's user and system CPU time over a run, process.cpuUsage);
 //       with --ref, each entry's first output is written to DIR/NAME-LABEL.ort.npy.
 //
 // Options: --threads N sets the intra-op threads (default: every core the process
@@ -322,16 +323,20 @@ async function zoo(argv) {
     let results;
     for (let w = 0; w < warmup; w++) results = await session.run(feeds);
     const ms = [];
+    const cpu = [];
     for (let r = 0; r < runs; r++) {
+      const c0 = process.cpuUsage();
       const t0 = process.hrtime.bigint();
       results = await session.run(feeds);
       ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      const c = process.cpuUsage(c0);
+      cpu.push((c.user + c.system) / 1e3);
     }
     if (o.ref) {
       const f = path.join(o.ref, `${name}-${label}.ort.npy`);
       if (!fs.existsSync(f)) writeTensor(f, session.outputNames[0], results[session.outputNames[0]]);
     }
-    console.log(`ort ${name}/${label} ms=${median(ms).toFixed(3)} min_ms=${Math.min(...ms).toFixed(3)} threads=${threads} runs=${runs} ort=${ort.env.versions.common}`);
+    console.log(`ort ${name}/${label} ms=${median(ms).toFixed(3)} min_ms=${Math.min(...ms).toFixed(3)} cpu_ms=${median(cpu).toFixed(3)} threads=${threads} runs=${runs} ort=${ort.env.versions.common}`);
     await session.release();
   }
 }

@@ -1,8 +1,35 @@
 package onnx
 
+import "errors"
+
 // PlacementWork is the number of lifetimes the planner looked at to place
 // p's values in its workspace.
 func PlacementWork(p *Plan) int { return p.overlaps }
 
 // PlanSteps is the number of steps of p.
 func PlanSteps(p *Plan) int { return len(p.steps) }
+
+// HostOnlyOps returns the operators of m's nodes whose kernels have no
+// device code for any inputs: no Launch, or a Launch that returns
+// ErrOnHost without reading its arguments (one that reads them panics on
+// the nil arguments given here, and is taken as device code).
+func HostOnlyOps(m *Model) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range m.g.nodes {
+		out[n.Op] = out[n.Op] || hostOnly(n.kernel)
+	}
+	return out
+}
+
+func hostOnly(k Kernel) (host bool) {
+	l, ok := k.(Launcher)
+	if !ok {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			host = false
+		}
+	}()
+	return errors.Is(l.Launch(nil, nil, nil), ErrOnHost)
+}

@@ -76,6 +76,7 @@ func TestKernelEmulatorServesEveryKernel(t *testing.T) {
 type deviceBoard struct {
 	Device, Host map[string]int
 	HostIn       map[string]map[string]bool // per operator, the tests where its node ran on the host
+	HostOnly     map[string]bool            // the operators none of whose nodes has device code (onnx.HostOnlyOps)
 	Passed, Run  int
 	Failed       []string
 }
@@ -85,13 +86,17 @@ type deviceBoard struct {
 func deviceConformance(t testing.TB) *deviceBoard {
 	dev := emulator(t)
 	tests, _ := onnxtest.ConformanceTests(t)
-	b := &deviceBoard{Device: map[string]int{}, Host: map[string]int{}, HostIn: map[string]map[string]bool{}}
+	b := &deviceBoard{Device: map[string]int{}, Host: map[string]int{}, HostIn: map[string]map[string]bool{}, HostOnly: map[string]bool{}}
 	for _, c := range tests {
 		if _, ok := onnxtest.Skips[c.ID()]; ok {
 			continue
 		}
 		var onHost []string
 		err := onnxtest.RunConformance(t, c, func(m *onnx.Model, in []nd.Array) ([]nd.Array, error) {
+			for op, host := range onnx.HostOnlyOps(m) {
+				prev, seen := b.HostOnly[op]
+				b.HostOnly[op] = host && (prev || !seen) // every node of the operator's
+			}
 			outs, host, err := runOnDevice(dev, m, in)
 			onHost = append(onHost, host...)
 			return outs, err

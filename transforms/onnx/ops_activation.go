@@ -57,6 +57,9 @@ func (k *ewUnary) activate32(x, y []float32) {
 			y[i] = v
 		}
 		return
+	case unFloor, unCeil, unRound, unThresholdedRelu, unSoftsign, unSelu, unCelu, unGelu, unGeluTanh, unSoftplus, unMish, unSin, unCos:
+		unaryMore32(k, x, y)
+		return
 	}
 	activateFloats(k, x, y)
 }

@@ -15,9 +15,11 @@ import (
 // explicit output ("ij,jk" is "ij,jk->ik": the letters met once, in
 // alphabetical order). A letter appears at most once per operand. Other
 // forms (an ellipsis, a diagonal such as "ii->i") are refused at load
-// naming the equation. Each output element sums the products over the
-// letters not in the output, in float64 for floats (int64 for integers),
-// rounded once. On the device Einsum runs on the host.
+// naming the equation. A batched matrix product of two float32 operands
+// runs on package gemm (ops_einsum_gemm.go); otherwise each output element
+// sums the products over the letters not in the output, in float64 for
+// floats (int64 for integers), rounded once. On the device Einsum runs on
+// the host.
 
 func init() {
 	RegisterOp(OpDef{Name: "Einsum", Versions: []int{12}, New: newEinsum})
@@ -29,6 +31,9 @@ type einsumKernel struct {
 	out    []int   // the output's letters
 	nlet   int     // the letters
 	reduce []int   // the letters summed over
+	// product is the equation's letters by role when it is a batched
+	// matrix product (ops_einsum_gemm.go), nil otherwise.
+	product *einsumProduct
 }
 
 func newEinsum(n *Node) (Kernel, error) {
@@ -111,6 +116,9 @@ func parseEinsum(eq string, inputs int) (*einsumKernel, error) {
 			k.reduce = append(k.reduce, i)
 		}
 	}
+	if f, ok := k.productForm(); ok {
+		k.product = &f
+	}
 	return k, nil
 }
 
@@ -156,6 +164,9 @@ func (k *einsumKernel) Run(in, out []nd.Array) error {
 	size, err := k.sizes(ValueMetas(in))
 	if err != nil {
 		return err
+	}
+	if k.product != nil && einsumGemm(k, *k.product, size, in, out[0]) {
+		return nil
 	}
 	f, err := numeric[einsumLoop]("Einsum", in[0].Type)
 	if err != nil {

@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -135,32 +137,60 @@ func equalShape(a, b []int) bool {
 // is an error naming it.
 func (k *elementsKernel) offsets(data, idx []int, indices nd.Array) ([]int64, error) {
 	ax, _ := NormAxis(k.axis, len(data))
-	v, err := nd.Int64s(indices)
-	if err != nil {
-		return nil, err
+	var v []int64
+	switch indices.Type { // int64 and int32 without nd.Int64s's call per element
+	case nd.Int64:
+		v = slices.Clone(nd.MustAs[int64](indices))
+	case nd.Int32:
+		v = make([]int64, indices.Len())
+		for i, x := range nd.MustAs[int32](indices) {
+			v[i] = int64(x)
+		}
+	default:
+		var err error
+		if v, err = nd.Int64s(indices); err != nil {
+			return nil, err
+		}
 	}
 	dst := Strides(data)
 	n := int64(data[ax])
-	coord := make([]int, len(idx))
-	for t := range v {
-		x := v[t]
-		if x < -n || x >= n {
-			return nil, fmt.Errorf("index %d (element %d of indices) is out of range for axis %d of size %d", x, t, ax, n)
-		}
-		if x < 0 {
-			x += n
-		}
-		off := 0
-		for d, c := range coord {
-			if d != ax {
-				off += c * dst[d]
+	if len(v) == 0 {
+		return v, nil
+	}
+	// A row of indices at a time (the last axis): its offset in data
+	// without the axis's term (off), kept as the coordinates step.
+	last := len(idx) - 1
+	row := idx[last]
+	step := int64(dst[last]) // the last axis's stride, 0 along ax
+	if last == ax {
+		step = 0
+	}
+	sa := int64(dst[ax])
+	coord := make([]int, last)
+	off := int64(0)
+	for t0 := 0; t0 < len(v); t0 += row {
+		o := off
+		for t := t0; t < t0+row; t++ {
+			x := v[t]
+			if x < -n || x >= n {
+				return nil, fmt.Errorf("index %d (element %d of indices) is out of range for axis %d of size %d", x, t, ax, n)
 			}
+			if x < 0 {
+				x += n
+			}
+			v[t] = o + x*sa
+			o += step
 		}
-		v[t] = int64(off) + x*int64(dst[ax])
-		for d := len(coord) - 1; d >= 0; d-- { // the next coordinate
+		for d := last - 1; d >= 0; d-- { // the next row's coordinates
+			s := int64(dst[d])
+			if d == ax {
+				s = 0
+			}
 			if coord[d]++; coord[d] < idx[d] {
+				off += s
 				break
 			}
+			off -= int64(coord[d]-1) * s
 			coord[d] = 0
 		}
 	}
@@ -168,6 +198,15 @@ func (k *elementsKernel) offsets(data, idx []int, indices nd.Array) ([]int64, er
 }
 
 func (k *elementsKernel) Run(in, out []nd.Array) error {
+	if !k.scatter && in[0].Type.Size() == 4 && len(in[1].Shape) > 0 {
+		dst, src := words[uint32](out[0].Data), words[uint32](in[0].Data)
+		switch in[1].Type {
+		case nd.Int64:
+			return gatherElements(dst, src, nd.MustAs[int64](in[1]), in[0].Shape, in[1].Shape, k.axis)
+		case nd.Int32:
+			return gatherElements(dst, src, nd.MustAs[int32](in[1]), in[0].Shape, in[1].Shape, k.axis)
+		}
+	}
 	offs, err := k.offsets(in[0].Shape, in[1].Shape, in[1])
 	if err != nil {
 		return err
@@ -176,15 +215,98 @@ func (k *elementsKernel) Run(in, out []nd.Array) error {
 	if !k.scatter {
 		src, dst := in[0].Data, out[0].Data
 		parallel.For(len(offs), size, func(lo, hi int) {
-			for t := lo; t < hi; t++ {
-				o := int(offs[t]) * size
-				copy(dst[t*size:(t+1)*size], src[o:o+size])
+			switch size { // typed loops: a copy call per element costs more than the element
+			case 4:
+				gatherWords(words[uint32](dst), words[uint32](src), offs, lo, hi)
+			case 8:
+				gatherWords(words[uint64](dst), words[uint64](src), offs, lo, hi)
+			default:
+				for t := lo; t < hi; t++ {
+					o := int(offs[t]) * size
+					copy(dst[t*size:(t+1)*size], src[o:o+size])
+				}
 			}
 		})
 		return nil
 	}
 	copy(out[0].Data, in[0].Data)
 	return scatterAt(k.red, out[0], in[2], offs, 1)
+}
+
+// gatherElements is GatherElements of 4-byte elements with the offsets
+// computed as the values are moved (offsets' arithmetic, a row of the last
+// axis at a time, without its slice of offsets), rows on all cores.
+func gatherElements[E word, I int32 | int64](dst, src []E, ind []I, data, idx []int, axis int) error {
+	ax, _ := NormAxis(axis, len(data))
+	if len(ind) == 0 {
+		return nil
+	}
+	st := Strides(data)
+	n := int64(data[ax])
+	last := len(idx) - 1
+	row := idx[last]
+	step := int64(st[last])
+	if last == ax {
+		step = 0
+	}
+	sa := int64(st[ax])
+	rows := len(ind) / row
+	var bad atomic.Int64
+	bad.Store(-1)
+	parallel.For(rows, 2*row, func(lo, hi int) {
+		coord := make([]int, last)
+		off, r := int64(0), lo
+		for d := last - 1; d >= 0; d-- { // row lo's coordinates
+			coord[d] = r % idx[d]
+			r /= idx[d]
+			if d != ax {
+				off += int64(coord[d]) * int64(st[d])
+			}
+		}
+		for t0 := lo * row; t0 < hi*row; t0 += row {
+			o := off
+			in, out := ind[t0:t0+row], dst[t0:t0+row]
+			for t, i := range in {
+				x := int64(i)
+				if x < 0 {
+					x += n
+				}
+				if uint64(x) >= uint64(n) { // the first bad element of all
+					for at := int64(t0 + t); ; {
+						if cur := bad.Load(); cur >= 0 && cur <= at || bad.CompareAndSwap(cur, at) {
+							return
+						}
+					}
+				}
+				out[t] = src[o+x*sa]
+				o += step
+			}
+			for d := last - 1; d >= 0; d-- { // the next row's coordinates
+				s := int64(st[d])
+				if d == ax {
+					s = 0
+				}
+				if coord[d]++; coord[d] < idx[d] {
+					off += s
+					break
+				}
+				off -= int64(coord[d]-1) * s
+				coord[d] = 0
+			}
+		}
+	})
+	if t := bad.Load(); t >= 0 {
+		return fmt.Errorf("index %d (element %d of indices) is out of range for axis %d of size %d", ind[t], t, ax, n)
+	}
+	return nil
+}
+
+// gatherWords sets dst[t] = src[offs[t]] for t in [lo, hi).
+func gatherWords[E word](dst, src []E, offs []int64, lo, hi int) {
+	dst, offs = dst[lo:hi], offs[lo:hi]
+	for t, o := range offs {
+		dst[t] = src[o]
+	}
 }
 
 // scatterAt applies updates to y in order: the block of n elements at

@@ -22,7 +22,8 @@ import (
 // stash_type (1, float32 or better: the statistics here are computed in
 // float64 whatever it says).
 //
-// The sums run in float64 and the result is rounded to X's type; on the
+// The sums run in float64 and the result is rounded to X's type (float32
+// X is read and written as it is, float32s); on the
 // device groupnorm_f32 (ops_instnorm.cu) computes both, one thread per
 // image and group, also in double.
 
@@ -119,6 +120,10 @@ func (k *groupNorm) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
+	if x.Type == nd.Float32 {
+		k.float32s(nd.MustAs[float32](x), nd.Float64s(in[1]), nd.Float64s(in[2]), nd.MustAs[float32](out[0]), n, c, groups, inner)
+		return nil
+	}
 	xs, scale, bias := nd.Float64s(x), nd.Float64s(in[1]), nd.Float64s(in[2])
 	ys := make([]float64, len(xs))
 	per := c / groups // channels per group
@@ -153,4 +158,66 @@ func (k *groupNorm) Run(in, out []nd.Array) error {
 	})
 	nd.ConvertInto(out[0], nd.Of(ys, x.Shape...))
 	return nil
+}
+
+// float32s is Run for float32 X, reading and writing float32 in place of
+// converting all of X to float64 and back: the same float64 arithmetic per
+// element, the sums in four running float64 partial sums.
+func (k *groupNorm) float32s(xs []float32, scale, bias []float64, ys []float32, n, c, groups, inner int) {
+	per := c / groups // channels per group
+	size := per * inner
+	parallel.For(n*groups, 3*size, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			g := t % groups
+			v := xs[t*size : (t+1)*size]
+			mean := sum4(v) / float64(len(v))
+			inv := 1 / math.Sqrt(sqDev4(v, mean)/float64(len(v))+k.epsilon)
+			y := ys[t*size : (t+1)*size]
+			for j := range per {
+				p := g
+				if k.perChannel {
+					p = g*per + j
+				}
+				a, b := scale[p]*inv, bias[p]
+				vj, yj := v[j*inner:(j+1)*inner], y[j*inner:(j+1)*inner]
+				for i, e := range vj {
+					yj[i] = float32((float64(e)-mean)*a + b)
+				}
+			}
+		}
+	})
+}
+
+// sum4 is Σ v in float64, in four partial sums.
+func sum4(v []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		s0 += float64(v[i])
+		s1 += float64(v[i+1])
+		s2 += float64(v[i+2])
+		s3 += float64(v[i+3])
+	}
+	for ; i < len(v); i++ {
+		s0 += float64(v[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sqDev4 is Σ (v - mean)² in float64, in four partial sums.
+func sqDev4(v []float32, mean float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		d0, d1, d2, d3 := float64(v[i])-mean, float64(v[i+1])-mean, float64(v[i+2])-mean, float64(v[i+3])-mean
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(v); i++ {
+		d := float64(v[i]) - mean
+		s0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3)
 }

@@ -116,10 +116,39 @@ type extraLoop interface {
 
 func (floats[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {
 	f := func(x, y T) T { return T(math.Mod(float64(x), float64(y))) }
+	if a.Type == nd.Float32 {
+		f = any(fmod32).(func(x, y T) T)
+	}
 	if op == ewPRelu {
 		f = prelu[T]
 	}
 	extraWalk(l, a, b, c, f)
+}
+
+// fmod32 is math.Mod of float32s, the same value: x - q y in float64 with
+// q the float64 quotient truncated (q y and the difference are exact for q
+// below 2^24); math.Mod past that, and for NaN, ±Inf and y = 0. The two
+// corrections by one y are a guard: for float32 operands the quotient's
+// rounding should not cross an integer below 2^24, and TestFmod32 finds
+// no case where it does.
+func fmod32(x, y float32) float32 {
+	xd, yd := float64(x), float64(y)
+	q := math.Trunc(xd / yd)
+	if !(math.Abs(q) < 1<<24) || yd == 0 || math.IsInf(yd, 0) {
+		return float32(math.Mod(xd, yd))
+	}
+	r := xd - q*yd // exact: q has at most 24 bits, and x - q y cancels
+	ay := math.Abs(yd)
+	switch {
+	case r != 0 && (r < 0) != (xd < 0): // q one too many
+		r += math.Copysign(ay, xd)
+	case math.Abs(r) >= ay: // q one too few
+		r -= math.Copysign(ay, xd)
+	}
+	if r == 0 {
+		r = math.Copysign(0, xd)
+	}
+	return float32(r)
 }
 
 func (ints[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {

@@ -148,14 +148,17 @@ func (k *nmsKernel) selectBoxes(a nmsArgs, dst []int64) []int64 {
 					cand = append(cand, int32(i))
 				}
 			}
-			slices.SortStableFunc(cand, func(i, j int32) int {
+			// By score, the earlier box first among equal scores (cand is
+			// in index order: what a stable sort gives, at pdqsort's
+			// speed).
+			slices.SortFunc(cand, func(i, j int32) int {
 				switch {
 				case s[i] > s[j]:
 					return -1
 				case s[i] < s[j]:
 					return 1
 				}
-				return 0
+				return int(i - j)
 			})
 			kept = kept[:0]
 			for _, i := range cand {

@@ -400,6 +400,16 @@ func reduceRow[T, A numElem](op redOp, x []T, acc A) A {
 		}
 		return acc
 	case redLogSumExp:
+		if x32, ok := any(x).([]float32); ok {
+			var t [256]float32
+			var e [256]float64
+			for lo := 0; lo < len(x32); lo += len(t) {
+				for _, v := range exp32Block(x32[lo:min(len(x32), lo+len(t))], t[:], e[:]) {
+					acc += A(v)
+				}
+			}
+			return acc
+		}
 		for _, v := range x {
 			acc += A(math.Exp(float64(v)))
 		}
@@ -455,6 +465,17 @@ func reduceInto[T, A numElem](op redOp, acc []A, x []T) {
 		}
 		return
 	case redLogSumExp:
+		if x32, ok := any(x).([]float32); ok {
+			var t [256]float32
+			var e [256]float64
+			for lo := 0; lo < len(x32); lo += len(t) {
+				a := acc[lo:min(len(x32), lo+len(t))]
+				for i, v := range exp32Block(x32[lo:lo+len(a)], t[:], e[:]) {
+					a[i] += A(v)
+				}
+			}
+			return
+		}
 		for i, v := range x {
 			acc[i] += A(math.Exp(float64(v)))
 		}
@@ -494,4 +515,20 @@ func reduceResult[T, A numElem](op redOp, acc A, count int) T {
 		return 0
 	}
 	return T(acc / A(count))
+}
+
+// exp32Block returns e^x of a block of x (at most len(t) = len(e)
+// values) in e, in float64: expf's vector loop into t, and math.Exp where
+// that overflows or comes below 1e-30 (float64's range is wider: the sums
+// stay as the float64 loop makes them).
+func exp32Block(xs, t []float32, e []float64) []float64 {
+	t, e = t[:len(xs)], e[:len(xs)]
+	expSubInto(t, xs, 0)
+	for i, v := range t {
+		e[i] = float64(v)
+		if !(v >= 1e-30 && v <= math.MaxFloat32) && v == v {
+			e[i] = math.Exp(float64(xs[i]))
+		}
+	}
+	return e
 }

@@ -367,6 +367,9 @@ type rnnLoop interface {
 }
 
 func (floats[T]) recur(k *recurrent, d rnnDims, lens []int, in, out []nd.Array) {
+	if _, f32 := any(T(0)).(float32); f32 && k.fastRecurrent() && recurFast32(k, d, lens, in, out) {
+		return
+	}
 	recurTyped[T](k, d, lens, in, out)
 }
 

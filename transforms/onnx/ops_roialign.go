@@ -88,20 +88,93 @@ func (floats[T]) roiAlign(k *roiAlignKernel, x, rois nd.Array, bi []int64, y nd.
 	xs, rs, ys := nd.MustAs[T](x), nd.MustAs[T](rois), nd.MustAs[T](y)
 	c, h, w := x.Shape[1], x.Shape[2], x.Shape[3]
 	r := rois.Shape[0]
-	parallel.For(r*c, k.oh*k.ow*16, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			ri, ci := t/c, t%c
+	bins := k.oh * k.ow
+	parallel.For(r, c*bins*16, func(lo, hi int) {
+		var samples []roiSample
+		for ri := lo; ri < hi; ri++ {
 			g := k.geometry([4]float64{float64(rs[ri*4]), float64(rs[ri*4+1]), float64(rs[ri*4+2]), float64(rs[ri*4+3])})
-			plane := xs[(int(bi[ri])*c+ci)*h*w : (int(bi[ri])*c+ci+1)*h*w]
-			out := ys[t*k.oh*k.ow : (t+1)*k.oh*k.ow]
-			at := func(i int) float64 { return float64(plane[i]) }
-			for ph := range k.oh {
-				for pw := range k.ow {
-					out[ph*k.ow+pw] = T(k.bin(g, ph, pw, h, w, at))
+			// The region's sampling points, the same for every channel:
+			// bin by bin, gridH x gridW each.
+			samples = k.samples(g, h, w, samples[:0])
+			per := len(samples) / max(bins, 1)
+			count := float64(max(g.gridH*g.gridW, 1))
+			for ci := range c {
+				plane := xs[(int(bi[ri])*c+ci)*h*w : (int(bi[ri])*c+ci+1)*h*w]
+				out := ys[(ri*c+ci)*bins : (ri*c+ci+1)*bins]
+				for b := range out {
+					acc, first := 0.0, true
+					for _, p := range samples[b*per : (b+1)*per] {
+						var v float64
+						if p.in {
+							a, bb, cc, d := p.w[0]*float64(plane[p.at[0]]), p.w[1]*float64(plane[p.at[1]]), p.w[2]*float64(plane[p.at[2]]), p.w[3]*float64(plane[p.at[3]])
+							if k.max {
+								v = max(a, bb, cc, d)
+							} else {
+								v = a + bb + cc + d
+							}
+						}
+						switch {
+						case !k.max:
+							acc += v
+						case first:
+							acc, first = v, false
+						default:
+							acc = max(acc, v)
+						}
+					}
+					if !k.max {
+						acc /= count
+					}
+					out[b] = T(acc)
 				}
 			}
 		}
 	})
+}
+
+// roiSample is a sampling point of a region: its four corners' offsets in
+// a plane and their bilinear weights (in is false outside the plane, where
+// the sample is 0).
+type roiSample struct {
+	at [4]int
+	w  [4]float64
+	in bool
+}
+
+// samples appends region g's sampling points, bin by bin (as bin and
+// bilinearSample compute them), to dst.
+func (k *roiAlignKernel) samples(g roiGeometry, h, w int, dst []roiSample) []roiSample {
+	for ph := range k.oh {
+		for pw := range k.ow {
+			for iy := range g.gridH {
+				y := g.y0 + float64(ph)*g.binH + (float64(iy)+0.5)*g.binH/float64(g.gridH)
+				for ix := range g.gridW {
+					xx := g.x0 + float64(pw)*g.binW + (float64(ix)+0.5)*g.binW/float64(g.gridW)
+					dst = append(dst, bilinearPoint(y, xx, h, w))
+				}
+			}
+		}
+	}
+	return dst
+}
+
+// bilinearPoint is bilinearSample's corners and weights at (y, x).
+func bilinearPoint(y, x float64, h, w int) roiSample {
+	if y < -1 || y > float64(h) || x < -1 || x > float64(w) {
+		return roiSample{}
+	}
+	y, x = max(y, 0), max(x, 0)
+	yl, xl := int(y), int(x)
+	yh, xh := yl+1, xl+1
+	if yl >= h-1 {
+		yl, yh, y = h-1, h-1, float64(h-1)
+	}
+	if xl >= w-1 {
+		xl, xh, x = w-1, w-1, float64(w-1)
+	}
+	ly, lx := y-float64(yl), x-float64(xl)
+	hy, hx := 1-ly, 1-lx
+	return roiSample{at: [4]int{yl*w + xl, yl*w + xh, yh*w + xl, yh*w + xh}, w: [4]float64{hy * hx, hy * lx, ly * hx, ly * lx}, in: true}
 }
 
 // roiGeometry is one region's start, bin size and sampling grid.
@@ -125,54 +198,4 @@ func (k *roiAlignKernel) geometry(roi [4]float64) roiGeometry {
 		g.gridH, g.gridW = int(math.Ceil(rh/float64(k.oh))), int(math.Ceil(rw/float64(k.ow)))
 	}
 	return g
-}
-
-// bin is output bin (ph, pw) of region g over a plane of h x w values.
-func (k *roiAlignKernel) bin(g roiGeometry, ph, pw, h, w int, at func(int) float64) float64 {
-	count := max(g.gridH*g.gridW, 1)
-	acc, first := 0.0, true
-	for iy := range g.gridH {
-		y := g.y0 + float64(ph)*g.binH + (float64(iy)+0.5)*g.binH/float64(g.gridH)
-		for ix := range g.gridW {
-			xx := g.x0 + float64(pw)*g.binW + (float64(ix)+0.5)*g.binW/float64(g.gridW)
-			v := bilinearSample(y, xx, h, w, at, k.max)
-			switch {
-			case !k.max:
-				acc += v
-			case first:
-				acc, first = v, false
-			default:
-				acc = max(acc, v)
-			}
-		}
-	}
-	if !k.max {
-		return acc / float64(count)
-	}
-	return acc
-}
-
-// bilinearSample is the bilinear interpolation at (y, x), 0 outside [-1,
-// h] x [-1, w]; with mx the largest of the four weighted corners instead of
-// their sum (ONNX Runtime's max mode).
-func bilinearSample(y, x float64, h, w int, at func(int) float64, mx bool) float64 {
-	if y < -1 || y > float64(h) || x < -1 || x > float64(w) {
-		return 0
-	}
-	y, x = max(y, 0), max(x, 0)
-	yl, xl := int(y), int(x)
-	yh, xh := yl+1, xl+1
-	if yl >= h-1 {
-		yl, yh, y = h-1, h-1, float64(h-1)
-	}
-	if xl >= w-1 {
-		xl, xh, x = w-1, w-1, float64(w-1)
-	}
-	ly, lx := y-float64(yl), x-float64(xl)
-	hy, hx := 1-ly, 1-lx
-	a, b, c, d := hy*hx*at(yl*w+xl), hy*lx*at(yl*w+xh), ly*hx*at(yh*w+xl), ly*lx*at(yh*w+xh)
-	if mx {
-		return max(a, b, c, d)
-	}
-	return a + b + c + d
 }

@@ -121,6 +121,7 @@ func topK[T numElem](xs, vs []T, is []int64, outer, n, inner, k int, smallest bo
 	}
 	parallel.For(outer*inner, 4*n, func(lo, hi int) {
 		order := make([]int32, n)
+		heapVals := make([]T, min(k, n))
 		for r := lo; r < hi; r++ {
 			o, c := r/inner, r%inner
 			row := xs[o*n*inner+c:]
@@ -140,7 +141,7 @@ func topK[T numElem](xs, vs []T, is []int64, outer, n, inner, k int, smallest bo
 			}
 			var sel []int32
 			if k*8 <= n {
-				sel = topKHeap(order[:k], n, before)
+				sel = topKHeap(order[:k], heapVals[:k], row, inner, n, smallest)
 			} else {
 				for j := range order {
 					order[j] = int32(j)
@@ -157,35 +158,53 @@ func topK[T numElem](xs, vs []T, is []int64, outer, n, inner, k int, smallest bo
 	})
 }
 
-// topKHeap returns the k = len(h) best of 0..n-1 in h, unordered: h is a
-// heap whose root is the worst kept.
-func topKHeap(h []int32, n int, before func(a, b int32) bool) []int32 {
+// topKHeap returns the k = len(h) best of 0..n-1 (element j at
+// row[j*inner]) in h, unordered: h is a heap whose root is the worst kept,
+// and hv holds the values of h's elements (compared in place, without a
+// call). An element strictly worse than the root's value is passed over
+// at one comparison (most of a long row).
+func topKHeap[T numElem](h []int32, hv []T, row []T, inner, n int, smallest bool) []int32 {
 	k := len(h)
+	// worse: the element at heap position a comes after the one at b.
+	worse := func(a, b int) bool {
+		va, vb := hv[a], hv[b]
+		if topKBefore(vb, va, smallest) {
+			return true
+		}
+		return !topKBefore(va, vb, smallest) && h[a] > h[b]
+	}
 	down := func(i int) {
 		for {
 			w, l, r := i, 2*i+1, 2*i+2
-			if l < k && before(h[w], h[l]) {
+			if l < k && worse(l, w) {
 				w = l
 			}
-			if r < k && before(h[w], h[r]) {
+			if r < k && worse(r, w) {
 				w = r
 			}
 			if w == i {
 				return
 			}
 			h[i], h[w] = h[w], h[i]
+			hv[i], hv[w] = hv[w], hv[i]
 			i = w
 		}
 	}
 	for j := range h {
-		h[j] = int32(j)
+		h[j], hv[j] = int32(j), row[j*inner]
 	}
 	for i := k/2 - 1; i >= 0; i-- {
 		down(i)
 	}
-	for j := int32(k); j < int32(n); j++ {
-		if before(j, h[0]) {
-			h[0] = j
+	for j := k; j < n; j++ {
+		v := row[j*inner]
+		if smallest && v > hv[0] || !smallest && v < hv[0] {
+			continue
+		}
+		// j comes before the root: its value first (ties: the earlier
+		// index, and j is after every kept one).
+		if topKBefore(v, hv[0], smallest) {
+			h[0], hv[0] = int32(j), v
 			down(0)
 		}
 	}

@@ -11,7 +11,10 @@ import (
 // (ewUnary), so that each is a line of registration here, a case of
 // unaryMore and one of kernels.cuh's unary_op, and fuses into a Conv's
 // epilogue as the other activations do. Each is computed in float64 and
-// rounded, on the CPU and the device alike; Round rounds half to even (as
+// rounded on the device and for float64 and float16 on the CPU; float32
+// on the CPU takes loops of its own (ops_unary32.go: Floor, Ceil, Round,
+// ThresholdedRelu and Softsign the same bits, the others in float32 within
+// 1e-6 of the float64 value); Round rounds half to even (as
 // NumPy and ONNX), Softplus is log(1 + e^x) without overflow, and NaN
 // stays NaN.
 
