@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -32,14 +33,34 @@ func (nonZeroKernel) Infer(in []Meta) ([]Meta, error) {
 
 // countNonZero counts the elements of a with a bit set (every type's zero,
 // -0.0 aside, is all zero bits).
-func countNonZero(a nd.Array) int {
-	size, n := a.Type.Size(), 0
-	for i := 0; i < len(a.Data); i += size {
-		if nonZeroAt(a, i) {
-			n++
+func countNonZero(a nd.Array) int { return len(nonZeroIndices(a, nil)) }
+
+// nonZeroIndices appends the flat indices of a's non-zero elements to dst,
+// in order: float32 and the one-byte types (bool, a mask) in loops of
+// their own, the rest a byte at a time.
+func nonZeroIndices(a nd.Array, dst []int) []int {
+	switch {
+	case a.Type == nd.Float32:
+		for i, v := range nd.MustAs[float32](a) {
+			if math.Float32bits(v)&0x7fffffff != 0 { // -0.0 is zero, NaN is not
+				dst = append(dst, i)
+			}
+		}
+	case a.Type.Size() == 1:
+		for i, v := range a.Data {
+			if v != 0 {
+				dst = append(dst, i)
+			}
+		}
+	default:
+		size := a.Type.Size()
+		for i := 0; i < len(a.Data); i += size {
+			if nonZeroAt(a, i) {
+				dst = append(dst, i/size)
+			}
 		}
 	}
-	return n
+	return dst
 }
 
 func nonZeroAt(a nd.Array, i int) bool {
@@ -66,34 +87,34 @@ func isNegZero(b []byte) bool {
 }
 
 func (nonZeroKernel) Run(in, out []nd.Array) error {
-	x := in[0]
-	rank, count := len(x.Shape), out[0].Shape[1]
-	ys := nd.MustAs[int64](out[0])
-	coord := make([]int, rank)
-	size, j := x.Type.Size(), 0
-	for i := 0; i < len(x.Data); i += size {
-		if nonZeroAt(x, i) {
-			for d, c := range coord {
-				ys[d*count+j] = int64(c)
-			}
-			j++
-		}
-		for d := rank - 1; d >= 0; d-- {
-			if coord[d]++; coord[d] < x.Shape[d] {
-				break
-			}
-			coord[d] = 0
+	idx := nonZeroIndices(in[0], nil)
+	if len(idx) != out[0].Shape[1] {
+		return fmt.Errorf("NonZero found %d non-zero elements, planned for %d", len(idx), out[0].Shape[1])
+	}
+	fillCoords(nd.MustAs[int64](out[0]), idx, in[0].Shape)
+	return nil
+}
+
+// fillCoords writes the coordinates of flat indices idx in an array of
+// shape, one column each: ys[d*len(idx)+j] is axis d of idx[j].
+func fillCoords(ys []int64, idx, shape []int) {
+	n := len(idx)
+	for j, f := range idx {
+		for d := len(shape) - 1; d >= 0; d-- {
+			ys[d*n+j] = int64(f % shape[d])
+			f /= shape[d]
 		}
 	}
-	return nil
 }
 
 // RunShaped counts x's non-zero elements, makes the output for them and
 // fills it (Run).
 func (k nonZeroKernel) RunShaped(in []nd.Array, alloc func(nd.DType, []int) (nd.Array, error)) ([]nd.Array, error) {
-	out, err := alloc(nd.Int64, []int{len(in[0].Shape), countNonZero(in[0])})
+	idx := nonZeroIndices(in[0], nil)
+	out, err := alloc(nd.Int64, []int{len(in[0].Shape), len(idx)})
 	if err != nil {
 		return nil, err
 	}
-	return []nd.Array{out}, k.Run(in, []nd.Array{out})
+	fillCoords(nd.MustAs[int64](out), idx, in[0].Shape)
+	return []nd.Array{out}, nil
 }
