@@ -3,7 +3,6 @@ package onnx_test
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -41,30 +40,19 @@ func TestDetectorOnDevice(t *testing.T) {
 }
 
 func checkDetectorModel(t *testing.T, run func([]nd.Array) ([]nd.Array, error)) {
-	sets, err := filepath.Glob(filepath.Join(detectorDir, "test_data_set_*"))
-	require.NoError(t, err)
-	require.Len(t, sets, 4)
+	inputs, outputs := onnxtest.DataSets(t, detectorDir)
+	require.Len(t, inputs, 4)
 	counts := map[int]bool{}
-	for _, set := range sets {
-		read := func(kind string) []nd.Array {
-			files, err := filepath.Glob(filepath.Join(set, kind+"_*.pb"))
-			require.NoError(t, err)
-			sort.Strings(files)
-			var out []nd.Array
-			for _, f := range files {
-				out = append(out, onnxtest.ReadTensor(t, f))
-			}
-			return out
-		}
-		in, want := read("input"), read("output")
+	for k, in := range inputs {
+		want := outputs[k]
 		require.Len(t, want, 3)
 		counts[want[0].Shape[0]] = true
 		got, err := run(in)
-		require.NoError(t, err, set)
-		require.Len(t, got, 3, set)
-		require.NoError(t, compareOutput(got[0], want[0], t.Logf), "%s: boxes", set)
-		require.NoError(t, compareOutput(got[1], want[1], nil), "%s: scores", set)
-		assert.Equal(t, want[2], got[2], "%s: labels", set)
+		require.NoError(t, err, "set %d", k)
+		require.Len(t, got, 3, "set %d", k)
+		require.NoError(t, compareOutput(got[0], want[0], t.Logf), "set %d: boxes", k)
+		require.NoError(t, compareOutput(got[1], want[1], nil), "set %d: scores", k)
+		assert.Equal(t, want[2], got[2], "set %d: labels", k)
 	}
 	require.Greater(t, len(counts), 2, fmt.Sprintf("the images' detections should differ in number: %v", counts))
 }

@@ -3,7 +3,6 @@ package onnx_test
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -33,17 +32,9 @@ func TestRecurrentCases(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			m, err := onnxtest.LoadFile(model)
 			require.NoError(t, err)
-			read := func(kind string) []nd.Array {
-				files, err := filepath.Glob(filepath.Join(dir, "test_data_set_0", kind+"_*.pb"))
-				require.NoError(t, err)
-				sort.Strings(files)
-				var out []nd.Array
-				for _, f := range files {
-					out = append(out, onnxtest.ReadTensor(t, f))
-				}
-				return out
-			}
-			in, want := read("input"), read("output")
+			inputs, outputs := onnxtest.DataSets(t, dir)
+			require.NotEmpty(t, inputs)
+			in, want := inputs[0], outputs[0]
 			require.NotEmpty(t, want)
 			got, err := m.Run(in)
 			require.NoError(t, err)

@@ -151,8 +151,10 @@ func ReadTensor(t testing.TB, path string) nd.Array {
 	return a
 }
 
-// testDataSets returns each data set's inputs and expected outputs.
-func testDataSets(t testing.TB, dir string) (inputs, outputs [][]nd.Array) {
+// DataSets returns the inputs and expected outputs of each data set of a
+// test directory in the layout of ONNX's test data (dir/test_data_set_N/
+// input_I.pb and output_I.pb), the sets in order.
+func DataSets(t testing.TB, dir string) (inputs, outputs [][]nd.Array) {
 	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(sets)
 	for _, s := range sets {
@@ -223,7 +225,7 @@ func RunConformance(t testing.TB, c Conformance, run func(m *onnx.Model, in []nd
 	if err != nil {
 		return err
 	}
-	inputs, outputs := testDataSets(t, c.Dir)
+	inputs, outputs := DataSets(t, c.Dir)
 	if len(inputs) == 0 {
 		return fmt.Errorf("no test data")
 	}
