@@ -86,6 +86,8 @@ func (p *Plan) WorkspaceBytes() int { return p.work }
 // StepOps lists the operators of the plan's steps in the order a run
 // takes them, a fused step's joined by "+" ("Conv+Add+Relu",
 // "MatMul+Add+Gelu"): what the plan fused (plan_fuse.go) and what it runs.
+// A plan that ends early (its outputs' shapes come from the data) lists its
+// own steps, not those of the plans the run goes on with.
 func (p *Plan) StepOps() []string {
 	ops := make([]string, len(p.steps))
 	for i, s := range p.steps {
