@@ -323,11 +323,7 @@ func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part,
 					if err != nil {
 						return fmt.Errorf("%s: %w", p.Path, err)
 					}
-					key := ""
-					if lo+i < len(f.Keys) {
-						key = f.Keys[lo+i]
-					}
-					lines[i] = outputsLine(lo+i, key, outs)
+					lines[i] = outputsLine(lo+i, f.key(lo+i), outs)
 					predicted[lo+i] = true
 					return nil
 				})
@@ -337,11 +333,7 @@ func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part,
 			}
 			for i, l := range lines {
 				if l == nil {
-					l = fmt.Appendf(nil, "{\"row\":%d,\"predicted\":false}\n", lo+i)
-					if lo+i < len(f.Keys) {
-						k, _ := json.Marshal(f.Keys[lo+i])
-						l = fmt.Appendf(nil, "{\"row\":%d,\"key\":%s,\"predicted\":false}\n", lo+i, k)
-					}
+					l = append(lineStart(lo+i, f.key(lo+i)), "\"predicted\":false}\n"...)
 				}
 				if _, err := bw.Write(l); err != nil {
 					return err
@@ -352,15 +344,29 @@ func (f *reportFn) writeOutputsJSONL(ctx context.Context, shards map[int][]part,
 	})
 }
 
-// outputsLine is a line of predictions.jsonl of every output: values as
-// JSON numbers (a float32's shortest form; NaN and infinities null).
-func outputsLine(row int, key string, outs []namedRow) []byte {
+// key is row i's image path, "" where the input is no images.
+func (f *reportFn) key(i int) string {
+	if i < len(f.Keys) {
+		return f.Keys[i]
+	}
+	return ""
+}
+
+// lineStart opens a line of predictions.jsonl: the row, and its key where
+// it has one.
+func lineStart(row int, key string) []byte {
 	b := fmt.Appendf(nil, `{"row":%d,`, row)
 	if key != "" {
 		k, _ := json.Marshal(key)
 		b = fmt.Appendf(b, `"key":%s,`, k)
 	}
-	b = append(b, `"predicted":true,"outputs":{`...)
+	return b
+}
+
+// outputsLine is a line of predictions.jsonl of every output: values as
+// JSON numbers (a float32's shortest form; NaN and infinities null).
+func outputsLine(row int, key string, outs []namedRow) []byte {
+	b := append(lineStart(row, key), `"predicted":true,"outputs":{`...)
 	for k, o := range outs {
 		if k > 0 {
 			b = append(b, ',')
