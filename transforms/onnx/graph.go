@@ -110,7 +110,7 @@ func buildGraph(m *Model, gp *onnxpb.GraphProto, opset int, parent *graph, mem *
 		}
 		a, err := ArrayOf(t, fmt.Sprintf("initializer %q", name))
 		if err != nil {
-			return err
+			return fmt.Errorf("%s%w", readerOf(gp, name), err)
 		}
 		a = widen(a)
 		g.add(&value{name: name, typ: a.Type, init: &a, input: -1})
@@ -533,3 +533,18 @@ func compute(n *node, in []Meta, out []Meta, limit int64, mem *memory) ([]nd.Arr
 func hasKey(m map[int]int, k int) bool { _, ok := m[k]; return ok }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// readerOf names the first node of gp that reads the value name, as the
+// start of an error about that value ("node \"dq\" (DequantizeLinear)
+// input 2: "), so that a bad initializer (a zero point out of its type's
+// range) names the node it is for; "" where no node reads it.
+func readerOf(gp *onnxpb.GraphProto, name string) string {
+	for i, np := range gp.Node {
+		for j, in := range np.Input {
+			if in == name {
+				return fmt.Sprintf("%s (%s) input %d: ", nodeName(np, i), np.GetOpType(), j)
+			}
+		}
+	}
+	return ""
+}

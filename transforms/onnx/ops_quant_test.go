@@ -116,7 +116,7 @@ func TestQuantBadInput(t *testing.T) {
 }
 
 // A uint8 zero point of 300 in a tensor's int32_data is refused when the
-// model is read, naming the initializer, not wrapped to 44.
+// model is read, naming the node and the initializer, not wrapped to 44.
 func TestQuantZeroPointOutOfRange(t *testing.T) {
 	mp := opModel(13, "DequantizeLinear", []nd.Array{nd.Of([]uint8{1}, 1), nd.Scalar[float32](1), nd.Scalar[uint8](0)}, []bool{false, true, true}, []string{"y:float32"})
 	for _, init := range mp.Graph.Initializer {
@@ -130,7 +130,7 @@ func TestQuantZeroPointOutOfRange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "zp.onnx")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	_, err = onnxtest.LoadFile(path)
-	assert.ErrorContains(t, err, `initializer "in2": element 0 of int32_data is 300, outside uint8's range [0, 255]`)
+	assert.ErrorContains(t, err, `(DequantizeLinear) input 2: initializer "in2": element 0 of int32_data is 300, outside uint8's range [0, 255]`)
 }
 
 // DynamicQuantizeLinear of all zeros has scale 1 (ONNX Runtime's; ONNX's
