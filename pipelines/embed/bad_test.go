@@ -116,6 +116,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--model=" + testModel, "--tokenizer=" + testTok, "--input=" + corpus, "--token_output=nope"}, "has no such output"},
 		{[]string{"--model=../fashion/data/cnn-fashion.onnx", "--tokenizer=" + testTok, "--input=" + corpus}, "has no such input"},
 		{[]string{"--model=" + testModel, "--tokenizer=" + testTok, "--input=" + filepath.Join(dir, "*.jsonl")}, "no files match"},
+		{[]string{"--model=" + testModel, "--tokenizer=" + testTok, "--input=" + corpus, "--call_timeout=-1s"}, "--call_timeout=-1s: want a duration of 0 (no limit) or more"},
 	} {
 		setFlags(t, tc.args...)
 		_, err := configFromFlags(context.Background())

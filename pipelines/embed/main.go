@@ -84,6 +84,7 @@ var (
 	maxTokens  = flag.Int("max_batch_tokens", 16384, "the most texts x padded length per model call (0: no bound but --max_batch_size); a text longer than that alone is a call of its own")
 	window     = flag.Int("sort_window", inference.DefaultLengthWindow, "texts sorted by length together before they are cut into batches (so that a batch's texts have near lengths); a worker holds this many texts")
 	maxLine    = flag.Int("max_line_bytes", 16<<20, "the longest input line, in bytes: a longer one is its text's failure, read past without being held")
+	callLimit  = flag.Duration("call_timeout", inference.DefaultCallTimeout, "longest one model call may run on a worker's CPU, e.g. 90s or 30m: a call past it fails, its texts to failed.jsonl naming the node, and the run goes on (0: no limit)")
 	memBudget  = flag.String("memory_budget", "", "most memory one model call may allocate on a worker's CPU, e.g. 4GiB: a call over it fails, its texts to failed.jsonl, and the run goes on (empty: $"+onnx.EnvMemoryBudget+" where set, else the worker's memory available)")
 	strict     = flag.Bool("strict", false, "exit with status 1 if any text failed (failures are always listed in failed.jsonl)")
 	allowEmpty = flag.Bool("allow_empty", false, "accept an input without texts as a success (without it, no texts is an error)")
@@ -121,7 +122,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Usage: usage,
 		OwnFlags: []string{"model", "tokenizer", "input", "output", "text_field", "id_field", "max_length", "pooling",
 			"normalize", "chunk_tokens", "chunk_overlap", "token_output", "shard_rows", "max_batch_size", "max_batch_tokens", "sort_window",
-			"max_line_bytes", "memory_budget", "strict", "allow_empty"},
+			"max_line_bytes", "call_timeout", "memory_budget", "strict", "allow_empty"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
@@ -224,6 +225,12 @@ func configFromFlags(ctx context.Context) (Config, error) {
 		return cfg, err
 	}
 	var opts []inference.ONNXOption
+	if *callLimit < 0 {
+		return cfg, fmt.Errorf("--call_timeout=%v: want a duration of 0 (no limit) or more, e.g. 10m", *callLimit)
+	}
+	if *callLimit > 0 {
+		opts = append(opts, inference.CallTimeout(*callLimit))
+	}
 	if *memBudget != "" {
 		n, err := onnx.ParseBytes(*memBudget)
 		if err != nil || n <= 0 {

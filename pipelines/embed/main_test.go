@@ -65,7 +65,7 @@ const (
 // ownFlags are reset to their defaults before each run.
 var ownFlags = []string{"model", "tokenizer", "input", "output", "text_field", "id_field", "max_length", "pooling",
 	"normalize", "chunk_tokens", "chunk_overlap", "token_output", "shard_rows", "max_batch_size", "max_batch_tokens", "sort_window",
-	"max_line_bytes", "memory_budget", "strict", "allow_empty", "backend", "backend_override"}
+	"max_line_bytes", "call_timeout", "memory_budget", "strict", "allow_empty", "backend", "backend_override"}
 
 // setFlags sets the command's flags to args, the others to their defaults.
 func setFlags(t testing.TB, args ...string) {

@@ -85,6 +85,7 @@ var (
 	pads      = flag.String("pad", "", "sequences (JSONL, several .npy): the value rows are padded with, per model input, name=value,name2=value (default 0 for every input: BERT's padding id, attention mask and token type)")
 	maxTokens = flag.Int("max_batch_tokens", 0, "JSONL: the most rows x padded length per model call (0: no bound but --max_batch_size); a row longer than that alone is a call of its own")
 	window    = flag.Int("sort_window", inference.DefaultLengthWindow, "JSONL: rows sorted by length together before they are cut into batches (so that a batch's rows have near lengths); a worker holds this many rows")
+	callLimit = flag.Duration("call_timeout", inference.DefaultCallTimeout, "longest one model call may run on a worker's CPU, e.g. 90s or 30m: a call past it stops before the model's next node or Loop iteration and fails, its rows to failed.jsonl naming the node, and the run goes on (0: no limit; a Loop runs at most 2^24 iterations in any case)")
 	memBudget = flag.String("memory_budget", "", "most memory one model call may allocate on a worker's CPU, e.g. 4GiB or 512MB: a call over it fails, its rows to failed.jsonl naming the node and the bytes, and the run goes on (empty: $"+onnx.EnvMemoryBudget+" where set, else the worker's memory available)")
 
 	// Hostile or unusual inputs.
@@ -125,7 +126,7 @@ func pipeline(configure func(context.Context) (Config, error), sum *summary) job
 		Usage: usage,
 		OwnFlags: []string{"model", "input", "output", "labels_file", "top_k", "resize", "mean", "std", "layout", "channels",
 			"shard_rows", "min_batch_size", "max_batch_size", "strict",
-			"max_image_bytes", "check_finite", "allow_empty", "memory_budget", "pad", "max_batch_tokens", "sort_window"},
+			"max_image_bytes", "check_finite", "allow_empty", "call_timeout", "memory_budget", "pad", "max_batch_tokens", "sort_window"},
 		Flags: &flags,
 		Steps: job.Steps(onnxstep.StepRun),
 		WorkerPaths: func() []job.Path {
@@ -258,6 +259,12 @@ func configFromFlags(ctx context.Context) (Config, error) {
 	}
 	if *checkFinite {
 		opts = append(opts, inference.CheckFinite())
+	}
+	if *callLimit < 0 {
+		return cfg, fmt.Errorf("--call_timeout=%v: want a duration of 0 (no limit) or more, e.g. 10m", *callLimit)
+	}
+	if *callLimit > 0 {
+		opts = append(opts, inference.CallTimeout(*callLimit))
 	}
 	if *memBudget != "" {
 		n, err := onnx.ParseBytes(*memBudget)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/inference"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/beamgpu/beamgpu/transforms/onnx"
 	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
@@ -86,4 +87,65 @@ func TestMemoryBudget(t *testing.T) {
 	code, _, err := runInfer(t, "--model="+model, "--input="+in, "--output="+out, "--memory_budget=lots")
 	assert.Equal(t, 2, code)
 	assert.ErrorContains(t, err, "--memory_budget=lots: want a positive amount of memory")
+}
+
+// countTo is y = float32(x) + 0 * (a Loop of ReduceMax(x) iterations, each
+// adding 1 to a carried sum), x an int64 per row: row v runs the Loop v
+// times.
+func countTo(t *testing.T, path string) {
+	t.Helper()
+	body := onnxtest.Graph("body", []*onnxpb.NodeProto{
+		onnxtest.Node("Identity", []string{"cond_in"}, []string{"cond_out"}),
+		onnxtest.Node("Add", []string{"s_in", "one"}, []string{"s_out"}),
+	}, []*onnxpb.ValueInfoProto{onnxtest.Value("i", nd.Int64), onnxtest.Value("cond_in", nd.Bool), onnxtest.Value("s_in", nd.Float32)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("cond_out", nd.Bool), onnxtest.Value("s_out", nd.Float32)},
+		onnxtest.Init("one", nd.Scalar(float32(1))))
+	loop := onnxtest.Node("Loop", []string{"m", "", "s0"}, []string{"s"}, body)
+	loop.Name = proto.String("count")
+	require.NoError(t, os.WriteFile(path, onnxtest.Bytes(onnxtest.Model(13,
+		[]*onnxpb.NodeProto{
+			onnxtest.Node("ReduceMax", []string{"x"}, []string{"m"}, onnxtest.Int("keepdims", 0)),
+			loop,
+			onnxtest.Node("Mul", []string{"s", "zero"}, []string{"z"}),
+			onnxtest.Node("Cast", []string{"x"}, []string{"xf"}, onnxtest.Int("to", int64(nd.Float32))),
+			onnxtest.Node("Add", []string{"xf", "z"}, []string{"y"}),
+		},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("x", nd.Int64, -1)},
+		[]*onnxpb.ValueInfoProto{onnxtest.Value("y", nd.Float32, -1)},
+		onnxtest.Init("s0", nd.Scalar(float32(0))), onnxtest.Init("zero", nd.Scalar(float32(0))))), 0o644))
+}
+
+// A model call past --call_timeout is its rows' failure, naming the node
+// and the deadline, and the other rows complete: exit 0, the counts
+// reconcile. Row 2 asks the Loop "count" for 2^40 iterations, which
+// without a deadline run until the Loop's bound of 2^24 (a long time); a
+// negative timeout is a flag error.
+func TestCallTimeout(t *testing.T) {
+	t.Cleanup(func() { require.NoError(t, flag.Set("call_timeout", inference.DefaultCallTimeout.String())) })
+	dir, out := t.TempDir(), t.TempDir()
+	model := filepath.Join(dir, "count.onnx")
+	countTo(t, model)
+	in := filepath.Join(dir, "x.npy")
+	x := nd.Of([]int64{3, 5, 1 << 40, 2})
+	writeNPY(t, in, nd.Int64, x.Shape, x.Data)
+	code, text, err := runInfer(t, "--model="+model, "--input="+in, "--output="+out, "--backend=cpu", "--max_batch_size=1", "--call_timeout=300ms")
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, text, "rows: 4 in, 3 predicted, 1 failed")
+	got, shape := readPredictions(t, out)
+	assert.Equal(t, []int{4}, shape)
+	assert.Equal(t, []float32{3, 5}, got[:2])
+	assert.True(t, math.IsNaN(float64(got[2])))
+	assert.Equal(t, float32(2), got[3])
+	fails := readLines[step.Failure](t, filepath.Join(out, "failed.jsonl"))
+	require.Len(t, fails, 1)
+	assert.Equal(t, "#2", fails[0].Input)
+	assert.Contains(t, fails[0].Reason, `node "count" (Loop, opset 13): iteration `)
+	assert.Contains(t, fails[0].Reason, "context deadline exceeded")
+	s := readSummary(t, out)
+	assert.Equal(t, []int{4, 3, 1, 1}, []int{s.RowsIn, s.RowsPredicted, s.RowsFailed, s.Failures})
+
+	code, _, err = runInfer(t, "--model="+model, "--input="+in, "--output="+out, "--call_timeout=-1s")
+	assert.Equal(t, 2, code)
+	assert.ErrorContains(t, err, "--call_timeout=-1s: want a duration of 0 (no limit) or more")
 }

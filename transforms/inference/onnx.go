@@ -46,6 +46,20 @@ func CheckFinite() ONNXOption { return func(h *ONNXHandler) { h.CheckFinite = tr
 // naming the node and the bytes, and the others go on.
 func MemoryBudget(bytes int64) ONNXOption { return func(h *ONNXHandler) { h.MemoryBudget = bytes } }
 
+// DefaultCallTimeout is the pipelines' default CallTimeout (their
+// --call_timeout): a model call (one batch) that runs longer on a worker's
+// CPU is a model that does not end on that batch (a Loop whose trip count
+// a row sets to millions), not a slow one.
+const DefaultCallTimeout = 10 * time.Minute
+
+// CallTimeout bounds each model call on the CPU in time (0: no bound but
+// the context's deadline, if it has one): past it the call stops before
+// the model's next node or Loop iteration and fails, its rows with it,
+// naming the node (a Loop whose trip count a row sets to millions), and
+// the others go on. On the GPU executor a call's deadline is the
+// executor's own.
+func CallTimeout(d time.Duration) ONNXOption { return func(h *ONNXHandler) { h.CallTimeout = d } }
+
 // ONNXHandler runs an ONNX model file with the onnx step (CPU, GPU
 // executor or stub, as the backend selector chooses). Each example holds
 // the model's inputs by name, without the batch axis where the model has
@@ -58,6 +72,9 @@ type ONNXHandler struct {
 	// MemoryBudget is the memory budget of a model call in bytes (0: the
 	// worker's default).
 	MemoryBudget int64 `json:",omitempty"`
+	// CallTimeout bounds a model call in time (0: none; CallTimeout, the
+	// option).
+	CallTimeout time.Duration `json:",omitempty"`
 	// PadRows lets rows of different sizes along the model's dynamic axes
 	// share a call, padded with PadValues (by input name; 0 for the
 	// others) and their outputs cut back (PadRows, the option).
@@ -136,6 +153,9 @@ func (h *ONNXHandler) Config() ([]byte, error) { return json.Marshal(h) }
 // Key implements Handler.
 func (h *ONNXHandler) Key() string {
 	k := fmt.Sprintf("onnx:%s|finite=%t|memory=%d", h.Path, h.CheckFinite, h.MemoryBudget)
+	if h.CallTimeout > 0 {
+		k += fmt.Sprintf("|timeout=%v", h.CallTimeout)
+	}
 	if h.PadRows {
 		names := make([]string, 0, len(h.PadValues))
 		for n := range h.PadValues {
@@ -177,7 +197,7 @@ func (h *ONNXHandler) Load(ctx context.Context) (Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := onnxModel{m: m, finite: h.CheckFinite, budget: h.MemoryBudget}
+	o := onnxModel{m: m, finite: h.CheckFinite, budget: h.MemoryBudget, timeout: h.CallTimeout}
 	if h.PadRows {
 		if o.pad, err = newPadPlan(m, h.PadValues); err != nil {
 			return nil, err
@@ -230,6 +250,8 @@ type onnxModel struct {
 	m      *onnx.Model
 	finite bool
 	budget int64
+	// timeout bounds a call in time (0: none).
+	timeout time.Duration
 	// pad is the padding plan (PadRows), or nil; tokens and padded count
 	// the rows' tokens and the padded ones of each successful call.
 	pad            *padPlan
@@ -269,7 +291,7 @@ func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example)
 	if stack && o.pad != nil {
 		return o.predictPadded(ctx, run, rows)
 	}
-	in := onnxstep.Input{Model: o.m, Inputs: rows[0], MemoryBudget: o.budget}
+	in := o.input(ctx, rows[0])
 	if stack {
 		if in.Inputs, err = stackRows(rows); err != nil {
 			return nil, err
@@ -280,6 +302,20 @@ func (o onnxModel) Predict(ctx context.Context, impl backend.Kind, ex []Example)
 		return nil, err
 	}
 	return splitOutputs(o.m, out, len(ex), stack)
+}
+
+// input is the onnx step's input of a call on inputs: the model, its
+// memory budget, and the call's deadline, the earlier of the timeout's
+// and ctx's.
+func (o onnxModel) input(ctx context.Context, inputs []nd.Array) onnxstep.Input {
+	in := onnxstep.Input{Model: o.m, Inputs: inputs, MemoryBudget: o.budget}
+	if o.timeout > 0 {
+		in.Deadline = time.Now().Add(o.timeout)
+	}
+	if d, ok := ctx.Deadline(); ok && (in.Deadline.IsZero() || d.Before(in.Deadline)) {
+		in.Deadline = d
+	}
+	return in
 }
 
 // predictPadded runs rows whose inputs may differ in size along dynamic
@@ -326,7 +362,7 @@ func (o onnxModel) predictPadded(ctx context.Context, run func(context.Context, 
 	if err != nil {
 		return nil, err
 	}
-	out, err := run(ctx, onnxstep.Input{Model: o.m, Inputs: inputs, MemoryBudget: o.budget})
+	out, err := run(ctx, o.input(ctx, inputs))
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,12 @@ package onnxstep
 // inference runs it in pipelines.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -30,6 +32,13 @@ type Input struct {
 	// onnx.DefaultMemoryBudget). It does not cross to the GPU executor,
 	// whose host steps have the executor's default.
 	MemoryBudget int64
+	// Deadline, if not zero, bounds the run in time on the CPU
+	// (onnx.RunOptions.Context): past it the run stops before its next
+	// step or Loop iteration and fails naming the node
+	// (errors.Is(err, context.DeadlineExceeded)). Like MemoryBudget it
+	// does not cross to the GPU executor, whose calls have deadlines of
+	// their own (derived from their bytes).
+	Deadline time.Time
 }
 
 // Output is the onnx step's output: the model's outputs, in the order of
@@ -85,7 +94,13 @@ func Run(in Input) (Output, error) {
 	if in.Model == nil {
 		return Output{}, errors.New("onnx: no model")
 	}
-	outs, err := in.Model.RunWith(in.Inputs, onnx.RunOptions{MemoryBudget: in.MemoryBudget})
+	opts := onnx.RunOptions{MemoryBudget: in.MemoryBudget}
+	if !in.Deadline.IsZero() {
+		ctx, cancel := context.WithDeadline(context.Background(), in.Deadline)
+		defer cancel()
+		opts.Context = ctx
+	}
+	outs, err := in.Model.RunWith(in.Inputs, opts)
 	if err != nil {
 		return Output{}, fmt.Errorf("%s: %w", in.Model.Name, err)
 	}

@@ -1,8 +1,10 @@
 package onnxstep_test
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/beamgpu/beamgpu/runtime/backend"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -80,6 +82,18 @@ func TestStepBatched(t *testing.T) {
 	assert.False(t, fixed.Batched(), "a fixed first dimension is not a batch axis")
 	_, err = onnxstep.Run(onnxstep.Input{})
 	assert.EqualError(t, err, "onnx: no model")
+}
+
+// A Deadline bounds the CPU run: one already past stops the run before
+// its first step, with the context's error; a zero one is no bound.
+func TestStepDeadline(t *testing.T) {
+	in := onnxstep.SampleInput(2, 1)
+	in.Deadline = time.Now().Add(-time.Second)
+	_, err := onnxstep.Run(in)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	in.Deadline = time.Now().Add(time.Hour)
+	_, err = onnxstep.Run(in)
+	require.NoError(t, err)
 }
 
 // The onnx step's GPU op through a real executor process: the model goes as
