@@ -29,7 +29,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 F, I64, I32, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
-NP = {F: np.float32, I64: np.int64, I32: np.int32, B: np.bool_}
+U8, I8 = TensorProto.UINT8, TensorProto.INT8
+NP = {F: np.float32, I64: np.int64, I32: np.int32, B: np.bool_, U8: np.uint8, I8: np.int8}
 FMAP = (1, 64, 128, 128)  # a feature map: the elementwise operators' input
 
 
@@ -50,16 +51,38 @@ class Entry:
         self.opset, self.consts, self.attrs = opset, list(consts), attrs or {}
         self.node_inputs = node_inputs
 
+    def nodes(self):
+        names = self.node_inputs if self.node_inputs is not None else [n for n, _, _ in self.inputs] + [n for n, _ in self.consts]
+        return [helper.make_node(self.op, names, [n for n, _ in self.outputs], name=self.name, **self.attrs)]
+
     def model(self):
         ins = [helper.make_tensor_value_info(n, t, a.shape) for n, t, a in self.inputs]
         outs = [helper.make_tensor_value_info(n, t, None) for n, t in self.outputs]
         inits = [numpy_helper.from_array(a, n) for n, a in self.consts]
-        names = self.node_inputs if self.node_inputs is not None else [n for n, _, _ in self.inputs] + [n for n, _ in self.consts]
-        node = helper.make_node(self.op, names, [n for n, _ in self.outputs], name=self.name, **self.attrs)
-        g = helper.make_graph([node], self.name, ins, outs, initializer=inits)
+        g = helper.make_graph(self.nodes(), self.name, ins, outs, initializer=inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)], producer_name="bench_ops.py")
         m.ir_version = 8
         return m
+
+
+class Graph(Entry):
+    """An entry of several nodes (a sequence's producer and consumers): nodes
+    is the list of NodeProtos, the first named after the entry."""
+
+    def __init__(self, name, nodes, inputs, outputs, opset=17, consts=()):
+        super().__init__(name, nodes[0].op_type, inputs, outputs, opset=opset, consts=consts)
+        self.graph_nodes = nodes
+
+    def nodes(self):
+        return self.graph_nodes
+
+
+def value(name, t):
+    return helper.make_tensor_value_info(name, t, None)
+
+
+def quantized(seed, shape, lo=0, hi=255, dtype=np.uint8):
+    return rng(seed).integers(lo, hi + 1, shape).astype(dtype)
 
 
 def unary(name, op, seed, opset=17, scale=3.0, **attrs):
@@ -193,6 +216,70 @@ def entries():
     e.append(Entry("hardmax", "Hardmax", [("x", F, normal(92, (1024, 1000)))], [("y", F)], attrs=dict(axis=-1)))
     e.append(Entry("reducelogsumexp", "ReduceLogSumExp", [("x", F, normal(93, (256, 4096)))], [("y", F)],
                    consts=[("axes", np.array([-1], np.int64))], opset=18, attrs=dict(keepdims=1)))
+    # Quantized models (ORT's quantizer and PyTorch's QAT): a 3x3 convolution
+    # of 64 channels on 56x56 (ResNet's first stage) and a BERT-base
+    # projection of 8 x 128 tokens. The int8 weights are 7-bit (ORT's
+    # quantizer's reduce_range), as ONNX Runtime's uint8 x int8 products on
+    # AVX2 without VNNI saturate pairs of products in int16 otherwise.
+    qx = quantized(100, (1, 64, 56, 56))
+    qw = quantized(101, (64, 64, 3, 3), -64, 63, np.int8)
+    wscale = rng(102).uniform(0.002, 0.01, 64).astype(np.float32)
+    e.append(Entry("quantizelinear", "QuantizeLinear", [("x", F, normal(103, FMAP))], [("y", U8)], opset=13,
+                   consts=[("s", np.array(0.02, np.float32)), ("z", np.array(128, np.uint8))]))
+    e.append(Entry("dequantizelinear_axis", "DequantizeLinear", [("x", U8, quantized(104, FMAP))], [("y", F)], opset=13,
+                   consts=[("s", rng(105).uniform(0.01, 0.05, 64).astype(np.float32)), ("z", quantized(106, (64,), 100, 150))],
+                   attrs=dict(axis=1)))
+    e.append(Entry("dynamicquantizelinear", "DynamicQuantizeLinear", [("x", F, normal(107, FMAP))],
+                   [("y", U8), ("y_scale", F), ("y_zero_point", U8)], opset=11))
+    e.append(Entry("qlinearconv", "QLinearConv", [("x", U8, qx)], [("y", U8)], opset=10,
+                   consts=[("xs", np.array(0.02, np.float32)), ("xz", np.array(128, np.uint8)), ("w", qw), ("ws", wscale),
+                           ("wz", np.zeros(64, np.int8)), ("ys", np.array(0.05, np.float32)), ("yz", np.array(128, np.uint8)),
+                           ("b", rng(108).integers(-2000, 2000, 64).astype(np.int32))],
+                   node_inputs=["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], attrs=dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])))
+    e.append(Entry("qlinearmatmul", "QLinearMatMul", [("a", U8, quantized(109, (8, 128, 768)))], [("y", U8)], opset=10,
+                   consts=[("as", np.array(0.02, np.float32)), ("az", np.array(128, np.uint8)),
+                           ("b", quantized(110, (768, 768), -64, 63, np.int8)), ("bs", np.array(0.004, np.float32)),
+                           ("bz", np.array(0, np.int8)), ("ys", np.array(0.5, np.float32)), ("yz", np.array(128, np.uint8))]))
+    e.append(Entry("matmulinteger", "MatMulInteger", [("a", U8, quantized(111, (8, 128, 768)))], [("y", I32)], opset=10,
+                   consts=[("b", quantized(112, (768, 768), -64, 63, np.int8)), ("az", np.array(128, np.uint8))],
+                   node_inputs=["a", "b", "az"]))
+    e.append(Entry("convinteger", "ConvInteger", [("x", U8, qx)], [("y", I32)], opset=10,
+                   consts=[("w", quantized(113, (64, 64, 3, 3), 0, 127)), ("xz", np.array(128, np.uint8))],
+                   node_inputs=["x", "w", "xz"], attrs=dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])))
+    # Control flow: an If on a runtime condition whose branches read the
+    # feature map of the main graph; a Loop of 16 iterations carrying a
+    # 256x1024 sum and giving each iteration's as a scan output; a Scan that
+    # is an RNN (64 steps of a batch of 16, 128 hidden units; its weight an
+    # initializer of the main graph); Size; and a sequence split and
+    # concatenated again, with an element taken from it.
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [], [value("t", F)])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["o"])], "else", [], [value("o", F)])
+    e.append(Entry("if", "If", [("cond", B, np.array(True)), ("x", F, normal(120, FMAP))], [("y", F)], opset=13,
+                   node_inputs=["cond"], attrs=dict(then_branch=then, else_branch=other)))
+    body = helper.make_graph([
+        helper.make_node("Identity", ["c_in"], ["c_out"]),
+        helper.make_node("Add", ["s_in", "x"], ["s_out"]),
+        helper.make_node("Identity", ["s_out"], ["scan"]),
+    ], "body", [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("c_in", B, []), value("s_in", F)],
+        [helper.make_tensor_value_info("c_out", B, []), value("s_out", F), value("scan", F)])
+    e.append(Entry("loop", "Loop", [("x", F, normal(121, (256, 1024))), ("s0", F, normal(122, (256, 1024)))],
+                   [("s", F), ("all", F)], opset=13, consts=[("m", np.array(16, np.int64))],
+                   node_inputs=["m", "", "s0"], attrs=dict(body=body)))
+    step = helper.make_graph([
+        helper.make_node("MatMul", ["h_in", "w"], ["hw"]),
+        helper.make_node("Add", ["hw", "x_t"], ["pre"]),
+        helper.make_node("Tanh", ["pre"], ["h_out"]),
+        helper.make_node("Identity", ["h_out"], ["y_t"]),
+    ], "step", [value("h_in", F), value("x_t", F)], [value("h_out", F), value("y_t", F)])
+    e.append(Entry("scan", "Scan", [("h0", F, normal(123, (16, 128))), ("x", F, normal(124, (64, 16, 128)))],
+                   [("h", F), ("y", F)], opset=11, consts=[("w", normal(125, (128, 128), 1 / np.sqrt(128)))],
+                   node_inputs=["h0", "x"], attrs=dict(body=step, num_scan_inputs=1)))
+    e.append(Entry("size", "Size", [("x", F, normal(126, FMAP))], [("n", I64)]))
+    e.append(Graph("sequence", [
+        helper.make_node("SplitToSequence", ["x"], ["seq"], name="sequence", axis=0, keepdims=0),
+        helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=0, new_axis=1),
+        helper.make_node("SequenceAt", ["seq", "i"], ["z"]),
+    ], [("x", F, normal(127, (64, 128, 128)))], [("y", F), ("z", F)], opset=13, consts=[("i", np.array(5, np.int64))]))
     return e
 
 
@@ -211,7 +298,7 @@ def main():
         for i, (_, t, a) in enumerate(e.inputs):
             f = os.path.join(args.out, f"{e.name}.input{i}.npy")
             if not os.path.exists(f):
-                np.save(f, np.ascontiguousarray(a, dtype=NP[t]))
+                np.save(f, np.array(a, dtype=NP[t], order="C"))  # not ascontiguousarray: it makes a scalar 1-D
             files.append(f)
         lines.append("\t".join([e.name, "op", path, ",".join(files)]))
     with open(os.path.join(args.out, "manifest.tsv.tmp"), "w") as f:

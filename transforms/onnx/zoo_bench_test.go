@@ -276,8 +276,8 @@ func freshInputs(ins []nd.Array) func() []nd.Array {
 }
 
 // maxRelDiff is max |got-want| / max |want| over arrays of one shape and
-// type: float32, or int64 and int32 (indices, which must be equal: any
-// difference is reported as it is).
+// type: float32, or int64, int32, uint8 and int8 (indices and quantized
+// values, which must be equal: any difference is reported as it is).
 func maxRelDiff(got, want nd.Array) (float64, error) {
 	if !slices.Equal(got.Shape, want.Shape) || got.Type != want.Type {
 		return 0, fmt.Errorf("got %v%v, want %v%v", got.Type, got.Shape, want.Type, want.Shape)
@@ -290,6 +290,10 @@ func maxRelDiff(got, want nd.Array) (float64, error) {
 		g, w = float64s(nd.MustAs[int64](got)), float64s(nd.MustAs[int64](want))
 	case nd.Int32:
 		g, w = float64s(nd.MustAs[int32](got)), float64s(nd.MustAs[int32](want))
+	case nd.Uint8:
+		g, w = float64s(nd.MustAs[uint8](got)), float64s(nd.MustAs[uint8](want))
+	case nd.Int8:
+		g, w = float64s(nd.MustAs[int8](got)), float64s(nd.MustAs[int8](want))
 	default:
 		return 0, fmt.Errorf("outputs of type %v are not compared", got.Type)
 	}
@@ -307,7 +311,7 @@ func maxRelDiff(got, want nd.Array) (float64, error) {
 	return diff / scale, nil
 }
 
-func float64s[T float32 | int64 | int32](v []T) []float64 {
+func float64s[T float32 | int64 | int32 | uint8 | int8](v []T) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {
 		out[i] = float64(x)
