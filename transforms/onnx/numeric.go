@@ -267,11 +267,17 @@ func sigmoidInto(y, x []float32) {
 }
 
 // tanhInto writes tanhf(x[i]) to y[i] (len(y) >= len(x); y may be x), the
-// same bits: the exponentials of the values beyond tanhf's series a block
-// at a time in expf's vector kernel, the rest as tanhf computes it.
+// same bits: 8 lanes at a time in tanhf's vector kernel where there is
+// one; else (and after a NaN) the exponentials of the values beyond
+// tanhf's series a block at a time in expf's, the rest as tanhf computes
+// it.
 func tanhInto(y, x []float32) {
 	var buf [256]float32
-	for lo := 0; lo < len(x); lo += len(buf) {
+	for lo := 0; lo < len(x); {
+		if n := tanhVecF32(y[lo:], x[lo:]); n > 0 { // whole vectors, to the first NaN
+			lo += n
+			continue
+		}
 		xs := x[lo:min(len(x), lo+len(buf))]
 		t := buf[:len(xs)]
 		for i, v := range xs {
@@ -289,6 +295,7 @@ func tanhInto(y, x []float32) {
 			r := (1 - t[i]) / (1 + t[i])
 			ys[i] = math.Float32frombits(math.Float32bits(r) | math.Float32bits(v)&(1<<31))
 		}
+		lo += len(xs)
 	}
 }
 

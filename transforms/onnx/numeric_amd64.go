@@ -90,3 +90,32 @@ func expSubF32(y, x []float32, sub float32) int {
 	_ = y[len(x)-1]
 	return expAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), sub, &expTab)
 }
+
+// tanhAVX2 is tanhInto's vector kernel (numeric_amd64.s).
+//
+//go:noescape
+func tanhAVX2(y, x *float32, n int, tab *[26][8]float32) int
+
+// tanhTab holds tanhAVX2's constants, each 8 times: expTab's rows, then
+// 10, 0.3, -2 and tanhf's series coefficients, as tanhf writes them.
+var tanhTab = func() (t [26][8]float32) {
+	copy(t[:], expTab[:])
+	f := []float32{10, 0.3, -2, -1382.0 / 155925, 62.0 / 2835, -17.0 / 315, 2.0 / 15, -1.0 / 3}
+	for i, v := range f {
+		for j := range t[len(expTab)+i] {
+			t[len(expTab)+i][j] = v
+		}
+	}
+	return t
+}()
+
+// tanhVecF32 writes tanhf(x[i]) to y[i] for a prefix of x in whole
+// vectors and returns its length (0 without a vector kernel): it stops at
+// the first vector with a NaN. len(y) >= len(x); y may be x.
+func tanhVecF32(y, x []float32) int {
+	if expWidth == 0 || len(x) < 8 {
+		return 0
+	}
+	_ = y[len(x)-1]
+	return tanhAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &tanhTab)
+}

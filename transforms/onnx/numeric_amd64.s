@@ -309,3 +309,111 @@ sigdone:
 	VZEROUPPER
 	MOVQ DX, ret+32(FP)
 	RET
+
+// Rows of tanhTab past expTab's (numeric_amd64.go).
+#define TEN 544(R8)
+#define SMALL 576(R8)
+#define MTWO 608(R8)
+#define T9 640(R8)
+#define T7 672(R8)
+#define T5 704(R8)
+#define T3 736(R8)
+#define T1 768(R8)
+
+// func tanhAVX2(y, x *float32, n int, tab *[26][8]float32) int
+//
+// y[i] = tanhf(x[i]) (numeric.go) for i below the returned count (a
+// multiple of 8 no larger than n), bit for bit: below |x| = 0.3 tanhf's
+// series, in its order; above, (1-t)/(1+t) with t = expf(-2 min(|x|, 10))
+// as expAVX2 computes it, x's sign put back; ±0 kept. It stops before the
+// first 8 values holding a NaN (left to Go). y may be x.
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-40
+	MOVQ    y+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    tab+24(FP), R8
+	XORQ    DX, DX
+	VMOVUPS ONE, Y14
+	VXORPS  Y15, Y15, Y15
+	VSUBPS  Y14, Y15, Y15  // -1.0: its sign bit alone differs from 1.0
+	VXORPS  Y14, Y15, Y15  // the sign bit
+
+tanhloop:
+	LEAQ      8(DX), AX
+	CMPQ      AX, CX
+	JGT       tanhdone
+	VMOVUPS   (SI)(DX*4), Y13 // v
+	VCMPPS    $3, Y13, Y13, Y1 // NaN
+	VMOVMSKPS Y1, AX
+	TESTL     AX, AX
+	JNZ       tanhdone
+	VANDNPS   Y13, Y15, Y12    // a = |v|
+	VMINPS    TEN, Y12, Y0
+	VMULPS    MTWO, Y0, Y0     // -2 min(a, 10)
+
+	VMULPS  LOG2E, Y0, Y1
+	VADDPS  ROUND, Y1, Y1
+	VSUBPS  ROUND, Y1, Y2
+	VMULPS  LN2HI, Y2, Y3
+	VSUBPS  Y3, Y0, Y3
+	VMULPS  LN2LO, Y2, Y4
+	VSUBPS  Y4, Y3, Y3
+	VMULPS  C5040, Y3, Y4
+	VADDPS  C720, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C120, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C24, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C6, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  C2, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  ONE, Y4, Y4
+	VMULPS  Y3, Y4, Y4
+	VADDPS  ONE, Y4, Y4
+
+	VCMPPS    $1, LOWNORM, Y0, Y5
+	VMOVUPS   BIAS, Y6
+	VBLENDVPS Y5, BIASLOW, Y6, Y6
+	VPSUBD    Y6, Y1, Y6
+	VPSLLD    $23, Y6, Y6
+	VMULPS    Y6, Y4, Y4
+	VMOVUPS   ONE, Y7
+	VBLENDVPS Y5, TWOM64, Y7, Y7
+	VMULPS    Y7, Y4, Y4
+	VCMPPS    $1, ZEROBELOW, Y0, Y5
+	VANDNPS   Y4, Y5, Y4       // t
+
+	VSUBPS    Y4, Y14, Y8      // 1 - t
+	VADDPS    Y4, Y14, Y9      // 1 + t
+	VDIVPS    Y9, Y8, Y8
+	VANDPS    Y15, Y13, Y10
+	VORPS     Y10, Y8, Y8      // (1-t)/(1+t), v's sign
+
+	VMULPS    Y13, Y13, Y1     // z = v v
+	VMULPS    T9, Y1, Y2
+	VADDPS    T7, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    T5, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    T3, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    T1, Y2, Y2
+	VMULPS    Y1, Y13, Y3      // v z
+	VMULPS    Y2, Y3, Y3
+	VADDPS    Y3, Y13, Y3      // v + v z p(z)
+
+	VCMPPS    $1, SMALL, Y12, Y5 // a < 0.3
+	VBLENDVPS Y5, Y3, Y8, Y8
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0, Y6, Y12, Y5    // a == 0: v itself
+	VBLENDVPS Y5, Y13, Y8, Y8
+	VMOVUPS   Y8, (DI)(DX*4)
+	ADDQ      $8, DX
+	JMP       tanhloop
+
+tanhdone:
+	VZEROUPPER
+	MOVQ DX, ret+32(FP)
+	RET

@@ -12,3 +12,6 @@ func erfVecF32(y, x []float32) int { return 0 }
 
 // sigmoidVecF32: no vector kernel in this build.
 func sigmoidVecF32(y, x []float32) int { return 0 }
+
+// tanhVecF32: no vector kernel in this build.
+func tanhVecF32(y, x []float32) int { return 0 }

@@ -2,6 +2,8 @@ package onnx_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +182,68 @@ func TestScanAxesDirections(t *testing.T) {
 	// then of both (3, 7, 11); written backward along y's axis 1
 	assert.Equal(t, []float32{3, 7, 11}, nd.MustAs[float32](out[0]))
 	assert.Equal(t, []float32{30, 20, 70, 40, 110, 60}, nd.MustAs[float32](out[1]))
+}
+
+// A Scan along axis 0, an RNN's form (h = tanh(h W + x_t), each h a scan
+// output; a second state counts the steps; x read backward, the outputs
+// written forward), equals the loop written out, and its iterations
+// allocate nothing each: the body is planned once and run into buffers
+// of its own (64 steps, under 64 allocations a run).
+func TestScanPlansItsBodyOnce(t *testing.T) {
+	const steps, batch, hidden = 64, 3, 5
+	body := onnxtest.Graph("body", nodes{
+		onnxtest.Node("MatMul", []string{"h_in", "w"}, []string{"hw"}),
+		onnxtest.Node("Add", []string{"hw", "x_t"}, []string{"pre"}),
+		onnxtest.Node("Tanh", []string{"pre"}, []string{"h_out"}),
+		onnxtest.Node("Add", []string{"n_in", "one"}, []string{"n_out"}),
+		onnxtest.Node("Identity", []string{"h_out"}, []string{"y_t"}),
+	}, values{onnxtest.ValueNoShape("h_in", nd.Float32), onnxtest.ValueNoShape("n_in", nd.Float32), onnxtest.ValueNoShape("x_t", nd.Float32)},
+		values{onnxtest.ValueNoShape("h_out", nd.Float32), onnxtest.ValueNoShape("n_out", nd.Float32), onnxtest.ValueNoShape("y_t", nd.Float32)})
+	scan := onnxtest.Node("Scan", []string{"h0", "n0", "x"}, []string{"h", "n", "y"}, body,
+		onnxtest.Int("num_scan_inputs", 1), onnxtest.Ints("scan_input_directions", 1))
+	r := rand.New(rand.NewPCG(1, 2))
+	w := make([]float32, hidden*hidden)
+	for i := range w {
+		w[i] = float32(r.NormFloat64()) / 2
+	}
+	m, err := onnxtest.Load(onnxtest.Model(16, nodes{scan},
+		values{onnxtest.Value("h0", nd.Float32, batch, hidden), onnxtest.Value("n0", nd.Float32), onnxtest.Value("x", nd.Float32, steps, batch, hidden)},
+		values{onnxtest.Value("h", nd.Float32, batch, hidden), onnxtest.Value("n", nd.Float32), onnxtest.Value("y", nd.Float32, steps, batch, hidden)},
+		onnxtest.Init("w", nd.Of(w, hidden, hidden)), onnxtest.Init("one", nd.Scalar(float32(1)))))
+	require.NoError(t, err)
+	h0, x := make([]float32, batch*hidden), make([]float32, steps*batch*hidden)
+	for i := range h0 {
+		h0[i] = float32(r.NormFloat64())
+	}
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	in := []nd.Array{nd.Of(h0, batch, hidden), nd.Scalar(float32(0)), nd.Of(x, steps, batch, hidden)}
+	out, err := m.Run(in)
+	require.NoError(t, err)
+	h := slices.Clone(h0)
+	y := nd.MustAs[float32](out[2])
+	for t2 := range steps {
+		xt := x[(steps-1-t2)*batch*hidden:]
+		next := make([]float32, len(h))
+		for b := range batch {
+			for j := range hidden {
+				var sum float64
+				for k := range hidden {
+					sum += float64(h[b*hidden+k]) * float64(w[k*hidden+j])
+				}
+				next[b*hidden+j] = float32(math.Tanh(sum + float64(xt[b*hidden+j])))
+			}
+		}
+		h = next
+		assert.InDeltaSlice(t, h, y[t2*batch*hidden:(t2+1)*batch*hidden], 1e-5, "step %d", t2)
+	}
+	assert.InDeltaSlice(t, h, nd.MustAs[float32](out[0]), 1e-5)
+	assert.Equal(t, []float32{steps}, nd.MustAs[float32](out[1]))
+	p, err := m.Plan(in)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(5, func() { _, _ = p.Run(in) })
+	assert.Less(t, allocs, float64(steps), "a Scan's iterations allocate nothing each")
 }
 
 // TestControlFlowModels holds the models of testdata/flow to ONNX

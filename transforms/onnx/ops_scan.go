@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -279,6 +280,9 @@ func (k *scanOp) scan(states, scans, out, outer []nd.Array, mem *memory) error {
 	if err != nil {
 		return err
 	}
+	if done, err := k.scanInto(states, scans, out, outer, seq, axes, mem); done || err != nil {
+		return err
+	}
 	cur := append([]nd.Array{}, states...)
 	base := mem.held
 	for t := range seq {
@@ -315,6 +319,120 @@ func (k *scanOp) scan(states, scans, out, outer []nd.Array, mem *memory) error {
 		}
 	}
 	return nil
+}
+
+// scanInto is scan where the body's plan holds for every iteration: its
+// shapes are the iterations' (no input read as a shape, no node shaped by
+// the data) and its states keep their shapes. It plans the body once and
+// runs it into buffers of its own: the states in two that take turns, a
+// scan output along axis 0 straight into the node's output, and a scan
+// input along axis 0 read where it lies. done is false, and nothing run,
+// where the plan does not hold (scan then plans each iteration).
+func (k *scanOp) scanInto(states, scans, out, outer []nd.Array, seq int, axes []int, mem *memory) (done bool, err error) {
+	if seq == 0 {
+		return false, nil
+	}
+	formal := make([]nd.Array, len(states)+len(scans))
+	copy(formal, states)
+	for i, s := range scans {
+		formal[len(states)+i] = take(s, axes[i], 0)
+	}
+	in := subInputs(k.body, formal, outer)
+	p, err := k.body.m.plan(in, mem.budget)
+	if err != nil || p.stop != nil || slices.Contains(p.keyed, true) {
+		return false, nil
+	}
+	metas, err := p.OutputMeta()
+	if err != nil {
+		return false, nil
+	}
+	for i, st := range states {
+		if metas[i].Type != st.Type || !nd.SameShape(metas[i].Shape, st.Shape) {
+			return false, nil
+		}
+	}
+	for j := range k.outs {
+		o := out[k.states+j]
+		ax, _ := NormAxis(k.outAxes[j], len(o.Shape))
+		if metas[k.states+j].Type != o.Type || !nd.SameShape(metas[k.states+j].Shape, dropAxis(o.Shape, ax)) {
+			return false, nil
+		}
+	}
+	// The buffers: two sets of states, and a scan output's where it is
+	// not along axis 0.
+	var bufs [2][]nd.Array
+	for b := range bufs {
+		bufs[b] = make([]nd.Array, len(metas))
+		for i := range k.states {
+			if bufs[b][i], err = mem.array(metas[i].Type, metas[i].Shape, nil, func() string { return fmt.Sprintf("Scan state %d", i) }); err != nil {
+				return true, err
+			}
+		}
+	}
+	for j := range k.outs {
+		if ax, _ := NormAxis(k.outAxes[j], len(out[k.states+j].Shape)); ax != 0 {
+			mt := metas[k.states+j]
+			a, err := mem.array(mt.Type, mt.Shape, nil, func() string { return fmt.Sprintf("Scan output %d", j) })
+			if err != nil {
+				return true, err
+			}
+			bufs[0][k.states+j], bufs[1][k.states+j] = a, a
+		}
+	}
+	cur, base := states, mem.held
+	for t := range seq {
+		copy(formal, cur)
+		for i, s := range scans {
+			at := t
+			if k.inDirs[i] == 1 {
+				at = seq - 1 - t
+			}
+			if axes[i] == 0 {
+				formal[len(states)+i] = row(s, at)
+			} else {
+				formal[len(states)+i] = take(s, axes[i], at)
+			}
+			in[len(states)+i] = formal[len(states)+i]
+		}
+		copy(in, formal[:len(states)])
+		res := bufs[t%2]
+		for j := range k.outs {
+			o := out[k.states+j]
+			at := t
+			if k.outDirs[j] == 1 {
+				at = seq - 1 - t
+			}
+			if ax, _ := NormAxis(k.outAxes[j], len(o.Shape)); ax == 0 {
+				res[k.states+j] = row(o, at)
+			}
+		}
+		if _, err := p.run(in, res, mem); err != nil {
+			return true, fmt.Errorf("iteration %d: graph %q: %w", t, k.body.m.Name, err)
+		}
+		for j := range k.outs {
+			o := out[k.states+j]
+			if ax, _ := NormAxis(k.outAxes[j], len(o.Shape)); ax != 0 {
+				at := t
+				if k.outDirs[j] == 1 {
+					at = seq - 1 - t
+				}
+				put(o, ax, at, res[k.states+j])
+			}
+		}
+		cur = res[:k.states]
+		mem.held = base // a run's workspace is its plan's, given back
+	}
+	for i, c := range cur {
+		copy(out[i].Data, c.Data)
+	}
+	return true, nil
+}
+
+// row is a's element i along axis 0: a view of its data.
+func row(a nd.Array, i int) nd.Array {
+	shape := a.Shape[1:]
+	n := len(a.Data) / max(a.Shape[0], 1)
+	return nd.Array{Type: a.Type, Shape: shape, Data: a.Data[i*n : (i+1)*n : (i+1)*n]}
 }
 
 // take returns a's element at index i of axis ax: a new array, the axis
