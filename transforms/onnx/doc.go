@@ -79,7 +79,8 @@
 //
 // A run allocates nothing of its own after its plan's first (run_into.go):
 // the workspace and the steps' lists are the plan's (one set per
-// concurrent run, kept through garbage collections, unlike a sync.Pool's),
+// concurrent run, kept through garbage collections, unlike a sync.Pool's;
+// a model keeps its plans' idle ones to a bound, idleStates),
 // the constant weights of Conv, ConvTranspose, MatMul and Gemm are packed
 // for the products once (gemm.Pack, gemm.PackA), the kernels keep what
 // they derive from their inputs' shapes for the shapes they last saw

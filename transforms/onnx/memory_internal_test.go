@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -56,4 +60,75 @@ func TestCgroupFree(t *testing.T) {
 	kb, ok := meminfo(filepath.Join(sys, "meminfo"), "MemAvailable")
 	assert.True(t, ok)
 	assert.Equal(t, int64(12345678), kb)
+}
+
+// A model keeps its plans' idle workspaces to a total, the least recently
+// used given up first: run at 40 batch sizes (a plan and a workspace
+// each), it holds at most the bound, and the plan it ran last keeps its
+// state (its next run makes none); under the default bound, one plan run
+// again and again keeps its state.
+func TestIdleWorkspacesBounded(t *testing.T) {
+	m := reluAdd(t)
+	run := func(rows int) *Plan {
+		in := []nd.Array{nd.Zeros(nd.Float32, rows, 64)}
+		p, err := m.Plan(in)
+		require.NoError(t, err)
+		_, err = p.Run(in)
+		require.NoError(t, err)
+		return p
+	}
+	one := run(1)
+	require.Positive(t, one.work)
+	for range 5 {
+		run(1)
+	}
+	assert.Zero(t, m.states.dropped, "one plan run again and again keeps its state")
+	assert.Len(t, m.states.idle, 1)
+
+	limit := int64(40 * one.work * 4) // four plans of 40 rows
+	m.states.mu.Lock()
+	m.states.cap = func() int64 { return limit }
+	m.states.mu.Unlock()
+	var last *Plan
+	for rows := 1; rows <= 40; rows++ {
+		last = run(rows)
+		assert.LessOrEqual(t, m.states.bytes, limit, "%d rows", rows)
+	}
+	assert.Positive(t, m.states.dropped)
+	var sum int64
+	for _, e := range m.states.idle {
+		sum += int64(len(e.st.ws))
+	}
+	assert.Equal(t, m.states.bytes, sum, "the count is the states'")
+	if assert.NotEmpty(t, m.states.idle) {
+		assert.Same(t, last, m.states.idle[len(m.states.idle)-1].p, "the last run's state is kept")
+	}
+}
+
+// reluAdd is y = Relu(x) + x, x float32[N x 64]: Relu's output is in the
+// run's workspace.
+func reluAdd(t *testing.T) *Model {
+	f := int32(nd.Float32)
+	val := func(name string) *onnxpb.ValueInfoProto {
+		n, batch := int64(64), "N"
+		shape := &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{
+			{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: batch}},
+			{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: n}}}}
+		return &onnxpb.ValueInfoProto{Name: &name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: &f, Shape: shape}}}}
+	}
+	node := func(op string, in ...string) *onnxpb.NodeProto {
+		out := "r"
+		if op == "Add" {
+			out = "y"
+		}
+		return &onnxpb.NodeProto{OpType: &op, Input: in, Output: []string{out}}
+	}
+	ir, v, name := int64(8), int64(17), "relu_add"
+	data, err := proto.Marshal(&onnxpb.ModelProto{IrVersion: &ir, OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: &v}},
+		Graph: &onnxpb.GraphProto{Name: &name, Node: []*onnxpb.NodeProto{node("Relu", "x"), node("Add", "r", "x")},
+			Input: []*onnxpb.ValueInfoProto{val("x")}, Output: []*onnxpb.ValueInfoProto{val("y")}}})
+	require.NoError(t, err)
+	m, err := Parse(data, "relu_add.onnx")
+	require.NoError(t, err)
+	return m
 }

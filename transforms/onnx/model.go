@@ -36,7 +36,8 @@ type Model struct {
 
 	g             *graph
 	plans         planCache
-	deviceWeights // the weights' place on the device (gpu.go)
+	states        idleStates // the plans' run states not in use
+	deviceWeights            // the weights' place on the device (gpu.go)
 }
 
 // ValueInfo is a graph input or output as the model declares it.

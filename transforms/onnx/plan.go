@@ -46,7 +46,6 @@ type Plan struct {
 	// overlaps counts the lifetimes place looked at (its work: about
 	// linear in the steps, tested).
 	overlaps     int
-	pool         runStates
 	deviceConsts // the planned constants' place on the device (gpu.go)
 }
 

@@ -69,7 +69,7 @@ func (st *runState) release() {
 // state returns a run state of the plan: a pooled one, or one made now
 // (its workspace within mem's budget).
 func (p *Plan) state(mem *memory) (*runState, error) {
-	if st := p.pool.get(); st != nil {
+	if st := p.m.states.get(p); st != nil {
 		return st, nil
 	}
 	st := &runState{arrays: make([]nd.Array, len(p.vals)), in: make([][]nd.Array, len(p.steps)), out: make([][]nd.Array, len(p.steps)),
@@ -114,7 +114,7 @@ func (p *Plan) exec(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error)
 	}
 	defer func() {
 		st.release()
-		p.pool.put(st)
+		p.m.states.put(p, st)
 	}()
 	if err := p.checkInputsInto(st.inputs, inputs, mem); err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -121,31 +123,76 @@ func (p *Plan) checkInputsInto(dst, inputs []nd.Array, mem *memory) error {
 	return nil
 }
 
-// runStates are a plan's run states not in use. Unlike a sync.Pool's,
-// they are kept through garbage collections: a plan's workspace is made
-// once per concurrent run, not again after every collection (a pipeline's
-// worker collects often). A plan holds as many as it has run at once, and
-// goes with them when its model drops it.
-type runStates struct {
-	mu   sync.Mutex
-	idle []*runState
+// idleStates are a model's run states not in use, of all its plans.
+// Unlike a sync.Pool's they are kept through garbage collections: a
+// plan's workspace is made once per concurrent run, not again after
+// every collection (a pipeline's worker collects often). But a model has
+// up to maxPlans plans (a pipeline's adaptive batches make one per batch
+// size), each with a workspace, so the idle ones are kept to a total of
+// bytes, the least recently used given up first: at most
+// max(idleFloor, GOMAXPROCS x the largest workspace), what runs on every
+// core at once hold anyway.
+type idleStates struct {
+	mu sync.Mutex
+	// idle are the states, most recently used last; bytes their
+	// workspaces' total, largest the largest workspace put.
+	idle    []idleState
+	bytes   int64
+	largest int64
+	cap     func() int64 // the bound (idleCap; a test's)
+	dropped int          // states given up (tested)
 }
 
-// get returns an idle state, or nil.
-func (s *runStates) get() *runState {
+type idleState struct {
+	p  *Plan
+	st *runState
+}
+
+// idleFloor is the bytes of idle workspaces a model may keep whatever
+// its workspaces' sizes.
+const idleFloor = 64 << 20
+
+// idleCap is the bound of a model's idle workspaces, largest the largest
+// of its workspaces.
+func idleCap(largest int64) int64 {
+	return max(idleFloor, int64(runtime.GOMAXPROCS(0))*largest)
+}
+
+// get returns an idle state of p, or nil.
+func (s *idleStates) get(p *Plan) *runState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.idle) == 0 {
-		return nil
+	for i := len(s.idle) - 1; i >= 0; i-- {
+		if e := s.idle[i]; e.p == p {
+			s.idle = slices.Delete(s.idle, i, i+1)
+			s.bytes -= int64(len(e.st.ws))
+			return e.st
+		}
 	}
-	st := s.idle[len(s.idle)-1]
-	s.idle = s.idle[:len(s.idle)-1]
-	return st
+	return nil
 }
 
-// put makes st idle.
-func (s *runStates) put(st *runState) {
+// put makes st, a state of p, idle, and gives up the least recently used
+// states (st last) while the idle ones are over the bound.
+func (s *idleStates) put(p *Plan, st *runState) {
 	s.mu.Lock()
-	s.idle = append(s.idle, st)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	n := int64(len(st.ws))
+	s.largest = max(s.largest, n)
+	limit := idleCap(s.largest)
+	if s.cap != nil {
+		limit = s.cap()
+	}
+	s.idle = append(s.idle, idleState{p, st})
+	s.bytes += n
+	drop := 0
+	for s.bytes > limit && drop < len(s.idle) {
+		s.bytes -= int64(len(s.idle[drop].st.ws))
+		drop++
+	}
+	if drop > 0 {
+		s.dropped += drop
+		clear(s.idle[:drop])
+		s.idle = slices.Delete(s.idle, 0, drop)
+	}
 }
