@@ -132,3 +132,19 @@ func reluAdd(t *testing.T) *Model {
 	require.NoError(t, err)
 	return m
 }
+
+// Inputs that do not fit a plan are refused before its run takes a state:
+// under a budget smaller than the workspace the error is the input's,
+// and no workspace is made.
+func TestBadInputsMakeNoWorkspace(t *testing.T) {
+	m := reluAdd(t)
+	p, err := m.Plan([]nd.Array{nd.Zeros(nd.Float32, 8, 64)})
+	require.NoError(t, err)
+	require.Positive(t, p.work)
+	mem, err := newMemory(16)
+	require.NoError(t, err)
+	_, err = p.run([]nd.Array{nd.Zeros(nd.Float32, 8, 63)}, nil, mem)
+	require.ErrorContains(t, err, `input "x" is float32[8x63], the plan is for float32[8x64]`)
+	assert.Zero(t, mem.held, "no workspace made")
+	assert.Empty(t, m.states.idle)
+}

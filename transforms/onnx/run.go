@@ -108,6 +108,9 @@ func (p *Plan) run(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error) 
 // plan ends early (it returns the values it hands on).
 func (p *Plan) exec(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error) {
 	m := p.m
+	if err := p.inputsFit(inputs); err != nil { // before the state: no workspace for inputs that do not fit
+		return nil, err
+	}
 	st, err := p.state(mem)
 	if err != nil {
 		return nil, err

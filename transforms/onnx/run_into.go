@@ -101,8 +101,8 @@ func (p *Plan) finishOutputs(arrays, outputs []nd.Array) {
 // dst (len(p.inputs)), each Float16 or BFloat16 one as the float32 array
 // the plan takes (allocated from mem).
 func (p *Plan) checkInputsInto(dst, inputs []nd.Array, mem *memory) error {
-	if len(inputs) != len(p.inputs) {
-		return fmt.Errorf("%d inputs for a model of %d", len(inputs), len(p.inputs))
+	if err := p.inputsFit(inputs); err != nil {
+		return err
 	}
 	for i, id := range p.inputs {
 		a := inputs[i]
@@ -119,6 +119,26 @@ func (p *Plan) checkInputsInto(dst, inputs []nd.Array, mem *memory) error {
 			}
 		}
 		dst[i] = a
+	}
+	return nil
+}
+
+// inputsFit checks inputs against the plan's (a Float16 or BFloat16 one
+// where the plan takes float32, as checkInputsInto converts it), before
+// the run takes its state: inputs that do not fit make no workspace.
+func (p *Plan) inputsFit(inputs []nd.Array) error {
+	if len(inputs) != len(p.inputs) {
+		return fmt.Errorf("%d inputs for a model of %d", len(inputs), len(p.inputs))
+	}
+	for i, id := range p.inputs {
+		a, want := inputs[i], p.vals[id].meta
+		typ := a.Type
+		if typ == nd.Float16 || typ == nd.BFloat16 {
+			typ = nd.Float32
+		}
+		if typ != want.Type || !nd.SameShape(a.Shape, want.Shape) {
+			return fmt.Errorf("input %q is %v, the plan is for %v", p.m.Inputs[i].Name, a, want)
+		}
 	}
 	return nil
 }
