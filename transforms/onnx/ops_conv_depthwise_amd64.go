@@ -24,6 +24,9 @@ func dwStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx int, w *fl
 func mpStripeAVX2(y *float32, ldy, rows int, srcs **float32, off, ldx, taps int, mask *int32, full int)
 
 //go:noescape
+func deint2AVX2(even, odd, src *float32, rows, blocks, ldd, lds int)
+
+//go:noescape
 func deint2AVX512(even, odd, src *float32, rows, pairs, ldd, lds int, idx *int32, lo, hi, out int)
 
 //go:noescape
@@ -95,6 +98,13 @@ func deint2(even, odd, src []float32, rows, n, ldd, lds int) {
 	}
 	_, _, _ = even[(rows-1)*ldd+n-1], odd[(rows-1)*ldd+n-1], src[(rows-1)*lds+2*n-1]
 	if !dwVector {
+		if blocks := n / 8; dwWidth == 8 && blocks > 0 {
+			deint2AVX2(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), rows, blocks, ldd, lds)
+			if done := 8 * blocks; done < n {
+				deint2Go(even[done:], odd[done:], src[2*done:], rows, n-done, ldd, lds)
+			}
+			return
+		}
 		deint2Go(even, odd, src, rows, n, ldd, lds)
 		return
 	}

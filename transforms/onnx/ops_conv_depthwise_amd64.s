@@ -492,3 +492,53 @@ nnext1:
 ndone:
 	VZEROUPPER
 	RET
+
+// func deint2AVX2(even, odd, src *float32, rows, blocks, ldd, lds int)
+//
+// even[i] = src[2i], odd[i] = src[2i+1] for i < 8 blocks, in each of rows
+// rows (ldd and lds apart, in floats): 16 floats read, their even and odd
+// lanes gathered within each 128-bit half (VSHUFPS), the halves' pairs put
+// in order (VPERMPD).
+TEXT ·deint2AVX2(SB), NOSPLIT, $0-56
+	MOVQ even+0(FP), DI
+	MOVQ odd+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ rows+24(FP), BX
+	MOVQ ldd+40(FP), R11
+	SHLQ $2, R11
+	MOVQ lds+48(FP), R12
+	SHLQ $2, R12
+
+d2row:
+	TESTQ BX, BX
+	JZ    d2end
+	MOVQ  blocks+32(FP), CX
+	XORQ  AX, AX // output offset, bytes
+	XORQ  R9, R9 // source offset, bytes
+
+d2loop:
+	TESTQ   CX, CX
+	JZ      d2next
+	VMOVUPS (SI)(R9*1), Y0
+	VMOVUPS 32(SI)(R9*1), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2 // s0 s2 s8 s10 | s4 s6 s12 s14
+	VSHUFPS $0xdd, Y1, Y0, Y3 // s1 s3 s9 s11 | s5 s7 s13 s15
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y2, (DI)(AX*1)
+	VMOVUPS Y3, (R8)(AX*1)
+	ADDQ    $64, R9
+	ADDQ    $32, AX
+	DECQ    CX
+	JMP     d2loop
+
+d2next:
+	ADDQ R11, DI
+	ADDQ R11, R8
+	ADDQ R12, SI
+	DECQ BX
+	JMP  d2row
+
+d2end:
+	VZEROUPPER
+	RET

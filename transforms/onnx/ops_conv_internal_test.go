@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"math"
+	"slices"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -271,5 +272,29 @@ func BenchmarkConvGemmRows(b *testing.B) {
 				convGemmRows(p, x, wt, nil, bias, y)
 			}
 		})
+	}
+}
+
+// deint2's vector kernels write deint2Go's values, and nothing past each
+// row's n pairs, for every n around their blocks (8 and 16 pairs).
+func TestDeint2VectorAndGo(t *testing.T) {
+	saved := dwWidth
+	defer func() { dwWidth = saved }()
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, width := range simdWidths() {
+		dwWidth = width
+		for n := 1; n <= 40; n++ {
+			rows, ldd, lds := 1+r.IntN(3), n+r.IntN(3), 2*n+r.IntN(3)
+			src := uniform(r, rows*lds)
+			even, odd := make([]float32, rows*ldd), make([]float32, rows*ldd)
+			for i := range even {
+				even[i], odd[i] = -7, -7
+			}
+			wantE, wantO := slices.Clone(even), slices.Clone(odd)
+			deint2Go(wantE, wantO, src, rows, n, ldd, lds)
+			deint2(even, odd, src, rows, n, ldd, lds)
+			require.Equal(t, wantE, even, "%d lanes, n %d", width, n)
+			require.Equal(t, wantO, odd, "%d lanes, n %d", width, n)
+		}
 	}
 }
