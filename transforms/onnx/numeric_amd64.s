@@ -25,6 +25,46 @@
 #define BIAS 480(R8)
 #define BIASLOW 512(R8)
 
+// EXPF computes expf(x) of Y0 into Y4, 8 lanes, for x <= 88 and not NaN
+// (the callers check), as expf does: n = round(x log2e), r = (x - n
+// ln2Hi) - n ln2Lo, p = Taylor's polynomial of degree 7 in r, times 2^n
+// (for x < -87 2^(n+64) then 2^-64), 0 below -105. Clobbers Y1 to Y7;
+// R8 holds the table.
+#define EXPF \
+	VMULPS    LOG2E, Y0, Y1 \
+	VADDPS    ROUND, Y1, Y1 \
+	VSUBPS    ROUND, Y1, Y2 \
+	VMULPS    LN2HI, Y2, Y3 \
+	VSUBPS    Y3, Y0, Y3 \
+	VMULPS    LN2LO, Y2, Y4 \
+	VSUBPS    Y4, Y3, Y3 \
+	VMULPS    C5040, Y3, Y4 \
+	VADDPS    C720, Y4, Y4 \
+	VMULPS    Y3, Y4, Y4 \
+	VADDPS    C120, Y4, Y4 \
+	VMULPS    Y3, Y4, Y4 \
+	VADDPS    C24, Y4, Y4 \
+	VMULPS    Y3, Y4, Y4 \
+	VADDPS    C6, Y4, Y4 \
+	VMULPS    Y3, Y4, Y4 \
+	VADDPS    C2, Y4, Y4 \
+	VMULPS    Y3, Y4, Y4 \
+	VADDPS    ONE, Y4, Y4 \
+	VMULPS    Y3, Y4, Y4 \
+	VADDPS    ONE, Y4, Y4 \
+	VCMPPS    $1, LOWNORM, Y0, Y5 \
+	VMOVUPS   BIAS, Y6 \
+	VBLENDVPS Y5, BIASLOW, Y6, Y6 \
+	VPSUBD    Y6, Y1, Y6 \
+	VPSLLD    $23, Y6, Y6 \
+	VMULPS    Y6, Y4, Y4 \
+	VMOVUPS   ONE, Y7 \
+	VBLENDVPS Y5, TWOM64, Y7, Y7 \
+	VMULPS    Y7, Y4, Y4 \
+	VCMPPS    $1, ZEROBELOW, Y0, Y5 \
+	VANDNPS   Y4, Y5, Y4
+
+
 // func expAVX2(y, x *float32, n int, sub float32, tab *float32) int
 //
 // y[i] = expf(x[i] - sub) for i below the returned count, a multiple of 8
@@ -50,40 +90,7 @@ loop:
 	TESTL     AX, AX
 	JNZ       done
 
-	VMULPS  LOG2E, Y0, Y1
-	VADDPS  ROUND, Y1, Y1  // t = x log2e + 1.5*2^23
-	VSUBPS  ROUND, Y1, Y2  // n = t - 1.5*2^23
-	VMULPS  LN2HI, Y2, Y3
-	VSUBPS  Y3, Y0, Y3
-	VMULPS  LN2LO, Y2, Y4
-	VSUBPS  Y4, Y3, Y3  // r = (x - n ln2Hi) - n ln2Lo
-	VMULPS  C5040, Y3, Y4
-	VADDPS  C720, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C120, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C24, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C6, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C2, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  ONE, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  ONE, Y4, Y4  // p
-
-	// 2^n, or for x < -87 2^(n+64) then 2^-64
-	VCMPPS    $1, LOWNORM, Y0, Y5  // x < -87
-	VMOVUPS   BIAS, Y6
-	VBLENDVPS Y5, BIASLOW, Y6, Y6
-	VPSUBD    Y6, Y1, Y6
-	VPSLLD    $23, Y6, Y6
-	VMULPS    Y6, Y4, Y4
-	VMOVUPS   ONE, Y7
-	VBLENDVPS Y5, TWOM64, Y7, Y7
-	VMULPS    Y7, Y4, Y4
-	VCMPPS    $1, ZEROBELOW, Y0, Y5  // x < -105: 0
-	VANDNPS   Y4, Y5, Y4
+	EXPF
 	VMOVUPS   Y4, (DI)(DX*4)
 	ADDQ      $8, DX
 	JMP       loop
@@ -264,39 +271,7 @@ sigloop:
 	JNZ       sigdone
 	VORPS     Y15, Y13, Y0     // -|v|
 
-	VMULPS  LOG2E, Y0, Y1
-	VADDPS  ROUND, Y1, Y1
-	VSUBPS  ROUND, Y1, Y2
-	VMULPS  LN2HI, Y2, Y3
-	VSUBPS  Y3, Y0, Y3
-	VMULPS  LN2LO, Y2, Y4
-	VSUBPS  Y4, Y3, Y3
-	VMULPS  C5040, Y3, Y4
-	VADDPS  C720, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C120, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C24, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C6, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C2, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  ONE, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  ONE, Y4, Y4
-
-	VCMPPS    $1, LOWNORM, Y0, Y5
-	VMOVUPS   BIAS, Y6
-	VBLENDVPS Y5, BIASLOW, Y6, Y6
-	VPSUBD    Y6, Y1, Y6
-	VPSLLD    $23, Y6, Y6
-	VMULPS    Y6, Y4, Y4
-	VMOVUPS   ONE, Y7
-	VBLENDVPS Y5, TWOM64, Y7, Y7
-	VMULPS    Y7, Y4, Y4
-	VCMPPS    $1, ZEROBELOW, Y0, Y5
-	VANDNPS   Y4, Y5, Y4       // t = expf(-|v|)
+	EXPF // t
 
 	VADDPS    Y14, Y4, Y8      // 1 + t
 	VBLENDVPS Y13, Y4, Y14, Y9 // t where v's sign bit is set, else 1
@@ -351,39 +326,7 @@ tanhloop:
 	VMINPS    TEN, Y12, Y0
 	VMULPS    MTWO, Y0, Y0     // -2 min(a, 10)
 
-	VMULPS  LOG2E, Y0, Y1
-	VADDPS  ROUND, Y1, Y1
-	VSUBPS  ROUND, Y1, Y2
-	VMULPS  LN2HI, Y2, Y3
-	VSUBPS  Y3, Y0, Y3
-	VMULPS  LN2LO, Y2, Y4
-	VSUBPS  Y4, Y3, Y3
-	VMULPS  C5040, Y3, Y4
-	VADDPS  C720, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C120, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C24, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C6, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  C2, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  ONE, Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  ONE, Y4, Y4
-
-	VCMPPS    $1, LOWNORM, Y0, Y5
-	VMOVUPS   BIAS, Y6
-	VBLENDVPS Y5, BIASLOW, Y6, Y6
-	VPSUBD    Y6, Y1, Y6
-	VPSLLD    $23, Y6, Y6
-	VMULPS    Y6, Y4, Y4
-	VMOVUPS   ONE, Y7
-	VBLENDVPS Y5, TWOM64, Y7, Y7
-	VMULPS    Y7, Y4, Y4
-	VCMPPS    $1, ZEROBELOW, Y0, Y5
-	VANDNPS   Y4, Y5, Y4       // t
+	EXPF // t
 
 	VSUBPS    Y4, Y14, Y8      // 1 - t
 	VADDPS    Y4, Y14, Y9      // 1 + t
