@@ -128,7 +128,7 @@ func TestCallTimeout(t *testing.T) {
 	in := filepath.Join(dir, "x.npy")
 	x := nd.Of([]int64{3, 5, 1 << 40, 2})
 	writeNPY(t, in, nd.Int64, x.Shape, x.Data)
-	code, text, err := runInfer(t, "--model="+model, "--input="+in, "--output="+out, "--backend=cpu", "--max_batch_size=1", "--call_timeout=300ms")
+	code, text, err := runInfer(t, "--model="+model, "--input="+in, "--output="+out, "--backend=cpu", "--max_batch_size=1", "--call_timeout=1s")
 	require.NoError(t, err)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, text, "rows: 4 in, 3 predicted, 1 failed")
