@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 
 	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -42,7 +43,9 @@ import (
 // state with R (packed once per direction) and the gates' element-wise
 // arithmetic in float64, rounded to X's type; for float32, Sigmoid and
 // Tanh run a gate at a time as the vector loops the activation operators
-// use (sigmoidInto, tanhInto). The device has no kernel for them yet: a device
+// use (sigmoidInto, tanhInto); the float32 forms exporters write (LSTM and
+// GRU with their default activations) run wholly in float32 instead, their
+// weights packed once per node (ops_rnn_fast.go). The device has no kernel for them yet: a device
 // plan runs them on the host inside the run (ops_rnn_gpu.go; the ops table
 // shows them with no conformance test wholly on the device).
 
@@ -165,6 +168,10 @@ type recurrent struct {
 	lbr         bool    // GRU linear_before_reset
 	inputForget bool    // LSTM input_forget
 	layout      int
+	// constW is set when W, R and B are constants (initializers): their
+	// packing for the float32 products (prep) is then kept.
+	constW atomic.Bool
+	prep   atomic.Pointer[recurPrep]
 }
 
 func newRecurrent(kind rnnKind) func(n *Node) (Kernel, error) {
@@ -328,6 +335,9 @@ func (k *recurrent) Infer(in []Meta) ([]Meta, error) {
 	if k.layout == 1 {
 		y = []int{d.batch, d.seq, k.dirs, d.hidden}
 		h = []int{d.batch, k.dirs, d.hidden}
+	}
+	if b := metaAt(in, 3); in[1].Value != nil && in[2].Value != nil && (b.Type == nd.Undefined || b.Value != nil) {
+		k.constW.Store(true)
 	}
 	t := in[0].Type
 	out := []Meta{{Type: t, Shape: y}, {Type: t, Shape: h}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -13,13 +14,24 @@ import (
 
 // recurFast32 computes what recurTyped's float64 loop computes (within
 // float32 rounding), for LSTM and GRU (linear_before_reset), forward,
-// reverse and bidirectional, on odd sizes, with and without biases,
-// initial states and sequence_lens, every output.
+// reverse and bidirectional, on odd sizes (hidden sizes under, at and past
+// the gate kernel's 8 lanes), with and without biases, initial states and
+// sequence_lens (0, full and between, in any order), every output; with
+// and without the vector kernels.
 func TestRecurFast32MatchesLoop(t *testing.T) {
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	for _, width := range simdWidths() {
+		expWidth = min(width, 8)
+		t.Run(fmt.Sprintf("lanes=%d", expWidth), testRecurFast32)
+	}
+}
+
+func testRecurFast32(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 7))
 	for _, kind := range []rnnKind{rnnLSTM, rnnGRU} {
 		for _, dir := range []string{"forward", "reverse", "bidirectional"} {
-			for trial := range 4 {
+			for trial := range 8 {
 				k := &recurrent{kind: kind, name: [...]string{"RNN", "GRU", "LSTM"}[kind], dirs: 1, reverse: dir == "reverse", lbr: true}
 				if dir == "bidirectional" {
 					k.dirs = 2
@@ -34,6 +46,9 @@ func TestRecurFast32MatchesLoop(t *testing.T) {
 				}
 				require.True(t, k.fastRecurrent())
 				d := rnnDims{seq: 1 + r.IntN(9), batch: 1 + r.IntN(7), input: 1 + 2*r.IntN(10), hidden: 1 + 2*r.IntN(12)}
+				if trial >= 4 { // whole vectors of the gate kernel, and a rest
+					d.hidden = []int{8, 16, 17, 33}[trial-4]
+				}
 				G := kind.gates()
 				random := func(scale float64, shape ...int) nd.Array {
 					a := float32Array(shape)
@@ -59,6 +74,8 @@ func TestRecurFast32MatchesLoop(t *testing.T) {
 					for b := range lens {
 						lens[b] = r.IntN(d.seq + 1)
 					}
+					lens[r.IntN(d.batch)] = 0
+					lens[r.IntN(d.batch)] = d.seq
 				}
 				outs := func() []nd.Array {
 					o := []nd.Array{float32Array([]int{d.seq, k.dirs, d.batch, d.hidden}), float32Array([]int{k.dirs, d.batch, d.hidden})}
@@ -118,4 +135,43 @@ func TestRecurFast32Forms(t *testing.T) {
 	peep := make([]nd.Array, 8)
 	peep[7] = float32Array([]int{1, 3})
 	assert.False(t, recurFast32(def(rnnLSTM), rnnDims{1, 1, 1, 1}, []int{1}, peep, nil))
+}
+
+// lstmGates' vector kernel gives lstmGate1's bits for every unit of a
+// row (NaN for NaN), on sums of several scales, ±Inf, NaN and huge values,
+// hidden sizes with and without a rest past the whole vectors.
+func TestLSTMGatesVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 8))
+	special := []float32{0, float32(math.Copysign(0, -1)), 88, -88, 1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, H := range []int{1, 7, 8, 9, 24, 128, 131} {
+		for _, scale := range []float64{1e-3, 1, 4, 30, 1e4} {
+			g, c := make([]float32, 4*H), make([]float32, H)
+			for i := range g {
+				g[i] = float32(scale * r.NormFloat64())
+				if r.IntN(20) == 0 {
+					g[i] = special[r.IntN(len(special))]
+				}
+			}
+			for i := range c {
+				c[i] = float32(scale * r.NormFloat64())
+			}
+			gotC, gotH := slices.Clone(c), make([]float32, H)
+			n := lstmGatesVec(slices.Clone(g), gotC, gotH, H)
+			if expWidth == 0 {
+				assert.Zero(t, n)
+			} else {
+				assert.Equal(t, H&^7, n)
+			}
+			for j := range n {
+				wc, wh := lstmGate1(g[j], g[H+j], g[2*H+j], g[3*H+j], c[j])
+				for _, p := range [][2]float32{{wc, gotC[j]}, {wh, gotH[j]}} {
+					if p[0] != p[0] {
+						assert.True(t, p[1] != p[1], "H %d unit %d: %v, want NaN", H, j, p[1])
+						continue
+					}
+					assert.Equal(t, math.Float32bits(p[0]), math.Float32bits(p[1]), "H %d scale %v unit %d: %v, want %v", H, scale, j, p[1], p[0])
+				}
+			}
+		}
+	}
 }
