@@ -9,9 +9,9 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
-// The recurrent operators as exporters write them (PyTorch's nn.LSTM and
-// nn.GRU): float32, the default activations, no clip, and for LSTM no
-// peepholes and no input_forget, for GRU linear_before_reset. These run in
+// The recurrent operators as exporters write them (PyTorch's nn.LSTM,
+// nn.GRU and nn.RNN): float32, the default activations, no clip, and for
+// LSTM no peepholes and no input_forget, for GRU linear_before_reset. These run in
 // float32 throughout, as ONNX Runtime does:
 //
 //   - the batch's rows are taken longest sequence first, so that the rows
@@ -24,12 +24,13 @@ import (
 //     all gates at once, on the calling goroutine; for LSTM it adds to the
 //     step's projections in place;
 //   - W and R are packed once per node where they are constants (as
-//     MatMul's and Conv's weights), with LSTM's c rows doubled (exact), so
-//     that the products give the c gate's 2x for tanh x = 2σ(2x) - 1;
+//     MatMul's and Conv's weights), with LSTM's c rows and RNN's rows
+//     doubled (exact), so that the products give the 2x of tanh x =
+//     2σ(2x) - 1;
 //   - LSTM's gates are one pass over each row (lstmGates: i, o, f, c,
 //     the cell and the hidden state, in AVX2 where there is one), GRU's
-//     on the vector sigmoid of numeric.go; tanh is 2σ(2x) - 1 (within
-//     2^-23 of tanh, absolutely).
+//     and RNN's on the vector sigmoid of numeric.go; tanh is 2σ(2x) - 1
+//     (within 2^-23 of tanh, absolutely).
 //
 // Other forms take recurTyped's float64 loop (ops_rnn.go).
 
@@ -44,6 +45,8 @@ func (k *recurrent) fastRecurrent() bool {
 		want = []string{"Sigmoid", "Tanh", "Tanh"}
 	case k.kind == rnnGRU && k.lbr:
 		want = []string{"Sigmoid", "Tanh"}
+	case k.kind == rnnSimple:
+		want = []string{"Tanh"}
 	default:
 		return false
 	}
@@ -69,7 +72,7 @@ type recurPrep struct {
 }
 
 // recurDir is one direction's weights: W and R transposed and packed
-// (LSTM's c rows doubled), the projections' starting rows bx (W's and R's
+// (LSTM's c rows and RNN's rows doubled), the projections' starting rows bx (W's and R's
 // biases summed, LSTM's c part doubled; GRU's h gate W's only) and GRU's R
 // bias of the h gate (rbh), which is added before r scales it.
 type recurDir struct {
@@ -102,9 +105,10 @@ func (k *recurrent) prepare(d rnnDims, in []nd.Array) *recurPrep {
 				copy(rbh, rb[2*H:])
 			}
 		}
-		if k.kind == rnnLSTM { // the c gate's rows doubled: 2x exactly
-			wd, rd = doubleRows(wd, 3*H*I), doubleRows(rd, 3*H*H)
-			for j := 3 * H; j < GH; j++ {
+		if k.kind != rnnGRU { // the last gate's rows (LSTM's c, RNN's one) doubled: 2x exactly
+			lo := GH - H
+			wd, rd = doubleRows(wd, lo*I), doubleRows(rd, lo*H)
+			for j := lo; j < GH; j++ {
 				bx[j] *= 2
 			}
 		}
@@ -237,13 +241,19 @@ func recurFast32(k *recurrent, d rnnDims, lens []int, in, out []nd.Array) bool {
 				break // the rows are longest first: none runs from here
 			}
 			blk := xp[off[s]*GH : (off[s]+m)*GH]
-			if k.kind == rnnLSTM {
-				if H > 0 {
-					gemm.SgemmPacked(1, false, m, 1, h, H, pd.r, 0, GH, 1, blk, GH)
-				}
-				lstmGates(blk, c[:m*H], h[:m*H], H)
-			} else {
+			if k.kind == rnnGRU {
 				gruStep(blk, hr[:m*GH], h[:m*H], pd, H)
+			} else if H > 0 { // the step's product added to its projections
+				gemm.SgemmPacked(1, false, m, 1, h, H, pd.r, 0, GH, 1, blk, GH)
+			}
+			switch k.kind {
+			case rnnLSTM:
+				lstmGates(blk, c[:m*H], h[:m*H], H)
+			case rnnSimple: // h = tanh of the sums: 2σ(2x) - 1, x doubled
+				sigmoidInto(blk, blk)
+				for i, v := range blk {
+					h[i] = 2*v - 1
+				}
 			}
 			if ys != nil {
 				for p := range m {

@@ -13,7 +13,7 @@ import (
 )
 
 // recurFast32 computes what recurTyped's float64 loop computes (within
-// float32 rounding), for LSTM and GRU (linear_before_reset), forward,
+// float32 rounding), for LSTM, GRU (linear_before_reset) and RNN, forward,
 // reverse and bidirectional, on odd sizes (hidden sizes under, at and past
 // the gate kernel's 8 lanes), with and without biases, initial states and
 // sequence_lens (0, full and between, in any order), every output; with
@@ -29,7 +29,7 @@ func TestRecurFast32MatchesLoop(t *testing.T) {
 
 func testRecurFast32(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 7))
-	for _, kind := range []rnnKind{rnnLSTM, rnnGRU} {
+	for _, kind := range []rnnKind{rnnLSTM, rnnGRU, rnnSimple} {
 		for _, dir := range []string{"forward", "reverse", "bidirectional"} {
 			for trial := range 8 {
 				k := &recurrent{kind: kind, name: [...]string{"RNN", "GRU", "LSTM"}[kind], dirs: 1, reverse: dir == "reverse", lbr: true}
@@ -115,7 +115,10 @@ func TestRecurFast32Forms(t *testing.T) {
 	}
 	assert.True(t, def(rnnLSTM).fastRecurrent())
 	assert.True(t, def(rnnGRU).fastRecurrent())
-	assert.False(t, def(rnnSimple).fastRecurrent())
+	assert.True(t, def(rnnSimple).fastRecurrent())
+	relu := def(rnnSimple)
+	relu.acts[0][0].name = "Relu"
+	assert.False(t, relu.fastRecurrent())
 	for _, change := range []func(k *recurrent){
 		func(k *recurrent) { k.clip = 3 },
 		func(k *recurrent) { k.layout = 1 },
