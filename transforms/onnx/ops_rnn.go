@@ -44,10 +44,11 @@ import (
 // arithmetic in float64, rounded to X's type; for float32, Sigmoid and
 // Tanh run a gate at a time as the vector loops the activation operators
 // use (sigmoidInto, tanhInto); the float32 forms exporters write (LSTM,
-// GRU and RNN with their default activations) run wholly in float32 instead, their
-// weights packed once per node (ops_rnn_fast.go). The device has no kernel for them yet: a device
-// plan runs them on the host inside the run (ops_rnn_gpu.go; the ops table
-// shows them with no conformance test wholly on the device).
+// GRU and RNN with their default activations) run wholly in float32
+// instead, their weights packed once per node (ops_rnn_fast.go). The
+// device has no kernel for them yet: a device plan runs them on the host
+// inside the run (ops_rnn_gpu.go; the ops table shows them with no
+// conformance test wholly on the device).
 
 func init() {
 	RegisterOp(OpDef{Name: "RNN", Versions: []int{7, 14}, New: newRecurrent(rnnSimple)})
