@@ -178,3 +178,49 @@ func TestLSTMGatesVec(t *testing.T) {
 		}
 	}
 }
+
+// With constant weights the packing is made on the first run and kept
+// (the same pointer on the next), and gives the bits of a packing made
+// for the run; other weights (another W's data) are packed anew, not
+// served the kept ones.
+func TestRecurFast32KeepsPacking(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 9))
+	for _, kind := range []rnnKind{rnnLSTM, rnnGRU, rnnSimple} {
+		k := &recurrent{kind: kind, dirs: 2, lbr: true, acts: make([][]rnnAct, 2)}
+		for i := range k.acts {
+			for _, name := range kind.defaultActs() {
+				k.acts[i] = append(k.acts[i], rnnAct{name: name})
+			}
+		}
+		d := rnnDims{seq: 5, batch: 3, input: 6, hidden: 9}
+		G := kind.gates()
+		random := func(shape ...int) nd.Array {
+			a := float32Array(shape)
+			for i := range nd.MustAs[float32](a) {
+				nd.MustAs[float32](a)[i] = float32(0.5 * r.NormFloat64())
+			}
+			return a
+		}
+		in := []nd.Array{random(d.seq, d.batch, d.input), random(2, G*d.hidden, d.input), random(2, G*d.hidden, d.hidden), random(2, 2*G*d.hidden)}
+		lens := []int{5, 2, 4}
+		run := func() []float32 {
+			y := float32Array([]int{d.seq, 2, d.batch, d.hidden})
+			require.True(t, recurFast32(k, d, lens, in, []nd.Array{y}))
+			return nd.MustAs[float32](y)
+		}
+		fresh := run()
+		assert.Nil(t, k.prep.Load(), "weights not constant: nothing kept")
+		k.constW.Store(true)
+		assert.Equal(t, fresh, run())
+		kept := k.prep.Load()
+		require.NotNil(t, kept)
+		assert.Equal(t, fresh, run())
+		assert.Same(t, kept, k.prep.Load(), "the packing is kept")
+		in[1] = random(2, G*d.hidden, d.input)
+		other := run()
+		assert.NotEqual(t, fresh, other)
+		k.constW.Store(false)
+		k.prep.Store(nil)
+		assert.Equal(t, other, run(), "other weights: packed anew")
+	}
+}
