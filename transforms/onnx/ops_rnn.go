@@ -392,7 +392,7 @@ func matmulT[T floatElem](m, n, kk int, a, b, c []T, acc bool) {
 		if acc {
 			beta = 1
 		}
-		gemm.Sgemm(false, true, m, n, kk, 1, a32, kk, any(b).([]float32), kk, beta, any(c).([]float32), n)
+		gemm.Sgemm(false, true, m, n, kk, 1, a32, max(kk, 1), any(b).([]float32), max(kk, 1), beta, any(c).([]float32), max(n, 1))
 		return
 	}
 	for i := range m {
@@ -415,9 +415,9 @@ func matmulT[T floatElem](m, n, kk int, a, b, c []T, acc bool) {
 // packed product on the calling goroutine (the products are small).
 func stepProduct[T floatElem](n, kk int, b []T) func(m int, a, c []T) {
 	if b32, ok := any(b).([]float32); ok {
-		pk := gemm.Pack(true, kk, n, b32, kk)
+		pk := gemm.Pack(true, kk, n, b32, max(kk, 1))
 		return func(m int, a, c []T) {
-			gemm.SgemmPacked(1, false, m, 1, any(a).([]float32), kk, pk, 0, n, 0, any(c).([]float32), n)
+			gemm.SgemmPacked(1, false, m, 1, any(a).([]float32), max(kk, 1), pk, 0, n, 0, any(c).([]float32), max(n, 1))
 		}
 	}
 	return func(m int, a, c []T) { matmulT(m, n, kk, a, b, c, false) }

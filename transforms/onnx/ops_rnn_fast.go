@@ -220,7 +220,7 @@ func recurFast32(k *recurrent, d rnnDims, lens []int, in, out []nd.Array) bool {
 		for row := range rows {
 			copy(xp[row*GH:(row+1)*GH], pd.bx)
 		}
-		if rows > 0 && I > 0 {
+		if rows > 0 && I > 0 && H > 0 {
 			gemm.SgemmPacked(0, false, rows, 1, xg, I, pd.w, 0, GH, 1, xp, GH)
 		}
 		for p, b := range order {

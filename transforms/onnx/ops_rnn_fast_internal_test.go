@@ -224,3 +224,35 @@ func TestRecurFast32KeepsPacking(t *testing.T) {
 		assert.Equal(t, other, run(), "other weights: packed anew")
 	}
 }
+
+// Empty sizes (no steps, no rows, no inputs, no hidden units) run without
+// a product of an empty matrix and give recurTyped's outputs.
+func TestRecurFast32Empty(t *testing.T) {
+	for _, kind := range []rnnKind{rnnLSTM, rnnGRU, rnnSimple} {
+		for _, d := range []rnnDims{{0, 2, 3, 4}, {2, 0, 3, 4}, {2, 2, 0, 4}, {2, 2, 3, 0}} {
+			k := &recurrent{kind: kind, dirs: 1, lbr: true, acts: make([][]rnnAct, 1)}
+			for _, name := range kind.defaultActs() {
+				k.acts[0] = append(k.acts[0], rnnAct{name: name})
+			}
+			G := kind.gates()
+			bias := float32Array([]int{1, 2 * G * d.hidden})
+			for i := range nd.MustAs[float32](bias) {
+				nd.MustAs[float32](bias)[i] = 0.25 * float32(i%7-3)
+			}
+			in := []nd.Array{float32Array([]int{d.seq, d.batch, d.input}), float32Array([]int{1, G * d.hidden, d.input}), float32Array([]int{1, G * d.hidden, d.hidden}), bias}
+			lens := make([]int, d.batch)
+			for i := range lens {
+				lens[i] = d.seq
+			}
+			outs := func() []nd.Array {
+				return []nd.Array{float32Array([]int{d.seq, 1, d.batch, d.hidden}), float32Array([]int{1, d.batch, d.hidden})}
+			}
+			got, want := outs(), outs()
+			require.True(t, recurFast32(k, d, lens, in, got), "%v %+v", k.kind, d)
+			recurTyped[float32](k, d, lens, in, want)
+			for o := range want {
+				assert.InDeltaSlice(t, nd.MustAs[float32](want[o]), nd.MustAs[float32](got[o]), 1e-5, "%v %+v output %d", k.kind, d, o)
+			}
+		}
+	}
+}
