@@ -11,8 +11,8 @@ import (
 
 // The recurrent operators as exporters write them (PyTorch's nn.LSTM,
 // nn.GRU and nn.RNN): float32, the default activations, no clip, and for
-// LSTM no peepholes and no input_forget, for GRU linear_before_reset. These run in
-// float32 throughout, as ONNX Runtime does:
+// LSTM no peepholes and no input_forget, for GRU linear_before_reset.
+// These run in float32 throughout, as ONNX Runtime does:
 //
 //   - the batch's rows are taken longest sequence first, so that the rows
 //     still running at a step (sequence_lens) are a prefix: the rows past
@@ -21,8 +21,8 @@ import (
 //     (summed where the gate adds them) are one gemm product, into rows
 //     that start as the biases, laid out step after step;
 //   - each step is one product of the running rows' hidden states by R,
-//     all gates at once, on the calling goroutine; for LSTM it adds to the
-//     step's projections in place;
+//     all gates at once, on the calling goroutine; for LSTM and RNN it
+//     adds to the step's projections in place;
 //   - W and R are packed once per node where they are constants (as
 //     MatMul's and Conv's weights), with LSTM's c rows and RNN's rows
 //     doubled (exact), so that the products give the 2x of tanh x =
