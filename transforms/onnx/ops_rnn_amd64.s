@@ -121,3 +121,64 @@ gateloop:
 gatedone:
 	VZEROUPPER
 	RET
+
+// func gruGatesAVX2(hr, x, rbh, h *float32, hidden, n int, tab *[17][8]float32)
+//
+// For j < n (a multiple of 8), H = hidden: with the hidden state's
+// products hr (gates z, r, h at j, H+j, 2H+j), the projections x (the
+// same) and the h gate's R bias rbh,
+//
+//	z = σ(hr_z + x_z),  r = σ(hr_r + x_r),
+//	n = 2σ(2 (x_h + r (hr_h + rbh))) - 1,  h[j] = (1 - z) n + z h[j]
+//
+// (gruGate1's operations, so its bits).
+TEXT ·gruGatesAVX2(SB), NOSPLIT, $0-56
+	MOVQ    hr+0(FP), SI
+	MOVQ    x+8(FP), R10
+	MOVQ    rbh+16(FP), R11
+	MOVQ    h+24(FP), BX
+	MOVQ    hidden+32(FP), R9
+	MOVQ    n+40(FP), CX
+	MOVQ    tab+48(FP), R8
+	SHLQ    $2, R9            // H in bytes
+	XORQ    DX, DX
+	VMOVUPS ONE, Y14
+	VXORPS  Y15, Y15, Y15
+	VSUBPS  Y14, Y15, Y15
+	VXORPS  Y14, Y15, Y15     // the sign bit
+
+gruloop:
+	LEAQ 8(DX), AX
+	CMPQ AX, CX
+	JGT  grudone
+	LEAQ (SI)(DX*4), R12      // &hr[j]
+	LEAQ (R10)(DX*4), R13     // &x[j]
+
+	VMOVUPS (R12), Y13
+	VADDPS  (R13), Y13, Y13
+	SIGMOID
+	VMOVAPS Y9, Y10           // z
+	VMOVUPS (R12)(R9*1), Y13
+	VADDPS  (R13)(R9*1), Y13, Y13
+	SIGMOID                   // r
+	LEAQ    (R12)(R9*2), AX
+	VMOVUPS (AX), Y12
+	VADDPS  (R11)(DX*4), Y12, Y12 // hr_h + rbh
+	VMULPS  Y12, Y9, Y12          // r (hr_h + rbh)
+	LEAQ    (R13)(R9*2), AX
+	VADDPS  (AX), Y12, Y12        // x_h + r (hr_h + rbh)
+	VADDPS  Y12, Y12, Y13
+	SIGMOID
+	VADDPS  Y9, Y9, Y9
+	VSUBPS  Y14, Y9, Y9       // n = 2σ - 1
+	VSUBPS  Y10, Y14, Y12     // 1 - z
+	VMULPS  Y9, Y12, Y12
+	VMULPS  (BX)(DX*4), Y10, Y11 // z h
+	VADDPS  Y11, Y12, Y12
+	VMOVUPS Y12, (BX)(DX*4)
+	ADDQ    $8, DX
+	JMP     gruloop
+
+grudone:
+	VZEROUPPER
+	RET

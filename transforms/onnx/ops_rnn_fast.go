@@ -27,10 +27,11 @@ import (
 //     MatMul's and Conv's weights), with LSTM's c rows and RNN's rows
 //     doubled (exact), so that the products give the 2x of tanh x =
 //     2σ(2x) - 1;
-//   - LSTM's gates are one pass over each row (lstmGates: i, o, f, c,
-//     the cell and the hidden state, in AVX2 where there is one), GRU's
-//     and RNN's on the vector sigmoid of numeric.go; tanh is 2σ(2x) - 1
-//     (within 2^-23 of tanh, absolutely).
+//   - LSTM's and GRU's gates are one pass over each row (lstmGates: i,
+//     o, f, c, the cell and the hidden state; gruStep: z, r, h and the
+//     hidden state; in AVX2 where there is one), RNN's on the vector
+//     sigmoid of numeric.go; tanh is 2σ(2x) - 1 (within 2^-23 of tanh,
+//     absolutely).
 //
 // Other forms take recurTyped's float64 loop (ops_rnn.go).
 
@@ -276,7 +277,9 @@ func recurFast32(k *recurrent, d rnnDims, lens []int, in, out []nd.Array) bool {
 
 // gruStep is a GRU step (linear_before_reset, gates z, r, h) of m rows: x
 // their projections (m x 3H), hr scratch for the hidden states times R,
-// h the states (m x H), updated.
+// h the states (m x H), updated. Each row's units are gruGate1's, the
+// same bits (whole vectors of 8 in gruGatesVec's kernel where there is
+// one).
 func gruStep(x, hr, h []float32, pd *recurDir, H int) {
 	GH := 3 * H
 	m := len(h) / max(H, 1)
@@ -284,22 +287,21 @@ func gruStep(x, hr, h []float32, pd *recurDir, H int) {
 		gemm.SgemmPacked(1, false, m, 1, h, H, pd.r, 0, GH, 0, hr, GH)
 	}
 	for p := range m {
-		xr, g := x[p*GH:(p+1)*GH], hr[p*GH:(p+1)*GH]
-		// z and r's sums, then h's once r is known, its tanh as 2σ(2x) - 1.
-		for j := range 2 * H {
-			g[j] += xr[j]
-		}
-		sigmoidInto(g[:2*H], g[:2*H])
-		rr, n := g[H:2*H], g[2*H:]
-		for j := range H {
-			n[j] = 2 * (xr[2*H+j] + rr[j]*(n[j]+pd.rbh[j]))
-		}
-		sigmoidInto(n, n)
-		z, hb := g[:H], h[p*H:(p+1)*H]
-		for j := range H {
-			hb[j] = (1-z[j])*(2*n[j]-1) + z[j]*hb[j]
+		xp, g, hp := x[p*GH:(p+1)*GH], hr[p*GH:(p+1)*GH], h[p*H:(p+1)*H]
+		for j := gruGatesVec(g, xp, pd.rbh, hp, H); j < H; j++ {
+			hp[j] = gruGate1(g[j], g[H+j], g[2*H+j], xp[j], xp[H+j], xp[2*H+j], pd.rbh[j], hp[j])
 		}
 	}
+}
+
+// gruGate1 is one unit's hidden state from the hidden state's products
+// (hz, hr, hh), the projections (xz, xr, xh: W's rows and the biases but
+// the h gate's R bias rbh) and the state h: z and r the sigmoids of their
+// sums, the h gate's tanh (as 2σ(2x) - 1) of xh + r (hh + rbh).
+func gruGate1(hz, hr, hh, xz, xr, xh, rbh, h float32) float32 {
+	z, r := sigmoidf(hz+xz), sigmoidf(hr+xr)
+	n := 2*sigmoidf(2*(xh+r*(hh+rbh))) - 1
+	return (1-z)*n + z*h
 }
 
 // lstmGates is an LSTM step's gates (i, o, f, c; no peepholes) for the

@@ -256,3 +256,40 @@ func TestRecurFast32Empty(t *testing.T) {
 		}
 	}
 }
+
+// gruStep's vector kernel gives gruGate1's bits for every unit of a row
+// (NaN for NaN), as TestLSTMGatesVec for LSTM.
+func TestGRUGatesVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 10))
+	special := []float32{0, float32(math.Copysign(0, -1)), 88, -88, 1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, H := range []int{1, 7, 8, 9, 24, 128, 131} {
+		for _, scale := range []float64{1e-3, 1, 4, 30, 1e4} {
+			fill := func(n int) []float32 {
+				s := make([]float32, n)
+				for i := range s {
+					s[i] = float32(scale * r.NormFloat64())
+					if r.IntN(20) == 0 {
+						s[i] = special[r.IntN(len(special))]
+					}
+				}
+				return s
+			}
+			hr, x, rbh, h := fill(3*H), fill(3*H), fill(H), fill(H)
+			got := slices.Clone(h)
+			n := gruGatesVec(hr, x, rbh, got, H)
+			if expWidth == 0 {
+				assert.Zero(t, n)
+			} else {
+				assert.Equal(t, H&^7, n)
+			}
+			for j := range n {
+				want := gruGate1(hr[j], hr[H+j], hr[2*H+j], x[j], x[H+j], x[2*H+j], rbh[j], h[j])
+				if want != want {
+					assert.True(t, got[j] != got[j], "H %d unit %d: %v, want NaN", H, j, got[j])
+					continue
+				}
+				assert.Equal(t, math.Float32bits(want), math.Float32bits(got[j]), "H %d scale %v unit %d: %v, want %v", H, scale, j, got[j], want)
+			}
+		}
+	}
+}
