@@ -305,22 +305,37 @@ func (r *col2imRun) planes(lo, hi int) {
 // col2im adds the columns of one channel (kernel taps rows of n values,
 // for input positions p0..p0+n flat over X's spatial axes) into its output
 // plane y: the adjoint of im2col, each value to the output position that
-// im2col reads for that tap and position.
+// im2col reads for that tap and position. With stride 2 and no dilation
+// along the last axis, taps kw and kw+1 write the even and the odd
+// positions of one span: they are added as one interleaved pass (addPairs,
+// in AVX2 where there is one). Each output value takes its terms in the
+// same order either way (a pair's two taps write different values), so
+// the bits are the same.
 func col2im(y, cols []float32, g geometry, p0, n int) {
 	oh, ow := g.out[1], g.out[2] // X's spatial sizes
 	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
 	s := g.stride[2]
+	pairs := s == 2 && g.dil[2] == 1
 	row := 0
 	for kd := range g.k[0] {
 		for kh := range g.k[1] {
-			for kw := range g.k[2] {
+			for kw := 0; kw < g.k[2]; kw++ {
 				src := cols[row*n : (row+1)*n]
 				row++
+				var src2 []float32 // the next tap's, where the two go as a pair
+				if pairs && kw+1 < g.k[2] {
+					src2 = cols[row*n : (row+1)*n]
+					row++
+				}
 				offD, offH, offW := kd*g.dil[0]-g.padLo[0], kh*g.dil[1]-g.padLo[1], kw*g.dil[2]-g.padLo[2]
 				for p := p0; p < p0+n; {
 					r, w0 := p/ow, p%ow
 					cnt := min(ow-w0, p0+n-p)
 					vals := src[p-p0 : p-p0+cnt]
+					var vals2 []float32
+					if src2 != nil {
+						vals2 = src2[p-p0 : p-p0+cnt]
+					}
 					p += cnt
 					id, ih := r/oh*g.stride[0]+offD, r%oh*g.stride[1]+offH
 					if id < 0 || id >= in0 || ih < 0 || ih >= in1 {
@@ -328,29 +343,73 @@ func col2im(y, cols []float32, g geometry, p0, n int) {
 					}
 					dst := y[(id*in1+ih)*in2:][:in2]
 					iw := w0*s + offW
-					lo := 0
-					if iw < 0 {
-						lo = min(cnt, (-iw+s-1)/s)
-					}
-					hi := cnt
-					if last := iw + (cnt-1)*s; last >= in2 {
-						hi = max(lo, cnt-((last-in2)/s+1))
-					}
-					if s == 1 {
-						d := dst[iw+lo : iw+hi]
-						for i, v := range vals[lo:hi] {
-							d[i] += v
-						}
+					lo, hi := tapSpan(iw, cnt, s, in2)
+					if vals2 == nil {
+						addStrided(dst, vals, iw, s, lo, hi)
 						continue
 					}
-					j := iw + lo*s
-					for _, v := range vals[lo:hi] {
-						dst[j] += v
-						j += s
+					// The pair: the common span interleaved, each tap's ends alone.
+					lo2, hi2 := tapSpan(iw+1, cnt, s, in2)
+					a, b := max(lo, lo2), min(hi, hi2)
+					if a >= b {
+						addStrided(dst, vals, iw, s, lo, hi)
+						addStrided(dst, vals2, iw+1, s, lo2, hi2)
+						continue
 					}
+					addPairs(dst[iw+2*a:iw+2*b], vals[a:b], vals2[a:b])
+					addStrided(dst, vals, iw, s, lo, a)
+					addStrided(dst, vals, iw, s, b, hi)
+					addStrided(dst, vals2, iw+1, s, lo2, a)
+					addStrided(dst, vals2, iw+1, s, b, hi2)
+				}
+				if src2 != nil {
+					kw++
 				}
 			}
 		}
+	}
+}
+
+// tapSpan is the part lo..hi of a run of cnt input positions whose output
+// positions iw, iw+s, ... fall inside 0..in2.
+func tapSpan(iw, cnt, s, in2 int) (lo, hi int) {
+	if iw < 0 {
+		lo = min(cnt, (-iw+s-1)/s)
+	}
+	hi = cnt
+	if last := iw + (cnt-1)*s; last >= in2 {
+		hi = max(lo, cnt-((last-in2)/s+1))
+	}
+	return lo, hi
+}
+
+// addStrided adds vals[lo:hi] to dst at iw + i*s for each i.
+func addStrided(dst, vals []float32, iw, s, lo, hi int) {
+	if lo >= hi {
+		return
+	}
+	if s == 1 {
+		d := dst[iw+lo : iw+hi]
+		for i, v := range vals[lo:hi] {
+			d[i] += v
+		}
+		return
+	}
+	j := iw + lo*s
+	for _, v := range vals[lo:hi] {
+		dst[j] += v
+		j += s
+	}
+}
+
+// addPairs adds a and b interleaved to d: d[2i] += a[i], d[2i+1] += b[i]
+// (len(d) is 2 len(a), len(b) len(a)); whole vectors of 8 pairs in
+// addPairsVec's kernel where there is one, the rest in Go.
+func addPairs(d, a, b []float32) {
+	b, d = b[:len(a)], d[:2*len(a)]
+	for i := addPairsVec(d, a, b); i < len(a); i++ {
+		d[2*i] += a[i]
+		d[2*i+1] += b[i]
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 
 	"github.com/beamgpu/beamgpu/transforms/gemm"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -42,9 +43,12 @@ import (
 // state with R (packed once per direction) and the gates' element-wise
 // arithmetic in float64, rounded to X's type; for float32, Sigmoid and
 // Tanh run a gate at a time as the vector loops the activation operators
-// use (sigmoidInto, tanhInto). The device has no kernel for them yet: a device
-// plan runs them on the host inside the run (ops_rnn_gpu.go; the ops table
-// shows them with no conformance test wholly on the device).
+// use (sigmoidInto, tanhInto); the float32 forms exporters write (LSTM,
+// GRU and RNN with their default activations) run wholly in float32
+// instead, their weights packed once per node (ops_rnn_fast.go). The
+// device has no kernel for them yet: a device plan runs them on the host
+// inside the run (ops_rnn_gpu.go; the ops table shows them with no
+// conformance test wholly on the device).
 
 func init() {
 	RegisterOp(OpDef{Name: "RNN", Versions: []int{7, 14}, New: newRecurrent(rnnSimple)})
@@ -165,6 +169,10 @@ type recurrent struct {
 	lbr         bool    // GRU linear_before_reset
 	inputForget bool    // LSTM input_forget
 	layout      int
+	// constW is set when W, R and B are constants (initializers): their
+	// packing for the float32 products (prep) is then kept.
+	constW atomic.Bool
+	prep   atomic.Pointer[recurPrep]
 }
 
 func newRecurrent(kind rnnKind) func(n *Node) (Kernel, error) {
@@ -329,6 +337,9 @@ func (k *recurrent) Infer(in []Meta) ([]Meta, error) {
 		y = []int{d.batch, d.seq, k.dirs, d.hidden}
 		h = []int{d.batch, k.dirs, d.hidden}
 	}
+	if b := metaAt(in, 3); in[1].Value != nil && in[2].Value != nil && (b.Type == nd.Undefined || b.Value != nil) {
+		k.constW.Store(true)
+	}
 	t := in[0].Type
 	out := []Meta{{Type: t, Shape: y}, {Type: t, Shape: h}}
 	if k.kind == rnnLSTM {
@@ -381,7 +392,7 @@ func matmulT[T floatElem](m, n, kk int, a, b, c []T, acc bool) {
 		if acc {
 			beta = 1
 		}
-		gemm.Sgemm(false, true, m, n, kk, 1, a32, kk, any(b).([]float32), kk, beta, any(c).([]float32), n)
+		gemm.Sgemm(false, true, m, n, kk, 1, a32, max(kk, 1), any(b).([]float32), max(kk, 1), beta, any(c).([]float32), max(n, 1))
 		return
 	}
 	for i := range m {
@@ -404,9 +415,9 @@ func matmulT[T floatElem](m, n, kk int, a, b, c []T, acc bool) {
 // packed product on the calling goroutine (the products are small).
 func stepProduct[T floatElem](n, kk int, b []T) func(m int, a, c []T) {
 	if b32, ok := any(b).([]float32); ok {
-		pk := gemm.Pack(true, kk, n, b32, kk)
+		pk := gemm.Pack(true, kk, n, b32, max(kk, 1))
 		return func(m int, a, c []T) {
-			gemm.SgemmPacked(1, false, m, 1, any(a).([]float32), kk, pk, 0, n, 0, any(c).([]float32), n)
+			gemm.SgemmPacked(1, false, m, 1, any(a).([]float32), max(kk, 1), pk, 0, n, 0, any(c).([]float32), max(n, 1))
 		}
 	}
 	return func(m int, a, c []T) { matmulT(m, n, kk, a, b, c, false) }

@@ -6,7 +6,8 @@ import "math"
 // Round, ThresholdedRelu and Softsign as unaryFunc does (the same bits),
 // without its call per element; the others in float32 without branches on
 // the values (random signs mispredict): Gelu on erff's vector loop, Gelu's
-// tanh form as x σ(2u) on the vector sigmoid, Selu and Celu on expm1Block32,
+// tanh form as x σ(2u) on the vector sigmoid, Selu and Celu on expm1Block32
+// (whole vectors in one AVX2 pass, eluVec, the same bits),
 // Softplus and Mish on expf's vector loop and log1p01 (Mish's tanh on
 // tanhInto), Sin and Cos on float32 polynomials (sinCosInto, in AVX2 where there is one); each within
 // 1e-6 (relative above 1) of unaryFunc's float64 value (TestUnaryMore32).
@@ -37,7 +38,10 @@ func unaryMore32(k *ewUnary, x, y []float32) {
 			d := float64(v)
 			y[i] = float32(d / (1 + math.Abs(d)))
 		}
-	case unGelu, unGeluTanh, unSoftplus, unMish, unSelu, unCelu:
+	case unSelu, unCelu: // whole vectors in one pass where there is a kernel
+		n := eluVec(y, x, k.alpha, k.beta, k.op == unCelu)
+		blocks32(x[n:], y[n:], func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
+	case unGelu, unGeluTanh, unSoftplus, unMish:
 		blocks32(x, y, func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
 	case unSin, unCos:
 		sinCosInto(y, x, k.op == unCos)

@@ -43,3 +43,33 @@ func sinCosVec(y, x []float32, cos bool) int {
 	_ = y[len(x)-1]
 	return sinCosAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &sinCosTab, cos)
 }
+
+// eluAVX2 is eluVec's kernel (ops_unary32_amd64.s): n a multiple of 8.
+//
+//go:noescape
+func eluAVX2(y, x *float32, n int, alpha, scale float32, celu bool, tab *[19][8]float32)
+
+// eluTab holds eluAVX2's constants, each 8 times: expTab's (expf's, so
+// that the two cannot drift apart), then expm1Block32's last coefficient
+// and its bound.
+var eluTab = func() (t [19][8]float32) {
+	copy(t[:], expTab[:])
+	for j := range t[17] {
+		t[17][j], t[18][j] = 1.0/40320, -0.35
+	}
+	return t
+}()
+
+// eluVec writes unaryBlock32's Selu (celu false; alpha and scale its
+// attributes) or Celu (alpha its attribute) of x to y for the whole
+// vectors of x, the same bits (NaN stays NaN), and returns how many (0
+// without a vector kernel). len(y) >= len(x); y may be x.
+func eluVec(y, x []float32, alpha, scale float32, celu bool) int {
+	n := len(x) &^ 7
+	if expWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	eluAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, alpha, scale, celu, &eluTab)
+	return n
+}

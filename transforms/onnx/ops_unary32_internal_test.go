@@ -3,6 +3,7 @@ package onnx
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,5 +80,61 @@ func TestSinCosVec(t *testing.T) {
 		assert.Equal(t, 8, sinCosVec(make([]float32, 16), stop, cos))
 		stop[10] = float32(math.NaN())
 		assert.Equal(t, 8, sinCosVec(make([]float32, 16), stop, cos))
+	}
+}
+
+// eluVec's kernel gives unaryBlock32's bits for Selu and Celu (NaN for
+// NaN) on values of several scales, ±0, ±Inf, NaN, huge magnitudes and
+// the edges of its cases (expm1's -0.35, expf's -87 and -105), alphas
+// above and below 1; without a kernel it does nothing.
+func TestEluVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 34))
+	var x []float32
+	for _, scale := range []float64{1e-4, 0.3, 3, 50, 1e4} {
+		for range 999 {
+			x = append(x, float32(scale*r.NormFloat64()))
+		}
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), -0.35, -0.3499999, -0.3500001, -87, -87.5, -104.9, -105, -106, 88, 89, 1e30, -1e30,
+		math.MaxFloat32, -math.MaxFloat32, 1e-45, -1e-45, math.Inf(1), math.Inf(-1), math.NaN()} {
+		x = append(x, float32(v))
+	}
+	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	for _, width := range simdWidths() {
+		expWidth = min(width, 8)
+		for _, k := range []*ewUnary{
+			{op: unSelu, alpha: 1.67326319217681884765625, beta: 1.05070102214813232421875},
+			{op: unSelu, alpha: 0.5, beta: 3},
+			{op: unCelu, alpha: 0.7},
+			{op: unCelu, alpha: 1},
+			{op: unCelu, alpha: 2.5},
+		} {
+			y := make([]float32, len(x))
+			n := eluVec(y, x, k.alpha, k.beta, k.op == unCelu)
+			if expWidth == 0 {
+				assert.Zero(t, n)
+				continue
+			}
+			assert.Equal(t, len(x)&^7, n)
+			want := make([]float32, len(x))
+			blocks32(x, want, func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
+			for i := range n {
+				if want[i] != want[i] {
+					assert.True(t, y[i] != y[i], "%+v of %v: %v, want NaN", *k, x[i], y[i])
+					continue
+				}
+				assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(y[i]), "%+v of %v: %v, want %v", *k, x[i], y[i], want[i])
+			}
+			// in place, and through unaryMore32 (the rest past the vectors in Go)
+			in := slices.Clone(x)
+			unaryMore32(k, in, in)
+			for i := range in {
+				if want[i] == want[i] {
+					assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(in[i]), "%+v in place, of %v", *k, x[i])
+				}
+			}
+		}
 	}
 }
