@@ -6,62 +6,16 @@
 // time. Each σ is sigmoidAVX2's (numeric_amd64.s): the same float32
 // operations as sigmoidf, no FMA, so each lane's bits are lstmGate1's.
 
-// Rows of expTab (numeric_amd64.go), 8 copies of a constant each.
-#define LOG2E 0(R8)
-#define ROUND 32(R8)
-#define LN2HI 64(R8)
-#define LN2LO 96(R8)
-#define C5040 128(R8)
-#define C720 160(R8)
-#define C120 192(R8)
-#define C24 224(R8)
-#define C6 256(R8)
-#define C2 288(R8)
-#define ONE 320(R8)
-#define LOWNORM 384(R8)
-#define ZEROBELOW 416(R8)
-#define TWOM64 448(R8)
-#define BIAS 480(R8)
-#define BIASLOW 512(R8)
+#include "expf_amd64.h"
 
 // SIGMOID: Y9 = σ(Y13), with t = expf(-|v|): 1/(1+t) where v's sign bit
 // is clear, t/(1+t) where it is set. Uses Y0 to Y8; Y14 holds 1.0 and Y15
 // the sign bit.
 #define SIGMOID \
-	VORPS     Y15, Y13, Y0; \
-	VMULPS    LOG2E, Y0, Y1; \
-	VADDPS    ROUND, Y1, Y1; \
-	VSUBPS    ROUND, Y1, Y2; \
-	VMULPS    LN2HI, Y2, Y3; \
-	VSUBPS    Y3, Y0, Y3; \
-	VMULPS    LN2LO, Y2, Y4; \
-	VSUBPS    Y4, Y3, Y3; \
-	VMULPS    C5040, Y3, Y4; \
-	VADDPS    C720, Y4, Y4; \
-	VMULPS    Y3, Y4, Y4; \
-	VADDPS    C120, Y4, Y4; \
-	VMULPS    Y3, Y4, Y4; \
-	VADDPS    C24, Y4, Y4; \
-	VMULPS    Y3, Y4, Y4; \
-	VADDPS    C6, Y4, Y4; \
-	VMULPS    Y3, Y4, Y4; \
-	VADDPS    C2, Y4, Y4; \
-	VMULPS    Y3, Y4, Y4; \
-	VADDPS    Y14, Y4, Y4; \
-	VMULPS    Y3, Y4, Y4; \
-	VADDPS    Y14, Y4, Y4; \
-	VCMPPS    $1, LOWNORM, Y0, Y5; \
-	VMOVUPS   BIAS, Y6; \
-	VBLENDVPS Y5, BIASLOW, Y6, Y6; \
-	VPSUBD    Y6, Y1, Y6; \
-	VPSLLD    $23, Y6, Y6; \
-	VMULPS    Y6, Y4, Y4; \
-	VBLENDVPS Y5, TWOM64, Y14, Y7; \
-	VMULPS    Y7, Y4, Y4; \
-	VCMPPS    $1, ZEROBELOW, Y0, Y5; \
-	VANDNPS   Y4, Y5, Y4; \
-	VADDPS    Y14, Y4, Y8; \
-	VBLENDVPS Y13, Y4, Y14, Y9; \
+	VORPS     Y15, Y13, Y0 \
+	EXPF \
+	VADDPS    Y14, Y4, Y8 \
+	VBLENDVPS Y13, Y4, Y14, Y9 \
 	VDIVPS    Y8, Y9, Y9
 
 // func lstmGatesAVX2(gates, c, h *float32, hidden, n int, tab *[17][8]float32)
