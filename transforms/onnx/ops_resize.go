@@ -628,9 +628,11 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 	inSt := Strides(p.outShapeIn())
 	last := p.axes[rank-1]
 	lt := tables[rank-1]
+	anyExt := slices.Contains(lt.ext, true)
 	rows := numel(p.outShape()[:rank-1])
 	parallel.For(rows, last.out, func(lo, hi int) {
 		coord := make([]int, rank)
+		prevOff, prevOutside := -1, false
 		for row := lo; row < hi; row++ {
 			dst := y[row*last.out : (row+1)*last.out]
 			off, outside := 0, false
@@ -642,18 +644,30 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 				}
 				off += tables[a].idx[coord[a]] * inSt[a]
 			}
-			if outside {
+			switch {
+			case outside:
 				fillWords(dst, fill)
-				continue
-			}
-			src := x[off : off+last.in]
-			for o := range dst {
-				if lt.ext[o] {
-					dst[o] = fill
-				} else {
-					dst[o] = src[lt.idx[o]]
+			case off == prevOff && !prevOutside:
+				// The row before read the same input row (an
+				// enlarged axis): the same output.
+				copy(dst, y[(row-1)*last.out:row*last.out])
+			case anyExt:
+				src := x[off : off+last.in]
+				for o := range dst {
+					if lt.ext[o] {
+						dst[o] = fill
+					} else {
+						dst[o] = src[lt.idx[o]]
+					}
+				}
+			default:
+				src := x[off : off+last.in]
+				idx := lt.idx[:len(dst)]
+				for o, i := range idx {
+					dst[o] = src[i]
 				}
 			}
+			prevOff, prevOutside = off, outside
 		}
 	})
 }
