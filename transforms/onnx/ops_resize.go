@@ -727,6 +727,15 @@ func scratchOf[T floatElem](n int) ([]T, func()) {
 	return make([]T, n), func() {}
 }
 
+// resizeTaps2 computes each output d[o] of two taps, row[i0[o]] and
+// row[i1[o]] of weights w0[o] and w1[o], summed in float64.
+func resizeTaps2[T floatElem](d, row []T, i0, i1 []int32, w0, w1 []float64) {
+	i0, i1, w0, w1 = i0[:len(d)], i1[:len(d)], w0[:len(d)], w1[:len(d)]
+	for o := range d {
+		d[o] = T(w0[o]*float64(row[i0[o]]) + w1[o]*float64(row[i1[o]]))
+	}
+}
+
 // resizeInterp resizes linearly or cubically, axis by axis, each output
 // value a sum in float64 of its taps (a tap of weight 0 is not read).
 func resizeInterp[T floatElem](r *resize, p resizePlan, x, y []T) {
@@ -736,23 +745,27 @@ func resizeInterp[T floatElem](r *resize, p resizePlan, x, y []T) {
 		ax := p.axes[a]
 		t := r.table(ax)
 		n := t.n
-		if inner == 1 && n == 2 { // the last axis, two taps: split tables, then the special outputs
-			i0, i1, w0, w1 := make([]int, ax.out), make([]int, ax.out), make([]float64, ax.out), make([]float64, ax.out)
+		if inner == 1 && n == 2 && ax.in <= math.MaxInt32 { // the last axis, two taps: split tables, then the special outputs
+			i0, i1, w0, w1 := make([]int32, ax.out), make([]int32, ax.out), make([]float64, ax.out), make([]float64, ax.out)
 			var special []int // extrapolated, or a tap of weight 0 (not read)
 			for o := range ax.out {
 				if t.ext[o] || t.w[2*o] == 0 || t.w[2*o+1] == 0 {
 					special = append(special, o)
 					continue
 				}
-				i0[o], i1[o], w0[o], w1[o] = t.idx[2*o], t.idx[2*o+1], t.w[2*o], t.w[2*o+1]
+				i0[o], i1[o], w0[o], w1[o] = int32(t.idx[2*o]), int32(t.idx[2*o+1]), t.w[2*o], t.w[2*o+1]
 			}
+			// float32's vector kernel (the outputs it does not reach, and
+			// float64's, in Go).
+			vec, _ := any(resizeTaps2Vec).(func(d, row []T, i0, i1 []int32, w0, w1 []float64) int)
 			parallel.For(outer, ax.out*n, func(lo, hi int) {
 				for ob := lo; ob < hi; ob++ {
 					row, d := src[ob*ax.in:(ob+1)*ax.in], dst[ob*ax.out:(ob+1)*ax.out]
-					d = d[:len(i0)]
-					for o := range d {
-						d[o] = T(w0[o]*float64(row[i0[o]]) + w1[o]*float64(row[i1[o]]))
+					done := 0
+					if vec != nil {
+						done = vec(d, row, i0, i1, w0, w1)
 					}
+					resizeTaps2(d[done:], row, i0[done:], i1[done:], w0[done:], w1[done:])
 					for _, o := range special {
 						switch {
 						case t.ext[o]:

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -61,6 +62,48 @@ func TestResizeNearestMatchesGather(t *testing.T) {
 			}
 			if !assert.Equal(t, want, y[i], "trial %d: shape %v -> %v, coord %d, nearest %d, element %d", trial, p.outShapeIn(), outShape, rs.coord, rs.near, i) {
 				break
+			}
+		}
+	}
+}
+
+// The two-tap row of linear resizing (the last axis) at each vector
+// width gives resizeTaps2's Go loop's bits: products and sum rounded in
+// float64, then to float32; rows with NaN and infinities, lengths that are
+// and are not whole vectors.
+func TestResizeTaps2Widths(t *testing.T) {
+	defer func(w int) { resizeWidth = w }(resizeWidth)
+	r := rand.New(rand.NewPCG(28, 41))
+	for trial := range 500 {
+		in, out := 1+r.IntN(40), r.IntN(70)
+		row := make([]float32, in)
+		for i := range row {
+			row[i] = float32(r.NormFloat64() * 100)
+			switch r.IntN(50) {
+			case 0:
+				row[i] = float32(math.NaN())
+			case 1:
+				row[i] = float32(math.Inf(1 - 2*r.IntN(2)))
+			}
+		}
+		i0, i1, w0, w1 := make([]int32, out), make([]int32, out), make([]float64, out), make([]float64, out)
+		for o := range out {
+			i0[o], i1[o] = int32(r.IntN(in)), int32(r.IntN(in))
+			w0[o] = r.Float64()
+			w1[o] = 1 - w0[o]
+		}
+		want := make([]float32, out)
+		resizeTaps2(want, row, i0, i1, w0, w1)
+		for _, width := range simdWidths() {
+			if width > 8 {
+				continue
+			}
+			resizeWidth = width
+			got := make([]float32, out)
+			done := resizeTaps2Vec(got, row, i0, i1, w0, w1)
+			resizeTaps2(got[done:], row, i0[done:], i1[done:], w0[done:], w1[done:])
+			for o := range out {
+				assert.Equal(t, math.Float32bits(want[o]), math.Float32bits(got[o]), "trial %d width %d output %d", trial, width, o)
 			}
 		}
 	}
