@@ -13,7 +13,8 @@ import (
 // max_output_boxes_per_class (int64, default 0: none selected),
 // iou_threshold and score_threshold (float32, default 0 and none). For each
 // image and class the boxes scoring above score_threshold are taken in
-// order of score (the lower index first among equal scores) and a box is
+// order of score (the lower index first among equal scores; a NaN score,
+// which a score_threshold drops, after every number) and a box is
 // kept unless its IoU with a kept box is above iou_threshold, up to
 // max_output_boxes_per_class; the output is [selected, 3] int64 rows
 // (image, class, box), image-major, as ONNX Runtime orders them.
