@@ -138,7 +138,8 @@ type nmsBox struct{ y1, x1, y2, x2, area float32 }
 // order only until max_output_boxes_per_class are kept (or none is left),
 // as ONNX Runtime's priority queue does: a class keeps its few best of
 // thousands without sorting them all. A candidate is compared with the
-// boxes kept of positive area only (one of area 0 suppresses nothing).
+// boxes kept of positive area only: a box of area 0 or NaN neither
+// suppresses nor is suppressed (its IoU is 0 or NaN).
 func (k *nmsKernel) selectBoxes(a nmsArgs, dst []int64) []int64 {
 	if a.maxOut == 0 {
 		return dst
