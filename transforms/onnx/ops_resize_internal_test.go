@@ -108,3 +108,77 @@ func TestResizeTaps2Widths(t *testing.T) {
 		}
 	}
 }
+
+// Resizing the last two axes row by row (resizeLastTwo) gives the bits
+// of a pass per axis through intermediate arrays: linear and cubic
+// (cubic on the last axis is left to the passes), enlarged and shrunk,
+// every coordinate transformation with tf_crop_and_resize's extrapolated
+// rows and columns, NaN and infinities in the input, float32 and float64.
+func TestResizeLastTwoMatchesPasses(t *testing.T) {
+	defer func(w int) { resizeWidth = w }(resizeWidth)
+	r := rand.New(rand.NewPCG(28, 42))
+	fused := 0
+	for trial := range 400 {
+		rs := &resize{mode: rsLinear + r.IntN(2), coord: r.IntN(ctTFCropAndResize + 1), cubicA: -0.75, extrapolate: -3}
+		if trial%3 != 0 {
+			rs.mode = rsLinear
+		}
+		rank := 2 + r.IntN(3)
+		p := resizePlan{axes: make([]resizeAxis, rank)}
+		for a := range p.axes {
+			in := 1 + r.IntN(4)
+			ax := resizeAxis{in: in, out: in, scale: 1, roiLo: 0, roiHi: 1}
+			if a >= rank-2 {
+				in = 1 + r.IntN(20)
+				out := 1 + r.IntN(40)
+				ax = resizeAxis{in: in, out: out, scale: float64(out) / float64(in), roiLo: 0, roiHi: 1}
+				if rs.coord == ctTFCropAndResize {
+					ax.roiLo, ax.roiHi = r.Float64()-0.5, 0.5+r.Float64()
+				}
+				p.order = append(p.order, a)
+			}
+			p.axes[a] = ax
+		}
+		if trial%7 == 0 {
+			p.order[0], p.order[1] = p.order[1], p.order[0] // not the form: the passes
+		}
+		x := make([]float32, numel(p.outShapeIn()))
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+			switch r.IntN(200) {
+			case 0:
+				x[i] = float32(math.NaN())
+			case 1:
+				x[i] = float32(math.Inf(1))
+			}
+		}
+		want := make([]float32, numel(p.outShape()))
+		resizeByPasses(rs, p, x, want)
+		x64 := make([]float64, len(x))
+		for i, v := range x {
+			x64[i] = float64(v)
+		}
+		want64 := make([]float64, len(want))
+		resizeByPasses(rs, p, x64, want64)
+		for _, width := range simdWidths() {
+			if width > 8 {
+				continue
+			}
+			resizeWidth = width
+			got := make([]float32, len(want))
+			if !resizeLastTwo(rs, p, x, got) {
+				continue
+			}
+			fused++
+			for i := range want {
+				assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "trial %d width %d element %d", trial, width, i)
+			}
+			got64 := make([]float64, len(want))
+			resizeLastTwo(rs, p, x64, got64)
+			for i := range want64 {
+				assert.Equal(t, math.Float64bits(want64[i]), math.Float64bits(got64[i]), "float64: trial %d element %d", trial, i)
+			}
+		}
+	}
+	assert.Greater(t, fused, 400, "resizes of the form")
+}
