@@ -769,21 +769,54 @@ func interpRows[T floatElem](d, base []T, t *axisTable, o int, e T, acc *[]float
 // taps2 is the last axis's table of two taps, split: outputs with both
 // weights non-zero in i0, i1, w0 and w1, the others (extrapolated, or a
 // tap of weight 0, which is not read) listed in special.
+//
+// For the vector kernel, the outputs in blocks of 8: where a block's taps
+// lie within 8 consecutive inputs from base[block] (an enlarged axis),
+// l0 and l1 are their lanes there (the special outputs' lane 0), and the
+// kernel loads the 8 and permutes them; else base[block] is -1 and it
+// gathers the taps.
 type taps2 struct {
 	t       axisTable
 	i0, i1  []int32
 	w0, w1  []float64
 	special []int
+	base    []int32
+	l0, l1  []int32
 }
 
-func newTaps2(t axisTable, out int) taps2 {
+func newTaps2(t axisTable, in, out int) taps2 {
 	tp := taps2{t: t, i0: make([]int32, out), i1: make([]int32, out), w0: make([]float64, out), w1: make([]float64, out)}
+	isSpecial := make([]bool, out)
 	for o := range out {
 		if t.ext[o] || t.w[2*o] == 0 || t.w[2*o+1] == 0 {
 			tp.special = append(tp.special, o)
+			isSpecial[o] = true
 			continue
 		}
 		tp.i0[o], tp.i1[o], tp.w0[o], tp.w1[o] = int32(t.idx[2*o]), int32(t.idx[2*o+1]), t.w[2*o], t.w[2*o+1]
+	}
+	tp.base, tp.l0, tp.l1 = make([]int32, out/8), make([]int32, out), make([]int32, out)
+	for k := range tp.base {
+		lo, hi := int32(math.MaxInt32), int32(-1)
+		for o := 8 * k; o < 8*k+8; o++ {
+			if !isSpecial[o] {
+				lo, hi = min(lo, tp.i0[o], tp.i1[o]), max(hi, tp.i0[o], tp.i1[o])
+			}
+		}
+		if hi < 0 { // all special
+			lo, hi = 0, 0
+		}
+		b := min(lo, int32(in)-8)
+		if b < 0 || hi-b >= 8 {
+			tp.base[k] = -1
+			continue
+		}
+		tp.base[k] = b
+		for o := 8 * k; o < 8*k+8; o++ {
+			if !isSpecial[o] {
+				tp.l0[o], tp.l1[o] = tp.i0[o]-b, tp.i1[o]-b
+			}
+		}
 	}
 	return tp
 }
@@ -793,8 +826,8 @@ func newTaps2(t axisTable, out int) taps2 {
 // then the special outputs.
 func taps2Row[T floatElem](tp *taps2, d, row []T, e T) {
 	done := 0
-	if vec, ok := any(resizeTaps2Vec).(func(d, row []T, i0, i1 []int32, w0, w1 []float64) int); ok {
-		done = vec(d, row, tp.i0, tp.i1, tp.w0, tp.w1)
+	if vec, ok := any(resizeTaps2Vec).(func(d, row []T, tp *taps2) int); ok {
+		done = vec(d, row, tp)
 	}
 	resizeTaps2(d[done:], row, tp.i0[done:], tp.i1[done:], tp.w0[done:], tp.w1[done:])
 	t := &tp.t
@@ -829,7 +862,7 @@ func resizeLastTwo[T floatElem](r *resize, p resizePlan, x, y []T) bool {
 		return false
 	}
 	th := r.table(ah)
-	tp := newTaps2(tw, aw.out)
+	tp := newTaps2(tw, aw.in, aw.out)
 	e := T(r.extrapolate)
 	planes := numel(p.outShapeIn()[:rank-2])
 	parallel.For(planes*ah.out, aw.in*th.n+aw.out*2, func(lo, hi int) {
@@ -873,7 +906,7 @@ func resizeByPasses[T floatElem](r *resize, p resizePlan, x, y []T) {
 		t := r.table(ax)
 		n := t.n
 		if inner == 1 && n == 2 && ax.in <= math.MaxInt32 { // the last axis, two taps
-			tp := newTaps2(t, ax.out)
+			tp := newTaps2(t, ax.in, ax.out)
 			parallel.For(outer, ax.out*n, func(lo, hi int) {
 				for ob := lo; ob < hi; ob++ {
 					taps2Row(&tp, dst[ob*ax.out:(ob+1)*ax.out], src[ob*ax.in:(ob+1)*ax.in], e)

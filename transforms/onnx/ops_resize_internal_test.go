@@ -69,11 +69,14 @@ func TestResizeNearestMatchesGather(t *testing.T) {
 
 // The two-tap row of linear resizing (the last axis) at each vector
 // width gives resizeTaps2's Go loop's bits: products and sum rounded in
-// float64, then to float32; rows with NaN and infinities, lengths that are
-// and are not whole vectors.
+// float64, then to float32; taps near each other (an enlarged axis: the
+// kernel's loads and permutes) and anywhere (its gathers), special outputs
+// (extrapolated, a weight 0), rows with NaN and infinities, lengths that
+// are and are not whole vectors.
 func TestResizeTaps2Widths(t *testing.T) {
 	defer func(w int) { resizeWidth = w }(resizeWidth)
 	r := rand.New(rand.NewPCG(28, 41))
+	permuted, gathered := 0, 0
 	for trial := range 500 {
 		in, out := 1+r.IntN(40), r.IntN(70)
 		row := make([]float32, in)
@@ -86,27 +89,47 @@ func TestResizeTaps2Widths(t *testing.T) {
 				row[i] = float32(math.Inf(1 - 2*r.IntN(2)))
 			}
 		}
-		i0, i1, w0, w1 := make([]int32, out), make([]int32, out), make([]float64, out), make([]float64, out)
+		tab := axisTable{n: 2, idx: make([]int, 2*out), w: make([]float64, 2*out), ext: make([]bool, out)}
 		for o := range out {
-			i0[o], i1[o] = int32(r.IntN(in)), int32(r.IntN(in))
-			w0[o] = r.Float64()
-			w1[o] = 1 - w0[o]
+			i := o * in / max(out, 1)
+			tab.idx[2*o], tab.idx[2*o+1] = i, min(i+1, in-1)
+			if trial%3 == 0 {
+				tab.idx[2*o], tab.idx[2*o+1] = r.IntN(in), r.IntN(in)
+			}
+			tab.w[2*o] = r.Float64()
+			tab.w[2*o+1] = 1 - tab.w[2*o]
+			switch r.IntN(20) {
+			case 0:
+				tab.ext[o] = true
+			case 1:
+				tab.w[2*o+r.IntN(2)] = 0
+			}
+		}
+		tp := newTaps2(tab, in, out)
+		for _, b := range tp.base {
+			if b >= 0 {
+				permuted++
+			} else {
+				gathered++
+			}
 		}
 		want := make([]float32, out)
-		resizeTaps2(want, row, i0, i1, w0, w1)
+		resizeWidth = 0
+		taps2Row(&tp, want, row, -3)
 		for _, width := range simdWidths() {
 			if width > 8 {
 				continue
 			}
 			resizeWidth = width
 			got := make([]float32, out)
-			done := resizeTaps2Vec(got, row, i0, i1, w0, w1)
-			resizeTaps2(got[done:], row, i0[done:], i1[done:], w0[done:], w1[done:])
+			taps2Row(&tp, got, row, -3)
 			for o := range out {
 				assert.Equal(t, math.Float32bits(want[o]), math.Float32bits(got[o]), "trial %d width %d output %d", trial, width, o)
 			}
 		}
 	}
+	assert.Positive(t, permuted)
+	assert.Positive(t, gathered)
 }
 
 // Resizing the last two axes row by row (resizeLastTwo) gives the bits

@@ -7,4 +7,4 @@ var resizeWidth = 0
 
 // resizeTaps2Vec: no vector kernel in this build; resizeTaps2's Go loop
 // computes every output.
-func resizeTaps2Vec(d, row []float32, i0, i1 []int32, w0, w1 []float64) int { return 0 }
+func resizeTaps2Vec(d, row []float32, tp *taps2) int { return 0 }
