@@ -203,5 +203,11 @@ func TestResizeLastTwoMatchesPasses(t *testing.T) {
 			}
 		}
 	}
-	assert.Greater(t, fused, 400, "resizes of the form")
+	widths := 0
+	for _, w := range simdWidths() {
+		if w <= 8 {
+			widths++
+		}
+	}
+	assert.Greater(t, fused, 200*widths, "resizes of the form, at %d widths", widths)
 }
