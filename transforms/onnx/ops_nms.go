@@ -2,7 +2,7 @@ package onnx
 
 import (
 	"fmt"
-	"slices"
+	"math"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -13,7 +13,8 @@ import (
 // max_output_boxes_per_class (int64, default 0: none selected),
 // iou_threshold and score_threshold (float32, default 0 and none). For each
 // image and class the boxes scoring above score_threshold are taken in
-// order of score (the lower index first among equal scores) and a box is
+// order of score (the lower index first among equal scores; a NaN score,
+// which a score_threshold drops, after every number) and a box is
 // kept unless its IoU with a kept box is above iou_threshold, up to
 // max_output_boxes_per_class; the output is [selected, 3] int64 rows
 // (image, class, box), image-major, as ONNX Runtime orders them.
@@ -126,70 +127,152 @@ func (k *nmsKernel) corners(a *nmsArgs, b, i int) (y1, x1, y2, x2 float32) {
 	return min(p[0], p[2]), min(p[1], p[3]), max(p[0], p[2]), max(p[1], p[3])
 }
 
-// select appends the selected (image, class, box) triples to dst.
+// nmsBox is a box's corners (y1 <= y2, x1 <= x2) and area.
+type nmsBox struct{ y1, x1, y2, x2, area float32 }
+
+// selectBoxes appends the selected (image, class, box) triples to dst.
+//
+// Per image the boxes' corners and areas are computed once, for every
+// class. Per class the candidates (the boxes scoring above the threshold)
+// go into a max-heap of nmsKey, built in linear time, and are popped in
+// order only until max_output_boxes_per_class are kept (or none is left),
+// as ONNX Runtime's priority queue does: a class keeps its few best of
+// thousands without sorting them all. A candidate is compared with the
+// boxes kept of positive area only: a box of area 0 or NaN neither
+// suppresses nor is suppressed (its IoU is 0 or NaN).
 func (k *nmsKernel) selectBoxes(a nmsArgs, dst []int64) []int64 {
 	if a.maxOut == 0 {
 		return dst
 	}
-	type box struct{ y1, x1, y2, x2, area float32 }
-	all := make([]box, a.n)
-	cand := make([]int32, 0, a.n)
-	var kept []int32
+	all := make([]nmsBox, a.n)
+	heap := make([]uint64, 0, a.n)
+	kept := newNMSKept(int(min(a.maxOut, int64(a.n))))
 	for b := range a.b {
 		for i := range all {
 			y1, x1, y2, x2 := k.corners(&a, b, i)
-			all[i] = box{y1, x1, y2, x2, (y2 - y1) * (x2 - x1)}
+			all[i] = nmsBox{y1, x1, y2, x2, (y2 - y1) * (x2 - x1)}
 		}
 		for c := range a.c {
 			s := a.scores[(b*a.c+c)*a.n : (b*a.c+c+1)*a.n]
-			cand = cand[:0]
-			for i, v := range s {
-				if !a.hasScore || v > a.score {
-					cand = append(cand, int32(i))
+			heap = heap[:0]
+			if a.hasScore {
+				thr := a.score
+				for i, v := range s {
+					if v > thr {
+						heap = append(heap, nmsKey(v, i))
+					}
+				}
+			} else {
+				for i, v := range s {
+					heap = append(heap, nmsKey(v, i))
 				}
 			}
-			// By score, the earlier box first among equal scores (cand is
-			// in index order: what a stable sort gives, at pdqsort's
-			// speed).
-			slices.SortFunc(cand, func(i, j int32) int {
-				switch {
-				case s[i] > s[j]:
-					return -1
-				case s[i] < s[j]:
-					return 1
+			for i := len(heap)/2 - 1; i >= 0; i-- {
+				heapDown(heap, i)
+			}
+			kept.n = 0
+			var nKept int64
+			for len(heap) > 0 && nKept < a.maxOut {
+				i := int(^uint32(heap[0]))
+				last := len(heap) - 1
+				heap[0] = heap[last]
+				if heap = heap[:last]; last > 0 {
+					heapDown(heap, 0)
 				}
-				return int(i - j)
-			})
-			kept = kept[:0]
-			for _, i := range cand {
-				if int64(len(kept)) >= a.maxOut {
-					break
-				}
-				bi, ok := all[i], true
-				for _, j := range kept {
-					bj := all[j]
-					if bi.area <= 0 || bj.area <= 0 {
+				if bi := all[i]; bi.area > 0 {
+					if kept.suppresses(&bi, a.iou) {
 						continue
 					}
-					ih := min(bi.y2, bj.y2) - max(bi.y1, bj.y1)
-					iw := min(bi.x2, bj.x2) - max(bi.x1, bj.x1)
-					if ih <= 0 || iw <= 0 {
-						continue
-					}
-					inter := ih * iw
-					if inter/(bi.area+bj.area-inter) > a.iou {
-						ok = false
-						break
-					}
+					kept.add(bi)
 				}
-				if ok {
-					kept = append(kept, i)
-					dst = append(dst, int64(b), int64(c), int64(i))
-				}
+				nKept++
+				dst = append(dst, int64(b), int64(c), int64(i))
 			}
 		}
 	}
 	return dst
+}
+
+// nmsKey orders the candidates as one unsigned integer: above, the score
+// by its bits made to compare as the numbers do (-0 as +0; NaN, which a
+// score threshold never lets through, below every number); below, the
+// complement of the box's index, the lower index first among equal
+// scores.
+func nmsKey(score float32, i int) uint64 {
+	bits := math.Float32bits(score)
+	switch {
+	case score != score:
+		bits = 0
+	case score == 0:
+		bits = 1 << 31
+	case bits>>31 != 0:
+		bits = ^bits
+	default:
+		bits |= 1 << 31
+	}
+	return uint64(bits)<<32 | uint64(^uint32(i))
+}
+
+// heapDown moves h[i] down the max-heap h to its place.
+func heapDown(h []uint64, i int) {
+	n := len(h)
+	v := h[i]
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		if r := l + 1; r < n && h[r] > h[l] {
+			l = r
+		}
+		if h[l] <= v {
+			break
+		}
+		h[i] = h[l]
+		i = l
+	}
+	h[i] = v
+}
+
+// nmsKept are the boxes a class kept that may suppress another (those of
+// positive area, so none with a NaN corner), by field (y1, x1, y2, x2 and
+// area each a plane of stride values), for suppresses' vector kernel.
+type nmsKept struct {
+	planes    []float32
+	stride, n int
+}
+
+func newNMSKept(size int) *nmsKept { return &nmsKept{planes: make([]float32, 5*size), stride: size} }
+
+func (k *nmsKept) add(b nmsBox) {
+	for p, v := range [5]float32{b.y1, b.x1, b.y2, b.x2, b.area} {
+		k.planes[p*k.stride+k.n] = v
+	}
+	k.n++
+}
+
+// suppresses reports whether box b (of positive area) has an IoU above
+// iou with one of k: the kept in whole vectors by nmsSuppressVec, the rest
+// here, each with the same float32 operations in the same order.
+func (k *nmsKept) suppresses(b *nmsBox, iou float32) bool {
+	done, hit := nmsSuppressVec(b, k.planes, k.stride, k.n, iou)
+	if hit {
+		return true
+	}
+	st := k.stride
+	y1, x1, y2, x2, area := k.planes[:st], k.planes[st:2*st], k.planes[2*st:3*st], k.planes[3*st:4*st], k.planes[4*st:]
+	for i := done; i < k.n; i++ {
+		ih := min(b.y2, y2[i]) - max(b.y1, y1[i])
+		iw := min(b.x2, x2[i]) - max(b.x1, x1[i])
+		if ih <= 0 || iw <= 0 {
+			continue
+		}
+		inter := ih * iw
+		if inter/(b.area+area[i]-inter) > iou {
+			return true
+		}
+	}
+	return false
 }
 
 func (k *nmsKernel) Infer(in []Meta) ([]Meta, error) {

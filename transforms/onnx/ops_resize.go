@@ -628,9 +628,11 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 	inSt := Strides(p.outShapeIn())
 	last := p.axes[rank-1]
 	lt := tables[rank-1]
+	anyExt := slices.Contains(lt.ext, true)
 	rows := numel(p.outShape()[:rank-1])
 	parallel.For(rows, last.out, func(lo, hi int) {
 		coord := make([]int, rank)
+		prevOff, prevOutside := -1, false
 		for row := lo; row < hi; row++ {
 			dst := y[row*last.out : (row+1)*last.out]
 			off, outside := 0, false
@@ -642,18 +644,30 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 				}
 				off += tables[a].idx[coord[a]] * inSt[a]
 			}
-			if outside {
+			switch {
+			case outside:
 				fillWords(dst, fill)
-				continue
-			}
-			src := x[off : off+last.in]
-			for o := range dst {
-				if lt.ext[o] {
-					dst[o] = fill
-				} else {
-					dst[o] = src[lt.idx[o]]
+			case off == prevOff && !prevOutside:
+				// The row before read the same input row (an
+				// enlarged axis): the same output.
+				copy(dst, y[(row-1)*last.out:row*last.out])
+			case anyExt:
+				src := x[off : off+last.in]
+				for o := range dst {
+					if lt.ext[o] {
+						dst[o] = fill
+					} else {
+						dst[o] = src[lt.idx[o]]
+					}
+				}
+			default:
+				src := x[off : off+last.in]
+				idx := lt.idx[:len(dst)]
+				for o, i := range idx {
+					dst[o] = src[i]
 				}
 			}
+			prevOff, prevOutside = off, outside
 		}
 	})
 }
@@ -713,44 +727,189 @@ func scratchOf[T floatElem](n int) ([]T, func()) {
 	return make([]T, n), func() {}
 }
 
+// interpRows writes output row o of an axis that is not the last (rows
+// of len(d) values; base: the input's rows of the same outer index) from
+// t's taps: two of weights both non-zero as one loop, else a sum in
+// float64 of the taps of non-zero weight (acc: its scratch).
+func interpRows[T floatElem](d, base []T, t *axisTable, o int, e T, acc *[]float64) {
+	inner, n := len(d), t.n
+	if t.ext[o] {
+		fillCopies(d, e)
+		return
+	}
+	idx, w := t.idx[o*n:(o+1)*n], t.w[o*n:(o+1)*n]
+	if n == 2 && w[0] != 0 && w[1] != 0 {
+		r0, r1 := base[idx[0]*inner:][:inner], base[idx[1]*inner:][:inner]
+		w0, w1 := w[0], w[1]
+		for q := range d {
+			d[q] = T(w0*float64(r0[q]) + w1*float64(r1[q]))
+		}
+		return
+	}
+	if *acc == nil {
+		*acc = make([]float64, inner)
+	}
+	a := (*acc)[:inner]
+	clear(a)
+	for j, i := range idx {
+		wj := w[j]
+		if wj == 0 {
+			continue
+		}
+		row := base[i*inner : (i+1)*inner]
+		for q, v := range row {
+			a[q] += wj * float64(v)
+		}
+	}
+	for q := range d {
+		d[q] = T(a[q])
+	}
+}
+
+// taps2 is the last axis's table of two taps, split: outputs with both
+// weights non-zero in i0, i1, w0 and w1, the others (extrapolated, or a
+// tap of weight 0, which is not read) listed in special.
+//
+// For the vector kernel, the outputs in blocks of 8: where a block's taps
+// lie within 8 consecutive inputs from base[block] (an enlarged axis),
+// l0 and l1 are their lanes there (the special outputs' lane 0), and the
+// kernel loads the 8 and permutes them; else base[block] is -1 and it
+// gathers the taps.
+type taps2 struct {
+	t       axisTable
+	i0, i1  []int32
+	w0, w1  []float64
+	special []int
+	base    []int32
+	l0, l1  []int32
+}
+
+func newTaps2(t axisTable, in, out int) taps2 {
+	tp := taps2{t: t, i0: make([]int32, out), i1: make([]int32, out), w0: make([]float64, out), w1: make([]float64, out)}
+	isSpecial := make([]bool, out)
+	for o := range out {
+		if t.ext[o] || t.w[2*o] == 0 || t.w[2*o+1] == 0 {
+			tp.special = append(tp.special, o)
+			isSpecial[o] = true
+			continue
+		}
+		tp.i0[o], tp.i1[o], tp.w0[o], tp.w1[o] = int32(t.idx[2*o]), int32(t.idx[2*o+1]), t.w[2*o], t.w[2*o+1]
+	}
+	tp.base, tp.l0, tp.l1 = make([]int32, out/8), make([]int32, out), make([]int32, out)
+	for k := range tp.base {
+		lo, hi := int32(math.MaxInt32), int32(-1)
+		for o := 8 * k; o < 8*k+8; o++ {
+			if !isSpecial[o] {
+				lo, hi = min(lo, tp.i0[o], tp.i1[o]), max(hi, tp.i0[o], tp.i1[o])
+			}
+		}
+		if hi < 0 { // all special
+			lo, hi = 0, 0
+		}
+		b := min(lo, int32(in)-8)
+		if b < 0 || hi-b >= 8 {
+			tp.base[k] = -1
+			continue
+		}
+		tp.base[k] = b
+		for o := 8 * k; o < 8*k+8; o++ {
+			if !isSpecial[o] {
+				tp.l0[o], tp.l1[o] = tp.i0[o]-b, tp.i1[o]-b
+			}
+		}
+	}
+	return tp
+}
+
+// taps2Row writes output row d of input row row: float32's in whole
+// vectors by resizeTaps2Vec, the rest (and float64's) by resizeTaps2,
+// then the special outputs.
+func taps2Row[T floatElem](tp *taps2, d, row []T, e T) {
+	done := 0
+	if vec, ok := any(resizeTaps2Vec).(func(d, row []T, tp *taps2) int); ok {
+		done = vec(d, row, tp)
+	}
+	resizeTaps2(d[done:], row, tp.i0[done:], tp.i1[done:], tp.w0[done:], tp.w1[done:])
+	t := &tp.t
+	for _, o := range tp.special {
+		switch {
+		case t.ext[o]:
+			d[o] = e
+		case t.w[2*o] != 0:
+			d[o] = T(t.w[2*o] * float64(row[t.idx[2*o]]))
+		case t.w[2*o+1] != 0:
+			d[o] = T(t.w[2*o+1] * float64(row[t.idx[2*o+1]]))
+		default:
+			d[o] = 0
+		}
+	}
+}
+
+// resizeLastTwo is resizeInterp where the passes are the last two axes,
+// the one before the last first and the last of two taps (a feature map's
+// H and W, linear): each output row's intermediate row (the first pass's,
+// in a buffer of one row) and then the row itself, as the two passes
+// compute them, without the intermediate array. It reports whether p is
+// such a resize.
+func resizeLastTwo[T floatElem](r *resize, p resizePlan, x, y []T) bool {
+	rank := len(p.axes)
+	if len(p.order) != 2 || p.order[0] != rank-2 || p.order[1] != rank-1 {
+		return false
+	}
+	ah, aw := p.axes[rank-2], p.axes[rank-1]
+	tw := r.table(aw)
+	if tw.n != 2 || aw.in > math.MaxInt32 {
+		return false
+	}
+	th := r.table(ah)
+	tp := newTaps2(tw, aw.in, aw.out)
+	e := T(r.extrapolate)
+	planes := numel(p.outShapeIn()[:rank-2])
+	parallel.For(planes*ah.out, aw.in*th.n+aw.out*2, func(lo, hi int) {
+		mid := make([]T, aw.in)
+		var acc []float64
+		for k := lo; k < hi; k++ {
+			o, ob := k%ah.out, k/ah.out
+			interpRows(mid, x[ob*ah.in*aw.in:], &th, o, e, &acc)
+			taps2Row(&tp, y[k*aw.out:(k+1)*aw.out], mid, e)
+		}
+	})
+	return true
+}
+
+// resizeTaps2 computes each output d[o] of two taps, row[i0[o]] and
+// row[i1[o]] of weights w0[o] and w1[o], summed in float64.
+func resizeTaps2[T floatElem](d, row []T, i0, i1 []int32, w0, w1 []float64) {
+	i0, i1, w0, w1 = i0[:len(d)], i1[:len(d)], w0[:len(d)], w1[:len(d)]
+	for o := range d {
+		d[o] = T(w0[o]*float64(row[i0[o]]) + w1[o]*float64(row[i1[o]]))
+	}
+}
+
 // resizeInterp resizes linearly or cubically, axis by axis, each output
-// value a sum in float64 of its taps (a tap of weight 0 is not read).
+// value a sum in float64 of its taps (a tap of weight 0 is not read): the
+// last two axes of a feature map row by row (resizeLastTwo), else a pass
+// per axis.
 func resizeInterp[T floatElem](r *resize, p resizePlan, x, y []T) {
+	if !resizeLastTwo(r, p, x, y) {
+		resizeByPasses(r, p, x, y)
+	}
+}
+
+// resizeByPasses is resizeInterp one pass per axis, through intermediate
+// arrays.
+func resizeByPasses[T floatElem](r *resize, p resizePlan, x, y []T) {
 	e := T(r.extrapolate)
 	resizePasses(p, x, y, scratchOf[T], func(a int, src, dst []T, shape []int) {
 		outer, inner := splitAt(shape, a)
 		ax := p.axes[a]
 		t := r.table(ax)
 		n := t.n
-		if inner == 1 && n == 2 { // the last axis, two taps: split tables, then the special outputs
-			i0, i1, w0, w1 := make([]int, ax.out), make([]int, ax.out), make([]float64, ax.out), make([]float64, ax.out)
-			var special []int // extrapolated, or a tap of weight 0 (not read)
-			for o := range ax.out {
-				if t.ext[o] || t.w[2*o] == 0 || t.w[2*o+1] == 0 {
-					special = append(special, o)
-					continue
-				}
-				i0[o], i1[o], w0[o], w1[o] = t.idx[2*o], t.idx[2*o+1], t.w[2*o], t.w[2*o+1]
-			}
+		if inner == 1 && n == 2 && ax.in <= math.MaxInt32 { // the last axis, two taps
+			tp := newTaps2(t, ax.in, ax.out)
 			parallel.For(outer, ax.out*n, func(lo, hi int) {
 				for ob := lo; ob < hi; ob++ {
-					row, d := src[ob*ax.in:(ob+1)*ax.in], dst[ob*ax.out:(ob+1)*ax.out]
-					d = d[:len(i0)]
-					for o := range d {
-						d[o] = T(w0[o]*float64(row[i0[o]]) + w1[o]*float64(row[i1[o]]))
-					}
-					for _, o := range special {
-						switch {
-						case t.ext[o]:
-							d[o] = e
-						case t.w[2*o] != 0:
-							d[o] = T(t.w[2*o] * float64(row[t.idx[2*o]]))
-						case t.w[2*o+1] != 0:
-							d[o] = T(t.w[2*o+1] * float64(row[t.idx[2*o+1]]))
-						default:
-							d[o] = 0
-						}
-					}
+					taps2Row(&tp, dst[ob*ax.out:(ob+1)*ax.out], src[ob*ax.in:(ob+1)*ax.in], e)
 				}
 			})
 			return
@@ -780,38 +939,7 @@ func resizeInterp[T floatElem](r *resize, p resizePlan, x, y []T) {
 			var acc []float64
 			for k := lo; k < hi; k++ {
 				o, ob := k%ax.out, k/ax.out
-				d := dst[k*inner : (k+1)*inner]
-				if t.ext[o] {
-					fillCopies(d, e)
-					continue
-				}
-				base := src[ob*ax.in*inner:]
-				idx, w := t.idx[o*n:(o+1)*n], t.w[o*n:(o+1)*n]
-				if n == 2 && w[0] != 0 && w[1] != 0 {
-					r0, r1 := base[idx[0]*inner:][:inner], base[idx[1]*inner:][:inner]
-					w0, w1 := w[0], w[1]
-					for q := range d {
-						d[q] = T(w0*float64(r0[q]) + w1*float64(r1[q]))
-					}
-					continue
-				}
-				if acc == nil {
-					acc = make([]float64, inner)
-				}
-				clear(acc)
-				for j, i := range idx {
-					wj := w[j]
-					if wj == 0 {
-						continue
-					}
-					row := base[i*inner : (i+1)*inner]
-					for q, v := range row {
-						acc[q] += wj * float64(v)
-					}
-				}
-				for q := range d {
-					d[q] = T(acc[q])
-				}
+				interpRows(dst[k*inner:(k+1)*inner], src[ob*ax.in*inner:], &t, o, e, &acc)
 			}
 		})
 	})

@@ -61,6 +61,9 @@ func (k *roiAlignKernel) Infer(in []Meta) ([]Meta, error) {
 		return nil, fmt.Errorf("inputs X, rois and batch_indices have shapes %s, %s and %s: RoiAlign takes [N, C, H, W], [R, 4] and [R]",
 			nd.ShapeString(x.Shape), nd.ShapeString(rois.Shape), nd.ShapeString(bi.Shape))
 	}
+	if hw := x.Shape[2] * x.Shape[3]; hw > math.MaxInt32 {
+		return nil, fmt.Errorf("input X has planes of %d values: RoiAlign takes at most %d (its offsets are int32)", hw, math.MaxInt32)
+	}
 	return []Meta{{Type: x.Type, Shape: []int{rois.Shape[0], x.Shape[1], k.oh, k.ow}}}, nil
 }
 
@@ -90,78 +93,127 @@ func (floats[T]) roiAlign(k *roiAlignKernel, x, rois nd.Array, bi []int64, y nd.
 	r := rois.Shape[0]
 	bins := k.oh * k.ow
 	parallel.For(r, c*bins*16, func(lo, hi int) {
-		var samples []roiSample
+		var s roiSamples
 		for ri := lo; ri < hi; ri++ {
 			g := k.geometry([4]float64{float64(rs[ri*4]), float64(rs[ri*4+1]), float64(rs[ri*4+2]), float64(rs[ri*4+3])})
-			// The region's sampling points, the same for every channel:
-			// bin by bin, gridH x gridW each.
-			samples = k.samples(g, h, w, samples[:0])
-			per := len(samples) / max(bins, 1)
+			// The region's sampling points, the same for every channel.
+			s.make(k, g, h, w)
 			count := float64(max(g.gridH*g.gridW, 1))
-			for ci := range c {
-				plane := xs[(int(bi[ri])*c+ci)*h*w : (int(bi[ri])*c+ci+1)*h*w]
-				out := ys[(ri*c+ci)*bins : (ri*c+ci+1)*bins]
-				for b := range out {
-					acc, first := 0.0, true
-					for _, p := range samples[b*per : (b+1)*per] {
-						var v float64
-						if p.in {
-							a, bb, cc, d := p.w[0]*float64(plane[p.at[0]]), p.w[1]*float64(plane[p.at[1]]), p.w[2]*float64(plane[p.at[2]]), p.w[3]*float64(plane[p.at[3]])
-							if k.max {
-								v = max(a, bb, cc, d)
-							} else {
-								v = a + bb + cc + d
-							}
-						}
-						switch {
-						case !k.max:
-							acc += v
-						case first:
-							acc, first = v, false
-						default:
-							acc = max(acc, v)
-						}
-					}
-					if !k.max {
-						acc /= count
-					}
-					out[b] = T(acc)
+			planes := xs[int(bi[ri])*c*h*w : (int(bi[ri])+1)*c*h*w]
+			out := ys[ri*c*bins : (ri+1)*c*bins]
+			ci := 0
+			if !k.max {
+				// Four channels at a time: four sums in flight, each
+				// point's offsets and weights read once for the four.
+				for ; ci+4 <= c; ci += 4 {
+					roiAvg4(&s, planes[ci*h*w:(ci+4)*h*w], h*w, out[ci*bins:(ci+4)*bins], bins, count)
+				}
+			}
+			for ; ci < c; ci++ {
+				plane, o := planes[ci*h*w:(ci+1)*h*w], out[ci*bins:(ci+1)*bins]
+				for b := range o {
+					o[b] = T(roiBinOf(&s, b, plane, k.max, count))
 				}
 			}
 		}
 	})
 }
 
-// roiSample is a sampling point of a region: its four corners' offsets in
-// a plane and their bilinear weights (in is false outside the plane, where
-// the sample is 0).
-type roiSample struct {
-	at [4]int
-	w  [4]float64
-	in bool
+// roiSamples are a region's sampling points inside the plane, bin by bin
+// (bin b's are pts[start[b]:start[b+1]]), and whether each bin has one
+// outside (out[b]), whose sample is 0.
+//
+// A bin's average sums its points in order: the 0 of a point outside adds
+// nothing (the sum starts at +0 and so is never -0), and is left out. A
+// bin's maximum takes that 0 as one of its samples where out[b].
+type roiSamples struct {
+	pts   []roiPoint
+	start []int32
+	out   []bool
 }
 
-// samples appends region g's sampling points, bin by bin (as bin and
-// bilinearSample compute them), to dst.
-func (k *roiAlignKernel) samples(g roiGeometry, h, w int, dst []roiSample) []roiSample {
+// roiPoint is a sampling point inside the plane: its four corners'
+// offsets in the plane and their bilinear weights.
+type roiPoint struct {
+	at [4]int32
+	w  [4]float64
+}
+
+// make sets s to region g's sampling points (as bin and bilinearSample
+// compute them) over an h x w plane.
+func (s *roiSamples) make(k *roiAlignKernel, g roiGeometry, h, w int) {
+	s.pts, s.start, s.out = s.pts[:0], append(s.start[:0], 0), s.out[:0]
 	for ph := range k.oh {
 		for pw := range k.ow {
+			out := false
 			for iy := range g.gridH {
 				y := g.y0 + float64(ph)*g.binH + (float64(iy)+0.5)*g.binH/float64(g.gridH)
 				for ix := range g.gridW {
 					xx := g.x0 + float64(pw)*g.binW + (float64(ix)+0.5)*g.binW/float64(g.gridW)
-					dst = append(dst, bilinearPoint(y, xx, h, w))
+					if p, in := bilinearPoint(y, xx, h, w); in {
+						s.pts = append(s.pts, p)
+					} else {
+						out = true
+					}
 				}
 			}
+			s.start = append(s.start, int32(len(s.pts)))
+			s.out = append(s.out, out)
 		}
 	}
-	return dst
 }
 
-// bilinearPoint is bilinearSample's corners and weights at (y, x).
-func bilinearPoint(y, x float64, h, w int) roiSample {
+// roiBinOf is bin b of a plane: the average of its samples (their sum
+// over count), or with mx their maximum (of each, the largest of its four
+// weighted corners).
+func roiBinOf[T floatElem](s *roiSamples, b int, plane []T, mx bool, count float64) float64 {
+	pts := s.pts[s.start[b]:s.start[b+1]]
+	if !mx {
+		acc := 0.0
+		for i := range pts {
+			p := &pts[i]
+			acc += p.w[0]*float64(plane[p.at[0]]) + p.w[1]*float64(plane[p.at[1]]) + p.w[2]*float64(plane[p.at[2]]) + p.w[3]*float64(plane[p.at[3]])
+		}
+		return acc / count
+	}
+	acc, first := 0.0, !s.out[b]
+	for i := range pts {
+		p := &pts[i]
+		v := max(p.w[0]*float64(plane[p.at[0]]), p.w[1]*float64(plane[p.at[1]]), p.w[2]*float64(plane[p.at[2]]), p.w[3]*float64(plane[p.at[3]]))
+		if first {
+			acc, first = v, false
+		} else {
+			acc = max(acc, v)
+		}
+	}
+	return acc
+}
+
+// roiAvg4 writes the averages of four channels' bins (planes: their four
+// planes of hw values; out: their bins, bins each), each summed as
+// roiBinOf sums it.
+func roiAvg4[T floatElem](s *roiSamples, planes []T, hw int, out []T, bins int, count float64) {
+	p0, p1, p2, p3 := planes[:hw], planes[hw:2*hw], planes[2*hw:3*hw], planes[3*hw:4*hw]
+	o0, o1, o2, o3 := out[:bins], out[bins:2*bins], out[2*bins:3*bins], out[3*bins:4*bins]
+	for b := range o0 {
+		var a0, a1, a2, a3 float64
+		for _, p := range s.pts[s.start[b]:s.start[b+1]] {
+			i0, i1, i2, i3 := p.at[0], p.at[1], p.at[2], p.at[3]
+			w0, w1, w2, w3 := p.w[0], p.w[1], p.w[2], p.w[3]
+			a0 += w0*float64(p0[i0]) + w1*float64(p0[i1]) + w2*float64(p0[i2]) + w3*float64(p0[i3])
+			a1 += w0*float64(p1[i0]) + w1*float64(p1[i1]) + w2*float64(p1[i2]) + w3*float64(p1[i3])
+			a2 += w0*float64(p2[i0]) + w1*float64(p2[i1]) + w2*float64(p2[i2]) + w3*float64(p2[i3])
+			a3 += w0*float64(p3[i0]) + w1*float64(p3[i1]) + w2*float64(p3[i2]) + w3*float64(p3[i3])
+		}
+		o0[b], o1[b], o2[b], o3[b] = T(a0/count), T(a1/count), T(a2/count), T(a3/count)
+	}
+}
+
+// bilinearPoint is bilinearSample's corners and weights at (y, x), and
+// whether (y, x) is inside [-1, h] x [-1, w] (else the sample is 0).
+func bilinearPoint(y, x float64, h, w int) (roiPoint, bool) {
 	if y < -1 || y > float64(h) || x < -1 || x > float64(w) {
-		return roiSample{}
+		return roiPoint{}, false
 	}
 	y, x = max(y, 0), max(x, 0)
 	yl, xl := int(y), int(x)
@@ -174,7 +226,7 @@ func bilinearPoint(y, x float64, h, w int) roiSample {
 	}
 	ly, lx := y-float64(yl), x-float64(xl)
 	hy, hx := 1-ly, 1-lx
-	return roiSample{at: [4]int{yl*w + xl, yl*w + xh, yh*w + xl, yh*w + xh}, w: [4]float64{hy * hx, hy * lx, ly * hx, ly * lx}, in: true}
+	return roiPoint{at: [4]int32{int32(yl*w + xl), int32(yl*w + xh), int32(yh*w + xl), int32(yh*w + xh)}, w: [4]float64{hy * hx, hy * lx, ly * hx, ly * lx}}, true
 }
 
 // roiGeometry is one region's start, bin size and sampling grid.

@@ -7,17 +7,20 @@ import (
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // RoiAlign with its sampling points computed once per region gives, bit for
 // bit, what computing each bin of each channel on its own gives (roiBin, the
 // kernel's former loop): average and max modes, half_pixel or not, fixed
-// and adaptive sampling, regions partly and wholly outside the map.
+// and adaptive sampling, regions partly and wholly outside the map, channel
+// counts below and above the four the average takes at a time, float32
+// and float64.
 func TestRoiAlignMatchesPerBin(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 16))
-	for trial := range 16 {
+	for trial := range 64 {
 		k := &roiAlignKernel{oh: 1 + r.IntN(4), ow: 1 + r.IntN(5), sampling: r.IntN(3), scale: 0.5 + r.Float64(), halfPixel: trial%2 == 0, max: trial%4 >= 2}
-		n, c, h, w, nr := 2, 1+r.IntN(3), 3+r.IntN(9), 3+r.IntN(9), 1+r.IntN(6)
+		n, c, h, w, nr := 2, 1+r.IntN(10), 3+r.IntN(9), 3+r.IntN(9), 1+r.IntN(6)
 		x := float32Array([]int{n, c, h, w})
 		for i := range nd.MustAs[float32](x) {
 			nd.MustAs[float32](x)[i] = float32(r.NormFloat64())
@@ -31,6 +34,13 @@ func TestRoiAlignMatchesPerBin(t *testing.T) {
 		}
 		got := float32Array([]int{nr, c, k.oh, k.ow})
 		floats[float32]{}.roiAlign(k, x, rois, bi, got)
+		// and in float64, of the same values.
+		x64, err := nd.Convert(x, nd.Float64)
+		require.NoError(t, err)
+		rois64, err := nd.Convert(rois, nd.Float64)
+		require.NoError(t, err)
+		got64 := nd.Array{Type: nd.Float64, Shape: got.Shape, Data: make([]byte, 8*got.Len())}
+		floats[float64]{}.roiAlign(k, x64, rois64, bi, got64)
 		xs, rs := nd.MustAs[float32](x), nd.MustAs[float32](rois)
 		for ri := range nr {
 			g := k.geometry([4]float64{float64(rs[ri*4]), float64(rs[ri*4+1]), float64(rs[ri*4+2]), float64(rs[ri*4+3])})
@@ -39,9 +49,10 @@ func TestRoiAlignMatchesPerBin(t *testing.T) {
 				at := func(i int) float64 { return float64(plane[i]) }
 				for ph := range k.oh {
 					for pw := range k.ow {
-						want := float32(roiBin(k, g, ph, pw, h, w, at))
+						want := roiBin(k, g, ph, pw, h, w, at)
 						o := ((ri*c+ci)*k.oh+ph)*k.ow + pw
-						assert.Equal(t, math.Float32bits(want), math.Float32bits(nd.MustAs[float32](got)[o]), "trial %d roi %d channel %d bin %d,%d", trial, ri, ci, ph, pw)
+						assert.Equal(t, math.Float32bits(float32(want)), math.Float32bits(nd.MustAs[float32](got)[o]), "trial %d roi %d channel %d bin %d,%d", trial, ri, ci, ph, pw)
+						assert.Equal(t, math.Float64bits(want), math.Float64bits(nd.MustAs[float64](got64)[o]), "float64: trial %d roi %d channel %d bin %d,%d", trial, ri, ci, ph, pw)
 					}
 				}
 			}

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
@@ -108,7 +109,127 @@ type topKLoop interface {
 }
 
 func (numbers[T, W]) topK(x, v, idx nd.Array, outer, n, inner, k int, smallest bool) {
+	if x.Type == nd.Float32 && n <= math.MaxUint32 {
+		topK32(nd.MustAs[float32](x), nd.MustAs[float32](v), nd.MustAs[int64](idx), outer, n, inner, k, smallest)
+		return
+	}
 	topK(nd.MustAs[T](x), nd.MustAs[T](v), nd.MustAs[int64](idx), outer, n, inner, k, smallest)
+}
+
+// topK32 is topK of float32 rows (the models' scores), in the same order,
+// through keys: an element's key (topKKey) is one unsigned integer, and
+// element a comes before b where a's key is the smaller, so that keeping,
+// comparing and sorting are integer operations. For a k well below the
+// row's length the k best so far are a max-heap of keys (its root the
+// worst kept), and the row is scanned for the elements that may come
+// before the root by value alone (topKScan: 8 at a time where the CPU has
+// AVX2), each then compared by key; else every element's key is sorted.
+// A row along an inner axis is gathered first.
+func topK32(xs, vs []float32, is []int64, outer, n, inner, k int, smallest bool) {
+	if k == 0 {
+		return
+	}
+	parallel.For(outer*inner, 4*n, func(lo, hi int) {
+		keys := make([]uint64, n)
+		var gathered []float32
+		if inner > 1 {
+			gathered = make([]float32, n)
+		}
+		for r := lo; r < hi; r++ {
+			o, c := r/inner, r%inner
+			row := xs[o*n*inner+c:]
+			if inner > 1 {
+				for j := range gathered {
+					gathered[j] = row[j*inner]
+				}
+				row = gathered
+			}
+			row = row[:n]
+			var sel []uint64
+			if k*8 <= n {
+				sel = topKHeap32(keys[:k], row, smallest)
+			} else {
+				for j, v := range row {
+					keys[j] = topKKey(v, j, smallest)
+				}
+				sel = keys
+			}
+			slices.Sort(sel)
+			base := o*k*inner + c
+			for j, key := range sel[:k] {
+				src := uint32(key)
+				vs[base+j*inner] = row[src]
+				is[base+j*inner] = int64(src)
+			}
+		}
+	})
+}
+
+// topKKey is element j of value v's key: v's bits made to order as the
+// numbers do (-0 as +0, NaN above +Inf), complemented where the largest
+// come first, above j (the lower index first among equal values).
+func topKKey(v float32, j int, smallest bool) uint64 {
+	b := math.Float32bits(v)
+	switch {
+	case v != v:
+		b = math.MaxUint32
+	case v == 0:
+		b = 1 << 31
+	case b>>31 != 0:
+		b = ^b
+	default:
+		b |= 1 << 31
+	}
+	if !smallest {
+		b = ^b
+	}
+	return uint64(b)<<32 | uint64(uint32(j))
+}
+
+// topKHeap32 returns the keys of row's k = len(h) best elements in h,
+// unordered.
+func topKHeap32(h []uint64, row []float32, smallest bool) []uint64 {
+	k := len(h)
+	for j := range h {
+		h[j] = topKKey(row[j], j, smallest)
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		heapDown(h, i)
+	}
+	thr := row[uint32(h[0])]
+	for j := k; j < len(row); j++ {
+		j += topKScan(row[j:], thr, smallest)
+		if j == len(row) {
+			break
+		}
+		if key := topKKey(row[j], j, smallest); key < h[0] {
+			h[0] = key
+			heapDown(h, 0)
+			thr = row[uint32(h[0])]
+		}
+	}
+	return h
+}
+
+// topKScan returns the index of row's first element that may come before
+// an element of value thr: not at or below it (not at or above it with
+// smallest; NaN is neither), or len(row) where there is none.
+func topKScan(row []float32, thr float32, smallest bool) int {
+	i := topKScanVec(row, thr, smallest)
+	if smallest {
+		for ; i < len(row); i++ {
+			if !(row[i] >= thr) {
+				break
+			}
+		}
+		return i
+	}
+	for ; i < len(row); i++ {
+		if !(row[i] <= thr) {
+			break
+		}
+	}
+	return i
 }
 
 // topK writes each row's first k elements in (value, index) order: for a
