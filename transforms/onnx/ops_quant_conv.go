@@ -159,11 +159,46 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	} else {
 		xz, wz = zeroPoints(arrayAt(in, ixz)), zeroPoints(arrayAt(in, iwz))
 	}
+	cg, mg := p.c/p.group, p.m/p.group
+	kk := cg * geo.kSize()
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
+	}
+	if igWidth > 0 {
+		wp := k.w.getPanels(w, func() [][]int16 {
+			panels := make([][]int16, p.group)
+			for g := range panels {
+				zg := wz
+				if len(wz) > 1 {
+					zg = wz[g*mg : (g+1)*mg]
+				}
+				panels[g] = make([]int16, igASize(mg, kk))
+				if w.Type == nd.Int8 {
+					igPackA(panels[g], nd.MustAs[int8](w)[g*mg*kk:], kk, mg, kk, zg)
+				} else {
+					igPackA(panels[g], nd.MustAs[uint8](w)[g*mg*kk:], kk, mg, kk, zg)
+				}
+			}
+			return panels
+		})
+		xs := getInt16s(x.Len())
+		defer putInt16s(xs)
+		if x.Type == nd.Int8 {
+			shiftInt16(*xs, nd.MustAs[int8](x), xz, 1, 1, x.Len())
+		} else {
+			shiftInt16(*xs, nd.MustAs[uint8](x), xz, 1, 1, x.Len())
+		}
+		var acc []int32
+		if rq == nil {
+			acc = nd.MustAs[int32](y)
+		}
+		convIntPanels(p, *xs, wp.ig, acc, rq)
+		return nil
+	}
 	xf := getFloats(x.Len())
 	defer putFloats(xf)
 	shiftedInto(x, *xf, xz, 1, 1, x.Len())
-	cg, mg := p.c/p.group, p.m/p.group
-	kk := cg * geo.kSize()
 	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) ([]*intPacked, bool) {
 		if k.w.constant.Load() && rowsL1(v, p.m, kk)*255 <= 1<<24 {
 			return nil, true // every sum exact in float32: the float Conv's kernels
@@ -175,10 +210,6 @@ func (k *qconv) Run(in, out []nd.Array) error {
 		}
 		return packed, false
 	})
-	var rq *requant
-	if k.linear {
-		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
-	}
 	if wf.exact && k.w.constant.Load() {
 		// Each output channel's weights sum to at most 2^24 / 255 in
 		// magnitude (the whole of K, for real weights): every partial sum
@@ -285,4 +316,63 @@ func transposeInts(dst []int32, ld int, t []int32, n, m int) {
 			d[i] = t[i*m+j]
 		}
 	}
+}
+
+// convIntPanels computes the convolution of x (n x c x input positions,
+// less its zero point) by w (per group, m/group x c/group x kernel less
+// its zero points, packed as igemm's A) on the integer kernels: per image,
+// group and chunk of output positions, W_g x patches (the chunk's im2col,
+// packed as igemm's B) into the output's planes: acc's (int32 sums), or,
+// with rq, requantized into rq.y's by the task that made them.
+func convIntPanels(p convProblem, x []int16, w [][]int16, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	kp := igPairsOf(k)
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	pointwise := p.pointwise()
+	pc := convPositions(p, k, 64, igCols)
+	chunks := (P + pc - 1) / pc
+	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
+		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+		p0 := ch * pc
+		n := min(pc, P-p0)
+		xg := x[(img*p.c+g*cg)*inSize:]
+		b, ldb := xg[p0:], P
+		if !pointwise {
+			cols := getInt16s(k * n)
+			defer putInt16s(cols)
+			im2col(*cols, xg, cg, geo, p0, n)
+			b, ldb = *cols, n
+		}
+		pb := getInt16s(igBSize(k, n))
+		defer putInt16s(pb)
+		igPackB(*pb, b, ldb, k, n)
+		off := (img*p.m+g*mg)*P + p0
+		if rq == nil {
+			igemm(w[g], mg, *pb, n, kp, acc[off:], P)
+			return
+		}
+		sums := getInts(mg * n)
+		defer putInts(sums)
+		igemm(w[g], mg, *pb, n, kp, *sums, n)
+		for j := range mg {
+			ch := g*mg + j
+			var bias int32
+			if rq.bias != nil {
+				bias = rq.bias[ch]
+			}
+			mult := rq.mult[min(ch, len(rq.mult)-1)]
+			row := (*sums)[j*n : j*n+n]
+			at := off + j*P
+			if rq.y.Type == nd.Int8 {
+				requantRow(nd.MustAs[int8](rq.y)[at:at+n], row, bias, mult, nil, rq.zp)
+			} else {
+				requantRow(nd.MustAs[uint8](rq.y)[at:at+n], row, bias, mult, nil, rq.zp)
+			}
+		}
+	})
 }

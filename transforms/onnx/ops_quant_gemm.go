@@ -195,13 +195,14 @@ type shiftedOperand struct {
 	v      []float32
 	packed []*intPacked
 	exact  bool
+	ig     [][]int16 // the integer kernels' panels (igemm), one per group
 }
 
 // get returns x shifted by shift (into a new slice of x's length) and
 // packed by pack (nil: not packed): kept when x is a constant.
 func (c *shiftedCache) get(x nd.Array, shift func(dst []float32), pack func(v []float32) ([]*intPacked, bool)) *shiftedOperand {
 	src := unsafe.SliceData(x.Data)
-	if s := c.p.Load(); s != nil && s.src == src {
+	if s := c.p.Load(); s != nil && s.src == src && s.v != nil {
 		return s
 	}
 	s := &shiftedOperand{src: src, v: make([]float32, x.Len())}
@@ -209,6 +210,20 @@ func (c *shiftedCache) get(x nd.Array, shift func(dst []float32), pack func(v []
 	if pack != nil {
 		s.packed, s.exact = pack(s.v)
 	}
+	if c.constant.Load() {
+		c.p.Store(s)
+	}
+	return s
+}
+
+// getPanels returns x's panels for the integer kernels, made by pack (one
+// per group): kept when x is a constant.
+func (c *shiftedCache) getPanels(x nd.Array, pack func() [][]int16) *shiftedOperand {
+	src := unsafe.SliceData(x.Data)
+	if s := c.p.Load(); s != nil && s.src == src && s.ig != nil {
+		return s
+	}
+	s := &shiftedOperand{src: src, ig: pack()}
 	if c.constant.Load() {
 		c.p.Store(s)
 	}

@@ -162,6 +162,15 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	if s.m == 0 || s.n == 0 {
 		return nil
 	}
+	y := out[0]
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, zp: yz}
+	}
+	if igWidth > 0 && numel(s.bBatch) == 1 {
+		k.runInt(s, a, b, zeroPoints(arrayAt(in, iaz)), zeroPoints(arrayAt(in, ibz)), y, rq)
+		return nil
+	}
 	af := getFloats(a.Len())
 	defer putFloats(af)
 	shiftedInto(a, *af, zeroPoints(arrayAt(in, iaz)), numel(s.aBatch), s.m, s.k)
@@ -172,11 +181,6 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	}
 	bs := k.b.get(b, func(dst []float32) { shiftedInto(b, dst, bz, numel(s.bBatch)*s.k, s.n, 1) }, pack)
 	ao, bo := s.batchOffsets()
-	y := out[0]
-	var rq *requant
-	if k.linear {
-		rq = &requant{y: y, mult: mult, zp: yz}
-	}
 	// Products of rows of A: chunks of rows for every core.
 	rows := min(s.m, max(1, (1<<16)/max(1, s.n)))
 	chunks := (s.m + rows - 1) / rows
@@ -205,4 +209,57 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 		}
 	})
 	return nil
+}
+
+// runInt computes the product on the integer kernels (igemm): B (one for
+// every product) less its zero points packed once where it is a constant,
+// A's rows less theirs packed by each task, in chunks of rows; the sums go
+// to y (MatMulInteger) or are requantized into it by the task that made
+// them (rq: QLinearMatMul).
+func (k *qmatmul) runInt(s mmShape, a, b nd.Array, az, bz []int32, y nd.Array, rq *requant) {
+	pb := k.b.getPanels(b, func() [][]int16 { return [][]int16{igPackRows(b, bz, s.k, s.n)} }).ig[0]
+	ao, _ := s.batchOffsets()
+	kp := igPairsOf(s.k)
+	rows := min(s.m, max(igRows, (1<<16)/max(1, s.n)))
+	rows = (rows + igRows - 1) / igRows * igRows
+	chunks := (s.m + rows - 1) / rows
+	parallel.Each(len(ao)*chunks, 2*rows*s.n*s.k, func(t int) {
+		bt, r0 := t/chunks, t%chunks*rows
+		r1 := min(s.m, r0+rows)
+		nr := r1 - r0
+		o := (bt*s.m + r0) * s.n
+		pa := getInt16s(igASize(nr, s.k))
+		defer putInt16s(pa)
+		zr := az
+		if len(az) > 1 {
+			zr = az[r0:r1]
+		}
+		if a.Type == nd.Int8 {
+			igPackA(*pa, nd.MustAs[int8](a)[ao[bt]+r0*s.k:], s.k, nr, s.k, zr)
+		} else {
+			igPackA(*pa, nd.MustAs[uint8](a)[ao[bt]+r0*s.k:], s.k, nr, s.k, zr)
+		}
+		if rq == nil {
+			igemm(*pa, nr, pb, s.n, kp, nd.MustAs[int32](y)[o:], s.n)
+			return
+		}
+		acc := getInts(nr * s.n)
+		defer putInts(acc)
+		igemm(*pa, nr, pb, s.n, kp, *acc, s.n)
+		requantRows(rq, *acc, nr, s.n, o)
+	})
+}
+
+// igPackRows packs b (k x n, int8 or uint8) less its zero points (one per
+// column, or one in all) as igemm's B.
+func igPackRows(b nd.Array, zp []int32, k, n int) []int16 {
+	rows := make([]int16, k*n)
+	if b.Type == nd.Int8 {
+		shiftInt16(rows, nd.MustAs[int8](b), zp, k, n, 1)
+	} else {
+		shiftInt16(rows, nd.MustAs[uint8](b), zp, k, n, 1)
+	}
+	p := make([]int16, igBSize(k, n))
+	igPackB(p, rows, n, k, n)
+	return p
 }

@@ -1,0 +1,43 @@
+//go:build !purego
+
+package onnx
+
+import "unsafe"
+
+// igemmAVX2 is igemmTile's kernel (ops_quant_igemm_amd64.s).
+//
+//go:noescape
+func igemmAVX2(a, b *int16, c *int32, kp, ldc int, acc bool)
+
+// igPairsAVX2 is igPairs's kernel (ops_quant_igemm_amd64.s).
+//
+//go:noescape
+func igPairsAVX2(dst, r0, r1 *int16, panels, stride int)
+
+// igWidth is the lanes of the integer product's kernels: 8 int32 sums
+// wherever AVX2 is (AVX-512 CPUs run the AVX2 kernels), 0 for the plain Go
+// loops; a variable for the tests.
+var igWidth = min(simdWidth, 8)
+
+// igemmTile is the 4 x 16 tile c (row stride ldc) = (acc: c +) the product
+// of panels a and b over kp pairs of K (igemm).
+func igemmTile(a, b []int16, c []int32, kp, ldc int, acc bool) {
+	if igWidth == 0 {
+		igemmTileGo(a, b, c, kp, ldc, acc)
+		return
+	}
+	_, _, _ = a[kp*2*igRows-1], b[kp*2*igCols-1], c[(igRows-1)*ldc+igCols-1]
+	igemmAVX2(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kp, ldc, acc)
+}
+
+// igPairs interleaves rows r0 and r1 (16 x panels values each) into
+// panels of pairs: panel j at dst[j*stride:] gets r0[16j+i], r1[16j+i] for
+// i = 0..15.
+func igPairs(dst, r0, r1 []int16, panels, stride int) {
+	if igWidth == 0 || panels == 0 {
+		igPairsGo(dst, r0, r1, panels, stride)
+		return
+	}
+	_, _, _ = dst[(panels-1)*stride+2*igCols-1], r0[panels*igCols-1], r1[panels*igCols-1]
+	igPairsAVX2(unsafe.SliceData(dst), unsafe.SliceData(r0), unsafe.SliceData(r1), panels, stride*2)
+}

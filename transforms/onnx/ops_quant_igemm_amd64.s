@@ -1,0 +1,118 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func igemmAVX2(a, b *int16, c *int32, kp, ldc int, acc bool)
+//
+// The 4 x 16 tile c (row stride ldc int32s) = (acc: c +) A x B over kp
+// pairs of K: a is 4 rows' panel (per pair, each row's two values: 16
+// bytes), b 16 columns' (per pair, each column's two values: 64 bytes).
+// VPMADDWD multiplies a row's pair, broadcast, by 8 columns' pairs and adds
+// each pair's two products in int32 (exact: |values| <= 255), VPADDD adds
+// them to the sums.
+TEXT ·igemmAVX2(SB), NOSPLIT, $0-41
+	MOVQ  a+0(FP), SI
+	MOVQ  b+8(FP), BX
+	MOVQ  c+16(FP), DI
+	MOVQ  kp+24(FP), CX
+	MOVQ  ldc+32(FP), DX
+	SHLQ  $2, DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	TESTQ CX, CX
+	JZ    igstore
+
+igloop:
+	VMOVDQU      (BX), Y8
+	VMOVDQU      32(BX), Y9
+	VPBROADCASTD (SI), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y0, Y0
+	VPMADDWD     Y9, Y10, Y12
+	VPADDD       Y12, Y1, Y1
+	VPBROADCASTD 4(SI), Y13
+	VPMADDWD     Y8, Y13, Y14
+	VPADDD       Y14, Y2, Y2
+	VPMADDWD     Y9, Y13, Y15
+	VPADDD       Y15, Y3, Y3
+	VPBROADCASTD 8(SI), Y10
+	VPMADDWD     Y8, Y10, Y11
+	VPADDD       Y11, Y4, Y4
+	VPMADDWD     Y9, Y10, Y12
+	VPADDD       Y12, Y5, Y5
+	VPBROADCASTD 12(SI), Y13
+	VPMADDWD     Y8, Y13, Y14
+	VPADDD       Y14, Y6, Y6
+	VPMADDWD     Y9, Y13, Y15
+	VPADDD       Y15, Y7, Y7
+	ADDQ         $16, SI
+	ADDQ         $64, BX
+	DECQ         CX
+	JNZ          igloop
+
+igstore:
+	LEAQ    (DI)(DX*1), R8
+	LEAQ    (R8)(DX*1), R9
+	LEAQ    (R9)(DX*1), R10
+	MOVBLZX acc+40(FP), AX
+	TESTQ   AX, AX
+	JZ      igput
+	VPADDD  (DI), Y0, Y0
+	VPADDD  32(DI), Y1, Y1
+	VPADDD  (R8), Y2, Y2
+	VPADDD  32(R8), Y3, Y3
+	VPADDD  (R9), Y4, Y4
+	VPADDD  32(R9), Y5, Y5
+	VPADDD  (R10), Y6, Y6
+	VPADDD  32(R10), Y7, Y7
+
+igput:
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, (R8)
+	VMOVDQU Y3, 32(R8)
+	VMOVDQU Y4, (R9)
+	VMOVDQU Y5, 32(R9)
+	VMOVDQU Y6, (R10)
+	VMOVDQU Y7, 32(R10)
+	VZEROUPPER
+	RET
+
+// func igPairsAVX2(dst, r0, r1 *int16, panels, stride int)
+//
+// Interleaves rows r0 and r1 (16 x panels int16s each) into panels of
+// pairs: panel j (at dst + j x stride bytes) gets r0[16j+i], r1[16j+i]
+// for i = 0..15, in order.
+TEXT ·igPairsAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ r0+8(FP), SI
+	MOVQ r1+16(FP), BX
+	MOVQ panels+24(FP), CX
+	MOVQ stride+32(FP), DX
+	TESTQ CX, CX
+	JZ    ipdone
+
+iploop:
+	VMOVDQU    (SI), Y0
+	VMOVDQU    (BX), Y1
+	VPUNPCKLWD Y1, Y0, Y2 // pairs 0-3 | 8-11
+	VPUNPCKHWD Y1, Y0, Y3 // pairs 4-7 | 12-15
+	VPERM2I128 $0x20, Y3, Y2, Y4
+	VPERM2I128 $0x31, Y3, Y2, Y5
+	VMOVDQU    Y4, (DI)
+	VMOVDQU    Y5, 32(DI)
+	ADDQ       $32, SI
+	ADDQ       $32, BX
+	ADDQ       DX, DI
+	DECQ       CX
+	JNZ        iploop
+
+ipdone:
+	VZEROUPPER
+	RET
