@@ -40,3 +40,30 @@ func minMaxVec(x []float32) (lo, hi float32, n int, nan bool) {
 	lo, hi, nan = minMaxAVX2(unsafe.SliceData(x), n)
 	return lo, hi, n, nan
 }
+
+// requantAVX2 is requantVec's kernel (ops_quant_amd64.s).
+//
+//go:noescape
+func requantAVX2(y *byte, s *int32, n int, bias int32, mults *float32, step int, lo, hi float32, zp int32, signed bool) int
+
+// requantVec writes requantRow's values of the sums s (bias added; mult,
+// or mults[i] for s[i] where mults is not nil) to y for a prefix of s in
+// whole blocks of 32, and returns its length (0 without a vector kernel).
+// lo <= zp <= hi are Y's range and its zero point.
+func requantVec[Y int8 | uint8](y []Y, s []int32, bias int32, mult float32, mults []float32, zp, lo, hi int32) int {
+	if quantWidth == 0 || len(s) < 32 {
+		return 0
+	}
+	_ = y[len(s)-1]
+	var one [32]float32
+	m, step := &one[0], 0
+	if mults != nil {
+		_ = mults[len(s)-1]
+		m, step = &mults[0], 1
+	} else {
+		for i := range one {
+			one[i] = mult
+		}
+	}
+	return requantAVX2((*byte)(unsafe.Pointer(unsafe.SliceData(y))), unsafe.SliceData(s), len(s), bias, m, step, float32(lo-zp), float32(hi-zp), zp, lo < 0)
+}

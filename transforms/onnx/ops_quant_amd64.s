@@ -145,3 +145,84 @@ mloop:
 	TESTL        AX, AX
 	SETNE        nan+24(FP)
 	RET
+
+// func requantAVX2(y *byte, s *int32, n int, bias int32, mults *float32, step int, lo, hi float32, zp int32, signed bool) int
+//
+// y[i] = saturate(round(float32(s[i] + bias) x mult_i) + zp) for i below
+// the returned count (n rounded down to a multiple of 32), as requantRow:
+// the sum plus bias in int32, converted to float32 and multiplied by
+// mult_i (mults[i], or mults[i % 32] when step is 0: 32 copies of one), the
+// product clamped to [lo, hi] (the type's range less zp), rounded half to
+// even, plus zp, packed to int8 (signed) or uint8.
+TEXT ·requantAVX2(SB), NOSPLIT, $0-72
+	MOVQ         y+0(FP), DI
+	MOVQ         s+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         bias+24(FP), AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVQ         mults+32(FP), R11
+	MOVQ         step+40(FP), R12
+	VBROADCASTSS lo+48(FP), Y13
+	VBROADCASTSS hi+52(FP), Y12
+	MOVL         zp+56(FP), AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVBLZX      signed+60(FP), R9
+	VMOVDQU      quantPerm<>(SB), Y11
+	XORQ         DX, DX
+
+rqloop:
+	LEAQ      32(DX), AX
+	CMPQ      AX, CX
+	JGT       rqdone
+	VPADDD    (SI)(DX*4), Y15, Y0
+	VPADDD    32(SI)(DX*4), Y15, Y1
+	VPADDD    64(SI)(DX*4), Y15, Y2
+	VPADDD    96(SI)(DX*4), Y15, Y3
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	MOVQ      R12, R8
+	IMULQ     DX, R8 // step x i: the multipliers' offset in bytes / 4
+	VMULPS    (R11)(R8*4), Y0, Y0
+	VMULPS    32(R11)(R8*4), Y1, Y1
+	VMULPS    64(R11)(R8*4), Y2, Y2
+	VMULPS    96(R11)(R8*4), Y3, Y3
+	VMAXPS    Y13, Y0, Y0
+	VMAXPS    Y13, Y1, Y1
+	VMAXPS    Y13, Y2, Y2
+	VMAXPS    Y13, Y3, Y3
+	VMINPS    Y12, Y0, Y0
+	VMINPS    Y12, Y1, Y1
+	VMINPS    Y12, Y2, Y2
+	VMINPS    Y12, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPADDD    Y14, Y0, Y0
+	VPADDD    Y14, Y1, Y1
+	VPADDD    Y14, Y2, Y2
+	VPADDD    Y14, Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	TESTQ     R9, R9
+	JNZ       rqsigned
+	VPACKUSWB Y2, Y0, Y0
+	JMP       rqstore
+
+rqsigned:
+	VPACKSSWB Y2, Y0, Y0
+
+rqstore:
+	VPERMD  Y0, Y11, Y0
+	VMOVDQU Y0, (DI)(DX*1)
+	ADDQ    $32, DX
+	JMP     rqloop
+
+rqdone:
+	VZEROUPPER
+	MOVQ DX, ret+64(FP)
+	RET

@@ -284,6 +284,14 @@ func requantRow[Y int8 | uint8, S sums](y []Y, s []S, bias int32, mult float32, 
 	qlo, qhi, _ := qRange(nd.TypeOf[Y]())
 	lo, hi := float32(qlo-zp)+roundMagic, float32(qhi-zp)+roundMagic
 	off := roundMagic - zp
+	start := 0 // the vector kernel's (int32 sums): blocks of 32
+	if si, ok := any(s).([]int32); ok {
+		start = requantVec(y, si, bias, mult, mults, zp, qlo, qhi)
+	}
+	y, s = y[start:], s[start:]
+	if mults != nil {
+		mults = mults[start:]
+	}
 	// The sums as float32s: float32(s[i] + bias), one rounding as in
 	// ONNX Runtime (float sums are exact integers: int32(a) is exact).
 	if mults != nil {

@@ -127,3 +127,52 @@ func TestMinMaxVector(t *testing.T) {
 		}
 	}
 }
+
+// requantRow's vector kernel (int32 sums) gives the plain loop's values:
+// uint8 and int8, zero points at the ends of the range, with and without a
+// bias, one multiplier and one per sum, ties (odd sums times 0.5), sums far
+// out of range and at int32's ends (the bias wrapping as in the loop),
+// every length, never past the end.
+func TestRequantVectorEqualsGo(t *testing.T) {
+	saved := quantWidth
+	defer func() { quantWidth = saved }()
+	testRequantVector[uint8](t, []int32{0, 128, 255})
+	testRequantVector[int8](t, []int32{-128, 0, 127})
+}
+
+func testRequantVector[Y int8 | uint8](t *testing.T, zps []int32) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	special := []int32{math.MaxInt32, math.MinInt32, 1 << 22, -1 << 22, 1<<24 + 1, 0}
+	for _, zp := range zps {
+		for _, bias := range []int32{0, -37, 1000} {
+			for _, perSum := range []bool{false, true} {
+				for n := 0; n <= 100; n += 1 + n/6 {
+					s := make([]int32, n)
+					mults := make([]float32, n)
+					for i := range s {
+						s[i] = rng.Int32N(2001) - 1000
+						if rng.IntN(8) == 0 {
+							s[i] = special[rng.IntN(len(special))]
+						}
+						mults[i] = []float32{0.5, 0.25, 1.5e-3, 3}[rng.IntN(4)]
+					}
+					ms := mults
+					if !perSum {
+						ms = nil
+					}
+					want := make([]Y, n)
+					quantWidth = 0
+					requantRow(want, s, bias, 0.5, ms, zp)
+					quantWidth = min(simdWidth, 8)
+					got := make([]Y, n+3)
+					for i := range got {
+						got[i] = 9
+					}
+					requantRow(got[:n], s, bias, 0.5, ms, zp)
+					require.Equal(t, want, got[:n], "zp %d bias %d per sum %v n %d", zp, bias, perSum, n)
+					require.Equal(t, []Y{9, 9, 9}, got[n:], "n %d: written past the end", n)
+				}
+			}
+		}
+	}
+}

@@ -9,3 +9,8 @@ func quantizeVec[Q int8 | uint8](y []Q, x []float32, scale float32, zp, lo, hi i
 
 // minMaxVec: no vector kernel in this build.
 func minMaxVec(x []float32) (lo, hi float32, n int, nan bool) { return 0, 0, 0, false }
+
+// requantVec: no vector kernel in this build.
+func requantVec[Y int8 | uint8](y []Y, s []int32, bias int32, mult float32, mults []float32, zp, lo, hi int32) int {
+	return 0
+}
