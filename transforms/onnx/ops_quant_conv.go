@@ -182,16 +182,24 @@ func (k *qconv) Run(in, out []nd.Array) error {
 			}
 			return panels
 		})
+		var acc []int32
+		if rq == nil {
+			acc = nd.MustAs[int32](y)
+		}
+		if geo.stride == [3]int{1, 1, 1} && !p.pointwise() {
+			if x.Type == nd.Int8 {
+				convIntGrid(p, nd.MustAs[int8](x), zpAt(xz, 0), wp.ig, acc, rq)
+			} else {
+				convIntGrid(p, nd.MustAs[uint8](x), zpAt(xz, 0), wp.ig, acc, rq)
+			}
+			return nil
+		}
 		xs := getInt16s(x.Len())
 		defer putInt16s(xs)
 		if x.Type == nd.Int8 {
 			shiftInt16(*xs, nd.MustAs[int8](x), xz, 1, 1, x.Len())
 		} else {
 			shiftInt16(*xs, nd.MustAs[uint8](x), xz, 1, 1, x.Len())
-		}
-		var acc []int32
-		if rq == nil {
-			acc = nd.MustAs[int32](y)
 		}
 		convIntPanels(p, *xs, wp.ig, acc, rq)
 		return nil
@@ -375,4 +383,145 @@ func convIntPanels(p convProblem, x []int16, w [][]int16, acc []int32, rq *requa
 			}
 		}
 	})
+}
+
+// convIntGrid is convIntPanels for a convolution of stride 1, without
+// im2col: on X less its zero point and padded with 0 (each plane ext[0] x
+// ext[1] x ext[2], ext the output's extent plus the kernel's dilated
+// reach), the patches' row of tap (c, kd, kh, kw) at output position (od,
+// oh, ow) is the padded plane's value at flat index q + that tap's offset,
+// q = (od x ext[1] + oh) x ext[2] + ow: so over a run of q every row of
+// the patches is a run of the padded input itself, packed as igemm's B
+// straight from it. The q that fall in the padding's columns (ow >=
+// out[2]) or rows are computed and left out of the output.
+func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	kp := igPairsOf(k)
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	var ext [3]int
+	for i := range ext {
+		ext[i] = geo.out[i] + (geo.k[i]-1)*geo.dil[i]
+	}
+	plane := ext[0] * ext[1] * ext[2]
+	xp := getInt16s(p.n * p.c * plane)
+	defer putInt16s(xp)
+	parallel.Each(p.n*p.c, 2*plane, func(t int) {
+		padPlane((*xp)[t*plane:(t+1)*plane], x[t*inSize:(t+1)*inSize], xz, geo, ext)
+	})
+	// The taps' offsets in a group's planes.
+	offs := make([]int, 0, k)
+	for c := range cg {
+		for kd := range geo.k[0] {
+			for kh := range geo.k[1] {
+				for kw := range geo.k[2] {
+					offs = append(offs, c*plane+((kd*geo.dil[0])*ext[1]+kh*geo.dil[1])*ext[2]+kw*geo.dil[2])
+				}
+			}
+		}
+	}
+	hw := ext[1] * ext[2]
+	Q := (geo.out[0]-1)*hw + (geo.out[1]-1)*ext[2] + geo.out[2]
+	pc := convPositions(p, k, 64, 2*igCols)
+	chunks := (Q + pc - 1) / pc
+	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
+		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
+		q0 := ch * pc
+		n := min(pc, Q-q0)
+		pb := getInt16s(igBSize(k, n))
+		defer putInt16s(pb)
+		igPackBAt(*pb, (*xp)[(img*p.c+g*cg)*plane+q0:], offs, k, n)
+		sums := getInts(mg * n)
+		defer putInts(sums)
+		igemm(w[g], mg, *pb, n, kp, *sums, n)
+		// The runs of q in the output: (at in the chunk, position, count).
+		type run struct{ at, pos, cnt int }
+		var stack [64]run
+		runs := stack[:0]
+		for q := q0; q < q0+n; {
+			od, r := q/hw, q%hw
+			oh, ow := r/ext[2], r%ext[2]
+			switch {
+			case oh >= geo.out[1]:
+				q = (od + 1) * hw
+			case ow >= geo.out[2]:
+				q += ext[2] - ow
+			default:
+				cnt := min(geo.out[2]-ow, q0+n-q)
+				runs = append(runs, run{at: q - q0, pos: (od*geo.out[1]+oh)*geo.out[2] + ow, cnt: cnt})
+				q += cnt
+			}
+		}
+		off := (img*p.m + g*mg) * P
+		if rq == nil {
+			for j := range mg {
+				src, dst := (*sums)[j*n:], acc[off+j*P:]
+				for _, r := range runs {
+					copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+				}
+			}
+			return
+		}
+		if rq.y.Type == nd.Int8 {
+			requantRuns(nd.MustAs[int8](rq.y)[off:], rq, *sums, n, mg, g*mg, P, func(dst, src []int8) {
+				for _, r := range runs {
+					copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+				}
+			})
+		} else {
+			requantRuns(nd.MustAs[uint8](rq.y)[off:], rq, *sums, n, mg, g*mg, P, func(dst, src []uint8) {
+				for _, r := range runs {
+					copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+				}
+			})
+		}
+	})
+}
+
+// requantRuns requantizes the sums (m rows of n, output channels ch0 on)
+// a row at a time into a scratch row, which place copies into the row's
+// plane of y (y[j*P:]).
+func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P int, place func(dst, src []Y)) {
+	row := make([]Y, n)
+	for j := range m {
+		ch := ch0 + j
+		var bias int32
+		if rq.bias != nil {
+			bias = rq.bias[ch]
+		}
+		requantRow(row, sums[j*n:j*n+n], bias, rq.mult[min(ch, len(rq.mult)-1)], nil, rq.zp)
+		place(y[j*P:], row)
+	}
+}
+
+// padPlane writes the plane x (geo.in's extent) less its zero point into
+// dst (ext's extent) at geo.padLo, 0 (the zero point's) around it.
+func padPlane[X int8 | uint8](dst []int16, x []X, xz int32, geo geometry, ext [3]int) {
+	clear(dst)
+	in1, in2 := geo.in[1], geo.in[2]
+	w := min(in2, ext[2]-geo.padLo[2])
+	if w <= 0 {
+		return
+	}
+	for id := range geo.in[0] {
+		pd := id + geo.padLo[0]
+		if pd >= ext[0] {
+			break
+		}
+		for ih := range in1 {
+			ph := ih + geo.padLo[1]
+			if ph >= ext[1] {
+				break
+			}
+			src := x[(id*in1+ih)*in2:][:w]
+			d := dst[(pd*ext[1]+ph)*ext[2]+geo.padLo[2]:][:w]
+			for i, v := range src {
+				d[i] = int16(int32(v) - xz)
+			}
+		}
+	}
 }

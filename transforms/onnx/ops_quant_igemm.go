@@ -81,14 +81,24 @@ func igPackA[X int8 | uint8](dst []int16, x []X, lda, m, k int, zp []int32) {
 // (igBSize(k, n)): panels of igCols columns (the last completed with 0),
 // per pair of K each column's two values.
 func igPackB(dst, b []int16, ldb, k, n int) {
+	igPackBRows(dst, k, n, func(r int) []int16 { return b[r*ldb : r*ldb+n] })
+}
+
+// igPackBAt is igPackB of the k x n matrix whose row r is x[offs[r]:][:n].
+func igPackBAt(dst, x []int16, offs []int, k, n int) {
+	igPackBRows(dst, k, n, func(r int) []int16 { return x[offs[r] : offs[r]+n] })
+}
+
+// igPackBRows is igPackB of the k x n matrix whose row r is row(r).
+func igPackBRows(dst []int16, k, n int, row func(r int) []int16) {
 	kp := igPairsOf(k)
 	stride := kp * 2 * igCols // between panels
 	full, panels := n/igCols, (n+igCols-1)/igCols
 	for p := range kp {
-		r0 := b[2*p*ldb : 2*p*ldb+n]
+		r0 := row(2 * p)
 		var r1 []int16
 		if 2*p+1 < k {
-			r1 = b[(2*p+1)*ldb : (2*p+1)*ldb+n]
+			r1 = row(2*p + 1)
 		}
 		d := dst[p*2*igCols:]
 		if r1 != nil {

@@ -1,6 +1,7 @@
 package onnx_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -380,5 +381,70 @@ func TestQuantOpsRegistered(t *testing.T) {
 	}
 	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger", "QLinearConv"} {
 		assert.True(t, have[op], op)
+	}
+}
+
+// ConvInteger and QLinearConv give the same values on the integer kernels
+// (igemm: from the padded input for stride 1, through im2col otherwise) as
+// on the float32 ones, over the geometries the integer kernels take apart:
+// 1-D, 2-D and 3-D, stride 1 with and without padding and dilation, strides
+// of 2, asymmetric and SAME_UPPER padding, groups and depthwise, 1x1
+// kernels, K odd, outputs in several chunks, int8 and uint8 X, W per
+// tensor and per channel, constant and run-time weights.
+func TestQuantConvIntKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	type geo struct {
+		name  string
+		x, w  []int
+		group int
+		attrs []*onnxpb.AttributeProto
+	}
+	pads2 := func(a, b, c, d int64) *onnxpb.AttributeProto { return onnxtest.Ints("pads", a, b, c, d) }
+	for _, g := range []geo{
+		{"3x3 pad 1", []int{2, 16, 23, 19}, []int{12, 16, 3, 3}, 1, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1)}},
+		{"3x3 no pad, K odd", []int{1, 3, 50, 41}, []int{5, 3, 3, 3}, 1, nil},
+		{"dilation 2 pad 2 groups 2", []int{1, 8, 17, 13}, []int{6, 4, 3, 3}, 2, []*onnxpb.AttributeProto{pads2(2, 2, 2, 2), onnxtest.Ints("dilations", 2, 2)}},
+		{"asymmetric pads", []int{1, 5, 9, 12}, []int{7, 5, 2, 3}, 1, []*onnxpb.AttributeProto{pads2(0, 2, 1, 0)}},
+		{"SAME_UPPER", []int{1, 4, 8, 8}, []int{4, 4, 4, 4}, 1, []*onnxpb.AttributeProto{onnxtest.String("auto_pad", "SAME_UPPER")}},
+		{"depthwise", []int{1, 8, 11, 11}, []int{8, 1, 3, 3}, 8, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1)}},
+		{"stride 2", []int{1, 6, 15, 14}, []int{9, 6, 3, 3}, 1, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1), onnxtest.Ints("strides", 2, 2)}},
+		{"1x1", []int{2, 20, 7, 9}, []int{10, 20, 1, 1}, 1, nil},
+		{"1-D", []int{2, 6, 100}, []int{5, 6, 5}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 2, 1)}},
+		{"3-D", []int{1, 3, 5, 6, 7}, []int{4, 3, 3, 3, 3}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 1, 1, 1, 1, 1)}},
+	} {
+		for _, xt := range []nd.DType{nd.Uint8, nd.Int8} {
+			for _, constW := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%v/constW=%v", g.name, xt, constW)
+				x := randQuant(r, xt, g.x...)
+				w := randQuant(r, nd.Int8, g.w...)
+				m := g.w[0]
+				xz := nd.Zeros(xt)
+				xz.Data[0] = byte(r.IntN(256))
+				wz := randQuant(r, nd.Int8, m)
+				if !constW {
+					wz = nd.Scalar[int8](int8(r.IntN(256) - 128))
+				}
+				attrs := append([]*onnxpb.AttributeProto{onnxtest.Int("group", int64(g.group))}, g.attrs...)
+				run := func(ints bool) (nd.Array, nd.Array) {
+					defer onnx.UseIntKernels(ints)()
+					ci := mustRun(t, 10, "ConvInteger", []nd.Array{x, w, xz, wz}, []bool{false, constW, true, true}, []string{"y:int32"}, attrs...)
+					ws := make([]float32, m)
+					bias := make([]int32, m)
+					for i := range ws {
+						ws[i], bias[i] = 0.002*float32(i+1), int32(i*37-100)
+					}
+					in := []nd.Array{x, nd.Scalar[float32](0.03), xz, w, nd.Of(ws, m), wz, nd.Scalar[float32](0.4), nd.Scalar[int8](3), nd.Of(bias, m)}
+					if !constW {
+						in[4] = nd.Scalar[float32](0.002)
+					}
+					ql := mustRun(t, 10, "QLinearConv", in, []bool{false, true, true, constW, true, true, true, true, true}, []string{"y:int8"}, attrs...)
+					return ci[0], ql[0]
+				}
+				wantI, wantQ := run(false)
+				gotI, gotQ := run(true)
+				assert.Equal(t, wantI, gotI, "%s: ConvInteger", name)
+				assert.Equal(t, wantQ, gotQ, "%s: QLinearConv", name)
+			}
+		}
 	}
 }
