@@ -41,3 +41,46 @@ func igPairs(dst, r0, r1 []int16, panels, stride int) {
 	_, _, _ = dst[(panels-1)*stride+2*igCols-1], r0[panels*igCols-1], r1[panels*igCols-1]
 	igPairsAVX2(unsafe.SliceData(dst), unsafe.SliceData(r0), unsafe.SliceData(r1), panels, stride*2)
 }
+
+// ubgemmAVX2 and ubgemmTAVX2 are ubgemmTile's kernels
+// (ops_quant_igemm_amd64.s): A int8 and B uint8, and the other way round.
+//
+//go:noescape
+func ubgemmAVX2(a, b *byte, c *int32, kq, ldc int, init *int32, acc bool)
+
+//go:noescape
+func ubgemmTAVX2(a, b *byte, c *int32, kq, ldc int, init *int32, acc bool)
+
+// ubQuadsAVX2 is ubQuads's kernel (ops_quant_igemm_amd64.s).
+//
+//go:noescape
+func ubQuadsAVX2(dst, r0, r1, r2, r3 *byte, panels, stride int)
+
+// ubgemmTile is the 4 x 16 tile c (row stride ldc) = (acc: c; else init)
+// + the product of panels a and b over kq quads of K (ubgemm); aSigned: A
+// int8 and B uint8, else A uint8 and B int8.
+func ubgemmTile(a, b []byte, c []int32, kq, ldc int, init []int32, acc, aSigned bool) {
+	if igWidth == 0 {
+		ubgemmTileGo(a, b, c, kq, ldc, init, acc, aSigned)
+		return
+	}
+	_, _, _, _ = a[kq*4*ubRows-1], b[kq*4*ubCols-1], c[(ubRows-1)*ldc+ubCols-1], init[ubCols-1]
+	if aSigned {
+		ubgemmAVX2(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kq, ldc, unsafe.SliceData(init), acc)
+	} else {
+		ubgemmTAVX2(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kq, ldc, unsafe.SliceData(init), acc)
+	}
+}
+
+// ubQuads interleaves rows r0 to r3 (16 x panels bytes each) into panels
+// of quads: panel j at dst[j*stride:] gets r0[16j+i], r1[16j+i],
+// r2[16j+i], r3[16j+i] for i = 0..15.
+func ubQuads(dst, r0, r1, r2, r3 []byte, panels, stride int) {
+	if igWidth == 0 || panels == 0 {
+		ubQuadsGo(dst, r0, r1, r2, r3, panels, stride)
+		return
+	}
+	n := panels*ubCols - 1
+	_, _, _, _, _ = dst[(panels-1)*stride+4*ubCols-1], r0[n], r1[n], r2[n], r3[n]
+	ubQuadsAVX2(unsafe.SliceData(dst), unsafe.SliceData(r0), unsafe.SliceData(r1), unsafe.SliceData(r2), unsafe.SliceData(r3), panels, stride)
+}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,4 +88,110 @@ func perIndex(rng *rand.Rand, n int, lo, hi int32) []int32 {
 		z[i] = lo + rng.Int32N(hi-lo+1)
 	}
 	return z
+}
+
+// ubgemm's sums equal the plain loop's at every width this CPU runs, int8s
+// on either side (A's or B's), the int8s at the ends of what ubFits takes
+// (pairs summing to 128 in magnitude: -128 and 0, 64 and -64, 127 and 1),
+// the uint8s at 0 and 255, with and without init, odd and edge M, N and
+// K, K across blocks (ubKC quads) up to 4096; and ubFits refuses a pair
+// past 128.
+func TestUbgemmEqualsLoop(t *testing.T) {
+	saved := igWidth
+	defer func() { igWidth = saved }()
+	assert.True(t, ubFits(4, func(p int) int32 { return []int32{-128, 0, 64, -64}[p] }))
+	assert.True(t, ubFits(3, func(p int) int32 { return []int32{127, 1, -128}[p] }))
+	assert.False(t, ubFits(2, func(p int) int32 { return []int32{65, -64}[p] }))
+	assert.False(t, ubFits(1, func(p int) int32 { return 128 }))
+	pairs := [][2]int8{{-128, 0}, {64, -64}, {127, 1}, {-1, -127}, {0, 0}, {3, -5}}
+	for _, width := range simdWidths() {
+		igWidth = min(width, 8)
+		t.Run(fmt.Sprintf("lanes=%d", igWidth), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(15, 16))
+			shapes := [][3]int{{1, 1, 1}, {4, 16, 4}, {3, 17, 3}, {5, 15, 255}, {13, 40, 256}, {8, 32, 257}, {7, 33, 302}, {1, 50, 4096}, {9, 16, 4093}}
+			for _, s := range shapes {
+				for _, aSigned := range []bool{true, false} {
+					m, n, k := s[0], s[1], s[2]
+					// The int8 side: rows of k (A's) or columns of k (B's), pairs from pairs.
+					sv := func(rows int) [][]int8 {
+						v := make([][]int8, rows)
+						for i := range v {
+							v[i] = make([]int8, k)
+							for p := 0; p < k; p += 2 {
+								pr := pairs[rng.IntN(len(pairs))]
+								v[i][p] = pr[0]
+								if p+1 < k {
+									v[i][p+1] = pr[1]
+								}
+							}
+						}
+						return v
+					}
+					uv := func(rows int) [][]uint8 {
+						v := make([][]uint8, rows)
+						for i := range v {
+							v[i] = make([]uint8, k)
+							for p := range v[i] {
+								v[i][p] = []uint8{0, 255, uint8(rng.IntN(256))}[rng.IntN(3)]
+							}
+						}
+						return v
+					}
+					var av, bv func(i, p int) int32 // A's row i, B's column j, value p
+					pa, pb := make([]byte, ubASize(m, k)), make([]byte, ubBSize(k, n))
+					if aSigned {
+						as, bu := sv(m), uv(n)
+						av, bv = func(i, p int) int32 { return int32(as[i][p]) }, func(j, p int) int32 { return int32(bu[j][p]) }
+						ubPackA(pa, m, k, func(i, p int) byte { return byte(as[i][p]) })
+						x := make([]byte, k*n) // B's rows, for ubPackBAt
+						offs := make([]int, k)
+						for p := range k {
+							offs[p] = p * n
+							for j := range n {
+								x[p*n+j] = bu[j][p]
+							}
+						}
+						ubPackBAt(pb, x, offs, k, n)
+					} else {
+						au, bs := uv(m), sv(n)
+						av, bv = func(i, p int) int32 { return int32(au[i][p]) }, func(j, p int) int32 { return int32(bs[j][p]) }
+						x := make([]byte, m*k)
+						for i := range m {
+							copy(x[i*k:], au[i])
+						}
+						ubPackARows(pa, x, k, m, k, false)
+						ubPackB(pb, k, n, func(p, j int) byte { return byte(bs[j][p]) })
+					}
+					var init []int32
+					if !aSigned {
+						init = make([]int32, (n+ubCols-1)/ubCols*ubCols)
+						for j := range init {
+							init[j] = rng.Int32N(1<<20) - 1<<19
+						}
+					}
+					ldc := n + 2
+					c := make([]int32, m*ldc)
+					for i := range c {
+						c[i] = -7
+					}
+					ubgemm(pa, m, pb, n, ubQuadsOf(k), c, ldc, init, aSigned)
+					for i := range m {
+						for j := range n {
+							var sum int64
+							if init != nil {
+								sum = int64(init[j])
+							}
+							for p := range k {
+								sum += int64(av(i, p)) * int64(bv(j, p))
+							}
+							require.Equal(t, sum, int64(c[i*ldc+j]), "m %d n %d k %d aSigned %v: C[%d][%d]", m, n, k, aSigned, i, j)
+						}
+						for j := n; j < ldc && i*ldc+j < len(c); j++ {
+							require.Equal(t, int32(-7), c[i*ldc+j], "written past row %d", i)
+						}
+					}
+				}
+			}
+		})
+	}
 }
