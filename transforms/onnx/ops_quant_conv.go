@@ -166,7 +166,7 @@ func (k *qconv) Run(in, out []nd.Array) error {
 		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
 	}
 	if igWidth > 0 {
-		wp := k.w.getPanels(w, func() [][]int16 {
+		wp := k.w.getPanels(w, func() *shiftedOperand {
 			panels := make([][]int16, p.group)
 			for g := range panels {
 				zg := wz
@@ -180,7 +180,7 @@ func (k *qconv) Run(in, out []nd.Array) error {
 					igPackA(panels[g], nd.MustAs[uint8](w)[g*mg*kk:], kk, mg, kk, zg)
 				}
 			}
-			return panels
+			return &shiftedOperand{ig: panels}
 		})
 		var acc []int32
 		if rq == nil {

@@ -196,6 +196,10 @@ type shiftedOperand struct {
 	packed []*intPacked
 	exact  bool
 	ig     [][]int16 // the integer kernels' panels (igemm), one per group
+	// or ubgemm's, one per group, and the sums of the operand's rows
+	// (a Conv's W) or columns (a MatMul's B), less its zero points.
+	ub   [][]byte
+	sums []int32
 }
 
 // get returns x shifted by shift (into a new slice of x's length) and
@@ -216,14 +220,15 @@ func (c *shiftedCache) get(x nd.Array, shift func(dst []float32), pack func(v []
 	return s
 }
 
-// getPanels returns x's panels for the integer kernels, made by pack (one
-// per group): kept when x is a constant.
-func (c *shiftedCache) getPanels(x nd.Array, pack func() [][]int16) *shiftedOperand {
+// getPanels returns x's panels for the integer kernels (ig or ub set),
+// made by pack: kept when x is a constant.
+func (c *shiftedCache) getPanels(x nd.Array, pack func() *shiftedOperand) *shiftedOperand {
 	src := unsafe.SliceData(x.Data)
-	if s := c.p.Load(); s != nil && s.src == src && s.ig != nil {
+	if s := c.p.Load(); s != nil && s.src == src && (s.ig != nil || s.ub != nil) {
 		return s
 	}
-	s := &shiftedOperand{src: src, ig: pack()}
+	s := pack()
+	s.src = src
 	if c.constant.Load() {
 		c.p.Store(s)
 	}

@@ -240,3 +240,19 @@ func shiftInt16[X int8 | uint8](dst []int16, x []X, zp []int32, outer, n, inner 
 		}
 	}
 }
+
+// bytePool holds scratch buffers of bytes (ubgemm's packed panels).
+var bytePool sync.Pool
+
+// getBytes returns a scratch buffer of n bytes (contents undefined);
+// putBytes gives it back.
+func getBytes(n int) *[]byte {
+	if b, ok := bytePool.Get().(*[]byte); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putBytes(b *[]byte) { bytePool.Put(b) }

@@ -217,8 +217,16 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 // to y (MatMulInteger) or are requantized into it by the task that made
 // them (rq: QLinearMatMul).
 func (k *qmatmul) runInt(s mmShape, a, b nd.Array, az, bz []int32, y nd.Array, rq *requant) {
-	pb := k.b.getPanels(b, func() [][]int16 { return [][]int16{igPackRows(b, bz, s.k, s.n)} }).ig[0]
+	bp := k.b.getPanels(b, func() *shiftedOperand { return packMatMulB(b, bz, s.k, s.n) })
 	ao, _ := s.batchOffsets()
+	if bp.ub != nil && len(az) <= 1 {
+		k.runUb(s, a, bp, zpAt(az, 0), y, rq)
+		return
+	}
+	if bp.ig == nil { // packed for ubgemm, A's zero points per row: igemm's
+		bp = &shiftedOperand{ig: [][]int16{igPackRows(b, bz, s.k, s.n)}}
+	}
+	pb := bp.ig[0]
 	kp := igPairsOf(s.k)
 	rows := min(s.m, max(igRows, (1<<16)/max(1, s.n)))
 	rows = (rows + igRows - 1) / igRows * igRows
@@ -262,4 +270,65 @@ func igPackRows(b nd.Array, zp []int32, k, n int) []int16 {
 	p := make([]int16, igBSize(k, n))
 	igPackB(p, rows, n, k, n)
 	return p
+}
+
+// packMatMulB packs B (k x n) less its zero points (one per column, or
+// one in all) for ubgemm where its columns fit (ubFits), with its columns'
+// sums, else for igemm.
+func packMatMulB(b nd.Array, bz []int32, k, n int) *shiftedOperand {
+	v := func(p, j int) int32 {
+		if b.Type == nd.Int8 {
+			return int32(int8(b.Data[p*n+j])) - zpAt(bz, j)
+		}
+		return int32(b.Data[p*n+j]) - zpAt(bz, j)
+	}
+	for j := range n {
+		if !ubFits(k, func(p int) int32 { return v(p, j) }) {
+			return &shiftedOperand{ig: [][]int16{igPackRows(b, bz, k, n)}}
+		}
+	}
+	op := &shiftedOperand{ub: [][]byte{make([]byte, ubBSize(k, n))}, sums: make([]int32, n)}
+	ubPackB(op.ub[0], k, n, func(p, j int) byte { return byte(int8(v(p, j))) })
+	for p := range k {
+		for j := range n {
+			op.sums[j] += v(p, j)
+		}
+	}
+	return op
+}
+
+// runUb is runInt on ubgemm: A's raw values (int8 ones plus 128) by B's
+// int8s less their zero points, the sums then less A's zero point times B's
+// columns' sums (ubgemm's init).
+func (k *qmatmul) runUb(s mmShape, a nd.Array, bp *shiftedOperand, az int32, y nd.Array, rq *requant) {
+	flip := a.Type == nd.Int8
+	if flip {
+		az += 128
+	}
+	init := make([]int32, (s.n+ubCols-1)/ubCols*ubCols)
+	for j, c := range bp.sums {
+		init[j] = -az * c
+	}
+	ao, _ := s.batchOffsets()
+	kq := ubQuadsOf(s.k)
+	rows := min(s.m, max(ubRows, (1<<16)/max(1, s.n)))
+	rows = (rows + ubRows - 1) / ubRows * ubRows
+	chunks := (s.m + rows - 1) / rows
+	parallel.Each(len(ao)*chunks, 2*rows*s.n*s.k, func(t int) {
+		bt, r0 := t/chunks, t%chunks*rows
+		r1 := min(s.m, r0+rows)
+		nr := r1 - r0
+		o := (bt*s.m + r0) * s.n
+		pa := getBytes(ubASize(nr, s.k))
+		defer putBytes(pa)
+		ubPackARows(*pa, a.Data[ao[bt]+r0*s.k:], s.k, nr, s.k, flip)
+		if rq == nil {
+			ubgemm(*pa, nr, bp.ub[0], s.n, kq, nd.MustAs[int32](y)[o:], s.n, init, false)
+			return
+		}
+		acc := getInts(nr * s.n)
+		defer putInts(acc)
+		ubgemm(*pa, nr, bp.ub[0], s.n, kq, *acc, s.n, init, false)
+		requantRows(rq, *acc, nr, s.n, o)
+	})
 }

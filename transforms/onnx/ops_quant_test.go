@@ -448,3 +448,59 @@ func TestQuantConvIntKernels(t *testing.T) {
 		}
 	}
 }
+
+// MatMulInteger and QLinearMatMul give the same values on the integer
+// kernels as on the float32 ones: weights of 7 bits (ubgemm's kernel,
+// its pairs within 128, at the edge of it too) and of 8 (igemm's), A
+// uint8 and int8 with its zero point per tensor or per row, B's per
+// column, batches, M, N and K odd and across the kernels' blocks,
+// constant and run-time B.
+func TestQuantMatMulIntKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, s := range [][4]int{{1, 1, 1, 1}, {2, 5, 7, 3}, {1, 13, 300, 17}, {3, 8, 1027, 33}} {
+		B, M, K, N := s[0], s[1], s[2], s[3]
+		for _, at := range []nd.DType{nd.Uint8, nd.Int8} {
+			for _, bits := range []int{7, 8} {
+				for _, constB := range []bool{true, false} {
+					name := fmt.Sprintf("%v/%v/%d bits/constB=%v", s, at, bits, constB)
+					a := randQuant(r, at, B, M, K)
+					b := nd.Zeros(nd.Int8, K, N)
+					bz := nd.Zeros(nd.Int8, N)
+					for i := range b.Data {
+						v := r.IntN(256) - 128
+						if bits == 7 {
+							v = []int{-64, 63, -64 + r.IntN(128)}[r.IntN(3)]
+						}
+						b.Data[i] = byte(int8(v))
+					}
+					if bits == 8 {
+						for j := range bz.Data {
+							bz.Data[j] = byte(int8(r.IntN(256) - 128))
+						}
+					}
+					azRow := randQuant(r, at, M)
+					azOne := nd.Zeros(at)
+					azOne.Data[0] = byte(r.IntN(256))
+					bs := make([]float32, N)
+					for j := range bs {
+						bs[j] = 0.003 * float32(j+1)
+					}
+					run := func(ints bool) []nd.Array {
+						defer onnx.UseIntKernels(ints)()
+						var out []nd.Array
+						for _, az := range []nd.Array{azOne, azRow} {
+							out = append(out, mustRun(t, 10, "MatMulInteger", []nd.Array{a, b, az, bz}, []bool{false, constB, true, true}, []string{"y:int32"})[0])
+						}
+						in := []nd.Array{a, nd.Scalar[float32](0.02), azOne, b, nd.Of(bs, N), bz, nd.Scalar[float32](0.3), nd.Scalar[uint8](100)}
+						out = append(out, mustRun(t, 10, "QLinearMatMul", in, []bool{false, true, true, constB, true, true, true, true}, []string{"y:uint8"})[0])
+						return out
+					}
+					want, got := run(false), run(true)
+					for i := range want {
+						assert.Equal(t, want[i], got[i], "%s: output %d", name, i)
+					}
+				}
+			}
+		}
+	}
+}
