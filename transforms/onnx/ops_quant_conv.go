@@ -166,7 +166,13 @@ func (k *qconv) Run(in, out []nd.Array) error {
 		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
 	}
 	if igWidth > 0 {
+		grid := geo.stride == [3]int{1, 1, 1}
 		wp := k.w.getPanels(w, func() *shiftedOperand {
+			if grid {
+				if op := packConvWUb(w, wz, p.m, kk, p.group); op != nil {
+					return op
+				}
+			}
 			panels := make([][]int16, p.group)
 			for g := range panels {
 				zg := wz
@@ -186,7 +192,11 @@ func (k *qconv) Run(in, out []nd.Array) error {
 		if rq == nil {
 			acc = nd.MustAs[int32](y)
 		}
-		if geo.stride == [3]int{1, 1, 1} && !p.pointwise() {
+		if wp.ub != nil {
+			convUbGrid(p, x.Data, x.Type == nd.Int8, zpAt(xz, 0), wp.ub, wp.sums, acc, rq)
+			return nil
+		}
+		if grid {
 			if x.Type == nd.Int8 {
 				convIntGrid(p, nd.MustAs[int8](x), zpAt(xz, 0), wp.ig, acc, rq)
 			} else {
@@ -385,107 +395,187 @@ func convIntPanels(p convProblem, x []int16, w [][]int16, acc []int32, rq *requa
 	})
 }
 
-// convIntGrid is convIntPanels for a convolution of stride 1, without
-// im2col: on X less its zero point and padded with 0 (each plane ext[0] x
-// ext[1] x ext[2], ext the output's extent plus the kernel's dilated
-// reach), the patches' row of tap (c, kd, kh, kw) at output position (od,
-// oh, ow) is the padded plane's value at flat index q + that tap's offset,
-// q = (od x ext[1] + oh) x ext[2] + ow: so over a run of q every row of
-// the patches is a run of the padded input itself, packed as igemm's B
-// straight from it. The q that fall in the padding's columns (ow >=
-// out[2]) or rows are computed and left out of the output.
-func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, acc []int32, rq *requant) {
+// convGrid is the layout of a convolution of stride 1 without im2col: on
+// X padded (each plane ext[0] x ext[1] x ext[2], ext the output's extent
+// plus the kernel's dilated reach), the patches' row of tap (c, kd, kh,
+// kw) at output position (od, oh, ow) is the padded plane's value at flat
+// index q + that tap's offset (offs), q = (od x ext[1] + oh) x ext[2] +
+// ow: so over a run of q every row of the patches is a run of the padded
+// input itself, packed as the kernels' B straight from it. The q that fall
+// in the padding's columns (ow >= out[2]) or rows are computed and left
+// out of the output.
+type convGrid struct {
+	ext       [3]int
+	plane, hw int // a padded plane's values, and a depth slice's
+	q         int // the q of the output: from 0 to the last position's
+	offs      []int
+	pc        int // positions (q) of a task
+	chunks    int
+}
+
+func newConvGrid(p convProblem) *convGrid {
 	geo := p.geo
-	cg, mg := p.c/p.group, p.m/p.group
+	g := &convGrid{}
+	for i := range g.ext {
+		g.ext[i] = geo.out[i] + (geo.k[i]-1)*geo.dil[i]
+	}
+	g.plane, g.hw = g.ext[0]*g.ext[1]*g.ext[2], g.ext[1]*g.ext[2]
+	cg := p.c / p.group
 	k := cg * geo.kSize()
-	kp := igPairsOf(k)
-	P, inSize := geo.outSize(), geo.inSize()
-	if P == 0 || mg == 0 || p.n == 0 {
-		return
-	}
-	var ext [3]int
-	for i := range ext {
-		ext[i] = geo.out[i] + (geo.k[i]-1)*geo.dil[i]
-	}
-	plane := ext[0] * ext[1] * ext[2]
-	xp := getInt16s(p.n * p.c * plane)
-	defer putInt16s(xp)
-	parallel.Each(p.n*p.c, 2*plane, func(t int) {
-		padPlane((*xp)[t*plane:(t+1)*plane], x[t*inSize:(t+1)*inSize], xz, geo, ext)
-	})
-	// The taps' offsets in a group's planes.
-	offs := make([]int, 0, k)
 	for c := range cg {
 		for kd := range geo.k[0] {
 			for kh := range geo.k[1] {
 				for kw := range geo.k[2] {
-					offs = append(offs, c*plane+((kd*geo.dil[0])*ext[1]+kh*geo.dil[1])*ext[2]+kw*geo.dil[2])
+					g.offs = append(g.offs, c*g.plane+((kd*geo.dil[0])*g.ext[1]+kh*geo.dil[1])*g.ext[2]+kw*geo.dil[2])
 				}
 			}
 		}
 	}
-	hw := ext[1] * ext[2]
-	Q := (geo.out[0]-1)*hw + (geo.out[1]-1)*ext[2] + geo.out[2]
-	pc := convPositions(p, k, 64, 2*igCols)
-	chunks := (Q + pc - 1) / pc
-	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
-		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
-		q0 := ch * pc
-		n := min(pc, Q-q0)
+	g.q = (geo.out[0]-1)*g.hw + (geo.out[1]-1)*g.ext[2] + geo.out[2]
+	g.pc = convPositions(p, k, 64, 2*igCols)
+	g.chunks = (g.q + g.pc - 1) / g.pc
+	return g
+}
+
+// gridRun is a run of q in the output: at in the task's, the position and
+// the count.
+type gridRun struct{ at, pos, cnt int }
+
+// runs appends to buf the runs of q0 .. q0+n in the output.
+func (g *convGrid) runs(geo geometry, q0, n int, buf []gridRun) []gridRun {
+	for q := q0; q < q0+n; {
+		od, r := q/g.hw, q%g.hw
+		oh, ow := r/g.ext[2], r%g.ext[2]
+		switch {
+		case oh >= geo.out[1]:
+			q = (od + 1) * g.hw
+		case ow >= geo.out[2]:
+			q += g.ext[2] - ow
+		default:
+			cnt := min(geo.out[2]-ow, q0+n-q)
+			buf = append(buf, gridRun{at: q - q0, pos: (od*geo.out[1]+oh)*geo.out[2] + ow, cnt: cnt})
+			q += cnt
+		}
+	}
+	return buf
+}
+
+// put writes a task's sums (mg rows of n, output channels ch0 on) into the
+// output's planes from off: into acc plus corr[ch] (corr nil: 0), or
+// requantized into rq.y with corr added to the bias.
+func (g *convGrid) put(runs []gridRun, sums []int32, n, mg, ch0, off, P int, corr, acc []int32, rq *requant) {
+	if rq == nil {
+		for j := range mg {
+			src, dst := sums[j*n:], acc[off+j*P:]
+			var c int32
+			if corr != nil {
+				c = corr[ch0+j]
+			}
+			for _, r := range runs {
+				d, s := dst[r.pos:r.pos+r.cnt], src[r.at:r.at+r.cnt]
+				if c == 0 {
+					copy(d, s)
+					continue
+				}
+				for i, v := range s {
+					d[i] = v + c
+				}
+			}
+		}
+		return
+	}
+	if rq.y.Type == nd.Int8 {
+		requantRuns(nd.MustAs[int8](rq.y)[off:], rq, sums, n, mg, ch0, P, corr, func(dst, src []int8) {
+			for _, r := range runs {
+				copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+			}
+		})
+	} else {
+		requantRuns(nd.MustAs[uint8](rq.y)[off:], rq, sums, n, mg, ch0, P, corr, func(dst, src []uint8) {
+			for _, r := range runs {
+				copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+			}
+		})
+	}
+}
+
+// convIntGrid is convIntPanels for a convolution of stride 1 (convGrid),
+// on X less its zero point padded with 0.
+func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	g := newConvGrid(p)
+	xp := getInt16s(p.n * p.c * g.plane)
+	defer putInt16s(xp)
+	parallel.Each(p.n*p.c, 2*g.plane, func(t int) {
+		padPlane((*xp)[t*g.plane:(t+1)*g.plane], x[t*inSize:(t+1)*inSize], xz, geo, g.ext)
+	})
+	kp := igPairsOf(k)
+	parallel.Each(p.n*p.group*g.chunks, 2*g.pc*k*mg, func(t int) {
+		img, grp, ch := t/(p.group*g.chunks), t/g.chunks%p.group, t%g.chunks
+		q0 := ch * g.pc
+		n := min(g.pc, g.q-q0)
 		pb := getInt16s(igBSize(k, n))
 		defer putInt16s(pb)
-		igPackBAt(*pb, (*xp)[(img*p.c+g*cg)*plane+q0:], offs, k, n)
+		igPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*g.plane+q0:], g.offs, k, n)
 		sums := getInts(mg * n)
 		defer putInts(sums)
-		igemm(w[g], mg, *pb, n, kp, *sums, n)
-		// The runs of q in the output: (at in the chunk, position, count).
-		type run struct{ at, pos, cnt int }
-		var stack [64]run
-		runs := stack[:0]
-		for q := q0; q < q0+n; {
-			od, r := q/hw, q%hw
-			oh, ow := r/ext[2], r%ext[2]
-			switch {
-			case oh >= geo.out[1]:
-				q = (od + 1) * hw
-			case ow >= geo.out[2]:
-				q += ext[2] - ow
-			default:
-				cnt := min(geo.out[2]-ow, q0+n-q)
-				runs = append(runs, run{at: q - q0, pos: (od*geo.out[1]+oh)*geo.out[2] + ow, cnt: cnt})
-				q += cnt
-			}
-		}
-		off := (img*p.m + g*mg) * P
-		if rq == nil {
-			for j := range mg {
-				src, dst := (*sums)[j*n:], acc[off+j*P:]
-				for _, r := range runs {
-					copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
-				}
-			}
-			return
-		}
-		if rq.y.Type == nd.Int8 {
-			requantRuns(nd.MustAs[int8](rq.y)[off:], rq, *sums, n, mg, g*mg, P, func(dst, src []int8) {
-				for _, r := range runs {
-					copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
-				}
-			})
-		} else {
-			requantRuns(nd.MustAs[uint8](rq.y)[off:], rq, *sums, n, mg, g*mg, P, func(dst, src []uint8) {
-				for _, r := range runs {
-					copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
-				}
-			})
-		}
+		igemm(w[grp], mg, *pb, n, kp, *sums, n)
+		var buf [64]gridRun
+		g.put(g.runs(geo, q0, n, buf[:0]), *sums, n, mg, grp*mg, (img*p.m+grp*mg)*P, P, nil, acc, rq)
 	})
 }
 
-// requantRuns requantizes the sums (m rows of n, output channels ch0 on)
-// a row at a time into a scratch row, which place copies into the row's
-// plane of y (y[j*P:]).
-func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P int, place func(dst, src []Y)) {
+// convUbGrid is convIntGrid on ubgemm: W's int8s (w: ubgemm's panels per
+// group, wSums its rows' sums) by X's raw uint8s (int8 ones plus 128,
+// flip) padded with its zero point xz, the sums then less xz times W's
+// rows' sums.
+func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums []int32, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	if flip {
+		xz += 128
+	}
+	corr := make([]int32, p.m)
+	for ch, s := range wSums {
+		corr[ch] = -xz * s
+	}
+	g := newConvGrid(p)
+	xp := getBytes(p.n * p.c * g.plane)
+	defer putBytes(xp)
+	parallel.Each(p.n*p.c, g.plane, func(t int) {
+		padPlaneBytes((*xp)[t*g.plane:(t+1)*g.plane], x[t*inSize:(t+1)*inSize], flip, byte(xz), geo, g.ext)
+	})
+	kq := ubQuadsOf(k)
+	parallel.Each(p.n*p.group*g.chunks, 2*g.pc*k*mg, func(t int) {
+		img, grp, ch := t/(p.group*g.chunks), t/g.chunks%p.group, t%g.chunks
+		q0 := ch * g.pc
+		n := min(g.pc, g.q-q0)
+		pb := getBytes(ubBSize(k, n))
+		defer putBytes(pb)
+		ubPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*g.plane+q0:], g.offs, k, n)
+		sums := getInts(mg * n)
+		defer putInts(sums)
+		ubgemm(w[grp], mg, *pb, n, kq, *sums, n, nil, true)
+		var buf [64]gridRun
+		g.put(g.runs(geo, q0, n, buf[:0]), *sums, n, mg, grp*mg, (img*p.m+grp*mg)*P, P, corr, acc, rq)
+	})
+}
+
+// requantRuns requantizes the sums (m rows of n, output channels ch0 on,
+// corr[ch] added to their biases: nil, none) a row at a time into a
+// scratch row, which place copies into the row's plane of y (y[j*P:]).
+func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P int, corr []int32, place func(dst, src []Y)) {
 	row := make([]Y, n)
 	for j := range m {
 		ch := ch0 + j
@@ -493,8 +583,49 @@ func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P 
 		if rq.bias != nil {
 			bias = rq.bias[ch]
 		}
+		if corr != nil {
+			bias += corr[ch]
+		}
 		requantRow(row, sums[j*n:j*n+n], bias, rq.mult[min(ch, len(rq.mult)-1)], nil, rq.zp)
 		place(y[j*P:], row)
+	}
+}
+
+// padPlaneBytes is padPlane for convUbGrid: x's raw bytes (plus 128 where
+// flip), z (the zero point's) around them.
+func padPlaneBytes(dst, x []byte, flip bool, z byte, geo geometry, ext [3]int) {
+	for i := range dst {
+		dst[i] = z
+	}
+	var f byte
+	if flip {
+		f = 0x80
+	}
+	in1, in2 := geo.in[1], geo.in[2]
+	w := min(in2, ext[2]-geo.padLo[2])
+	if w <= 0 {
+		return
+	}
+	for id := range geo.in[0] {
+		pd := id + geo.padLo[0]
+		if pd >= ext[0] {
+			break
+		}
+		for ih := range in1 {
+			ph := ih + geo.padLo[1]
+			if ph >= ext[1] {
+				break
+			}
+			src := x[(id*in1+ih)*in2:][:w]
+			d := dst[(pd*ext[1]+ph)*ext[2]+geo.padLo[2]:][:w]
+			if f == 0 {
+				copy(d, src)
+				continue
+			}
+			for i, v := range src {
+				d[i] = v ^ f
+			}
+		}
 	}
 }
 
@@ -524,4 +655,33 @@ func padPlane[X int8 | uint8](dst []int16, x []X, xz int32, geo geometry, ext [3
 			}
 		}
 	}
+}
+
+// packConvWUb packs W (m x k per group's rows, less its zero points: one
+// per output channel, or one in all) for ubgemm, per group, with its rows'
+// sums; nil where a row does not fit (ubFits).
+func packConvWUb(w nd.Array, wz []int32, m, k, group int) *shiftedOperand {
+	v := func(i, p int) int32 {
+		if w.Type == nd.Int8 {
+			return int32(int8(w.Data[i*k+p])) - zpAt(wz, i)
+		}
+		return int32(w.Data[i*k+p]) - zpAt(wz, i)
+	}
+	for i := range m {
+		if !ubFits(k, func(p int) int32 { return v(i, p) }) {
+			return nil
+		}
+	}
+	mg := m / group
+	op := &shiftedOperand{ub: make([][]byte, group), sums: make([]int32, m)}
+	for g := range op.ub {
+		op.ub[g] = make([]byte, ubASize(mg, k))
+		ubPackA(op.ub[g], mg, k, func(i, p int) byte { return byte(int8(v(g*mg+i, p))) })
+	}
+	for i := range m {
+		for p := range k {
+			op.sums[i] += v(i, p)
+		}
+	}
+	return op
 }

@@ -413,8 +413,12 @@ func TestQuantConvIntKernels(t *testing.T) {
 		{"3-D", []int{1, 3, 5, 6, 7}, []int{4, 3, 3, 3, 3}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 1, 1, 1, 1, 1)}},
 	} {
 		for _, xt := range []nd.DType{nd.Uint8, nd.Int8} {
-			for _, constW := range []bool{true, false} {
-				name := fmt.Sprintf("%s/%v/constW=%v", g.name, xt, constW)
+			for _, c := range []struct {
+				constW bool
+				bits   int
+			}{{true, 8}, {false, 8}, {true, 7}, {false, 7}} {
+				constW := c.constW
+				name := fmt.Sprintf("%s/%v/constW=%v/%d bits", g.name, xt, constW, c.bits)
 				x := randQuant(r, xt, g.x...)
 				w := randQuant(r, nd.Int8, g.w...)
 				m := g.w[0]
@@ -423,6 +427,15 @@ func TestQuantConvIntKernels(t *testing.T) {
 				wz := randQuant(r, nd.Int8, m)
 				if !constW {
 					wz = nd.Scalar[int8](int8(r.IntN(256) - 128))
+				}
+				if c.bits == 7 { // ubgemm's weights: less their zero point, in [-64, 63]
+					for i := range wz.Data {
+						wz.Data[i] = byte(int8(r.IntN(9) - 4))
+					}
+					for i := range w.Data {
+						z := int(int8(wz.Data[min(i/(len(w.Data)/m), len(wz.Data)-1)]))
+						w.Data[i] = byte(int8([]int{-64, 63, -64 + r.IntN(128)}[r.IntN(3)] + z))
+					}
 				}
 				attrs := append([]*onnxpb.AttributeProto{onnxtest.Int("group", int64(g.group))}, g.attrs...)
 				run := func(ints bool) (nd.Array, nd.Array) {
