@@ -19,13 +19,13 @@ import "sync"
 // in panels of igCols columns, per pair of K each column's two values
 // (igPackB), an odd K's last pair completed with 0. The constant operand
 // (a MatMul's B, a Conv's W) is packed once; the other per task. A tile of
-// 4 x 16 sums lives in 8 registers over a block of igKC pairs (B's panel
-// block, 8 KiB, stays in L1 while every panel of A passes it).
+// 6 x 16 sums lives in 12 registers over a block of igKC pairs (B's panel
+// block, up to 32 KiB, in L1 or L2 while every panel of A passes it).
 
 const (
-	igRows = 4   // rows of A's panels, and of a tile
+	igRows = 6   // rows of A's panels, and of a tile
 	igCols = 16  // columns of B's panels, and of a tile
-	igKC   = 128 // pairs of K per block
+	igKC   = 512 // pairs of K per block (1024: most layers' K whole)
 )
 
 // igPairsOf is the pairs of K = k.

@@ -19,7 +19,7 @@ func igPairsAVX2(dst, r0, r1 *int16, panels, stride int)
 // loops; a variable for the tests.
 var igWidth = min(simdWidth, 8)
 
-// igemmTile is the 4 x 16 tile c (row stride ldc) = (acc: c +) the product
+// igemmTile is the igRows x igCols tile c (row stride ldc) = (acc: c +) the product
 // of panels a and b over kp pairs of K (igemm).
 func igemmTile(a, b []int16, c []int32, kp, ldc int, acc bool) {
 	if igWidth == 0 {

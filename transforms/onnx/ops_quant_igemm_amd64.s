@@ -4,12 +4,12 @@
 
 // func igemmAVX2(a, b *int16, c *int32, kp, ldc int, acc bool)
 //
-// The 4 x 16 tile c (row stride ldc int32s) = (acc: c +) A x B over kp
-// pairs of K: a is 4 rows' panel (per pair, each row's two values: 16
+// The 6 x 16 tile c (row stride ldc int32s) = (acc: c +) A x B over kp
+// pairs of K: a is 6 rows' panel (per pair, each row's two values: 24
 // bytes), b 16 columns' (per pair, each column's two values: 64 bytes).
 // VPMADDWD multiplies a row's pair, broadcast, by 8 columns' pairs and adds
 // each pair's two products in int32 (exact: |values| <= 255), VPADDD adds
-// them to the sums.
+// them to the sums (Y0 to Y11, two a row).
 TEXT ·igemmAVX2(SB), NOSPLIT, $0-41
 	MOVQ  a+0(FP), SI
 	MOVQ  b+8(FP), BX
@@ -25,33 +25,47 @@ TEXT ·igemmAVX2(SB), NOSPLIT, $0-41
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
 	TESTQ CX, CX
 	JZ    igstore
 
 igloop:
-	VMOVDQU      (BX), Y8
-	VMOVDQU      32(BX), Y9
-	VPBROADCASTD (SI), Y10
-	VPMADDWD     Y8, Y10, Y11
-	VPADDD       Y11, Y0, Y0
-	VPMADDWD     Y9, Y10, Y12
-	VPADDD       Y12, Y1, Y1
-	VPBROADCASTD 4(SI), Y13
-	VPMADDWD     Y8, Y13, Y14
-	VPADDD       Y14, Y2, Y2
-	VPMADDWD     Y9, Y13, Y15
+	VMOVDQU      (BX), Y12
+	VMOVDQU      32(BX), Y13
+	VPBROADCASTD 0(SI), Y14
+	VPMADDWD     Y12, Y14, Y15
+	VPADDD       Y15, Y0, Y0
+	VPMADDWD     Y13, Y14, Y15
+	VPADDD       Y15, Y1, Y1
+	VPBROADCASTD 4(SI), Y14
+	VPMADDWD     Y12, Y14, Y15
+	VPADDD       Y15, Y2, Y2
+	VPMADDWD     Y13, Y14, Y15
 	VPADDD       Y15, Y3, Y3
-	VPBROADCASTD 8(SI), Y10
-	VPMADDWD     Y8, Y10, Y11
-	VPADDD       Y11, Y4, Y4
-	VPMADDWD     Y9, Y10, Y12
-	VPADDD       Y12, Y5, Y5
-	VPBROADCASTD 12(SI), Y13
-	VPMADDWD     Y8, Y13, Y14
-	VPADDD       Y14, Y6, Y6
-	VPMADDWD     Y9, Y13, Y15
+	VPBROADCASTD 8(SI), Y14
+	VPMADDWD     Y12, Y14, Y15
+	VPADDD       Y15, Y4, Y4
+	VPMADDWD     Y13, Y14, Y15
+	VPADDD       Y15, Y5, Y5
+	VPBROADCASTD 12(SI), Y14
+	VPMADDWD     Y12, Y14, Y15
+	VPADDD       Y15, Y6, Y6
+	VPMADDWD     Y13, Y14, Y15
 	VPADDD       Y15, Y7, Y7
-	ADDQ         $16, SI
+	VPBROADCASTD 16(SI), Y14
+	VPMADDWD     Y12, Y14, Y15
+	VPADDD       Y15, Y8, Y8
+	VPMADDWD     Y13, Y14, Y15
+	VPADDD       Y15, Y9, Y9
+	VPBROADCASTD 20(SI), Y14
+	VPMADDWD     Y12, Y14, Y15
+	VPADDD       Y15, Y10, Y10
+	VPMADDWD     Y13, Y14, Y15
+	VPADDD       Y15, Y11, Y11
+	ADDQ         $24, SI
 	ADDQ         $64, BX
 	DECQ         CX
 	JNZ          igloop
@@ -60,6 +74,8 @@ igstore:
 	LEAQ    (DI)(DX*1), R8
 	LEAQ    (R8)(DX*1), R9
 	LEAQ    (R9)(DX*1), R10
+	LEAQ    (R10)(DX*1), R11
+	LEAQ    (R11)(DX*1), R12
 	MOVBLZX acc+40(FP), AX
 	TESTQ   AX, AX
 	JZ      igput
@@ -71,6 +87,10 @@ igstore:
 	VPADDD  32(R9), Y5, Y5
 	VPADDD  (R10), Y6, Y6
 	VPADDD  32(R10), Y7, Y7
+	VPADDD  (R11), Y8, Y8
+	VPADDD  32(R11), Y9, Y9
+	VPADDD  (R12), Y10, Y10
+	VPADDD  32(R12), Y11, Y11
 
 igput:
 	VMOVDQU Y0, (DI)
@@ -81,6 +101,10 @@ igput:
 	VMOVDQU Y5, 32(R9)
 	VMOVDQU Y6, (R10)
 	VMOVDQU Y7, 32(R10)
+	VMOVDQU Y8, (R11)
+	VMOVDQU Y9, 32(R11)
+	VMOVDQU Y10, (R12)
+	VMOVDQU Y11, 32(R12)
 	VZEROUPPER
 	RET
 

@@ -26,9 +26,9 @@ package onnx
 // operand.
 
 const (
-	ubRows = 4  // rows of A's panels, and of a tile
-	ubCols = 16 // columns of B's panels, and of a tile
-	ubKC   = 64 // quads of K per block (B's panel block: 4 KiB)
+	ubRows = 4   // rows of A's panels, and of a tile
+	ubCols = 16  // columns of B's panels, and of a tile
+	ubKC   = 256 // quads of K per block (B's panel block: 16 KiB)
 )
 
 // ubQuadsOf is the quads of K = k.
