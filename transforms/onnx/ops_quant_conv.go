@@ -165,7 +165,9 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	if k.linear {
 		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
 	}
-	if igWidth > 0 {
+	// The integer kernels compute tiles of 4 or 6 output channels of a
+	// group: groups of fewer (depthwise ones) take the float kernels.
+	if igWidth > 0 && mg >= ubRows {
 		grid := geo.stride == [3]int{1, 1, 1}
 		wp := k.w.getPanels(w, func() *shiftedOperand {
 			if grid {
