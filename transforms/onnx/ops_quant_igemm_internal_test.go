@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/beamgpu/beamgpu/internal/peak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,4 +197,47 @@ func TestUbgemmEqualsLoop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkIntKernels times igemm and ubgemm on ResNet's 3x3 layer of 64
+// channels (W 64 x 576 by a chunk of 224 positions, panels packed) and
+// reports their multiply-adds a second (GMAC/s) and their share of the
+// float32 FMA loop's multiply-adds measured in the same run
+// (internal/peak: peak_share; above 1, more integer multiply-adds than the
+// FMA unit's float ones).
+func BenchmarkIntKernels(b *testing.B) {
+	m, n, k := 64, 224, 576
+	rng := rand.New(rand.NewPCG(17, 18))
+	pa, pb := make([]int16, igASize(m, k)), make([]int16, igBSize(k, n))
+	ua, ub := make([]byte, ubASize(m, k)), make([]byte, ubBSize(k, n))
+	for _, s := range [][]int16{pa, pb} {
+		for i := range s {
+			s[i] = int16(rng.IntN(511) - 255)
+		}
+	}
+	for i := range ua {
+		ua[i] = byte(int8(rng.IntN(128) - 64))
+	}
+	for i := range ub {
+		ub[i] = byte(rng.IntN(256))
+	}
+	c := make([]int32, m*n)
+	fmaPerSecond := peak.FMA(1, 300*time.Millisecond).PerSecond / 2
+	report := func(b *testing.B) {
+		rate := float64(m*n*k) * float64(b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rate/1e9, "GMAC/s")
+		b.ReportMetric(rate/fmaPerSecond, "peak_share")
+	}
+	b.Run("igemm", func(b *testing.B) {
+		for range b.N {
+			igemm(pa, m, pb, n, igPairsOf(k), c, n)
+		}
+		report(b)
+	})
+	b.Run("ubgemm", func(b *testing.B) {
+		for range b.N {
+			ubgemm(ua, m, ub, n, ubQuadsOf(k), c, n, nil, true)
+		}
+		report(b)
+	})
 }
