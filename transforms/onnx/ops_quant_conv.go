@@ -16,8 +16,12 @@ import (
 // it adds nothing to the sums, as in ONNX Runtime.
 //
 // X's zero point (and QLinearConv's x_scale, y_scale and y_zero_point) are
-// per tensor; W's are per tensor or one per output channel. The sums are
-// computed exactly on float32 kernels (ops_quant_gemm.go), from X and W
+// per tensor; W's are per tensor or one per output channel. Where the CPU
+// has AVX2 and a group has at least 4 output channels, the sums are
+// computed on the integer kernels: for stride 1 from the padded input
+// (convGrid; ubgemm where W fits it, else igemm), else through im2col
+// (convIntPanels, igemm). Otherwise they are computed exactly on float32
+// kernels (ops_quant_gemm.go), from X and W
 // less their zero points as float32s (W's made once when it is a
 // constant): where every output channel's weights sum to at most 2^24 /
 // 255 in magnitude (real weights: every partial sum is then an integer

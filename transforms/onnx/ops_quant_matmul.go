@@ -11,8 +11,10 @@ import (
 // matrices less their zero points, summed in int32; QLinearMatMul then
 // requantizes the sums to its output's type (requantize).
 //
-// The integer products are intGemm's (ops_quant_gemm.go): exact, on
-// package gemm's float32 kernels, B packed once when it is a constant.
+// The integer products are exact: where the CPU has AVX2 on the integer
+// kernels (runUb, runInt: ops_quant_ubgemm.go, ops_quant_igemm.go), B
+// packed once when it is a constant; else, and for a B that differs per
+// batch, intGemm's (ops_quant_gemm.go), on package gemm's float32 kernels.
 //
 // MatMulInteger's a_zero_point is per tensor or one per row of A (M
 // values), b_zero_point per tensor or one per column of B (N values).
@@ -217,7 +219,7 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 // to y (MatMulInteger) or are requantized into it by the task that made
 // them (rq: QLinearMatMul).
 func (k *qmatmul) runInt(s mmShape, a, b nd.Array, az, bz []int32, y nd.Array, rq *requant) {
-	bp := k.b.getPanels(b, func() *shiftedOperand { return packMatMulB(b, bz, s.k, s.n) })
+	bp := k.b.getPanels(b, func() *shiftedOperand { return packMatMulB(b, bz, s.k, s.n, len(az) <= 1) })
 	ao, _ := s.batchOffsets()
 	if bp.ub != nil && len(az) <= 1 {
 		k.runUb(s, a, bp, zpAt(az, 0), y, rq)
@@ -273,9 +275,9 @@ func igPackRows(b nd.Array, zp []int32, k, n int) []int16 {
 }
 
 // packMatMulB packs B (k x n) less its zero points (one per column, or
-// one in all) for ubgemm where its columns fit (ubFits), with its columns'
-// sums, else for igemm.
-func packMatMulB(b nd.Array, bz []int32, k, n int) *shiftedOperand {
+// one in all) for ubgemm where ub (A's zero point per tensor) and its
+// columns fit (ubFits), with its columns' sums, else for igemm.
+func packMatMulB(b nd.Array, bz []int32, k, n int, ub bool) *shiftedOperand {
 	v := func(p, j int) int32 {
 		if b.Type == nd.Int8 {
 			return int32(int8(b.Data[p*n+j])) - zpAt(bz, j)
@@ -283,7 +285,7 @@ func packMatMulB(b nd.Array, bz []int32, k, n int) *shiftedOperand {
 		return int32(b.Data[p*n+j]) - zpAt(bz, j)
 	}
 	for j := range n {
-		if !ubFits(k, func(p int) int32 { return v(p, j) }) {
+		if !ub || !ubFits(k, func(p int) int32 { return v(p, j) }) {
 			return &shiftedOperand{ig: [][]int16{igPackRows(b, bz, k, n)}}
 		}
 	}
