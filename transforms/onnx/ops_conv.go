@@ -421,7 +421,7 @@ func transposeInto(dst []float32, ld int, t []float32, n, m int, b []float32) {
 //
 // The positions are cut once into runs along the output's last axis (one
 // output row (d, h) each), the same for every row of col.
-func im2col[T float32 | int16](col, x []T, cg int, g geometry, p0, n int) {
+func im2col(col, x []float32, cg int, g geometry, p0, n int) {
 	oh, ow := g.out[1], g.out[2]
 	in0, in1, in2 := g.in[0], g.in[1], g.in[2]
 	type run struct{ at, d, h, w0, cnt int }

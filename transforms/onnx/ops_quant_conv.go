@@ -18,11 +18,10 @@ import (
 // X's zero point (and QLinearConv's x_scale, y_scale and y_zero_point) are
 // per tensor; W's are per tensor or one per output channel. Where the CPU
 // has AVX2 and a group has at least 4 output channels, the sums are
-// computed on the integer kernels: for stride 1 from the padded input
-// (convGrid; ubgemm where W fits it, else igemm), else through im2col
-// (convIntPanels, igemm). Otherwise they are computed exactly on float32
-// kernels (ops_quant_gemm.go), from X and W
-// less their zero points as float32s (W's made once when it is a
+// computed on the integer kernels (ubgemm where W fits it, else igemm)
+// from the padded input's phase planes (convGrid: no im2col). Otherwise
+// they are computed exactly on float32 kernels (ops_quant_gemm.go), from X
+// and W less their zero points as float32s (W's made once when it is a
 // constant): where every output channel's weights sum to at most 2^24 /
 // 255 in magnitude (real weights: every partial sum is then an integer
 // under 2^24, exact in any order), by the float Conv itself, whichever of
@@ -172,12 +171,9 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	// The integer kernels compute tiles of 4 or 6 output channels of a
 	// group: groups of fewer (depthwise ones) take the float kernels.
 	if igWidth > 0 && mg >= ubRows {
-		grid := geo.stride == [3]int{1, 1, 1}
 		wp := k.w.getPanels(w, func() *shiftedOperand {
-			if grid {
-				if op := packConvWUb(w, wz, p.m, kk, p.group); op != nil {
-					return op
-				}
+			if op := packConvWUb(w, wz, p.m, kk, p.group); op != nil {
+				return op
 			}
 			panels := make([][]int16, p.group)
 			for g := range panels {
@@ -198,26 +194,14 @@ func (k *qconv) Run(in, out []nd.Array) error {
 		if rq == nil {
 			acc = nd.MustAs[int32](y)
 		}
-		if wp.ub != nil {
+		switch {
+		case wp.ub != nil:
 			convUbGrid(p, x.Data, x.Type == nd.Int8, zpAt(xz, 0), wp.ub, wp.sums, acc, rq)
-			return nil
+		case x.Type == nd.Int8:
+			convIntGrid(p, nd.MustAs[int8](x), zpAt(xz, 0), wp.ig, acc, rq)
+		default:
+			convIntGrid(p, nd.MustAs[uint8](x), zpAt(xz, 0), wp.ig, acc, rq)
 		}
-		if grid {
-			if x.Type == nd.Int8 {
-				convIntGrid(p, nd.MustAs[int8](x), zpAt(xz, 0), wp.ig, acc, rq)
-			} else {
-				convIntGrid(p, nd.MustAs[uint8](x), zpAt(xz, 0), wp.ig, acc, rq)
-			}
-			return nil
-		}
-		xs := getInt16s(x.Len())
-		defer putInt16s(xs)
-		if x.Type == nd.Int8 {
-			shiftInt16(*xs, nd.MustAs[int8](x), xz, 1, 1, x.Len())
-		} else {
-			shiftInt16(*xs, nd.MustAs[uint8](x), xz, 1, 1, x.Len())
-		}
-		convIntPanels(p, *xs, wp.ig, acc, rq)
 		return nil
 	}
 	xf := getFloats(x.Len())
@@ -342,77 +326,23 @@ func transposeInts(dst []int32, ld int, t []int32, n, m int) {
 	}
 }
 
-// convIntPanels computes the convolution of x (n x c x input positions,
-// less its zero point) by w (per group, m/group x c/group x kernel less
-// its zero points, packed as igemm's A) on the integer kernels: per image,
-// group and chunk of output positions, W_g x patches (the chunk's im2col,
-// packed as igemm's B) into the output's planes: acc's (int32 sums), or,
-// with rq, requantized into rq.y's by the task that made them.
-func convIntPanels(p convProblem, x []int16, w [][]int16, acc []int32, rq *requant) {
-	geo := p.geo
-	cg, mg := p.c/p.group, p.m/p.group
-	k := cg * geo.kSize()
-	kp := igPairsOf(k)
-	P, inSize := geo.outSize(), geo.inSize()
-	if P == 0 || mg == 0 || p.n == 0 {
-		return
-	}
-	pointwise := p.pointwise()
-	pc := convPositions(p, k, 64, igCols)
-	chunks := (P + pc - 1) / pc
-	parallel.Each(p.n*p.group*chunks, 2*pc*k*mg, func(t int) {
-		img, g, ch := t/(p.group*chunks), t/chunks%p.group, t%chunks
-		p0 := ch * pc
-		n := min(pc, P-p0)
-		xg := x[(img*p.c+g*cg)*inSize:]
-		b, ldb := xg[p0:], P
-		if !pointwise {
-			cols := getInt16s(k * n)
-			defer putInt16s(cols)
-			im2col(*cols, xg, cg, geo, p0, n)
-			b, ldb = *cols, n
-		}
-		pb := getInt16s(igBSize(k, n))
-		defer putInt16s(pb)
-		igPackB(*pb, b, ldb, k, n)
-		off := (img*p.m+g*mg)*P + p0
-		if rq == nil {
-			igemm(w[g], mg, *pb, n, kp, acc[off:], P)
-			return
-		}
-		sums := getInts(mg * n)
-		defer putInts(sums)
-		igemm(w[g], mg, *pb, n, kp, *sums, n)
-		for j := range mg {
-			ch := g*mg + j
-			var bias int32
-			if rq.bias != nil {
-				bias = rq.bias[ch]
-			}
-			mult := rq.mult[min(ch, len(rq.mult)-1)]
-			row := (*sums)[j*n : j*n+n]
-			at := off + j*P
-			if rq.y.Type == nd.Int8 {
-				requantRow(nd.MustAs[int8](rq.y)[at:at+n], row, bias, mult, nil, rq.zp)
-			} else {
-				requantRow(nd.MustAs[uint8](rq.y)[at:at+n], row, bias, mult, nil, rq.zp)
-			}
-		}
-	})
-}
-
-// convGrid is the layout of a convolution of stride 1 without im2col: on
-// X padded (each plane ext[0] x ext[1] x ext[2], ext the output's extent
-// plus the kernel's dilated reach), the patches' row of tap (c, kd, kh,
-// kw) at output position (od, oh, ow) is the padded plane's value at flat
-// index q + that tap's offset (offs), q = (od x ext[1] + oh) x ext[2] +
-// ow: so over a run of q every row of the patches is a run of the padded
-// input itself, packed as the kernels' B straight from it. The q that fall
-// in the padding's columns (ow >= out[2]) or rows are computed and left
-// out of the output.
+// convGrid is the layout of a convolution on the integer kernels without
+// im2col. X is padded and cut into phase planes, one per offset (r0, r1,
+// r2) below the stride along each axis: phase plane r holds the padded
+// input at (i0 s0 + r0, i1 s1 + r1, i2 s2 + r2) at (i0, i1, i2), over the
+// extent ext = out + (k - 1) dil / s. Tap (c, kd, kh, kw) at output
+// position (od, oh, ow) reads the padded input at (od s0 + kd dil0, ...):
+// phase plane (kd dil0 mod s0, ...) of channel c at (od + kd dil0 / s0,
+// ...), which is that plane's value at flat index q + the tap's offset
+// (offs), q = (od x ext[1] + oh) x ext[2] + ow. So over a run of q every
+// row of the patches is a run of a phase plane, packed as the kernels' B
+// straight from it (with stride 1, one phase plane: the padded input
+// itself). The q that fall past the output's columns (ow >= out[2]) or
+// rows are computed and left out of the output.
 type convGrid struct {
 	ext       [3]int
-	plane, hw int // a padded plane's values, and a depth slice's
+	phases    int // phase planes a channel
+	plane, hw int // a phase plane's values, and a depth slice's
 	q         int // the q of the output: from 0 to the last position's
 	offs      []int
 	pc        int // positions (q) of a task
@@ -421,9 +351,10 @@ type convGrid struct {
 
 func newConvGrid(p convProblem) *convGrid {
 	geo := p.geo
-	g := &convGrid{}
+	s := geo.stride
+	g := &convGrid{phases: s[0] * s[1] * s[2]}
 	for i := range g.ext {
-		g.ext[i] = geo.out[i] + (geo.k[i]-1)*geo.dil[i]
+		g.ext[i] = geo.out[i] + (geo.k[i]-1)*geo.dil[i]/s[i]
 	}
 	g.plane, g.hw = g.ext[0]*g.ext[1]*g.ext[2], g.ext[1]*g.ext[2]
 	cg := p.c / p.group
@@ -432,7 +363,9 @@ func newConvGrid(p convProblem) *convGrid {
 		for kd := range geo.k[0] {
 			for kh := range geo.k[1] {
 				for kw := range geo.k[2] {
-					g.offs = append(g.offs, c*g.plane+((kd*geo.dil[0])*g.ext[1]+kh*geo.dil[1])*g.ext[2]+kw*geo.dil[2])
+					t0, t1, t2 := kd*geo.dil[0], kh*geo.dil[1], kw*geo.dil[2]
+					phase := ((t0%s[0])*s[1]+t1%s[1])*s[2] + t2%s[2]
+					g.offs = append(g.offs, (c*g.phases+phase)*g.plane+((t0/s[0])*g.ext[1]+t1/s[1])*g.ext[2]+t2/s[2])
 				}
 			}
 		}
@@ -441,6 +374,51 @@ func newConvGrid(p convProblem) *convGrid {
 	g.pc = convPositions(p, k, 64, 2*igCols)
 	g.chunks = (g.q + g.pc - 1) / g.pc
 	return g
+}
+
+// fill writes the plane x (geo.in's extent) of a channel, padded with pad,
+// into dst (g.phases phase planes), each run of values along the last axis
+// by row (dst's run from src's values at src[0], src[step], ...).
+func fillPhases[T int16 | byte, X int8 | uint8](g *convGrid, geo geometry, dst []T, x []X, pad T, row func(d []T, src []X, step int)) {
+	for i := range dst {
+		dst[i] = pad
+	}
+	s, e, in, lo := geo.stride, g.ext, geo.in, geo.padLo
+	// The first and last+1 i along an axis whose input index i s + r - lo
+	// is in [0, n).
+	span := func(r, s, lo, n, e int) (int, int) {
+		a, b := 0, 0
+		if d := lo - r; d > 0 {
+			a = (d + s - 1) / s
+		}
+		if d := n + lo - r; d > 0 {
+			b = min(e, (d+s-1)/s)
+		}
+		return a, max(a, b)
+	}
+	ph := 0
+	for r0 := range s[0] {
+		a0, b0 := span(r0, s[0], lo[0], in[0], e[0])
+		for r1 := range s[1] {
+			a1, b1 := span(r1, s[1], lo[1], in[1], e[1])
+			for r2 := range s[2] {
+				a2, b2 := span(r2, s[2], lo[2], in[2], e[2])
+				pl := dst[ph*g.plane : (ph+1)*g.plane]
+				ph++
+				if a2 == b2 {
+					continue
+				}
+				for i0 := a0; i0 < b0; i0++ {
+					x0 := i0*s[0] + r0 - lo[0]
+					for i1 := a1; i1 < b1; i1++ {
+						x1 := i1*s[1] + r1 - lo[1]
+						at := (i0*e[1] + i1) * e[2]
+						row(pl[at+a2:at+b2], x[(x0*in[1]+x1)*in[2]+a2*s[2]+r2-lo[2]:], s[2])
+					}
+				}
+			}
+		}
+	}
 }
 
 // gridRun is a run of q in the output: at in the task's, the position and
@@ -505,8 +483,13 @@ func (g *convGrid) put(runs []gridRun, sums []int32, n, mg, ch0, off, P int, cor
 	}
 }
 
-// convIntGrid is convIntPanels for a convolution of stride 1 (convGrid),
-// on X less its zero point padded with 0.
+// convIntGrid computes the convolution of x (n x c x input positions) by
+// w (per group, m/group x c/group x kernel less its zero points, packed as
+// igemm's A) on igemm: per image, group and chunk of output positions (q:
+// convGrid), W_g x patches (packed straight from the phase planes of X
+// less its zero point, padded with 0) into the output's planes: acc's
+// (int32 sums), or, with rq, requantized into rq.y's by the task that made
+// them.
 func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, acc []int32, rq *requant) {
 	geo := p.geo
 	cg, mg := p.c/p.group, p.m/p.group
@@ -516,10 +499,22 @@ func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, ac
 		return
 	}
 	g := newConvGrid(p)
-	xp := getInt16s(p.n * p.c * g.plane)
+	cs := g.phases * g.plane // a channel's phase planes
+	xp := getInt16s(p.n * p.c * cs)
 	defer putInt16s(xp)
-	parallel.Each(p.n*p.c, 2*g.plane, func(t int) {
-		padPlane((*xp)[t*g.plane:(t+1)*g.plane], x[t*inSize:(t+1)*inSize], xz, geo, g.ext)
+	row := func(d []int16, src []X, step int) {
+		if step == 1 {
+			for i, v := range src[:len(d)] {
+				d[i] = int16(int32(v) - xz)
+			}
+			return
+		}
+		for i := range d {
+			d[i] = int16(int32(src[i*step]) - xz)
+		}
+	}
+	parallel.Each(p.n*p.c, 2*cs, func(t int) {
+		fillPhases(g, geo, (*xp)[t*cs:(t+1)*cs], x[t*inSize:(t+1)*inSize], 0, row)
 	})
 	kp := igPairsOf(k)
 	parallel.Each(p.n*p.group*g.chunks, 2*g.pc*k*mg, func(t int) {
@@ -528,7 +523,7 @@ func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, ac
 		n := min(g.pc, g.q-q0)
 		pb := getInt16s(igBSize(k, n))
 		defer putInt16s(pb)
-		igPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*g.plane+q0:], g.offs, k, n)
+		igPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*cs+q0:], g.offs, k, n)
 		sums := getInts(mg * n)
 		defer putInts(sums)
 		igemm(w[grp], mg, *pb, n, kp, *sums, n)
@@ -557,10 +552,30 @@ func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums 
 		corr[ch] = -xz * s
 	}
 	g := newConvGrid(p)
-	xp := getBytes(p.n * p.c * g.plane)
+	cs := g.phases * g.plane // a channel's phase planes
+	xp := getBytes(p.n * p.c * cs)
 	defer putBytes(xp)
-	parallel.Each(p.n*p.c, g.plane, func(t int) {
-		padPlaneBytes((*xp)[t*g.plane:(t+1)*g.plane], x[t*inSize:(t+1)*inSize], flip, byte(xz), geo, g.ext)
+	var f byte
+	if flip {
+		f = 0x80
+	}
+	row := func(d []byte, src []byte, step int) {
+		if step == 1 {
+			if f == 0 {
+				copy(d, src)
+				return
+			}
+			for i, v := range src[:len(d)] {
+				d[i] = v ^ f
+			}
+			return
+		}
+		for i := range d {
+			d[i] = src[i*step] ^ f
+		}
+	}
+	parallel.Each(p.n*p.c, cs, func(t int) {
+		fillPhases(g, geo, (*xp)[t*cs:(t+1)*cs], x[t*inSize:(t+1)*inSize], byte(xz), row)
 	})
 	kq := ubQuadsOf(k)
 	parallel.Each(p.n*p.group*g.chunks, 2*g.pc*k*mg, func(t int) {
@@ -569,7 +584,7 @@ func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums 
 		n := min(g.pc, g.q-q0)
 		pb := getBytes(ubBSize(k, n))
 		defer putBytes(pb)
-		ubPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*g.plane+q0:], g.offs, k, n)
+		ubPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*cs+q0:], g.offs, k, n)
 		sums := getInts(mg * n)
 		defer putInts(sums)
 		ubgemm(w[grp], mg, *pb, n, kq, *sums, n, nil, true)
@@ -594,72 +609,6 @@ func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P 
 		}
 		requantRow(row, sums[j*n:j*n+n], bias, rq.mult[min(ch, len(rq.mult)-1)], nil, rq.zp)
 		place(y[j*P:], row)
-	}
-}
-
-// padPlaneBytes is padPlane for convUbGrid: x's raw bytes (plus 128 where
-// flip), z (the zero point's) around them.
-func padPlaneBytes(dst, x []byte, flip bool, z byte, geo geometry, ext [3]int) {
-	for i := range dst {
-		dst[i] = z
-	}
-	var f byte
-	if flip {
-		f = 0x80
-	}
-	in1, in2 := geo.in[1], geo.in[2]
-	w := min(in2, ext[2]-geo.padLo[2])
-	if w <= 0 {
-		return
-	}
-	for id := range geo.in[0] {
-		pd := id + geo.padLo[0]
-		if pd >= ext[0] {
-			break
-		}
-		for ih := range in1 {
-			ph := ih + geo.padLo[1]
-			if ph >= ext[1] {
-				break
-			}
-			src := x[(id*in1+ih)*in2:][:w]
-			d := dst[(pd*ext[1]+ph)*ext[2]+geo.padLo[2]:][:w]
-			if f == 0 {
-				copy(d, src)
-				continue
-			}
-			for i, v := range src {
-				d[i] = v ^ f
-			}
-		}
-	}
-}
-
-// padPlane writes the plane x (geo.in's extent) less its zero point into
-// dst (ext's extent) at geo.padLo, 0 (the zero point's) around it.
-func padPlane[X int8 | uint8](dst []int16, x []X, xz int32, geo geometry, ext [3]int) {
-	clear(dst)
-	in1, in2 := geo.in[1], geo.in[2]
-	w := min(in2, ext[2]-geo.padLo[2])
-	if w <= 0 {
-		return
-	}
-	for id := range geo.in[0] {
-		pd := id + geo.padLo[0]
-		if pd >= ext[0] {
-			break
-		}
-		for ih := range in1 {
-			ph := ih + geo.padLo[1]
-			if ph >= ext[1] {
-				break
-			}
-			src := x[(id*in1+ih)*in2:][:w]
-			d := dst[(pd*ext[1]+ph)*ext[2]+geo.padLo[2]:][:w]
-			for i, v := range src {
-				d[i] = int16(int32(v) - xz)
-			}
-		}
 	}
 }
 

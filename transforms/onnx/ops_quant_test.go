@@ -385,12 +385,13 @@ func TestQuantOpsRegistered(t *testing.T) {
 }
 
 // ConvInteger and QLinearConv give the same values on the integer kernels
-// (igemm: from the padded input for stride 1, through im2col otherwise) as
-// on the float32 ones, over the geometries the integer kernels take apart:
-// 1-D, 2-D and 3-D, stride 1 with and without padding and dilation, strides
-// of 2, asymmetric and SAME_UPPER padding, groups and depthwise, 1x1
-// kernels, K odd, outputs in several chunks, int8 and uint8 X, W per
-// tensor and per channel, constant and run-time weights.
+// (igemm and ubgemm, from the padded input's phase planes) as on the
+// float32 ones, over the geometries the integer kernels take apart: 1-D,
+// 2-D and 3-D, stride 1 with and without padding and dilation, strides of
+// 2 and 3 and mixed, with dilation, kernels smaller than the stride,
+// asymmetric and SAME_UPPER padding, groups and depthwise, 1x1 kernels, K
+// odd, outputs in several chunks, int8 and uint8 X, W per tensor and per
+// channel, of 8 bits (igemm) and 7 (ubgemm), constant and run-time.
 func TestQuantConvIntKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	type geo struct {
@@ -411,6 +412,12 @@ func TestQuantConvIntKernels(t *testing.T) {
 		{"1x1", []int{2, 20, 7, 9}, []int{10, 20, 1, 1}, 1, nil},
 		{"1-D", []int{2, 6, 100}, []int{5, 6, 5}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 2, 1)}},
 		{"3-D", []int{1, 3, 5, 6, 7}, []int{4, 3, 3, 3, 3}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 1, 1, 1, 1, 1)}},
+		{"stride 2 dilation 2", []int{1, 6, 17, 16}, []int{8, 6, 3, 3}, 1, []*onnxpb.AttributeProto{pads2(2, 1, 1, 2), onnxtest.Ints("strides", 2, 2), onnxtest.Ints("dilations", 2, 2)}},
+		{"strides 3 and 1", []int{1, 4, 20, 11}, []int{4, 4, 3, 2}, 1, []*onnxpb.AttributeProto{pads2(0, 1, 2, 0), onnxtest.Ints("strides", 3, 1)}},
+		{"1x1 stride 2", []int{1, 8, 9, 9}, []int{8, 8, 1, 1}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("strides", 2, 2)}},
+		{"stride 2 groups 2", []int{2, 8, 12, 13}, []int{8, 4, 3, 3}, 2, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1), onnxtest.Ints("strides", 2, 2)}},
+		{"1-D stride 2", []int{2, 6, 101}, []int{5, 6, 5}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 2, 2), onnxtest.Ints("strides", 2)}},
+		{"3-D strides 2, 1, 2", []int{1, 3, 7, 6, 9}, []int{4, 3, 3, 3, 3}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 1, 1, 1, 1, 1), onnxtest.Ints("strides", 2, 1, 2)}},
 	} {
 		for _, xt := range []nd.DType{nd.Uint8, nd.Int8} {
 			for _, c := range []struct {
