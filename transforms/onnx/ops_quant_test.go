@@ -471,7 +471,8 @@ func TestQuantConvIntKernels(t *testing.T) {
 
 // MatMulInteger and QLinearMatMul give the same values on the integer
 // kernels as on the float32 ones: weights of 7 bits (ubgemm's kernel,
-// its pairs within 128, at the edge of it too) and of 8 (igemm's), A
+// its pairs within 128, at the edge of it too; int8, and uint8 about a
+// zero point of 128) and of 8 (igemm's), A
 // uint8 and int8 with its zero point per tensor or per row, B's per
 // column, batches, M, N and K odd and across the kernels' blocks,
 // constant and run-time B.
@@ -480,18 +481,27 @@ func TestQuantMatMulIntKernels(t *testing.T) {
 	for _, s := range [][4]int{{1, 1, 1, 1}, {2, 5, 7, 3}, {1, 13, 300, 17}, {3, 8, 1027, 33}} {
 		B, M, K, N := s[0], s[1], s[2], s[3]
 		for _, at := range []nd.DType{nd.Uint8, nd.Int8} {
-			for _, bits := range []int{7, 8} {
+			for _, bits := range []int{7, 8, -7} { // -7: uint8 B, 7 bits about its zero point 128
 				for _, constB := range []bool{true, false} {
 					name := fmt.Sprintf("%v/%v/%d bits/constB=%v", s, at, bits, constB)
 					a := randQuant(r, at, B, M, K)
 					b := nd.Zeros(nd.Int8, K, N)
 					bz := nd.Zeros(nd.Int8, N)
+					if bits < 0 {
+						b, bz = nd.Zeros(nd.Uint8, K, N), nd.Zeros(nd.Uint8, N)
+						for j := range bz.Data {
+							bz.Data[j] = 128
+						}
+					}
 					for i := range b.Data {
 						v := r.IntN(256) - 128
-						if bits == 7 {
+						if bits == 7 || bits == -7 {
 							v = []int{-64, 63, -64 + r.IntN(128)}[r.IntN(3)]
 						}
-						b.Data[i] = byte(int8(v))
+						if bits < 0 {
+							v += 128
+						}
+						b.Data[i] = byte(v)
 					}
 					if bits == 8 {
 						for j := range bz.Data {
