@@ -380,9 +380,7 @@ func newConvGrid(p convProblem) *convGrid {
 // into dst (g.phases phase planes), each run of values along the last axis
 // by row (dst's run from src's values at src[0], src[step], ...).
 func fillPhases[T int16 | byte, X int8 | uint8](g *convGrid, geo geometry, dst []T, x []X, pad T, row func(d []T, src []X, step int)) {
-	for i := range dst {
-		dst[i] = pad
-	}
+	fill(dst, pad)
 	s, e, in, lo := geo.stride, g.ext, geo.in, geo.padLo
 	// The first and last+1 i along an axis whose input index i s + r - lo
 	// is in [0, n).
@@ -500,8 +498,8 @@ func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, ac
 	}
 	g := newConvGrid(p)
 	cs := g.phases * g.plane // a channel's phase planes
-	xp := getInt16s(p.n * p.c * cs)
-	defer putInt16s(xp)
+	xp := planes16.get(p.n * p.c * cs)
+	defer planes16.put(xp)
 	row := func(d []int16, src []X, step int) {
 		if step == 1 {
 			for i, v := range src[:len(d)] {
@@ -521,8 +519,8 @@ func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, ac
 		img, grp, ch := t/(p.group*g.chunks), t/g.chunks%p.group, t%g.chunks
 		q0 := ch * g.pc
 		n := min(g.pc, g.q-q0)
-		pb := getInt16s(igBSize(k, n))
-		defer putInt16s(pb)
+		pb := panels16.get(igBSize(k, n))
+		defer panels16.put(pb)
 		igPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*cs+q0:], g.offs, k, n)
 		sums := getInts(mg * n)
 		defer putInts(sums)
@@ -553,8 +551,8 @@ func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums 
 	}
 	g := newConvGrid(p)
 	cs := g.phases * g.plane // a channel's phase planes
-	xp := getBytes(p.n * p.c * cs)
-	defer putBytes(xp)
+	xp := planes8.get(p.n * p.c * cs)
+	defer planes8.put(xp)
 	var f byte
 	if flip {
 		f = 0x80
@@ -582,8 +580,8 @@ func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums 
 		img, grp, ch := t/(p.group*g.chunks), t/g.chunks%p.group, t%g.chunks
 		q0 := ch * g.pc
 		n := min(g.pc, g.q-q0)
-		pb := getBytes(ubBSize(k, n))
-		defer putBytes(pb)
+		pb := panels8.get(ubBSize(k, n))
+		defer panels8.put(pb)
 		ubPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*cs+q0:], g.offs, k, n)
 		sums := getInts(mg * n)
 		defer putInts(sums)

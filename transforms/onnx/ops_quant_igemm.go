@@ -202,22 +202,6 @@ func igPairsGo(dst, r0, r1 []int16, panels, stride int) {
 	}
 }
 
-// int16Pool holds scratch buffers of int16s (packed panels, patches).
-var int16Pool sync.Pool
-
-// getInt16s returns a scratch buffer of n int16s (contents undefined);
-// putInt16s gives it back.
-func getInt16s(n int) *[]int16 {
-	if b, ok := int16Pool.Get().(*[]int16); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]int16, n)
-	return &b
-}
-
-func putInt16s(b *[]int16) { int16Pool.Put(b) }
-
 // shiftInt16 writes x less its zero point as int16s into dst, x's values in
 // outer x n x inner order with zp one per index of the middle axis (or one
 // in all, or none).
@@ -241,18 +225,36 @@ func shiftInt16[X int8 | uint8](dst []int16, x []X, zp []int32, outer, n, inner 
 	}
 }
 
-// bytePool holds scratch buffers of bytes (ubgemm's packed panels).
-var bytePool sync.Pool
+// scratch is a pool of scratch buffers of Ts. The integer kernels keep
+// their packed panels and their padded inputs in pools of their own: a
+// buffer taken for the one is often too small for the other, and would be
+// dropped and made anew on every run.
+type scratch[T any] struct{ p sync.Pool }
 
-// getBytes returns a scratch buffer of n bytes (contents undefined);
-// putBytes gives it back.
-func getBytes(n int) *[]byte {
-	if b, ok := bytePool.Get().(*[]byte); ok && cap(*b) >= n {
+// get returns a buffer of n Ts (contents undefined); put gives it back.
+func (s *scratch[T]) get(n int) *[]T {
+	if b, ok := s.p.Get().(*[]T); ok && cap(*b) >= n {
 		*b = (*b)[:n]
 		return b
 	}
-	b := make([]byte, n)
+	b := make([]T, n)
 	return &b
 }
 
-func putBytes(b *[]byte) { bytePool.Put(b) }
+func (s *scratch[T]) put(b *[]T) { s.p.Put(b) }
+
+var (
+	panels16, planes16 scratch[int16] // igemm's packed panels, its padded inputs
+	panels8, planes8   scratch[byte]  // ubgemm's
+)
+
+// fill sets every value of s to v, by doubling copies.
+func fill[T any](s []T, v T) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = v
+	for n := 1; n < len(s); n *= 2 {
+		copy(s[n:], s[:n])
+	}
+}

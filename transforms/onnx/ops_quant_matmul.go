@@ -238,8 +238,8 @@ func (k *qmatmul) runInt(s mmShape, a, b nd.Array, az, bz []int32, y nd.Array, r
 		r1 := min(s.m, r0+rows)
 		nr := r1 - r0
 		o := (bt*s.m + r0) * s.n
-		pa := getInt16s(igASize(nr, s.k))
-		defer putInt16s(pa)
+		pa := panels16.get(igASize(nr, s.k))
+		defer panels16.put(pa)
 		zr := az
 		if len(az) > 1 {
 			zr = az[r0:r1]
@@ -321,8 +321,8 @@ func (k *qmatmul) runUb(s mmShape, a nd.Array, bp *shiftedOperand, az int32, y n
 		r1 := min(s.m, r0+rows)
 		nr := r1 - r0
 		o := (bt*s.m + r0) * s.n
-		pa := getBytes(ubASize(nr, s.k))
-		defer putBytes(pa)
+		pa := panels8.get(ubASize(nr, s.k))
+		defer panels8.put(pa)
 		ubPackARows(*pa, a.Data[ao[bt]+r0*s.k:], s.k, nr, s.k, flip)
 		if rq == nil {
 			ubgemm(*pa, nr, bp.ub[0], s.n, kq, nd.MustAs[int32](y)[o:], s.n, init, false)
