@@ -33,3 +33,14 @@ func hostOnly(k Kernel) (host bool) {
 	}()
 	return errors.Is(l.Launch(nil, nil, nil), ErrOnHost)
 }
+
+// UseIntKernels turns the quantized products' integer kernels (igemm) on
+// or off (the float32 kernels then), where the CPU has them, and returns
+// a function that restores the setting.
+func UseIntKernels(on bool) (restore func()) {
+	saved := igWidth
+	if !on {
+		igWidth = 0
+	}
+	return func() { igWidth = saved }
+}

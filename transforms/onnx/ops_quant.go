@@ -332,13 +332,22 @@ func quantizeInto[Q int8 | uint8](x nd.Array, y []Q, q qParams, outer, n, inner 
 	return nil
 }
 
+// quantize quantizes x (outer x n x inner values, q's scale and zero point
+// per index of the middle axis or one in all) into y: float32 runs of 32
+// values at a time in the vector kernel (quantizeVec), the rest value by
+// value (quantizeOne), to the same bits.
 func quantize[X float32 | int32, Q int8 | uint8](x []X, y []Q, q qParams, outer, n, inner int) {
 	lo, hi, _ := qRange(nd.TypeOf[Q]())
+	xf, _ := any(x).([]float32)
 	i := 0
 	for range outer {
 		for c := range n {
 			s, z := q.scaleAt(c), q.zero(c)
-			for j := range inner {
+			j := 0
+			if xf != nil {
+				j = quantizeVec(y[i:i+inner], xf[i:i+inner], s, z, lo, hi)
+			}
+			for ; j < inner; j++ {
 				y[i+j] = Q(quantizeOne(float32(x[i+j]), s, z, lo, hi))
 			}
 			i += inner
@@ -385,7 +394,15 @@ func (dynQuant) Infer(in []Meta) ([]Meta, error) {
 func (dynQuant) Run(in, out []nd.Array) error {
 	x := nd.MustAs[float32](in[0])
 	var lo, hi float32
-	for i, v := range x {
+	vlo, vhi, nv, nan := minMaxVec(x)
+	if nv > 0 && !nan {
+		lo, hi = min(lo, vlo), max(hi, vhi)
+	}
+	if nan {
+		nv = 0 // find it
+	}
+	for i := nv; i < len(x); i++ {
+		v := x[i]
 		if v != v {
 			return fmt.Errorf("input x: element %d is NaN: its range, and so its scale, is not defined", i)
 		}

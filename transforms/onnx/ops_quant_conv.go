@@ -16,9 +16,12 @@ import (
 // it adds nothing to the sums, as in ONNX Runtime.
 //
 // X's zero point (and QLinearConv's x_scale, y_scale and y_zero_point) are
-// per tensor; W's are per tensor or one per output channel. The sums are
-// computed exactly on float32 kernels (ops_quant_gemm.go), from X and W
-// less their zero points as float32s (W's made once when it is a
+// per tensor; W's are per tensor or one per output channel. Where the CPU
+// has AVX2 and a group has at least 4 output channels, the sums are
+// computed on the integer kernels (ubgemm where W fits it, else igemm)
+// from the padded input's phase planes (convGrid: no im2col). Otherwise
+// they are computed exactly on float32 kernels (ops_quant_gemm.go), from X
+// and W less their zero points as float32s (W's made once when it is a
 // constant): where every output channel's weights sum to at most 2^24 /
 // 255 in magnitude (real weights: every partial sum is then an integer
 // under 2^24, exact in any order), by the float Conv itself, whichever of
@@ -159,11 +162,51 @@ func (k *qconv) Run(in, out []nd.Array) error {
 	} else {
 		xz, wz = zeroPoints(arrayAt(in, ixz)), zeroPoints(arrayAt(in, iwz))
 	}
+	cg, mg := p.c/p.group, p.m/p.group
+	kk := cg * geo.kSize()
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
+	}
+	// The integer kernels compute tiles of 4 or 6 output channels of a
+	// group: groups of fewer (depthwise ones) take the float kernels.
+	if igWidth > 0 && mg >= ubRows {
+		wp := k.w.getPanels(w, func() *shiftedOperand {
+			if op := packConvWUb(w, wz, p.m, kk, p.group); op != nil {
+				return op
+			}
+			panels := make([][]int16, p.group)
+			for g := range panels {
+				zg := wz
+				if len(wz) > 1 {
+					zg = wz[g*mg : (g+1)*mg]
+				}
+				panels[g] = make([]int16, igASize(mg, kk))
+				if w.Type == nd.Int8 {
+					igPackA(panels[g], nd.MustAs[int8](w)[g*mg*kk:], kk, mg, kk, zg)
+				} else {
+					igPackA(panels[g], nd.MustAs[uint8](w)[g*mg*kk:], kk, mg, kk, zg)
+				}
+			}
+			return &shiftedOperand{ig: panels}
+		})
+		var acc []int32
+		if rq == nil {
+			acc = nd.MustAs[int32](y)
+		}
+		switch {
+		case wp.ub != nil:
+			convUbGrid(p, x.Data, x.Type == nd.Int8, zpAt(xz, 0), wp.ub, wp.sums, acc, rq)
+		case x.Type == nd.Int8:
+			convIntGrid(p, nd.MustAs[int8](x), zpAt(xz, 0), wp.ig, acc, rq)
+		default:
+			convIntGrid(p, nd.MustAs[uint8](x), zpAt(xz, 0), wp.ig, acc, rq)
+		}
+		return nil
+	}
 	xf := getFloats(x.Len())
 	defer putFloats(xf)
 	shiftedInto(x, *xf, xz, 1, 1, x.Len())
-	cg, mg := p.c/p.group, p.m/p.group
-	kk := cg * geo.kSize()
 	wf := k.w.get(w, func(dst []float32) { shiftedInto(w, dst, wz, 1, p.m, w.Len()/max(1, p.m)) }, func(v []float32) ([]*intPacked, bool) {
 		if k.w.constant.Load() && rowsL1(v, p.m, kk)*255 <= 1<<24 {
 			return nil, true // every sum exact in float32: the float Conv's kernels
@@ -175,10 +218,6 @@ func (k *qconv) Run(in, out []nd.Array) error {
 		}
 		return packed, false
 	})
-	var rq *requant
-	if k.linear {
-		rq = &requant{y: y, mult: mult, bias: asOr[int32](arrayAt(in, ib)), zp: yz}
-	}
 	if wf.exact && k.w.constant.Load() {
 		// Each output channel's weights sum to at most 2^24 / 255 in
 		// magnitude (the whole of K, for real weights): every partial sum
@@ -285,4 +324,317 @@ func transposeInts(dst []int32, ld int, t []int32, n, m int) {
 			d[i] = t[i*m+j]
 		}
 	}
+}
+
+// convGrid is the layout of a convolution on the integer kernels without
+// im2col. X is padded and cut into phase planes, one per offset (r0, r1,
+// r2) below the stride along each axis: phase plane r holds the padded
+// input at (i0 s0 + r0, i1 s1 + r1, i2 s2 + r2) at (i0, i1, i2), over the
+// extent ext = out + (k - 1) dil / s. Tap (c, kd, kh, kw) at output
+// position (od, oh, ow) reads the padded input at (od s0 + kd dil0, ...):
+// phase plane (kd dil0 mod s0, ...) of channel c at (od + kd dil0 / s0,
+// ...), which is that plane's value at flat index q + the tap's offset
+// (offs), q = (od x ext[1] + oh) x ext[2] + ow. So over a run of q every
+// row of the patches is a run of a phase plane, packed as the kernels' B
+// straight from it (with stride 1, one phase plane: the padded input
+// itself). The q that fall past the output's columns (ow >= out[2]) or
+// rows are computed and left out of the output.
+type convGrid struct {
+	ext       [3]int
+	phases    int // phase planes a channel
+	plane, hw int // a phase plane's values, and a depth slice's
+	q         int // the q of the output: from 0 to the last position's
+	offs      []int
+	pc        int // positions (q) of a task
+	chunks    int
+}
+
+func newConvGrid(p convProblem) *convGrid {
+	geo := p.geo
+	s := geo.stride
+	g := &convGrid{phases: s[0] * s[1] * s[2]}
+	for i := range g.ext {
+		g.ext[i] = geo.out[i] + (geo.k[i]-1)*geo.dil[i]/s[i]
+	}
+	g.plane, g.hw = g.ext[0]*g.ext[1]*g.ext[2], g.ext[1]*g.ext[2]
+	cg := p.c / p.group
+	k := cg * geo.kSize()
+	for c := range cg {
+		for kd := range geo.k[0] {
+			for kh := range geo.k[1] {
+				for kw := range geo.k[2] {
+					t0, t1, t2 := kd*geo.dil[0], kh*geo.dil[1], kw*geo.dil[2]
+					phase := ((t0%s[0])*s[1]+t1%s[1])*s[2] + t2%s[2]
+					g.offs = append(g.offs, (c*g.phases+phase)*g.plane+((t0/s[0])*g.ext[1]+t1/s[1])*g.ext[2]+t2/s[2])
+				}
+			}
+		}
+	}
+	g.q = (geo.out[0]-1)*g.hw + (geo.out[1]-1)*g.ext[2] + geo.out[2]
+	g.pc = convPositions(p, k, 64, 2*igCols)
+	g.chunks = (g.q + g.pc - 1) / g.pc
+	return g
+}
+
+// fill writes the plane x (geo.in's extent) of a channel, padded with pad,
+// into dst (g.phases phase planes), each run of values along the last axis
+// by row (dst's run from src's values at src[0], src[step], ...).
+func fillPhases[T int16 | byte, X int8 | uint8](g *convGrid, geo geometry, dst []T, x []X, pad T, row func(d []T, src []X, step int)) {
+	fill(dst, pad)
+	s, e, in, lo := geo.stride, g.ext, geo.in, geo.padLo
+	// The first and last+1 i along an axis whose input index i s + r - lo
+	// is in [0, n).
+	span := func(r, s, lo, n, e int) (int, int) {
+		a, b := 0, 0
+		if d := lo - r; d > 0 {
+			a = (d + s - 1) / s
+		}
+		if d := n + lo - r; d > 0 {
+			b = min(e, (d+s-1)/s)
+		}
+		return a, max(a, b)
+	}
+	ph := 0
+	for r0 := range s[0] {
+		a0, b0 := span(r0, s[0], lo[0], in[0], e[0])
+		for r1 := range s[1] {
+			a1, b1 := span(r1, s[1], lo[1], in[1], e[1])
+			for r2 := range s[2] {
+				a2, b2 := span(r2, s[2], lo[2], in[2], e[2])
+				pl := dst[ph*g.plane : (ph+1)*g.plane]
+				ph++
+				if a2 == b2 {
+					continue
+				}
+				for i0 := a0; i0 < b0; i0++ {
+					x0 := i0*s[0] + r0 - lo[0]
+					for i1 := a1; i1 < b1; i1++ {
+						x1 := i1*s[1] + r1 - lo[1]
+						at := (i0*e[1] + i1) * e[2]
+						row(pl[at+a2:at+b2], x[(x0*in[1]+x1)*in[2]+a2*s[2]+r2-lo[2]:], s[2])
+					}
+				}
+			}
+		}
+	}
+}
+
+// gridRun is a run of q in the output: at in the task's, the position and
+// the count.
+type gridRun struct{ at, pos, cnt int }
+
+// runs appends to buf the runs of q0 .. q0+n in the output.
+func (g *convGrid) runs(geo geometry, q0, n int, buf []gridRun) []gridRun {
+	for q := q0; q < q0+n; {
+		od, r := q/g.hw, q%g.hw
+		oh, ow := r/g.ext[2], r%g.ext[2]
+		switch {
+		case oh >= geo.out[1]:
+			q = (od + 1) * g.hw
+		case ow >= geo.out[2]:
+			q += g.ext[2] - ow
+		default:
+			cnt := min(geo.out[2]-ow, q0+n-q)
+			buf = append(buf, gridRun{at: q - q0, pos: (od*geo.out[1]+oh)*geo.out[2] + ow, cnt: cnt})
+			q += cnt
+		}
+	}
+	return buf
+}
+
+// put writes a task's sums (mg rows of n, output channels ch0 on) into the
+// output's planes from off: into acc plus corr[ch] (corr nil: 0), or
+// requantized into rq.y with corr added to the bias.
+func (g *convGrid) put(runs []gridRun, sums []int32, n, mg, ch0, off, P int, corr, acc []int32, rq *requant) {
+	if rq == nil {
+		for j := range mg {
+			src, dst := sums[j*n:], acc[off+j*P:]
+			var c int32
+			if corr != nil {
+				c = corr[ch0+j]
+			}
+			for _, r := range runs {
+				d, s := dst[r.pos:r.pos+r.cnt], src[r.at:r.at+r.cnt]
+				if c == 0 {
+					copy(d, s)
+					continue
+				}
+				for i, v := range s {
+					d[i] = v + c
+				}
+			}
+		}
+		return
+	}
+	if rq.y.Type == nd.Int8 {
+		requantRuns(nd.MustAs[int8](rq.y)[off:], rq, sums, n, mg, ch0, P, corr, func(dst, src []int8) {
+			for _, r := range runs {
+				copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+			}
+		})
+	} else {
+		requantRuns(nd.MustAs[uint8](rq.y)[off:], rq, sums, n, mg, ch0, P, corr, func(dst, src []uint8) {
+			for _, r := range runs {
+				copy(dst[r.pos:r.pos+r.cnt], src[r.at:])
+			}
+		})
+	}
+}
+
+// convIntGrid computes the convolution of x (n x c x input positions) by
+// w (per group, m/group x c/group x kernel less its zero points, packed as
+// igemm's A) on igemm: per image, group and chunk of output positions (q:
+// convGrid), W_g x patches (packed straight from the phase planes of X
+// less its zero point, padded with 0) into the output's planes: acc's
+// (int32 sums), or, with rq, requantized into rq.y's by the task that made
+// them.
+func convIntGrid[X int8 | uint8](p convProblem, x []X, xz int32, w [][]int16, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	g := newConvGrid(p)
+	cs := g.phases * g.plane // a channel's phase planes
+	xp := planes16.get(p.n * p.c * cs)
+	defer planes16.put(xp)
+	row := func(d []int16, src []X, step int) {
+		if step == 1 {
+			for i, v := range src[:len(d)] {
+				d[i] = int16(int32(v) - xz)
+			}
+			return
+		}
+		for i := range d {
+			d[i] = int16(int32(src[i*step]) - xz)
+		}
+	}
+	parallel.Each(p.n*p.c, 2*cs, func(t int) {
+		fillPhases(g, geo, (*xp)[t*cs:(t+1)*cs], x[t*inSize:(t+1)*inSize], 0, row)
+	})
+	kp := igPairsOf(k)
+	parallel.Each(p.n*p.group*g.chunks, 2*g.pc*k*mg, func(t int) {
+		img, grp, ch := t/(p.group*g.chunks), t/g.chunks%p.group, t%g.chunks
+		q0 := ch * g.pc
+		n := min(g.pc, g.q-q0)
+		pb := panels16.get(igBSize(k, n))
+		defer panels16.put(pb)
+		igPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*cs+q0:], g.offs, k, n)
+		sums := getInts(mg * n)
+		defer putInts(sums)
+		igemm(w[grp], mg, *pb, n, kp, *sums, n)
+		var buf [64]gridRun
+		g.put(g.runs(geo, q0, n, buf[:0]), *sums, n, mg, grp*mg, (img*p.m+grp*mg)*P, P, nil, acc, rq)
+	})
+}
+
+// convUbGrid is convIntGrid on ubgemm: W's int8s (w: ubgemm's panels per
+// group, wSums its rows' sums) by X's raw uint8s (int8 ones plus 128,
+// flip) padded with its zero point xz, the sums then less xz times W's
+// rows' sums.
+func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums []int32, acc []int32, rq *requant) {
+	geo := p.geo
+	cg, mg := p.c/p.group, p.m/p.group
+	k := cg * geo.kSize()
+	P, inSize := geo.outSize(), geo.inSize()
+	if P == 0 || mg == 0 || p.n == 0 {
+		return
+	}
+	if flip {
+		xz += 128
+	}
+	corr := make([]int32, p.m)
+	for ch, s := range wSums {
+		corr[ch] = -xz * s
+	}
+	g := newConvGrid(p)
+	cs := g.phases * g.plane // a channel's phase planes
+	xp := planes8.get(p.n * p.c * cs)
+	defer planes8.put(xp)
+	var f byte
+	if flip {
+		f = 0x80
+	}
+	row := func(d []byte, src []byte, step int) {
+		if step == 1 {
+			if f == 0 {
+				copy(d, src)
+				return
+			}
+			for i, v := range src[:len(d)] {
+				d[i] = v ^ f
+			}
+			return
+		}
+		for i := range d {
+			d[i] = src[i*step] ^ f
+		}
+	}
+	parallel.Each(p.n*p.c, cs, func(t int) {
+		fillPhases(g, geo, (*xp)[t*cs:(t+1)*cs], x[t*inSize:(t+1)*inSize], byte(xz), row)
+	})
+	kq := ubQuadsOf(k)
+	parallel.Each(p.n*p.group*g.chunks, 2*g.pc*k*mg, func(t int) {
+		img, grp, ch := t/(p.group*g.chunks), t/g.chunks%p.group, t%g.chunks
+		q0 := ch * g.pc
+		n := min(g.pc, g.q-q0)
+		pb := panels8.get(ubBSize(k, n))
+		defer panels8.put(pb)
+		ubPackBAt(*pb, (*xp)[(img*p.c+grp*cg)*cs+q0:], g.offs, k, n)
+		sums := getInts(mg * n)
+		defer putInts(sums)
+		ubgemm(w[grp], mg, *pb, n, kq, *sums, n, nil, true)
+		var buf [64]gridRun
+		g.put(g.runs(geo, q0, n, buf[:0]), *sums, n, mg, grp*mg, (img*p.m+grp*mg)*P, P, corr, acc, rq)
+	})
+}
+
+// requantRuns requantizes the sums (m rows of n, output channels ch0 on,
+// corr[ch] added to their biases: nil, none) a row at a time into a
+// scratch row, which place copies into the row's plane of y (y[j*P:]).
+func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P int, corr []int32, place func(dst, src []Y)) {
+	row := make([]Y, n)
+	for j := range m {
+		ch := ch0 + j
+		var bias int32
+		if rq.bias != nil {
+			bias = rq.bias[ch]
+		}
+		if corr != nil {
+			bias += corr[ch]
+		}
+		requantRow(row, sums[j*n:j*n+n], bias, rq.mult[min(ch, len(rq.mult)-1)], nil, rq.zp)
+		place(y[j*P:], row)
+	}
+}
+
+// packConvWUb packs W (m x k per group's rows, less its zero points: one
+// per output channel, or one in all) for ubgemm, per group, with its rows'
+// sums; nil where a row does not fit (ubFits).
+func packConvWUb(w nd.Array, wz []int32, m, k, group int) *shiftedOperand {
+	v := func(i, p int) int32 {
+		if w.Type == nd.Int8 {
+			return int32(int8(w.Data[i*k+p])) - zpAt(wz, i)
+		}
+		return int32(w.Data[i*k+p]) - zpAt(wz, i)
+	}
+	for i := range m {
+		if !ubFits(k, func(p int) int32 { return v(i, p) }) {
+			return nil
+		}
+	}
+	mg := m / group
+	op := &shiftedOperand{ub: make([][]byte, group), sums: make([]int32, m)}
+	for g := range op.ub {
+		op.ub[g] = make([]byte, ubASize(mg, k))
+		ubPackA(op.ub[g], mg, k, func(i, p int) byte { return byte(int8(v(g*mg+i, p))) })
+	}
+	for i := range m {
+		for p := range k {
+			op.sums[i] += v(i, p)
+		}
+	}
+	return op
 }

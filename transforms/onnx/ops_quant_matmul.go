@@ -11,8 +11,10 @@ import (
 // matrices less their zero points, summed in int32; QLinearMatMul then
 // requantizes the sums to its output's type (requantize).
 //
-// The integer products are intGemm's (ops_quant_gemm.go): exact, on
-// package gemm's float32 kernels, B packed once when it is a constant.
+// The integer products are exact: where the CPU has AVX2 on the integer
+// kernels (runUb, runInt: ops_quant_ubgemm.go, ops_quant_igemm.go), B
+// packed once when it is a constant; else, and for a B that differs per
+// batch, intGemm's (ops_quant_gemm.go), on package gemm's float32 kernels.
 //
 // MatMulInteger's a_zero_point is per tensor or one per row of A (M
 // values), b_zero_point per tensor or one per column of B (N values).
@@ -162,6 +164,15 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	if s.m == 0 || s.n == 0 {
 		return nil
 	}
+	y := out[0]
+	var rq *requant
+	if k.linear {
+		rq = &requant{y: y, mult: mult, zp: yz}
+	}
+	if igWidth > 0 && numel(s.bBatch) == 1 {
+		k.runInt(s, a, b, zeroPoints(arrayAt(in, iaz)), zeroPoints(arrayAt(in, ibz)), y, rq)
+		return nil
+	}
 	af := getFloats(a.Len())
 	defer putFloats(af)
 	shiftedInto(a, *af, zeroPoints(arrayAt(in, iaz)), numel(s.aBatch), s.m, s.k)
@@ -172,11 +183,6 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 	}
 	bs := k.b.get(b, func(dst []float32) { shiftedInto(b, dst, bz, numel(s.bBatch)*s.k, s.n, 1) }, pack)
 	ao, bo := s.batchOffsets()
-	y := out[0]
-	var rq *requant
-	if k.linear {
-		rq = &requant{y: y, mult: mult, zp: yz}
-	}
 	// Products of rows of A: chunks of rows for every core.
 	rows := min(s.m, max(1, (1<<16)/max(1, s.n)))
 	chunks := (s.m + rows - 1) / rows
@@ -205,4 +211,126 @@ func (k *qmatmul) Run(in, out []nd.Array) error {
 		}
 	})
 	return nil
+}
+
+// runInt computes the product on the integer kernels (igemm): B (one for
+// every product) less its zero points packed once where it is a constant,
+// A's rows less theirs packed by each task, in chunks of rows; the sums go
+// to y (MatMulInteger) or are requantized into it by the task that made
+// them (rq: QLinearMatMul).
+func (k *qmatmul) runInt(s mmShape, a, b nd.Array, az, bz []int32, y nd.Array, rq *requant) {
+	bp := k.b.getPanels(b, func() *shiftedOperand { return packMatMulB(b, bz, s.k, s.n, len(az) <= 1) })
+	ao, _ := s.batchOffsets()
+	if bp.ub != nil && len(az) <= 1 {
+		k.runUb(s, a, bp, zpAt(az, 0), y, rq)
+		return
+	}
+	if bp.ig == nil { // packed for ubgemm, A's zero points per row: igemm's
+		bp = &shiftedOperand{ig: [][]int16{igPackRows(b, bz, s.k, s.n)}}
+	}
+	pb := bp.ig[0]
+	kp := igPairsOf(s.k)
+	rows := min(s.m, max(igRows, (1<<16)/max(1, s.n)))
+	rows = (rows + igRows - 1) / igRows * igRows
+	chunks := (s.m + rows - 1) / rows
+	parallel.Each(len(ao)*chunks, 2*rows*s.n*s.k, func(t int) {
+		bt, r0 := t/chunks, t%chunks*rows
+		r1 := min(s.m, r0+rows)
+		nr := r1 - r0
+		o := (bt*s.m + r0) * s.n
+		pa := panels16.get(igASize(nr, s.k))
+		defer panels16.put(pa)
+		zr := az
+		if len(az) > 1 {
+			zr = az[r0:r1]
+		}
+		if a.Type == nd.Int8 {
+			igPackA(*pa, nd.MustAs[int8](a)[ao[bt]+r0*s.k:], s.k, nr, s.k, zr)
+		} else {
+			igPackA(*pa, nd.MustAs[uint8](a)[ao[bt]+r0*s.k:], s.k, nr, s.k, zr)
+		}
+		if rq == nil {
+			igemm(*pa, nr, pb, s.n, kp, nd.MustAs[int32](y)[o:], s.n)
+			return
+		}
+		acc := getInts(nr * s.n)
+		defer putInts(acc)
+		igemm(*pa, nr, pb, s.n, kp, *acc, s.n)
+		requantRows(rq, *acc, nr, s.n, o)
+	})
+}
+
+// igPackRows packs b (k x n, int8 or uint8) less its zero points (one per
+// column, or one in all) as igemm's B.
+func igPackRows(b nd.Array, zp []int32, k, n int) []int16 {
+	rows := make([]int16, k*n)
+	if b.Type == nd.Int8 {
+		shiftInt16(rows, nd.MustAs[int8](b), zp, k, n, 1)
+	} else {
+		shiftInt16(rows, nd.MustAs[uint8](b), zp, k, n, 1)
+	}
+	p := make([]int16, igBSize(k, n))
+	igPackB(p, rows, n, k, n)
+	return p
+}
+
+// packMatMulB packs B (k x n) less its zero points (one per column, or
+// one in all) for ubgemm where ub (A's zero point per tensor) and its
+// columns fit (ubFits), with its columns' sums, else for igemm.
+func packMatMulB(b nd.Array, bz []int32, k, n int, ub bool) *shiftedOperand {
+	v := func(p, j int) int32 {
+		if b.Type == nd.Int8 {
+			return int32(int8(b.Data[p*n+j])) - zpAt(bz, j)
+		}
+		return int32(b.Data[p*n+j]) - zpAt(bz, j)
+	}
+	for j := range n {
+		if !ub || !ubFits(k, func(p int) int32 { return v(p, j) }) {
+			return &shiftedOperand{ig: [][]int16{igPackRows(b, bz, k, n)}}
+		}
+	}
+	op := &shiftedOperand{ub: [][]byte{make([]byte, ubBSize(k, n))}, sums: make([]int32, n)}
+	ubPackB(op.ub[0], k, n, func(p, j int) byte { return byte(int8(v(p, j))) })
+	for p := range k {
+		for j := range n {
+			op.sums[j] += v(p, j)
+		}
+	}
+	return op
+}
+
+// runUb is runInt on ubgemm: A's raw values (int8 ones plus 128) by B's
+// int8s less their zero points, the sums then less A's zero point times B's
+// columns' sums (ubgemm's init).
+func (k *qmatmul) runUb(s mmShape, a nd.Array, bp *shiftedOperand, az int32, y nd.Array, rq *requant) {
+	flip := a.Type == nd.Int8
+	if flip {
+		az += 128
+	}
+	init := make([]int32, (s.n+ubCols-1)/ubCols*ubCols)
+	for j, c := range bp.sums {
+		init[j] = -az * c
+	}
+	ao, _ := s.batchOffsets()
+	kq := ubQuadsOf(s.k)
+	rows := min(s.m, max(ubRows, (1<<16)/max(1, s.n)))
+	rows = (rows + ubRows - 1) / ubRows * ubRows
+	chunks := (s.m + rows - 1) / rows
+	parallel.Each(len(ao)*chunks, 2*rows*s.n*s.k, func(t int) {
+		bt, r0 := t/chunks, t%chunks*rows
+		r1 := min(s.m, r0+rows)
+		nr := r1 - r0
+		o := (bt*s.m + r0) * s.n
+		pa := panels8.get(ubASize(nr, s.k))
+		defer panels8.put(pa)
+		ubPackARows(*pa, a.Data[ao[bt]+r0*s.k:], s.k, nr, s.k, flip)
+		if rq == nil {
+			ubgemm(*pa, nr, bp.ub[0], s.n, kq, nd.MustAs[int32](y)[o:], s.n, init, false)
+			return
+		}
+		acc := getInts(nr * s.n)
+		defer putInts(acc)
+		ubgemm(*pa, nr, bp.ub[0], s.n, kq, *acc, s.n, init, false)
+		requantRows(rq, *acc, nr, s.n, o)
+	})
 }

@@ -1,6 +1,7 @@
 package onnx_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -380,5 +381,156 @@ func TestQuantOpsRegistered(t *testing.T) {
 	}
 	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger", "QLinearConv"} {
 		assert.True(t, have[op], op)
+	}
+}
+
+// ConvInteger and QLinearConv give the same values on the integer kernels
+// (igemm and ubgemm, from the padded input's phase planes) as on the
+// float32 ones, over the geometries the integer kernels take apart: 1-D,
+// 2-D and 3-D, stride 1 with and without padding and dilation, strides of
+// 2 and 3 and mixed, with dilation, kernels smaller than the stride,
+// asymmetric and SAME_UPPER padding, groups and depthwise, 1x1 kernels, K
+// odd, outputs in several chunks, int8 and uint8 X, W per tensor and per
+// channel, of 8 bits (igemm) and 7 (ubgemm), constant and run-time.
+func TestQuantConvIntKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	type geo struct {
+		name  string
+		x, w  []int
+		group int
+		attrs []*onnxpb.AttributeProto
+	}
+	pads2 := func(a, b, c, d int64) *onnxpb.AttributeProto { return onnxtest.Ints("pads", a, b, c, d) }
+	for _, g := range []geo{
+		{"3x3 pad 1", []int{2, 16, 23, 19}, []int{12, 16, 3, 3}, 1, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1)}},
+		{"3x3 no pad, K odd", []int{1, 3, 50, 41}, []int{5, 3, 3, 3}, 1, nil},
+		{"dilation 2 pad 2 groups 2", []int{1, 8, 17, 13}, []int{6, 4, 3, 3}, 2, []*onnxpb.AttributeProto{pads2(2, 2, 2, 2), onnxtest.Ints("dilations", 2, 2)}},
+		{"asymmetric pads", []int{1, 5, 9, 12}, []int{7, 5, 2, 3}, 1, []*onnxpb.AttributeProto{pads2(0, 2, 1, 0)}},
+		{"SAME_UPPER", []int{1, 4, 8, 8}, []int{4, 4, 4, 4}, 1, []*onnxpb.AttributeProto{onnxtest.String("auto_pad", "SAME_UPPER")}},
+		{"depthwise", []int{1, 8, 11, 11}, []int{8, 1, 3, 3}, 8, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1)}},
+		{"stride 2", []int{1, 6, 15, 14}, []int{9, 6, 3, 3}, 1, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1), onnxtest.Ints("strides", 2, 2)}},
+		{"1x1", []int{2, 20, 7, 9}, []int{10, 20, 1, 1}, 1, nil},
+		{"1-D", []int{2, 6, 100}, []int{5, 6, 5}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 2, 1)}},
+		{"3-D", []int{1, 3, 5, 6, 7}, []int{4, 3, 3, 3, 3}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 1, 1, 1, 1, 1)}},
+		{"stride 2 dilation 2", []int{1, 6, 17, 16}, []int{8, 6, 3, 3}, 1, []*onnxpb.AttributeProto{pads2(2, 1, 1, 2), onnxtest.Ints("strides", 2, 2), onnxtest.Ints("dilations", 2, 2)}},
+		{"strides 3 and 1", []int{1, 4, 20, 11}, []int{4, 4, 3, 2}, 1, []*onnxpb.AttributeProto{pads2(0, 1, 2, 0), onnxtest.Ints("strides", 3, 1)}},
+		{"1x1 stride 2", []int{1, 8, 9, 9}, []int{8, 8, 1, 1}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("strides", 2, 2)}},
+		{"stride 2 groups 2", []int{2, 8, 12, 13}, []int{8, 4, 3, 3}, 2, []*onnxpb.AttributeProto{pads2(1, 1, 1, 1), onnxtest.Ints("strides", 2, 2)}},
+		{"1-D stride 2", []int{2, 6, 101}, []int{5, 6, 5}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 2, 2), onnxtest.Ints("strides", 2)}},
+		{"3-D strides 2, 1, 2", []int{1, 3, 7, 6, 9}, []int{4, 3, 3, 3, 3}, 1, []*onnxpb.AttributeProto{onnxtest.Ints("pads", 1, 1, 1, 1, 1, 1), onnxtest.Ints("strides", 2, 1, 2)}},
+	} {
+		for _, xt := range []nd.DType{nd.Uint8, nd.Int8} {
+			for _, c := range []struct {
+				constW bool
+				bits   int
+			}{{true, 8}, {false, 8}, {true, 7}, {false, 7}} {
+				constW := c.constW
+				name := fmt.Sprintf("%s/%v/constW=%v/%d bits", g.name, xt, constW, c.bits)
+				x := randQuant(r, xt, g.x...)
+				w := randQuant(r, nd.Int8, g.w...)
+				m := g.w[0]
+				xz := nd.Zeros(xt)
+				xz.Data[0] = byte(r.IntN(256))
+				wz := randQuant(r, nd.Int8, m)
+				if !constW {
+					wz = nd.Scalar[int8](int8(r.IntN(256) - 128))
+				}
+				if c.bits == 7 { // ubgemm's weights: less their zero point, in [-64, 63]
+					for i := range wz.Data {
+						wz.Data[i] = byte(int8(r.IntN(9) - 4))
+					}
+					for i := range w.Data {
+						z := int(int8(wz.Data[min(i/(len(w.Data)/m), len(wz.Data)-1)]))
+						w.Data[i] = byte(int8([]int{-64, 63, -64 + r.IntN(128)}[r.IntN(3)] + z))
+					}
+				}
+				attrs := append([]*onnxpb.AttributeProto{onnxtest.Int("group", int64(g.group))}, g.attrs...)
+				run := func(ints bool) (nd.Array, nd.Array) {
+					defer onnx.UseIntKernels(ints)()
+					ci := mustRun(t, 10, "ConvInteger", []nd.Array{x, w, xz, wz}, []bool{false, constW, true, true}, []string{"y:int32"}, attrs...)
+					ws := make([]float32, m)
+					bias := make([]int32, m)
+					for i := range ws {
+						ws[i], bias[i] = 0.002*float32(i+1), int32(i*37-100)
+					}
+					in := []nd.Array{x, nd.Scalar[float32](0.03), xz, w, nd.Of(ws, m), wz, nd.Scalar[float32](0.4), nd.Scalar[int8](3), nd.Of(bias, m)}
+					if !constW {
+						in[4] = nd.Scalar[float32](0.002)
+					}
+					ql := mustRun(t, 10, "QLinearConv", in, []bool{false, true, true, constW, true, true, true, true, true}, []string{"y:int8"}, attrs...)
+					return ci[0], ql[0]
+				}
+				wantI, wantQ := run(false)
+				gotI, gotQ := run(true)
+				assert.Equal(t, wantI, gotI, "%s: ConvInteger", name)
+				assert.Equal(t, wantQ, gotQ, "%s: QLinearConv", name)
+			}
+		}
+	}
+}
+
+// MatMulInteger and QLinearMatMul give the same values on the integer
+// kernels as on the float32 ones: weights of 7 bits (ubgemm's kernel,
+// its pairs within 128, at the edge of it too; int8, and uint8 about a
+// zero point of 128) and of 8 (igemm's), A
+// uint8 and int8 with its zero point per tensor or per row, B's per
+// column, batches, M, N and K odd and across the kernels' blocks,
+// constant and run-time B.
+func TestQuantMatMulIntKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, s := range [][4]int{{1, 1, 1, 1}, {2, 5, 7, 3}, {1, 13, 300, 17}, {3, 8, 1027, 33}} {
+		B, M, K, N := s[0], s[1], s[2], s[3]
+		for _, at := range []nd.DType{nd.Uint8, nd.Int8} {
+			for _, bits := range []int{7, 8, -7} { // -7: uint8 B, 7 bits about its zero point 128
+				for _, constB := range []bool{true, false} {
+					name := fmt.Sprintf("%v/%v/%d bits/constB=%v", s, at, bits, constB)
+					a := randQuant(r, at, B, M, K)
+					b := nd.Zeros(nd.Int8, K, N)
+					bz := nd.Zeros(nd.Int8, N)
+					if bits < 0 {
+						b, bz = nd.Zeros(nd.Uint8, K, N), nd.Zeros(nd.Uint8, N)
+						for j := range bz.Data {
+							bz.Data[j] = 128
+						}
+					}
+					for i := range b.Data {
+						v := r.IntN(256) - 128
+						if bits == 7 || bits == -7 {
+							v = []int{-64, 63, -64 + r.IntN(128)}[r.IntN(3)]
+						}
+						if bits < 0 {
+							v += 128
+						}
+						b.Data[i] = byte(v)
+					}
+					if bits == 8 {
+						for j := range bz.Data {
+							bz.Data[j] = byte(int8(r.IntN(256) - 128))
+						}
+					}
+					azRow := randQuant(r, at, M)
+					azOne := nd.Zeros(at)
+					azOne.Data[0] = byte(r.IntN(256))
+					bs := make([]float32, N)
+					for j := range bs {
+						bs[j] = 0.003 * float32(j+1)
+					}
+					run := func(ints bool) []nd.Array {
+						defer onnx.UseIntKernels(ints)()
+						var out []nd.Array
+						for _, az := range []nd.Array{azOne, azRow} {
+							out = append(out, mustRun(t, 10, "MatMulInteger", []nd.Array{a, b, az, bz}, []bool{false, constB, true, true}, []string{"y:int32"})[0])
+						}
+						in := []nd.Array{a, nd.Scalar[float32](0.02), azOne, b, nd.Of(bs, N), bz, nd.Scalar[float32](0.3), nd.Scalar[uint8](100)}
+						out = append(out, mustRun(t, 10, "QLinearMatMul", in, []bool{false, true, true, constB, true, true, true, true}, []string{"y:uint8"})[0])
+						return out
+					}
+					want, got := run(false), run(true)
+					for i := range want {
+						assert.Equal(t, want[i], got[i], "%s: output %d", name, i)
+					}
+				}
+			}
+		}
 	}
 }
