@@ -629,6 +629,7 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 	last := p.axes[rank-1]
 	lt := tables[rank-1]
 	anyExt := slices.Contains(lt.ext, true)
+	rep := repeats(lt.idx, last.in, last.out)
 	rows := numel(p.outShape()[:rank-1])
 	parallel.For(rows, last.out, func(lo, hi int) {
 		coord := make([]int, rank)
@@ -660,6 +661,17 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 						dst[o] = src[lt.idx[o]]
 					}
 				}
+			case rep == 2: // Upsample's and an FPN's 2x: each input twice
+				src := x[off : off+last.in]
+				dst = dst[:2*len(src)]
+				for i, v := range src {
+					dst[2*i], dst[2*i+1] = v, v
+				}
+			case rep > 0:
+				src := x[off : off+last.in]
+				for i, v := range src {
+					fillWords(dst[i*rep:(i+1)*rep], v)
+				}
 			default:
 				src := x[off : off+last.in]
 				idx := lt.idx[:len(dst)]
@@ -670,6 +682,22 @@ func resizeNearest[E word](r *resize, p resizePlan, x, y []E, fill E) {
 			prevOff, prevOutside = off, outside
 		}
 	})
+}
+
+// repeats returns s where the last axis's table reads each of in inputs
+// s times in turn (out = s in, idx[o] = o/s: nearest by an integer
+// scale), else 0.
+func repeats(idx []int, in, out int) int {
+	if in == 0 || out%in != 0 || out < 2*in || len(idx) < out {
+		return 0
+	}
+	s := out / in
+	for o, i := range idx[:out] {
+		if i != o/s {
+			return 0
+		}
+	}
+	return s
 }
 
 // outShapeIn is the input's shape.

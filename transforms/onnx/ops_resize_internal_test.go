@@ -27,6 +27,9 @@ func TestResizeNearestMatchesGather(t *testing.T) {
 			if r.IntN(4) != 0 {
 				out = 1 + r.IntN(13)
 			}
+			if r.IntN(3) == 0 { // an integer scale, Upsample's: each input repeated (repeats)
+				out = in * (2 + r.IntN(2))
+			}
 			ax := resizeAxis{in: in, out: out, scale: float64(out) / float64(in), roiLo: 0, roiHi: 1}
 			if rs.coord == ctTFCropAndResize {
 				ax.roiLo, ax.roiHi = r.Float64()-0.5, 0.5+r.Float64()
