@@ -23,6 +23,14 @@ import (
 
 var zooManifest = flag.String("zoo", "", "BenchmarkZoo: the manifest of containers/onnx/bench_models.py (make bench-onnx)")
 
+// zooWarmup is BenchmarkZoo's runs before it times any (the first, the
+// one whose allocations it counts, and zooWarmup-2 between), as many as
+// ONNX Runtime's side makes (ort_run.js --warmup): besides the caches, the Go
+// heap grows over the first runs of a model with large outputs, each new
+// output on pages the process faults in, where a pipeline's thousands of
+// calls reuse the collected ones.
+var zooWarmup = flag.Int("zoo-warmup", 2, "BenchmarkZoo: runs before the measured ones")
+
 // zooPeak is this process's FMA peak at GOMAXPROCS threads, measured once.
 var zooPeak = sync.OnceValue(func() peak.FLOPs { return peak.FMA(runtime.GOMAXPROCS(0), 300*time.Millisecond) })
 
@@ -85,6 +93,11 @@ func BenchmarkZoo(b *testing.B) {
 						_, err = q.Run(in)
 						return err
 					}
+				}
+			}
+			for range *zooWarmup - 2 { // the runs above and the counted one below are two
+				if err := run(); err != nil {
+					b.Fatalf("%s/%s: %v", e.name, e.label, err)
 				}
 			}
 			var ms runtime.MemStats
