@@ -2,9 +2,9 @@ package onnx
 
 import (
 	"math"
-	"slices"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
