@@ -32,9 +32,12 @@
 #   models: the models above; ops: the operators (NAME/op, e.g. lstm/op)
 # Environment:
 #   ROUNDS (3), RUNS (5)         rounds, and timed runs per side and round
-#   WARMUP (5)                   untimed runs per side before them (the Go heap
-#                                grows over the first runs of a model with large
-#                                outputs, each new output on pages faulted in)
+#   WARMUP (5), WARMUP_MS (1000) untimed runs per side before them: WARMUP, then
+#                                more while the warm-up took under WARMUP_MS (at
+#                                most 100 in all). The Go heap grows over a
+#                                process's first runs of a model with large
+#                                outputs, each new output on pages faulted in;
+#                                a pipeline's thousands of calls reuse them.
 #   THREADS (every core)         the "all cores" thread count
 #   BEAMGPU_BENCH_ONNX_DIR       the model cache (default ${XDG_CACHE_HOME:-~/.cache}/beamgpu/bench-onnx)
 #   OUT (out/bench-onnx)         where the logs and table.md go
@@ -47,6 +50,7 @@ cd "$(dirname "$0")/../.."
 rounds=${ROUNDS:-3}
 runs=${RUNS:-5}
 warmup=${WARMUP:-5}
+warmup_ms=${WARMUP_MS:-1000}
 threads=${THREADS:-$(nproc)}
 out=${OUT:-out/bench-onnx}
 py=${PYTHON:-/usr/bin/python3}
@@ -118,12 +122,12 @@ for round in $(seq "$rounds"); do
 		[[ $label != op ]] || ts=1 # the operators: at one thread
 		for t in $ts; do
 			echo "bench-onnx: round $round: $name/$label at $t thread(s)" >&2
-			containers/onnx/ort.sh --quiet -- containers/onnx/ort_run.js zoo --threads "$t" --warmup "$warmup" --runs "$runs" --ref "$out" "$manifest" "$name/$label" 2>>"$log" |
+			containers/onnx/ort.sh --quiet -- containers/onnx/ort_run.js zoo --threads "$t" --warmup "$warmup" --warmup-ms "$warmup_ms" --runs "$runs" --ref "$out" "$manifest" "$name/$label" 2>>"$log" |
 				tee -a "$log" | awk -v t="$t" '$1 == "ort" { line = "ort " $2 " " t
 					for (i = 3; i <= NF; i++) if ($i ~ /^(ms|cpu_ms)=/) line = line " " $i
 					print line }' >>"$out/results.txt" || true
 			(cd transforms/onnx && GOMAXPROCS=$t "$bin" -test.run '^$' -test.bench "$(pattern "$name" "$label")" \
-				-test.benchtime "${runs}x" -zoo-warmup "$warmup" -zoo "$manifest" 2>&1) | tee -a "$log" |
+				-test.benchtime "${runs}x" -zoo-warmup "$warmup" -zoo-warmup-ms "$warmup_ms" -zoo "$manifest" 2>&1) | tee -a "$log" |
 				awk -v t="$t" -v n="$name/$label" '/^BenchmarkZoo\// {
 					line = "ours " n " " t
 					for (i = 2; i < NF; i++) if ($(i+1) ~ /^(ms\/run|cpu_ms\/run|GFLOP\/s|peak_share|B\/run|max_rel_diff)$/) line = line " " $(i+1) "=" $i
@@ -154,7 +158,7 @@ function ms(x) { return x == "" ? "failed" : sprintf(x < 10 ? "%.2f" : "%.1f", x
 }
 AWK
 ortv=$(grep -m1 -o 'ort=[0-9.]*' "$log" | cut -d= -f2 || true)
-machine="$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $rounds round(s) of $runs runs after $warmup warm-ups"
+machine="$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $rounds round(s) of $runs runs after $warmup to 100 warm-ups (${warmup_ms} ms)"
 {
 	echo "ONNX models on the CPU: beamgpu against ONNX Runtime $ortv, $machine"
 	echo "FMA peak: 1 thread $(cut -d' ' -f2- "$out/peak-1.txt"); $threads threads $(cut -d' ' -f2- "$out/peak-all.txt")"

@@ -300,10 +300,14 @@ async function bench(argv) {
 // INPUT[,INPUT...] per line; an input FILE@ROWS has its rows repeated to ROWS),
 // or those named NAME/LABEL after it, and with --ref DIR writes each entry's first
 // output to DIR/NAME-LABEL.ort.npy (the reference the Go benchmark compares with).
+// maxWarmup bounds the warm-up runs that --warmup-ms adds.
+const maxWarmup = 100;
+
 async function zoo(argv) {
-  const [o, rest] = parseArgs(argv, { warmup: '2', runs: '5', threads: '', ref: '' });
-  if (rest.length === 0) throw new Error('usage: zoo [--threads N] [--warmup N] [--runs N] [--ref DIR] MANIFEST [NAME/LABEL ...]');
+  const [o, rest] = parseArgs(argv, { warmup: '2', 'warmup-ms': '0', runs: '5', threads: '', ref: '' });
+  if (rest.length === 0) throw new Error('usage: zoo [--threads N] [--warmup N] [--warmup-ms MS] [--runs N] [--ref DIR] MANIFEST [NAME/LABEL ...]');
   const warmup = Number(o.warmup);
+  const warmupMs = Number(o['warmup-ms']);
   const runs = positiveInt(o.runs, '--runs');
   const threads = o.threads ? positiveInt(o.threads, '--threads') : cores();
   const want = new Set(rest.slice(1));
@@ -321,7 +325,12 @@ async function zoo(argv) {
       feeds[n] = rows ? repeatRows(t, positiveInt(rows, `${files[i]}: rows`)) : t;
     });
     let results;
-    for (let w = 0; w < warmup; w++) results = await session.run(feeds);
+    // --warmup runs, then more while under --warmup-ms in all (at most
+    // 100), as BenchmarkZoo warms up (zoo_bench_test.go).
+    const w0 = process.hrtime.bigint();
+    for (let w = 0; w < warmup || (w < maxWarmup && Number(process.hrtime.bigint() - w0) / 1e6 < warmupMs); w++) {
+      results = await session.run(feeds);
+    }
     const ms = [];
     const cpu = [];
     for (let r = 0; r < runs; r++) {

@@ -31,6 +31,14 @@ var zooManifest = flag.String("zoo", "", "BenchmarkZoo: the manifest of containe
 // calls reuse the collected ones.
 var zooWarmup = flag.Int("zoo-warmup", 2, "BenchmarkZoo: runs before the measured ones")
 
+// zooWarmupMs adds warm-up runs while the warm-up has taken less (at most
+// maxWarmup runs in all), as ort_run.js --warmup-ms does: the cheap
+// operators run dozens of times, a large model the zooWarmup.
+var zooWarmupMs = flag.Int("zoo-warmup-ms", 0, "BenchmarkZoo: more warm-up runs while the warm-up took less than this many ms")
+
+// maxWarmup bounds the warm-up runs zooWarmupMs adds.
+const maxWarmup = 100
+
 // zooPeak is this process's FMA peak at GOMAXPROCS threads, measured once.
 var zooPeak = sync.OnceValue(func() peak.FLOPs { return peak.FMA(runtime.GOMAXPROCS(0), 300*time.Millisecond) })
 
@@ -70,6 +78,7 @@ func BenchmarkZoo(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%s/%s: %v", e.name, e.label, err)
 			}
+			warm := time.Now()
 			outs, err := p.Run(ins) // warm-up
 			if err != nil {
 				b.Fatalf("%s/%s: %v", e.name, e.label, err)
@@ -95,7 +104,8 @@ func BenchmarkZoo(b *testing.B) {
 					}
 				}
 			}
-			for range *zooWarmup - 2 { // the runs above and the counted one below are two
+			// the warm-up: the runs above and the counted one below are two
+			for w := 2; w < *zooWarmup || w < maxWarmup && time.Since(warm) < time.Duration(*zooWarmupMs)*time.Millisecond; w++ {
 				if err := run(); err != nil {
 					b.Fatalf("%s/%s: %v", e.name, e.label, err)
 				}
