@@ -78,3 +78,35 @@ func hardF32(y, x []float32, alpha, beta float32, swish bool) bool {
 	}
 	return true
 }
+
+//go:noescape
+func softsignAVX2(y, x *float32, n int)
+
+//go:noescape
+func threshAVX2(y, x *float32, n int, alpha float32)
+
+// softsignVec writes Softsign's x[i] / (1 + |x[i]|) to y[i] for the whole
+// vectors of x and returns how many (0 without a vector kernel); the
+// same bits as unaryMore32's loop. len(y) >= len(x); y may be x.
+func softsignVec(y, x []float32) int {
+	n := len(x) &^ 7
+	if actWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	softsignAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n)
+	return n
+}
+
+// threshVec writes ThresholdedRelu's x[i] (where over alpha or NaN, else
+// 0) to y[i] for the whole vectors of x and returns how many (0 without a
+// vector kernel). len(y) >= len(x); y may be x.
+func threshVec(y, x []float32, alpha float32) int {
+	n := len(x) &^ 7
+	if actWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	threshAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, alpha)
+	return n
+}

@@ -192,3 +192,100 @@ gstorer:
 gdone:
 	VZEROUPPER
 	RET
+
+// func softsignAVX2(y, x *float32, n int)
+//
+// Softsign, y[i] = x[i] / (1 + |x[i]|) in float32 (the sum and the
+// quotient each rounded, as Go's loop and ONNX Runtime compute it), for
+// i < n, n a multiple of 8. NaN stays NaN.
+TEXT ·softsignAVX2(SB), NOSPLIT, $0-24
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x3f800000, AX
+	MOVQ         AX, X9
+	VBROADCASTSS X9, Y9  // 1
+	MOVL         $0x7fffffff, AX
+	MOVQ         AX, X8
+	VBROADCASTSS X8, Y8  // |.|'s mask
+
+sby16:
+	CMPQ    CX, $16
+	JLT     sby8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VANDPS  Y8, Y0, Y2
+	VANDPS  Y8, Y1, Y3
+	VADDPS  Y9, Y2, Y2
+	VADDPS  Y9, Y3, Y3
+	VDIVPS  Y2, Y0, Y0
+	VDIVPS  Y3, Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	SUBQ    $16, CX
+	JMP     sby16
+
+sby8:
+	CMPQ    CX, $8
+	JLT     sdone
+	VMOVUPS (SI), Y0
+	VANDPS  Y8, Y0, Y2
+	VADDPS  Y9, Y2, Y2
+	VDIVPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func threshAVX2(y, x *float32, n int, alpha float32)
+//
+// ThresholdedRelu, y[i] = x[i] where x[i] > alpha or x[i] is NaN, else
+// +0, for i < n, n a multiple of 8.
+TEXT ·threshAVX2(SB), NOSPLIT, $0-28
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS alpha+24(FP), Y9
+
+tby32:
+	CMPQ    CX, $32
+	JLT     tby8
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VCMPPS  $6, Y9, Y0, Y4 // !(x <= alpha): over, or NaN
+	VCMPPS  $6, Y9, Y1, Y5
+	VCMPPS  $6, Y9, Y2, Y6
+	VCMPPS  $6, Y9, Y3, Y7
+	VANDPS  Y4, Y0, Y0
+	VANDPS  Y5, Y1, Y1
+	VANDPS  Y6, Y2, Y2
+	VANDPS  Y7, Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	SUBQ    $32, CX
+	JMP     tby32
+
+tby8:
+	CMPQ    CX, $8
+	JLT     tdone
+	VMOVUPS (SI), Y0
+	VCMPPS  $6, Y9, Y0, Y4
+	VANDPS  Y4, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     tby8
+
+tdone:
+	VZEROUPPER
+	RET

@@ -11,3 +11,7 @@ func hardF32(y, x []float32, alpha, beta float32, swish bool) bool { return fals
 
 // actWidth is the lanes of the vector kernels: none in this build.
 var actWidth = 0
+
+func softsignVec(y, x []float32) int { return 0 }
+
+func threshVec(y, x []float32, alpha float32) int { return 0 }
