@@ -25,19 +25,20 @@ var expTab = func() (t [17][8]float32) {
 	return t
 }()
 
-// erfAVX2 is erff's vector kernel (numeric_amd64.s): n a multiple of 8.
+// erfAVX2 is erff's vector kernel (numeric_amd64.s), and Gelu's with
+// gelu 1: n a multiple of 8.
 //
 //go:noescape
-func erfAVX2(y, x *float32, n int, tab *[34][8]float32)
+func erfAVX2(y, x *float32, n int, tab *[36][8]float32, gelu int)
 
 // erfTab holds erfAVX2's constants, each 8 times: erff's (numeric.go,
-// written as erff writes them), then expf's.
-var erfTab = func() (t [34][8]float32) {
+// written as erff writes them), then expf's, then Gelu's 1/√2 and 1/2.
+var erfTab = func() (t [36][8]float32) {
 	f := []float32{math.Float32frombits(0x7fffffff), math.Float32frombits(0x80000000), 1, 4, 2.5,
 		1.1283792, -0.37612629, 0.11283626, -0.0268554, 0.0051912186, -0.00080348464, 7.9334939e-05,
 		0.21080637, -0.074347556, 0.024937805, -0.0079996092, 0.0024674453, -0.00073856639, 0.00021110837, -5.3845422e-05, 1.5317162e-05, -6.3341831e-06, 1.4981339e-06,
 		log2eF, roundF, ln2Hi, ln2Lo, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2,
-		math.Float32frombits(0x4b400000 - 127)}
+		math.Float32frombits(0x4b400000 - 127), geluScale, 0.5}
 	for i, v := range f {
 		for j := range t[i] {
 			t[i][j] = v
@@ -55,8 +56,38 @@ func erfVecF32(y, x []float32) int {
 		return 0
 	}
 	_ = y[n-1]
-	erfAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, &erfTab)
+	erfAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, &erfTab, 0)
 	return n
+}
+
+// geluVecF32 writes Gelu's 0.5 x[i] (1 + erff(x[i]/√2)) to y[i] for the
+// whole vectors of x and returns how many (0 without a vector kernel), the
+// same bits as unaryBlock32. len(y) >= len(x); y may be x.
+func geluVecF32(y, x []float32) int {
+	n := len(x) &^ 7
+	if expWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	erfAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, &erfTab, 1)
+	return n
+}
+
+// geluTanhAVX2 is Gelu's tanh form's vector kernel (numeric_amd64.s).
+//
+//go:noescape
+func geluTanhAVX2(y, x *float32, n int, tab *[17][8]float32, c, k float32) int
+
+// geluTanhVecF32 writes Gelu's tanh form of x[i] to y[i] for a prefix of
+// x in whole vectors and returns its length (0 without a vector kernel),
+// the same bits as unaryBlock32: it stops at the first vector with a NaN.
+// len(y) >= len(x); y may be x.
+func geluTanhVecF32(y, x []float32) int {
+	if expWidth == 0 || len(x) < 8 {
+		return 0
+	}
+	_ = y[len(x)-1]
+	return geluTanhAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &expTab, geluCubic, geluTanhScale)
 }
 
 // sigmoidAVX2 is sigmoidInto's vector kernel (numeric_amd64.s).

@@ -78,23 +78,35 @@ done:
 #define E_C6 992(R8)
 #define E_C2 1024(R8)
 #define E_BIAS 1056(R8)
+#define E_SQRTH 1088(R8)
+#define E_HALF 1120(R8)
 
-// func erfAVX2(y, x *float32, n int, tab *[34][8]float32)
+// func erfAVX2(y, x *float32, n int, tab *[36][8]float32, gelu int)
 //
 // y[i] = erff(x[i]) for i < n, n a multiple of 8: both of erff's
 // polynomials and its e^-x² (expf's normal range: -x² is in (-16, -1]
-// where it is used) for every lane, then each lane's own case kept.
-TEXT ·erfAVX2(SB), NOSPLIT, $0-32
+// where it is used) for every lane, then each lane's own case kept. With
+// gelu != 0 it is Gelu's y[i] = 0.5 x[i] (1 + erff(x[i] 0.70710678))
+// instead, the product and the sums rounded in unaryBlock32's order (the
+// same bits).
+TEXT ·erfAVX2(SB), NOSPLIT, $0-40
 	MOVQ    y+0(FP), DI
 	MOVQ    x+8(FP), SI
 	MOVQ    n+16(FP), CX
 	MOVQ    tab+24(FP), R8
+	MOVQ    gelu+32(FP), R9
 	VMOVUPS E_ABS, Y15
 
 erfloop:
 	CMPQ    CX, $8
 	JLT     erfdone
 	VMOVUPS (SI), Y0
+	TESTQ   R9, R9
+	JZ      erfin
+	VMOVUPS Y0, Y14
+	VMULPS  E_SQRTH, Y14, Y0 // x / √2
+
+erfin:
 	VANDPS  Y15, Y0, Y1  // a = |x|
 
 	// |x| < 1: x P(x²)
@@ -176,6 +188,13 @@ erfloop:
 	VBLENDVPS Y10, Y7, Y9, Y9
 	VCMPPS    $1, E_ONE, Y1, Y10
 	VBLENDVPS Y10, Y3, Y9, Y9
+	TESTQ     R9, R9
+	JZ        erfout
+	VADDPS    E_ONE, Y9, Y9    // 1 + erf
+	VMULPS    E_HALF, Y14, Y12 // x/2
+	VMULPS    Y9, Y12, Y9
+
+erfout:
 	VMOVUPS   Y9, (DI)
 	ADDQ      $32, SI
 	ADDQ      $32, DI
@@ -302,4 +321,55 @@ tanhloop:
 tanhdone:
 	VZEROUPPER
 	MOVQ DX, ret+32(FP)
+	RET
+
+// func geluTanhAVX2(y, x *float32, n int, tab *[17][8]float32, c, k float32) int
+//
+// Gelu's tanh form, y[i] = x σ(2u) = x σ(k (x + c x³)) (c 0.044715, k
+// 2√(2/π)), for i below the returned count (a multiple of 8 no larger
+// than n): the argument in unaryBlock32's order, σ as sigmoidAVX2 computes
+// it, so the same bits as unaryBlock32. It stops before the first 8
+// values holding a NaN (left to Go). y may be x.
+TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         tab+24(FP), R8
+	VBROADCASTSS c+32(FP), Y11
+	VBROADCASTSS k+36(FP), Y12
+	XORQ         DX, DX
+	VMOVUPS      ONE, Y14
+	VXORPS       Y15, Y15, Y15
+	VSUBPS       Y14, Y15, Y15 // -1.0: its sign bit alone differs from 1.0
+	VXORPS       Y14, Y15, Y15 // the sign bit
+
+gtloop:
+	LEAQ      8(DX), AX
+	CMPQ      AX, CX
+	JGT       gtdone
+	VMOVUPS   (SI)(DX*4), Y10 // v
+	VCMPPS    $3, Y10, Y10, Y1 // NaN
+	VMOVMSKPS Y1, AX
+	TESTL     AX, AX
+	JNZ       gtdone
+	VMULPS    Y11, Y10, Y13    // c v
+	VMULPS    Y10, Y13, Y13
+	VMULPS    Y10, Y13, Y13    // c v³
+	VADDPS    Y13, Y10, Y13    // v + c v³
+	VMULPS    Y12, Y13, Y13    // u
+	VORPS     Y15, Y13, Y0     // -|u|
+
+	EXPF // t
+
+	VADDPS    Y14, Y4, Y8      // 1 + t
+	VBLENDVPS Y13, Y4, Y14, Y9 // t where u's sign bit is set, else 1
+	VDIVPS    Y8, Y9, Y9       // σ(u)
+	VMULPS    Y9, Y10, Y9
+	VMOVUPS   Y9, (DI)(DX*4)
+	ADDQ      $8, DX
+	JMP       gtloop
+
+gtdone:
+	VZEROUPPER
+	MOVQ DX, ret+40(FP)
 	RET

@@ -15,3 +15,7 @@ func sigmoidVecF32(y, x []float32) int { return 0 }
 
 // tanhVecF32: no vector kernel in this build.
 func tanhVecF32(y, x []float32) int { return 0 }
+
+func geluVecF32(y, x []float32) int { return 0 }
+
+func geluTanhVecF32(y, x []float32) int { return 0 }

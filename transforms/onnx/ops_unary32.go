@@ -3,8 +3,11 @@ package onnx
 import "math"
 
 // unaryMore32 computes ops_unary.go's operators on float32s: Floor, Ceil,
-// Round, ThresholdedRelu and Softsign as unaryFunc does (the same bits),
-// without its call per element; the others in float32 without branches on
+// Round and ThresholdedRelu as unaryFunc does (the same bits), without its
+// call per element (ThresholdedRelu's whole vectors on threshVec's kernel);
+// Softsign in float32, x / (1 + |x|) with the sum and the quotient each
+// rounded as ONNX Runtime computes it (whole vectors on softsignVec's
+// kernel, the same bits); the others in float32 without branches on
 // the values (random signs mispredict): Gelu on erff's vector loop, Gelu's
 // tanh form as x σ(2u) on the vector sigmoid, Selu and Celu on expm1Block32
 // (whole vectors in one AVX2 pass, eluVec, the same bits),
@@ -29,19 +32,37 @@ func unaryMore32(k *ewUnary, x, y []float32) {
 		}
 	case unThresholdedRelu: // without a branch: the signs are a coin toss
 		af := float32(a)
-		for i, v := range x {
+		for i := threshVec(y, x, af); i < len(x); i++ {
+			v := x[i]
 			keep := -(b2u(v != v) | b2u(v > af))
 			y[i] = math.Float32frombits(math.Float32bits(v) & keep)
 		}
-	case unSoftsign:
-		for i, v := range x {
-			d := float64(v)
-			y[i] = float32(d / (1 + math.Abs(d)))
+	case unSoftsign: // in float32, as ONNX Runtime computes it
+		for i := softsignVec(y, x); i < len(x); i++ {
+			v := x[i]
+			y[i] = v / (1 + math.Float32frombits(math.Float32bits(v)&^(1<<31)))
 		}
 	case unSelu, unCelu: // whole vectors in one pass where there is a kernel
 		n := eluVec(y, x, k.alpha, k.beta, k.op == unCelu)
 		blocks32(x[n:], y[n:], func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
-	case unGelu, unGeluTanh, unSoftplus, unMish:
+	case unGelu: // whole vectors in one pass where there is a kernel
+		n := geluVecF32(y, x)
+		blocks32(x[n:], y[n:], func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
+	case unGeluTanh: // whole vectors in one pass, to the first NaN
+		step := len(x)
+		if expWidth > 0 {
+			step = 8
+		}
+		for lo := 0; lo < len(x); {
+			if n := geluTanhVecF32(y[lo:], x[lo:]); n > 0 {
+				lo += n
+				continue
+			}
+			hi := min(len(x), lo+step)
+			blocks32(x[lo:hi], y[lo:hi], func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
+			lo = hi
+		}
+	case unSoftplus, unMish:
 		blocks32(x, y, func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
 	case unSin, unCos:
 		sinCosInto(y, x, k.op == unCos)
@@ -49,6 +70,13 @@ func unaryMore32(k *ewUnary, x, y []float32) {
 		unaryMore(k, x, y)
 	}
 }
+
+// Gelu's constants: 1/√2, and for the tanh form 0.044715 and 2√(2/π).
+const (
+	geluScale     float32 = 0.70710678118654752440
+	geluCubic     float32 = 0.044715
+	geluTanhScale float32 = 2 * 0.79788456080286535588
+)
 
 // blocks32 calls f on blocks of x and y with a scratch block t of the
 // same length.
@@ -86,7 +114,7 @@ func unaryBlock32(k *ewUnary, x, t, y []float32) {
 		}
 	case unGelu: // x/2 (1 + erf(x/√2))
 		for i, v := range x {
-			t[i] = v * 0.70710678118654752440
+			t[i] = v * geluScale
 		}
 		erfInto(t, t)
 		for i, v := range x {
@@ -94,7 +122,9 @@ func unaryBlock32(k *ewUnary, x, t, y []float32) {
 		}
 	case unGeluTanh: // x/2 (1 + tanh u) = x σ(2u), u = √(2/π) (x + 0.044715 x³)
 		for i, v := range x {
-			t[i] = 2 * 0.79788456080286535588 * (v + 0.044715*v*v*v)
+			// The conversion keeps the product from being fused with the
+			// sum (geluTanhAVX2 rounds each).
+			t[i] = geluTanhScale * (v + float32(geluCubic*v*v*v))
 		}
 		sigmoidInto(t, t)
 		for i, v := range x {

@@ -7,14 +7,25 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // unaryMore32 gives unaryFunc's float64 values rounded to float32: the
-// same bits for Floor, Ceil, Round, ThresholdedRelu, Softsign and Selu's
-// positive side, within 1e-6 (relative above 1) for the others; NaN stays
-// NaN; on random values of several scales, odd lengths, and the special
-// values.
+// same bits for Floor, Ceil, Round, ThresholdedRelu and Selu's positive
+// side, within 1e-6 (relative above 1) for the others, Softsign the bits
+// of its float32 formula; NaN stays NaN; on random values of several
+// scales, odd lengths, and the special values; with the vector kernels at
+// every width this CPU has, and without them.
 func TestUnaryMore32(t *testing.T) {
+	savedAct, savedExp := actWidth, expWidth
+	defer func() { actWidth, expWidth = savedAct, savedExp }()
+	for _, width := range simdWidths() {
+		actWidth, expWidth = width, min(width, 8)
+		testUnaryMore32(t)
+	}
+}
+
+func testUnaryMore32(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 32))
 	var x []float32
 	for _, scale := range []float64{1e-3, 0.5, 3, 30, 1e3, 1e5} {
@@ -42,6 +53,9 @@ func TestUnaryMore32(t *testing.T) {
 		unaryMore32(k, x, y)
 		for i, v := range x {
 			want := float32(f(float64(v)))
+			if op == unSoftsign {
+				want = v / (1 + float32(math.Abs(float64(v))))
+			}
 			switch {
 			case want != want:
 				assert.True(t, y[i] != y[i], "op %d of %v: %v, want NaN", op, v, y[i])
@@ -135,6 +149,72 @@ func TestEluVec(t *testing.T) {
 					assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(in[i]), "%+v in place, of %v", *k, x[i])
 				}
 			}
+		}
+	}
+}
+
+// Gelu's vector kernels (erf's and the tanh form's) give unaryBlock32's
+// plain-Go bits on values of several scales, ±0, ±Inf, huge magnitudes
+// and NaN; the tanh form's stops before a vector holding a NaN; without a
+// kernel they do nothing.
+func TestGeluVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 35))
+	var x []float32
+	for _, scale := range []float64{1e-4, 0.3, 3, 50, 1e4} {
+		for range 999 {
+			x = append(x, float32(scale*r.NormFloat64()))
+		}
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 4, -4, 5.6, -5.6, 88, -88, 1e13, -1e13, 1e30, -1e30,
+		math.MaxFloat32, -math.MaxFloat32, 1e-45, -1e-45, math.Inf(1), math.Inf(-1)} {
+		x = append(x, float32(v))
+	}
+	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	for _, op := range []unOp{unGelu, unGeluTanh} {
+		k := &ewUnary{op: op}
+		expWidth = 0
+		want := make([]float32, len(x))
+		blocks32(x, want, func(x, t, y []float32) { unaryBlock32(k, x, t, y) })
+		for _, width := range simdWidths() {
+			expWidth = min(width, 8)
+			y := make([]float32, len(x))
+			var n int
+			if op == unGelu {
+				n = geluVecF32(y, x)
+			} else {
+				n = geluTanhVecF32(y, x)
+			}
+			if expWidth == 0 {
+				assert.Zero(t, n)
+				continue
+			}
+			require.Equal(t, len(x)&^7, n)
+			for i := range n {
+				if want[i] != want[i] {
+					assert.True(t, y[i] != y[i], "op %d of %v: %v, want NaN", op, x[i], y[i])
+					continue
+				}
+				assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(y[i]), "op %d of %v: %v, want %v", op, x[i], y[i], want[i])
+			}
+			// through unaryMore32, a NaN among the values
+			in := slices.Clone(x)
+			in[20] = float32(math.NaN())
+			unaryMore32(k, in, in)
+			for i := range in {
+				switch {
+				case i == 20:
+					assert.True(t, in[i] != in[i], "op %d: NaN gives %v", op, in[i])
+				case want[i] == want[i]:
+					assert.Equal(t, math.Float32bits(want[i]), math.Float32bits(in[i]), "op %d in place, of %v", op, x[i])
+				}
+			}
+		}
+		stop := make([]float32, 24)
+		stop[9] = float32(math.NaN())
+		if expWidth = min(simdWidth, 8); expWidth > 0 && op == unGeluTanh {
+			assert.Equal(t, 8, geluTanhVecF32(make([]float32, 24), stop))
 		}
 	}
 }
