@@ -115,10 +115,11 @@ type extraLoop interface {
 }
 
 func (floats[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {
-	f := func(x, y T) T { return T(math.Mod(float64(x), float64(y))) }
-	if a.Type == nd.Float32 {
-		f = any(fmod32).(func(x, y T) T)
+	if op == ewFmod && a.Type == nd.Float32 {
+		fmodWalk(l, a, b, c)
+		return
 	}
+	f := func(x, y T) T { return T(math.Mod(float64(x), float64(y))) }
 	if op == ewPRelu {
 		f = prelu[T]
 	}
@@ -168,6 +169,35 @@ func extraWalk[T numElem](l *ewLoop, a, b, c nd.Array, f func(x, y T) T) {
 			zs[i] = f(xs[i*sx], ys[i*sy])
 		}
 	})
+}
+
+// fmodWalk is extraWalk of fmod32: runs of both inputs in a row on
+// fmodF32's vector kernel.
+func fmodWalk(l *ewLoop, a, b, c nd.Array) {
+	x, y, z := nd.MustAs[float32](a), nd.MustAs[float32](b), nd.MustAs[float32](c)
+	sx, sy := l.inner[0], l.inner[1]
+	l.walk(2, func(o int, off []int, n int) {
+		xs, ys, zs := ewSlice(x, off[0], sx, n), ewSlice(y, off[1], sy, n), z[o:o+n]
+		if sx == 1 && sy == 1 {
+			fmodF32(zs, xs, ys)
+			return
+		}
+		for i := range zs {
+			zs[i] = fmod32(xs[i*sx], ys[i*sy])
+		}
+	})
+}
+
+// fmodF32 writes fmod32(x[i], y[i]) to z[i]: blocks on fmodVec's kernel,
+// those it leaves (and the rest) by fmod32.
+func fmodF32(z, x, y []float32) {
+	x, y = x[:len(z)], y[:len(z)]
+	for i := 0; i < len(z); {
+		i += fmodVec(z[i:], x[i:], y[i:])
+		for end := min(i+4, len(z)); i < end; i++ {
+			z[i] = fmod32(x[i], y[i])
+		}
+	}
 }
 
 func prelu[T numElem](x, slope T) T {

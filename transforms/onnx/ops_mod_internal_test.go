@@ -38,4 +38,30 @@ func TestFmod32(t *testing.T) {
 		}
 	}
 	assert.Zero(t, bad, "of %d pairs", len(pairs))
+
+	// fmodF32 (the vector kernel where there is one) gives fmod32's bits.
+	x, y := make([]float32, len(pairs)), make([]float32, len(pairs))
+	for i, p := range pairs {
+		x[i], y[i] = p[0], p[1]
+	}
+	saved := modWidth
+	defer func() { modWidth = saved }()
+	for _, width := range simdWidths() {
+		modWidth = min(width, 4)
+		z := make([]float32, len(x)-1) // an odd length
+		fmodF32(z, x, y)
+		bad = 0
+		for i := range z {
+			want := fmod32(x[i], y[i])
+			if math.Float32bits(z[i]) != math.Float32bits(want) && !(z[i] != z[i] && want != want) {
+				if bad++; bad < 10 {
+					t.Errorf("width %d: fmodF32 of %v, %v gives %v, fmod32 %v", width, x[i], y[i], z[i], want)
+				}
+			}
+		}
+		assert.Zero(t, bad, "width %d", width)
+		if modWidth > 0 {
+			assert.Equal(t, 4, fmodVec(z, []float32{1, 2, 3, 4, 5, 6, 7, 8}, []float32{1, 1, 1, 1, 1, 0, 1, 1}), "y 0 stops the kernel")
+		}
+	}
 }
