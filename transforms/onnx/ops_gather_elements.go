@@ -235,7 +235,9 @@ func (k *elementsKernel) Run(in, out []nd.Array) error {
 
 // gatherElements is GatherElements of 4-byte elements with the offsets
 // computed as the values are moved (offsets' arithmetic, a row of the last
-// axis at a time, without its slice of offsets), rows on all cores.
+// axis at a time, without its slice of offsets), rows on all cores; along
+// the last axis a row's indices pick from one row of data (gatherRow's
+// loop, one range check an element).
 func gatherElements[E word, I int32 | int64](dst, src []E, ind []I, data, idx []int, axis int) error {
 	ax, _ := NormAxis(axis, len(data))
 	if len(ind) == 0 {
@@ -253,6 +255,13 @@ func gatherElements[E word, I int32 | int64](dst, src []E, ind []I, data, idx []
 	rows := len(ind) / row
 	var bad atomic.Int64
 	bad.Store(-1)
+	report := func(at int64) { // keeps the first bad element of all
+		for {
+			if cur := bad.Load(); cur >= 0 && cur <= at || bad.CompareAndSwap(cur, at) {
+				return
+			}
+		}
+	}
 	parallel.For(rows, 2*row, func(lo, hi int) {
 		coord := make([]int, last)
 		off, r := int64(0), lo
@@ -266,17 +275,21 @@ func gatherElements[E word, I int32 | int64](dst, src []E, ind []I, data, idx []
 		for t0 := lo * row; t0 < hi*row; t0 += row {
 			o := off
 			in, out := ind[t0:t0+row], dst[t0:t0+row]
+			if last == ax { // along the row: the indices pick from one row of data
+				if t, ok := gatherRow(out, in, src[off:off+n]); !ok {
+					report(int64(t0 + t))
+					return
+				}
+				in = nil
+			}
 			for t, i := range in {
 				x := int64(i)
 				if x < 0 {
 					x += n
 				}
-				if uint64(x) >= uint64(n) { // the first bad element of all
-					for at := int64(t0 + t); ; {
-						if cur := bad.Load(); cur >= 0 && cur <= at || bad.CompareAndSwap(cur, at) {
-							return
-						}
-					}
+				if uint64(x) >= uint64(n) {
+					report(int64(t0 + t))
+					return
 				}
 				out[t] = src[o+x*sa]
 				o += step
@@ -349,4 +362,20 @@ func (numbers[T, W]) scatterReduce(red scatterRed, y, updates nd.Array, offs []i
 			}
 		}
 	}
+}
+
+// gatherRow writes src[in[t]] to out[t] (a negative index counts from the
+// end) and reports true, or the first index out of range and false.
+func gatherRow[E word, I int32 | int64](out []E, in []I, src []E) (int, bool) {
+	out = out[:len(in)]
+	n := int64(len(src))
+	for t, i := range in {
+		x := int64(i)
+		x += n & (x >> 63) // a negative index counts from the end
+		if uint64(x) >= uint64(n) {
+			return t, false
+		}
+		out[t] = src[x]
+	}
+	return 0, true
 }
