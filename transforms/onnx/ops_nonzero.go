@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
@@ -33,88 +32,109 @@ func (nonZeroKernel) Infer(in []Meta) ([]Meta, error) {
 
 // countNonZero counts the elements of a with a bit set (every type's zero,
 // -0.0 aside, is all zero bits).
-func countNonZero(a nd.Array) int { return len(nonZeroIndices(a, nil)) }
-
-// nonZeroIndices appends the flat indices of a's non-zero elements to dst,
-// in order: float32 and the one-byte types (bool, a mask) in loops of
-// their own, the rest a byte at a time.
-func nonZeroIndices(a nd.Array, dst []int) []int {
-	switch {
-	case a.Type == nd.Float32:
-		for i, v := range nd.MustAs[float32](a) {
-			if math.Float32bits(v)&0x7fffffff != 0 { // -0.0 is zero, NaN is not
-				dst = append(dst, i)
-			}
-		}
-	case a.Type.Size() == 1:
-		for i, v := range a.Data {
-			if v != 0 {
-				dst = append(dst, i)
-			}
-		}
+func countNonZero(a nd.Array) int {
+	switch a.Type.Size() {
+	case 1:
+		return countNZ(words[uint8](a.Data), nzMask[uint8](a.Type))
+	case 2:
+		return countNZ(words[uint16](a.Data), nzMask[uint16](a.Type))
+	case 4:
+		return countNZ(words[uint32](a.Data), nzMask[uint32](a.Type))
 	default:
-		size := a.Type.Size()
-		for i := 0; i < len(a.Data); i += size {
-			if nonZeroAt(a, i) {
-				dst = append(dst, i/size)
-			}
-		}
+		return countNZ(words[uint64](a.Data), nzMask[uint64](a.Type))
 	}
-	return dst
 }
 
-func nonZeroAt(a nd.Array, i int) bool {
-	size := a.Type.Size()
-	for _, b := range a.Data[i : i+size] {
-		if b != 0 {
-			// -0.0 is zero: only its sign bit set.
-			if a.Type.IsFloat() && isNegZero(a.Data[i:i+size]) {
-				return false
-			}
-			return true
-		}
+// fillNonZero writes the coordinates of a's n non-zero elements to ys
+// ([rank, n]: ys[d*n+j] is axis d of the j-th).
+func fillNonZero(a nd.Array, ys []int64, n int) {
+	switch a.Type.Size() {
+	case 1:
+		fillNZ(words[uint8](a.Data), nzMask[uint8](a.Type), a.Shape, ys, n)
+	case 2:
+		fillNZ(words[uint16](a.Data), nzMask[uint16](a.Type), a.Shape, ys, n)
+	case 4:
+		fillNZ(words[uint32](a.Data), nzMask[uint32](a.Type), a.Shape, ys, n)
+	default:
+		fillNZ(words[uint64](a.Data), nzMask[uint64](a.Type), a.Shape, ys, n)
 	}
-	return false
 }
 
-func isNegZero(b []byte) bool {
-	for _, v := range b[:len(b)-1] {
-		if v != 0 {
-			return false
+// nzMask is the bits of an element of type t that make it non-zero: all
+// but a float's sign bit (-0.0 is zero, NaN is not), all of an integer's
+// or a bool's.
+func nzMask[W word](t nd.DType) W {
+	if t.IsFloat() {
+		return ^W(0) >> 1
+	}
+	return ^W(0)
+}
+
+// countNZ counts the elements of w with a bit of mask set, without a
+// branch on the values (which are a coin toss to the predictor).
+func countNZ[W word](w []W, mask W) int {
+	n := 0
+	for _, v := range w {
+		n += int(b2u(v&mask != 0))
+	}
+	return n
+}
+
+// fillNZ writes the coordinates of the n elements of w (of shape) with a
+// bit of mask set, a row of the last axis at a time: the row's positions
+// gathered without a branch, the other axes' coordinates (the row's)
+// filled in runs; no division.
+func fillNZ[W word](w []W, mask W, shape []int, ys []int64, n int) {
+	rank := len(shape)
+	if rank == 0 || len(w) == 0 {
+		return
+	}
+	row := shape[rank-1]
+	cols := make([]int64, row+1)
+	coord := make([]int64, rank-1)
+	at := 0
+	for r0 := 0; r0 < len(w); r0 += row {
+		c := 0
+		for j, v := range w[r0 : r0+row] {
+			cols[c] = int64(j)
+			c += int(b2u(v&mask != 0))
+		}
+		if c > 0 {
+			for d, x := range coord {
+				run := ys[d*n+at : d*n+at+c]
+				for i := range run {
+					run[i] = x
+				}
+			}
+			copy(ys[(rank-1)*n+at:], cols[:c])
+			at += c
+		}
+		for d := rank - 2; d >= 0; d-- { // the next row's coordinates
+			if coord[d]++; coord[d] < int64(shape[d]) {
+				break
+			}
+			coord[d] = 0
 		}
 	}
-	return b[len(b)-1] == 0x80
 }
 
 func (nonZeroKernel) Run(in, out []nd.Array) error {
-	idx := nonZeroIndices(in[0], nil)
-	if len(idx) != out[0].Shape[1] {
-		return fmt.Errorf("NonZero found %d non-zero elements, planned for %d", len(idx), out[0].Shape[1])
+	n := countNonZero(in[0])
+	if n != out[0].Shape[1] {
+		return fmt.Errorf("NonZero found %d non-zero elements, planned for %d", n, out[0].Shape[1])
 	}
-	fillCoords(nd.MustAs[int64](out[0]), idx, in[0].Shape)
+	fillNonZero(in[0], nd.MustAs[int64](out[0]), n)
 	return nil
 }
 
-// fillCoords writes the coordinates of flat indices idx in an array of
-// shape, one column each: ys[d*len(idx)+j] is axis d of idx[j].
-func fillCoords(ys []int64, idx, shape []int) {
-	n := len(idx)
-	for j, f := range idx {
-		for d := len(shape) - 1; d >= 0; d-- {
-			ys[d*n+j] = int64(f % shape[d])
-			f /= shape[d]
-		}
-	}
-}
-
 // RunShaped counts x's non-zero elements, makes the output for them and
-// fills it (Run).
+// fills it.
 func (k nonZeroKernel) RunShaped(in []nd.Array, alloc func(nd.DType, []int) (nd.Array, error)) ([]nd.Array, error) {
-	idx := nonZeroIndices(in[0], nil)
-	out, err := alloc(nd.Int64, []int{len(in[0].Shape), len(idx)})
+	n := countNonZero(in[0])
+	out, err := alloc(nd.Int64, []int{len(in[0].Shape), n})
 	if err != nil {
 		return nil, err
 	}
-	fillCoords(nd.MustAs[int64](out), idx, in[0].Shape)
+	fillNonZero(in[0], nd.MustAs[int64](out), n)
 	return []nd.Array{out}, nil
 }
