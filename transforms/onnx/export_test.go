@@ -44,3 +44,17 @@ func UseIntKernels(on bool) (restore func()) {
 	}
 	return func() { igWidth = saved }
 }
+
+// SubgraphInputs returns the input names of the subgraphs of m's nodes,
+// by node output and attribute ("y/body").
+func SubgraphInputs(m *Model) map[string][]string {
+	out := map[string][]string{}
+	for _, n := range m.g.nodes {
+		for name, s := range n.Attrs.graphs {
+			for _, in := range s.m.Inputs {
+				out[n.Outputs[0]+"/"+name] = append(out[n.Outputs[0]+"/"+name], in.Name)
+			}
+		}
+	}
+	return out
+}

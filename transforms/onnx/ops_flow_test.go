@@ -211,6 +211,9 @@ func TestScanPlansItsBodyOnce(t *testing.T) {
 		values{onnxtest.Value("h", nd.Float32, batch, hidden), onnxtest.Value("n", nd.Float32), onnxtest.Value("y", nd.Float32, steps, batch, hidden)},
 		onnxtest.Init("w", nd.Of(w, hidden, hidden)), onnxtest.Init("one", nd.Scalar(float32(1)))))
 	require.NoError(t, err)
+	// The main graph's initializers w and one are constants of the body,
+	// not inputs read at each iteration (w packed for MatMul once).
+	assert.Equal(t, map[string][]string{"h/body": {"h_in", "n_in", "x_t"}}, onnx.SubgraphInputs(m))
 	h0, x := make([]float32, batch*hidden), make([]float32, steps*batch*hidden)
 	for i := range h0 {
 		h0[i] = float32(r.NormFloat64())

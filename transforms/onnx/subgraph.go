@@ -17,6 +17,10 @@ import (
 // scope): it becomes an input of the subgraph's Model after the ones the
 // subgraph declares, and an input of the node that holds the subgraph, so
 // that sorting, folding, liveness and planning see that the node reads it.
+// An initializer of an enclosing graph is the exception: the subgraph
+// takes it as a constant of its own (the same array, as ONNX Runtime
+// takes outer-scope initializers), so that a Loop's or Scan's body packs
+// its weights once and folds what depends on them alone.
 // A name defined nowhere is refused at load, naming the node and the
 // value. Nested subgraphs work the same way: what an inner one reads from
 // the outermost graph is an input of every node on the way.
@@ -170,12 +174,36 @@ func (g *graph) defines(name string) bool {
 	return g.scope[name] || g.parent != nil && g.parent.defines(name)
 }
 
+// initializer returns the initializer name of the nearest graph, g or one
+// enclosing it, that defines name; nil where that graph defines it
+// otherwise (an input, a node's output). The graphs are still being built:
+// their initializers are read, their nodes not yet folded.
+func (g *graph) initializer(name string) *nd.Array {
+	for p := g; p != nil; p = p.parent {
+		if p.defines(name); !p.scope[name] {
+			continue
+		}
+		if id, ok := p.byName[name]; ok && p.values[id].init != nil && p.values[id].input < 0 {
+			return p.values[id].init
+		}
+		return nil
+	}
+	return nil
+}
+
 // outerValue makes name, which subgraph g reads and does not define, an
 // outer-scope input of m (g's Model), ok false when no enclosing graph
-// defines it.
+// defines it; an initializer of an enclosing graph becomes a constant of
+// g instead.
 func (g *graph) outerValue(m *Model, name string) (int, bool) {
 	if g.parent == nil || !g.parent.defines(name) {
 		return 0, false
+	}
+	if c := g.parent.initializer(name); c != nil {
+		// A constant there is one here too (the same array): the
+		// subgraph's kernels take it as one (a MatMul packs its weights
+		// once, not in every iteration) and folding reaches it.
+		return g.add(&value{name: name, typ: c.Type, init: c, input: -1}), true
 	}
 	id := g.add(&value{name: name, input: len(m.Inputs)})
 	g.inputs = append(g.inputs, id)
