@@ -110,3 +110,20 @@ func threshVec(y, x []float32, alpha float32) int {
 	threshAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, alpha)
 	return n
 }
+
+//go:noescape
+func roundAVX2(y, x *float32, n int, mode int)
+
+// roundVec writes x[i] rounded to an integer to y[i], to the nearest with
+// ties to even (mode 0), down (1) or up (2), for the whole vectors of x and
+// returns how many (0 without a vector kernel): math's RoundToEven, Floor
+// and Ceil, the same bits. len(y) >= len(x); y may be x.
+func roundVec(y, x []float32, mode int) int {
+	n := len(x) &^ 7
+	if actWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	roundAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, mode)
+	return n
+}

@@ -289,3 +289,49 @@ tby8:
 tdone:
 	VZEROUPPER
 	RET
+
+#define ROUNDLOOP(imm, loop, done) \
+loop: \
+	CMPQ     CX, $16 \
+	JLT      done \
+	VROUNDPS imm, (SI), Y0 \
+	VROUNDPS imm, 32(SI), Y1 \
+	VMOVUPS  Y0, (DI) \
+	VMOVUPS  Y1, 32(DI) \
+	ADDQ     $64, SI \
+	ADDQ     $64, DI \
+	SUBQ     $16, CX \
+	JMP      loop \
+done: \
+	CMPQ     CX, $8 \
+	JLT      rdone \
+	VROUNDPS imm, (SI), Y0 \
+	VMOVUPS  Y0, (DI) \
+	JMP      rdone
+
+// func roundAVX2(y, x *float32, n int, mode int)
+//
+// Round (mode 0: to the nearest, ties to even), Floor (1) and Ceil (2):
+// y[i] = x[i] rounded to an integer for i < n, n a multiple of 8, with
+// VROUNDPS (exact; ±0, ±Inf and NaN kept), the bits of math's float64
+// functions.
+TEXT ·roundAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ mode+24(FP), AX
+	CMPQ AX, $1
+	JEQ  rfloor
+	CMPQ AX, $2
+	JEQ  rceil
+	ROUNDLOOP($8, rnear, rnear8)
+
+rfloor:
+	ROUNDLOOP($9, rfloor16, rfloor8)
+
+rceil:
+	ROUNDLOOP($10, rceil16, rceil8)
+
+rdone:
+	VZEROUPPER
+	RET

@@ -15,3 +15,5 @@ var actWidth = 0
 func softsignVec(y, x []float32) int { return 0 }
 
 func threshVec(y, x []float32, alpha float32) int { return 0 }
+
+func roundVec(y, x []float32, mode int) int { return 0 }

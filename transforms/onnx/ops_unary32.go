@@ -4,7 +4,7 @@ import "math"
 
 // unaryMore32 computes ops_unary.go's operators on float32s: Floor, Ceil,
 // Round and ThresholdedRelu as unaryFunc does (the same bits), without its
-// call per element (ThresholdedRelu's whole vectors on threshVec's kernel);
+// call per element (whole vectors on roundVec's and threshVec's kernels);
 // Softsign in float32, x / (1 + |x|) with the sum and the quotient each
 // rounded as ONNX Runtime computes it (whole vectors on softsignVec's
 // kernel, the same bits); the others in float32 without branches on
@@ -19,16 +19,16 @@ func unaryMore32(k *ewUnary, x, y []float32) {
 	a := float64(k.alpha)
 	switch k.op {
 	case unFloor:
-		for i, v := range x {
-			y[i] = float32(math.Floor(float64(v)))
+		for i := roundVec(y, x, 1); i < len(x); i++ {
+			y[i] = float32(math.Floor(float64(x[i])))
 		}
 	case unCeil:
-		for i, v := range x {
-			y[i] = float32(math.Ceil(float64(v)))
+		for i := roundVec(y, x, 2); i < len(x); i++ {
+			y[i] = float32(math.Ceil(float64(x[i])))
 		}
 	case unRound:
-		for i, v := range x {
-			y[i] = float32(math.RoundToEven(float64(v)))
+		for i := roundVec(y, x, 0); i < len(x); i++ {
+			y[i] = float32(math.RoundToEven(float64(x[i])))
 		}
 	case unThresholdedRelu: // without a branch: the signs are a coin toss
 		af := float32(a)
