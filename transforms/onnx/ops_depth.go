@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 
+	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
@@ -10,7 +11,9 @@ import (
 // 13): rearrangements of an N x C x H x W array's channels into blocks of
 // its spatial positions and back. Each is one strided copy of a 6-D view
 // (strided.go), the reshape-transpose-reshape of ONNX's description, so
-// every element type moves, and the device runs the same copy.
+// every element type moves, and the device runs the same copy;
+// SpaceToDepth of float32s by 2 cuts rows into even and odd columns on a
+// vector kernel instead.
 
 func init() {
 	RegisterOp(OpDef{Name: "DepthToSpace", Versions: []int{1, 11, 13}, New: newDepth(true)})
@@ -101,6 +104,30 @@ func (k *depthSpace) Run(in, out []nd.Array) error {
 	if err != nil {
 		return err
 	}
+	if !k.toSpace && k.block == 2 && in[0].Type == nd.Float32 {
+		spaceToDepth2(nd.MustAs[float32](out[0]), nd.MustAs[float32](in[0]), in[0].Shape)
+		return nil
+	}
 	copyStrided(out[0].Data, in[0].Data, in[0].Type.Size(), c)
 	return nil
+}
+
+// spaceToDepth2 is SpaceToDepth of float32s with blocksize 2 (a YOLO
+// stem's, a U-Net's): each input row of a plane is cut into its even and
+// odd columns (deint2's kernel), which go to the output planes of its
+// block offsets; planes on all cores. The same copy as the strided one.
+func spaceToDepth2(y, x []float32, shape []int) {
+	n, c, h, w := shape[0], shape[1], shape[2], shape[3]
+	hh, wh := h/2, w/2
+	plane := hh * wh // an output plane
+	parallel.For(n*c, h*w, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			b, ch := p/c, p%c
+			for r := range 2 { // the row offset in the block
+				even := y[((b*4+2*r)*c+ch)*plane:]
+				odd := y[((b*4+2*r+1)*c+ch)*plane:]
+				deint2(even, odd, x[(p*h+r)*w:], hh, wh, wh, 2*w)
+			}
+		}
+	})
 }
