@@ -162,7 +162,8 @@ func (k *groupNorm) Run(in, out []nd.Array) error {
 
 // float32s is Run for float32 X, reading and writing float32 in place of
 // converting all of X to float64 and back: the same float64 arithmetic per
-// element, the sums in four running float64 partial sums.
+// element (on vector kernels where there are some), the sums in running
+// float64 partial sums.
 func (k *groupNorm) float32s(xs []float32, scale, bias []float64, ys []float32, n, c, groups, inner int) {
 	per := c / groups // channels per group
 	size := per * inner
@@ -180,18 +181,20 @@ func (k *groupNorm) float32s(xs []float32, scale, bias []float64, ys []float32, 
 				}
 				a, b := scale[p]*inv, bias[p]
 				vj, yj := v[j*inner:(j+1)*inner], y[j*inner:(j+1)*inner]
-				for i, e := range vj {
-					yj[i] = float32((float64(e)-mean)*a + b)
+				for i := affineVec(yj, vj, mean, a, b); i < len(vj); i++ {
+					yj[i] = float32((float64(vj[i])-mean)*a + b)
 				}
 			}
 		}
 	})
 }
 
-// sum4 is Σ v in float64, in four partial sums.
+// sum4 is Σ v in float64: the whole vectors on sumVec's kernel (eight
+// partial sums), the rest (all of v without a kernel) in four partial
+// sums.
 func sum4(v []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
+	s0, i := sumVec(v)
+	var s1, s2, s3 float64
 	for ; i+4 <= len(v); i += 4 {
 		s0 += float64(v[i])
 		s1 += float64(v[i+1])
@@ -204,10 +207,11 @@ func sum4(v []float32) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// sqDev4 is Σ (v - mean)² in float64, in four partial sums.
+// sqDev4 is Σ (v - mean)² in float64: the whole vectors on sqDevVec's
+// kernel, the rest in four partial sums, as sum4.
 func sqDev4(v []float32, mean float64) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
+	s0, i := sqDevVec(v, mean)
+	var s1, s2, s3 float64
 	for ; i+4 <= len(v); i += 4 {
 		d0, d1, d2, d3 := float64(v[i])-mean, float64(v[i+1])-mean, float64(v[i+2])-mean, float64(v[i+3])-mean
 		s0 += d0 * d0

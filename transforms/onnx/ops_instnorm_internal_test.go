@@ -1,56 +1,46 @@
 package onnx
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
-// GroupNormalization and InstanceNormalization on float32 X (read and
-// written as float32) give the float64 loop's values rounded to float32,
-// at odd sizes, per group and per channel scales, with a mean far from 0.
-func TestGroupNormFloat32MatchesFloat64(t *testing.T) {
-	r := rand.New(rand.NewPCG(28, 18))
-	for trial := range 12 {
-		groups := 1 + r.IntN(3)
-		per := 1 + r.IntN(3)
-		c := groups * per
-		shape := []int{1 + r.IntN(3), c, 1 + r.IntN(7), 1 + 2*r.IntN(5)}
-		k := &groupNorm{name: "GroupNormalization", epsilon: 1e-5, groups: groups, perChannel: trial%2 == 1}
-		np := groups
-		if k.perChannel {
-			np = c
+// The normalizations' vector loops: sums and squared deviations within
+// 1e-12 relative of the plain loops' (the partial sums differ), the
+// affine step the same bits, on odd lengths and values of several scales,
+// at every width this CPU has.
+func TestNormLoops(t *testing.T) {
+	r := rand.New(rand.NewPCG(28, 38))
+	saved := normWidth
+	defer func() { normWidth = saved }()
+	for _, n := range []int{0, 5, 8, 13, 64, 4099} {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(100 + r.NormFloat64()*math.Pow(10, float64(r.IntN(4)-2)))
 		}
-		x32, x64 := float32Array(shape), nd.Array{Type: nd.Float64, Shape: shape, Data: make([]byte, 8*numel(shape))}
-		for i := range nd.MustAs[float32](x32) {
-			v := float32(5 + 2*r.NormFloat64())
-			nd.MustAs[float32](x32)[i] = v
-			nd.MustAs[float64](x64)[i] = float64(v)
+		normWidth = 0
+		sum, mean := sum4(v), 0.0
+		if n > 0 {
+			mean = sum / float64(n)
 		}
-		params := func() (nd.Array, nd.Array) {
-			s, b := float32Array([]int{np}), float32Array([]int{np})
-			for i := range np {
-				nd.MustAs[float32](s)[i], nd.MustAs[float32](b)[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		dev := sqDev4(v, mean)
+		want := make([]float32, n)
+		for i, e := range v {
+			want[i] = float32((float64(e)-mean)*0.37 + 1.5)
+		}
+		for _, width := range simdWidths() {
+			normWidth = min(width, 8)
+			assert.InDelta(t, sum, sum4(v), 1e-12*math.Abs(sum)+1e-300, "n %d width %d", n, width)
+			assert.InDelta(t, dev, sqDev4(v, mean), 1e-12*dev+1e-300, "n %d width %d", n, width)
+			y := make([]float32, n)
+			i := affineVec(y, v, mean, 0.37, 1.5)
+			for ; i < n; i++ {
+				y[i] = float32((float64(v[i])-mean)*0.37 + 1.5)
 			}
-			return s, b
-		}
-		s, b := params()
-		got := float32Array(shape)
-		want := nd.Array{Type: nd.Float64, Shape: shape, Data: make([]byte, 8*numel(shape))}
-		require.NoError(t, k.Run([]nd.Array{x32, s, b}, []nd.Array{got}))
-		require.NoError(t, k.Run([]nd.Array{x64, s, b}, []nd.Array{want}))
-		for i, w := range nd.MustAs[float64](want) {
-			assert.InDelta(t, float32(w), nd.MustAs[float32](got)[i], 1e-6*(1+abs64(w)), "trial %d element %d", trial, i)
+			assert.Equal(t, want, y, "n %d width %d", n, width)
 		}
 	}
-}
-
-func abs64(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

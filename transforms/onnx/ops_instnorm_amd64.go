@@ -1,0 +1,52 @@
+//go:build !purego
+
+package onnx
+
+import "unsafe"
+
+// The normalizations' vector loops (ops_instnorm_amd64.s).
+
+//go:noescape
+func sumAVX2(v *float32, n int) float64
+
+//go:noescape
+func sqDevAVX2(v *float32, n int, mean float64) float64
+
+//go:noescape
+func affineAVX2(y, x *float32, n int, mean, a, b float64)
+
+// normWidth is the lanes of the kernels (8 float32s a step) wherever AVX2
+// is; a variable for the tests.
+var normWidth = min(simdWidth, 8)
+
+// sumVec is Σ v[i] in float64 over v's whole vectors, and how many values
+// that is (0 without a vector kernel).
+func sumVec(v []float32) (float64, int) {
+	n := len(v) &^ 7
+	if normWidth == 0 || n == 0 {
+		return 0, 0
+	}
+	return sumAVX2(unsafe.SliceData(v), n), n
+}
+
+// sqDevVec is Σ (v[i] - mean)² in float64 over v's whole vectors, and how
+// many values that is (0 without a vector kernel).
+func sqDevVec(v []float32, mean float64) (float64, int) {
+	n := len(v) &^ 7
+	if normWidth == 0 || n == 0 {
+		return 0, 0
+	}
+	return sqDevAVX2(unsafe.SliceData(v), n, mean), n
+}
+
+// affineVec writes float32((x[i] - mean) a + b) to y[i] for x's whole
+// vectors and returns how many (0 without a vector kernel).
+func affineVec(y, x []float32, mean, a, b float64) int {
+	n := len(x) &^ 7
+	if normWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	affineAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, mean, a, b)
+	return n
+}

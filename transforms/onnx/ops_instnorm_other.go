@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package onnx
+
+// No vector kernels here (other architectures, the purego build tag): the
+// normalizations' loops run in Go.
+
+func sumVec(v []float32) (float64, int) { return 0, 0 }
+
+func sqDevVec(v []float32, mean float64) (float64, int) { return 0, 0 }
+
+func affineVec(y, x []float32, mean, a, b float64) int { return 0 }
+
+// normWidth is the lanes of the vector kernels: none in this build.
+var normWidth = 0
