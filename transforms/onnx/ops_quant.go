@@ -355,12 +355,21 @@ func quantize[X float32 | int32, Q int8 | uint8](x []X, y []Q, q qParams, outer,
 	}
 }
 
+// dequantize writes float32(int32(x) - zero point) * scale to y, a run of
+// inner values per scale; runs of bytes on dequantVec's kernel.
 func dequantize[X int8 | uint8 | int32](x []X, y []float32, q qParams, outer, n, inner int) {
 	i := 0
 	for range outer {
 		for c := range n {
 			s, z := q.scaleAt(c), q.zero(c)
-			for j := range inner {
+			j := 0
+			switch xs := any(x[i : i+inner]).(type) {
+			case []uint8:
+				j = dequantVec(y[i:i+inner], xs, z, s)
+			case []int8:
+				j = dequantVec(y[i:i+inner], xs, z, s)
+			}
+			for ; j < inner; j++ {
 				y[i+j] = float32(int32(x[i+j])-z) * s
 			}
 			i += inner

@@ -67,3 +67,22 @@ func requantVec[Y int8 | uint8](y []Y, s []int32, bias int32, mult float32, mult
 	}
 	return requantAVX2((*byte)(unsafe.Pointer(unsafe.SliceData(y))), unsafe.SliceData(s), len(s), bias, m, step, float32(lo-zp), float32(hi-zp), zp, lo < 0)
 }
+
+// dequantAVX2 is dequantVec's kernel (ops_quant_amd64.s).
+//
+//go:noescape
+func dequantAVX2(y *float32, x *byte, n int, zp int32, scale float32, signed bool)
+
+// dequantVec writes float32(int32(x[i]) - zp) * scale to y[i] for the
+// whole vectors of x and returns how many (0 without a vector kernel), the
+// same bits as dequantize's loop.
+func dequantVec[X int8 | uint8](y []float32, x []X, zp int32, scale float32) int {
+	n := len(x) &^ 7
+	if quantWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	var z X
+	dequantAVX2(unsafe.SliceData(y), (*byte)(unsafe.Pointer(unsafe.SliceData(x))), n, zp, scale, ^z < 0)
+	return n
+}

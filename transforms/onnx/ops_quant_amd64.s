@@ -226,3 +226,79 @@ rqdone:
 	VZEROUPPER
 	MOVQ DX, ret+64(FP)
 	RET
+
+// func dequantAVX2(y *float32, x *byte, n int, zp int32, scale float32, signed bool)
+//
+// y[i] = float32(int32(x[i]) - zp) * scale for i < n (n a multiple of 8),
+// x's bytes int8 (signed) or uint8: the difference exact in int32 and in
+// float32, the product rounded once, the bits of Go's loop.
+TEXT ·dequantAVX2(SB), NOSPLIT, $0-33
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         zp+24(FP), AX
+	VMOVD        AX, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS scale+28(FP), Y5
+	MOVBLZX      signed+32(FP), AX
+	TESTQ        AX, AX
+	JNZ          dqs
+
+dqu:
+	CMPQ      CX, $16
+	JLT       dqu8
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD 8(SI), Y1
+	VPSUBD    Y4, Y0, Y0
+	VPSUBD    Y4, Y1, Y1
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VMULPS    Y5, Y0, Y0
+	VMULPS    Y5, Y1, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	SUBQ      $16, CX
+	JMP       dqu
+
+dqu8:
+	CMPQ      CX, $8
+	JLT       dqdone
+	VPMOVZXBD (SI), Y0
+	VPSUBD    Y4, Y0, Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y5, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	JMP       dqdone
+
+dqs:
+	CMPQ      CX, $16
+	JLT       dqs8
+	VPMOVSXBD (SI), Y0
+	VPMOVSXBD 8(SI), Y1
+	VPSUBD    Y4, Y0, Y0
+	VPSUBD    Y4, Y1, Y1
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VMULPS    Y5, Y0, Y0
+	VMULPS    Y5, Y1, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $16, SI
+	ADDQ      $64, DI
+	SUBQ      $16, CX
+	JMP       dqs
+
+dqs8:
+	CMPQ      CX, $8
+	JLT       dqdone
+	VPMOVSXBD (SI), Y0
+	VPSUBD    Y4, Y0, Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    Y5, Y0, Y0
+	VMOVUPS   Y0, (DI)
+
+dqdone:
+	VZEROUPPER
+	RET

@@ -176,3 +176,44 @@ func testRequantVector[Y int8 | uint8](t *testing.T, zps []int32) {
 		}
 	}
 }
+
+// dequantize's vector kernel gives the Go loop's bits at every width this
+// CPU runs, for uint8 and int8, zero points across the range, every length
+// and offset, per axis too, never past the end.
+func TestDequantizeVectorEqualsGo(t *testing.T) {
+	saved := quantWidth
+	defer func() { quantWidth = saved }()
+	for _, width := range simdWidths() {
+		quantWidth = min(width, 8)
+		testDequantizeVector[uint8](t, []int32{0, 128, 255})
+		testDequantizeVector[int8](t, []int32{-128, 0, 127})
+	}
+}
+
+func testDequantizeVector[X int8 | uint8](t *testing.T, zps []int32) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for _, scale := range []float32{1, 0.02, 3.7e-3, 1e-30} {
+		for _, zp := range zps {
+			for n := 0; n <= 70; n += 1 + n/8 {
+				buf := make([]X, 3+2*n)
+				for i := range buf {
+					buf[i] = X(rng.IntN(256))
+				}
+				x := buf[3:]
+				y := make([]float32, 2*n+5)
+				for i := range y {
+					y[i] = 7
+				}
+				q := qParams{scale: []float32{scale, scale * 3}, zp: []int32{zp, zp / 2}}
+				dequantize(x, y[:2*n], q, 1, 2, n) // per axis: two channels of n
+				for i, v := range x {
+					c := i / max(n, 1)
+					require.Equal(t, float32(int32(v)-q.zp[c])*q.scale[c], y[i], "width %d scale %v zp %d n %d [%d]", quantWidth, scale, zp, n, i)
+				}
+				for i := 2 * n; i < len(y); i++ {
+					require.Equal(t, float32(7), y[i], "n %d: written past the end at %d", n, i)
+				}
+			}
+		}
+	}
+}
