@@ -227,6 +227,36 @@ rqdone:
 	MOVQ DX, ret+64(FP)
 	RET
 
+// DEQUANT is dequantAVX2's loop with ext widening bytes to int32s
+// (VPMOVZXBD for uint8, VPMOVSXBD for int8): 16 values a step, then 8.
+#define DEQUANT(ext, loop, tail) \
+loop: \
+	CMPQ      CX, $16 \
+	JLT       tail \
+	ext       (SI), Y0 \
+	ext       8(SI), Y1 \
+	VPSUBD    Y4, Y0, Y0 \
+	VPSUBD    Y4, Y1, Y1 \
+	VCVTDQ2PS Y0, Y0 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS    Y5, Y0, Y0 \
+	VMULPS    Y5, Y1, Y1 \
+	VMOVUPS   Y0, (DI) \
+	VMOVUPS   Y1, 32(DI) \
+	ADDQ      $16, SI \
+	ADDQ      $64, DI \
+	SUBQ      $16, CX \
+	JMP       loop \
+tail: \
+	CMPQ      CX, $8 \
+	JLT       dqdone \
+	ext       (SI), Y0 \
+	VPSUBD    Y4, Y0, Y0 \
+	VCVTDQ2PS Y0, Y0 \
+	VMULPS    Y5, Y0, Y0 \
+	VMOVUPS   Y0, (DI) \
+	JMP       dqdone
+
 // func dequantAVX2(y *float32, x *byte, n int, zp int32, scale float32, signed bool)
 //
 // y[i] = float32(int32(x[i]) - zp) * scale for i < n (n a multiple of 8),
@@ -243,61 +273,10 @@ TEXT ·dequantAVX2(SB), NOSPLIT, $0-33
 	MOVBLZX      signed+32(FP), AX
 	TESTQ        AX, AX
 	JNZ          dqs
-
-dqu:
-	CMPQ      CX, $16
-	JLT       dqu8
-	VPMOVZXBD (SI), Y0
-	VPMOVZXBD 8(SI), Y1
-	VPSUBD    Y4, Y0, Y0
-	VPSUBD    Y4, Y1, Y1
-	VCVTDQ2PS Y0, Y0
-	VCVTDQ2PS Y1, Y1
-	VMULPS    Y5, Y0, Y0
-	VMULPS    Y5, Y1, Y1
-	VMOVUPS   Y0, (DI)
-	VMOVUPS   Y1, 32(DI)
-	ADDQ      $16, SI
-	ADDQ      $64, DI
-	SUBQ      $16, CX
-	JMP       dqu
-
-dqu8:
-	CMPQ      CX, $8
-	JLT       dqdone
-	VPMOVZXBD (SI), Y0
-	VPSUBD    Y4, Y0, Y0
-	VCVTDQ2PS Y0, Y0
-	VMULPS    Y5, Y0, Y0
-	VMOVUPS   Y0, (DI)
-	JMP       dqdone
+	DEQUANT(VPMOVZXBD, dqu, dqu8)
 
 dqs:
-	CMPQ      CX, $16
-	JLT       dqs8
-	VPMOVSXBD (SI), Y0
-	VPMOVSXBD 8(SI), Y1
-	VPSUBD    Y4, Y0, Y0
-	VPSUBD    Y4, Y1, Y1
-	VCVTDQ2PS Y0, Y0
-	VCVTDQ2PS Y1, Y1
-	VMULPS    Y5, Y0, Y0
-	VMULPS    Y5, Y1, Y1
-	VMOVUPS   Y0, (DI)
-	VMOVUPS   Y1, 32(DI)
-	ADDQ      $16, SI
-	ADDQ      $64, DI
-	SUBQ      $16, CX
-	JMP       dqs
-
-dqs8:
-	CMPQ      CX, $8
-	JLT       dqdone
-	VPMOVSXBD (SI), Y0
-	VPSUBD    Y4, Y0, Y0
-	VCVTDQ2PS Y0, Y0
-	VMULPS    Y5, Y0, Y0
-	VMOVUPS   Y0, (DI)
+	DEQUANT(VPMOVSXBD, dqs16, dqs8)
 
 dqdone:
 	VZEROUPPER
