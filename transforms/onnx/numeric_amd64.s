@@ -205,6 +205,17 @@ erfdone:
 	VZEROUPPER
 	RET
 
+// SIGMOID computes sigmoidInto's σ of Y13 into Y9, 8 lanes (no NaN: the
+// callers stop before one): t = expf(-|x|) by EXPF, then 1/(1+t) where
+// x's sign bit is clear, t/(1+t) where it is set. Y14 holds 1.0 in every
+// lane, Y15 the sign bit; clobbers Y0 to Y8.
+#define SIGMOID \
+	VORPS     Y15, Y13, Y0 \
+	EXPF \
+	VADDPS    Y14, Y4, Y8 \
+	VBLENDVPS Y13, Y4, Y14, Y9 \
+	VDIVPS    Y8, Y9, Y9
+
 // func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32) int
 //
 // y[i] = sigmoidInto's value of x[i] for i below the returned count (a
@@ -231,13 +242,7 @@ sigloop:
 	VMOVMSKPS Y1, AX
 	TESTL     AX, AX
 	JNZ       sigdone
-	VORPS     Y15, Y13, Y0     // -|v|
-
-	EXPF // t
-
-	VADDPS    Y14, Y4, Y8      // 1 + t
-	VBLENDVPS Y13, Y4, Y14, Y9 // t where v's sign bit is set, else 1
-	VDIVPS    Y8, Y9, Y9
+	SIGMOID
 	VMOVUPS   Y9, (DI)(DX*4)
 	ADDQ      $8, DX
 	JMP       sigloop
@@ -357,13 +362,7 @@ gtloop:
 	VMULPS    Y10, Y13, Y13    // c v³
 	VADDPS    Y13, Y10, Y13    // v + c v³
 	VMULPS    Y12, Y13, Y13    // u
-	VORPS     Y15, Y13, Y0     // -|u|
-
-	EXPF // t
-
-	VADDPS    Y14, Y4, Y8      // 1 + t
-	VBLENDVPS Y13, Y4, Y14, Y9 // t where u's sign bit is set, else 1
-	VDIVPS    Y8, Y9, Y9       // σ(u)
+	SIGMOID
 	VMULPS    Y9, Y10, Y9
 	VMOVUPS   Y9, (DI)(DX*4)
 	ADDQ      $8, DX

@@ -280,19 +280,19 @@ func gatherElements[E word, I int32 | int64](dst, src []E, ind []I, data, idx []
 					report(int64(t0 + t))
 					return
 				}
-				in = nil
-			}
-			for t, i := range in {
-				x := int64(i)
-				if x < 0 {
-					x += n
+			} else {
+				for t, i := range in {
+					x := int64(i)
+					if x < 0 {
+						x += n
+					}
+					if uint64(x) >= uint64(n) {
+						report(int64(t0 + t))
+						return
+					}
+					out[t] = src[o+x*sa]
+					o += step
 				}
-				if uint64(x) >= uint64(n) {
-					report(int64(t0 + t))
-					return
-				}
-				out[t] = src[o+x*sa]
-				o += step
 			}
 			for d := last - 1; d >= 0; d-- { // the next row's coordinates
 				s := int64(st[d])

@@ -32,32 +32,33 @@ func (nonZeroKernel) Infer(in []Meta) ([]Meta, error) {
 
 // countNonZero counts the elements of a with a bit set (every type's zero,
 // -0.0 aside, is all zero bits).
-func countNonZero(a nd.Array) int {
-	switch a.Type.Size() {
-	case 1:
-		return countNZ(words[uint8](a.Data), nzMask[uint8](a.Type))
-	case 2:
-		return countNZ(words[uint16](a.Data), nzMask[uint16](a.Type))
-	case 4:
-		return countNZ(words[uint32](a.Data), nzMask[uint32](a.Type))
-	default:
-		return countNZ(words[uint64](a.Data), nzMask[uint64](a.Type))
-	}
-}
+func countNonZero(a nd.Array) int { return nonZeroWords(a, nil, 0) }
 
 // fillNonZero writes the coordinates of a's n non-zero elements to ys
 // ([rank, n]: ys[d*n+j] is axis d of the j-th).
-func fillNonZero(a nd.Array, ys []int64, n int) {
+func fillNonZero(a nd.Array, ys []int64, n int) { nonZeroWords(a, ys, n) }
+
+// nonZeroWords views a's elements as words of their size: with ys nil it
+// counts the non-zero ones, else it fills ys with their n coordinates.
+func nonZeroWords(a nd.Array, ys []int64, n int) int {
 	switch a.Type.Size() {
 	case 1:
-		fillNZ(words[uint8](a.Data), nzMask[uint8](a.Type), a.Shape, ys, n)
+		return nonZeroOf(words[uint8](a.Data), nzMask[uint8](a.Type), a.Shape, ys, n)
 	case 2:
-		fillNZ(words[uint16](a.Data), nzMask[uint16](a.Type), a.Shape, ys, n)
+		return nonZeroOf(words[uint16](a.Data), nzMask[uint16](a.Type), a.Shape, ys, n)
 	case 4:
-		fillNZ(words[uint32](a.Data), nzMask[uint32](a.Type), a.Shape, ys, n)
+		return nonZeroOf(words[uint32](a.Data), nzMask[uint32](a.Type), a.Shape, ys, n)
 	default:
-		fillNZ(words[uint64](a.Data), nzMask[uint64](a.Type), a.Shape, ys, n)
+		return nonZeroOf(words[uint64](a.Data), nzMask[uint64](a.Type), a.Shape, ys, n)
 	}
+}
+
+func nonZeroOf[W word](w []W, mask W, shape []int, ys []int64, n int) int {
+	if ys == nil {
+		return countNZ(w, mask)
+	}
+	fillNZ(w, mask, shape, ys, n)
+	return n
 }
 
 // nzMask is the bits of an element of type t that make it non-zero: all
