@@ -115,15 +115,16 @@ type extraLoop interface {
 }
 
 func (floats[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {
-	if op == ewFmod && a.Type == nd.Float32 {
-		fmodWalk(l, a, b, c)
-		return
-	}
 	f := func(x, y T) T { return T(math.Mod(float64(x), float64(y))) }
-	if op == ewPRelu {
-		f = prelu[T]
+	var run func(z, x, y []T)
+	if a.Type == nd.Float32 { // T is float32
+		f = any(fmod32).(func(x, y T) T)
+		run = any(fmodF32).(func(z, x, y []T))
 	}
-	extraWalk(l, a, b, c, f)
+	if op == ewPRelu {
+		f, run = prelu[T], nil
+	}
+	extraWalk(l, a, b, c, f, run)
 }
 
 // fmod32 is math.Mod of float32s, the same value: x - q y in float64 with
@@ -157,33 +158,22 @@ func (ints[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {
 	if op == ewPRelu {
 		f = prelu[T]
 	}
-	extraWalk(l, a, b, c, f)
+	extraWalk(l, a, b, c, f, nil)
 }
 
-func extraWalk[T numElem](l *ewLoop, a, b, c nd.Array, f func(x, y T) T) {
+// extraWalk writes f(x, y) to c along l; run, where not nil, takes the
+// runs where both inputs lie in a row (a vector kernel's).
+func extraWalk[T numElem](l *ewLoop, a, b, c nd.Array, f func(x, y T) T, run func(z, x, y []T)) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(2, func(o int, off []int, n int) {
 		xs, ys, zs := ewSlice(x, off[0], sx, n), ewSlice(y, off[1], sy, n), z[o:o+n]
-		for i := range zs {
-			zs[i] = f(xs[i*sx], ys[i*sy])
-		}
-	})
-}
-
-// fmodWalk is extraWalk of fmod32: runs of both inputs in a row on
-// fmodF32's vector kernel.
-func fmodWalk(l *ewLoop, a, b, c nd.Array) {
-	x, y, z := nd.MustAs[float32](a), nd.MustAs[float32](b), nd.MustAs[float32](c)
-	sx, sy := l.inner[0], l.inner[1]
-	l.walk(2, func(o int, off []int, n int) {
-		xs, ys, zs := ewSlice(x, off[0], sx, n), ewSlice(y, off[1], sy, n), z[o:o+n]
-		if sx == 1 && sy == 1 {
-			fmodF32(zs, xs, ys)
+		if run != nil && sx == 1 && sy == 1 {
+			run(zs, xs, ys)
 			return
 		}
 		for i := range zs {
-			zs[i] = fmod32(xs[i*sx], ys[i*sy])
+			zs[i] = f(xs[i*sx], ys[i*sy])
 		}
 	})
 }
