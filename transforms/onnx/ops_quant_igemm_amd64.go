@@ -2,7 +2,11 @@
 
 package onnx
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // igemmAVX2 is igemmTile's kernel (ops_quant_igemm_amd64.s).
 //
@@ -51,6 +55,31 @@ func ubgemmAVX2(a, b *byte, c *int32, kq, ldc int, init *int32, acc bool)
 //go:noescape
 func ubgemmTAVX2(a, b *byte, c *int32, kq, ldc int, init *int32, acc bool)
 
+// ubgemmVNNI is ubgemmTile's kernel where the CPU has AVX-512 VNNI
+// (ops_quant_igemm_amd64.s): both operand orders.
+//
+//go:noescape
+func ubgemmVNNI(a, b *byte, c *int32, kq, ldc int, init *int32, acc, aSigned bool)
+
+// ubgemm8x32VNNI is ubgemmTile2's kernel (ops_quant_igemm_amd64.s).
+//
+//go:noescape
+func ubgemm8x32VNNI(a, b *byte, c *int32, kq, ldc int, init *int32, acc, aSigned bool, astride, bstride int)
+
+// ubgemmTile2 is the 8 x 32 tile c (row stride ldc) = (acc: c; else init)
+// + the product of two of A's panels (a, and astride bytes on) and two of
+// B's (b, and bstride on) over kq quads of K: four ubgemmTiles in one pass,
+// where ubVNNI holds (ubgemm calls it only then).
+func ubgemmTile2(a, b []byte, c []int32, kq, ldc int, init []int32, acc, aSigned bool, astride, bstride int) {
+	_, _, _, _ = a[astride+kq*4*ubRows-1], b[bstride+kq*4*ubCols-1], c[(2*ubRows-1)*ldc+2*ubCols-1], init[2*ubCols-1]
+	ubgemm8x32VNNI(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kq, ldc, unsafe.SliceData(init), acc, aSigned, astride, bstride)
+}
+
+// ubVNNI reports whether ubgemmTile runs on ubgemmVNNI (AVX-512 with
+// VNNI; HasAVX512F also checks that the OS saves the registers); a
+// variable for the tests.
+var ubVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI
+
 // ubQuadsAVX2 is ubQuads's kernel (ops_quant_igemm_amd64.s).
 //
 //go:noescape
@@ -65,9 +94,12 @@ func ubgemmTile(a, b []byte, c []int32, kq, ldc int, init []int32, acc, aSigned 
 		return
 	}
 	_, _, _, _ = a[kq*4*ubRows-1], b[kq*4*ubCols-1], c[(ubRows-1)*ldc+ubCols-1], init[ubCols-1]
-	if aSigned {
+	switch {
+	case ubVNNI:
+		ubgemmVNNI(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kq, ldc, unsafe.SliceData(init), acc, aSigned)
+	case aSigned:
 		ubgemmAVX2(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kq, ldc, unsafe.SliceData(init), acc)
-	} else {
+	default:
 		ubgemmTAVX2(unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), kq, ldc, unsafe.SliceData(init), acc)
 	}
 }

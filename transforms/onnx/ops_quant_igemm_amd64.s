@@ -456,3 +456,271 @@ uqloop:
 
 uqdone:
 	RET
+
+
+// QUADS and QUADU add one quad of K to a 4 x 16 tile's sums a0..a3: B's
+// quad of 16 columns (64 bytes at boff(BX), one Z register) by A's 4 rows'
+// quads broadcast from off(SI). VPDPBUSD multiplies its second source's
+// uint8s by its first's int8s and adds each quad's four products to an
+// int32, exactly: QUADS takes A's values as the int8s (ubgemmAVX2's
+// case), QUADU B's (ubgemmTAVX2's).
+#define QUADS(off, boff, a0, a1, a2, a3) \
+	VMOVDQU32    boff(BX), Z8 \
+	VPBROADCASTD off(SI), Z9 \
+	VPBROADCASTD off+4(SI), Z10 \
+	VPBROADCASTD off+8(SI), Z11 \
+	VPBROADCASTD off+12(SI), Z12 \
+	VPDPBUSD     Z9, Z8, a0 \
+	VPDPBUSD     Z10, Z8, a1 \
+	VPDPBUSD     Z11, Z8, a2 \
+	VPDPBUSD     Z12, Z8, a3
+
+#define QUADU(off, boff, a0, a1, a2, a3) \
+	VMOVDQU32    boff(BX), Z8 \
+	VPBROADCASTD off(SI), Z9 \
+	VPBROADCASTD off+4(SI), Z10 \
+	VPBROADCASTD off+8(SI), Z11 \
+	VPBROADCASTD off+12(SI), Z12 \
+	VPDPBUSD     Z8, Z9, a0 \
+	VPDPBUSD     Z8, Z10, a1 \
+	VPDPBUSD     Z8, Z11, a2 \
+	VPDPBUSD     Z8, Z12, a3
+
+// func ubgemmVNNI(a, b *byte, c *int32, kq, ldc int, init *int32, acc, aSigned bool)
+//
+// ubgemmAVX2 (aSigned) and ubgemmTAVX2 (not) on AVX-512 VNNI: the same
+// panels and tile, a row of 16 sums one Z register, each quad of K one
+// VPDPBUSD a row (no int16 step: exact for any int8 and uint8 values). Two
+// quads a step into two sets of sums (the second set's chains hide the
+// first's latency), added at the end.
+TEXT ·ubgemmVNNI(SB), NOSPLIT, $0-50
+	MOVQ    a+0(FP), SI
+	MOVQ    b+8(FP), BX
+	MOVQ    c+16(FP), DI
+	MOVQ    kq+24(FP), CX
+	MOVQ    ldc+32(FP), DX
+	MOVQ    init+40(FP), R11
+	SHLQ    $2, DX
+	MOVBLZX acc+48(FP), R12
+	MOVBLZX aSigned+49(FP), R13
+	VPXORD  Z0, Z0, Z0
+	TESTQ   R12, R12
+	JNZ     vcopy
+	VMOVDQU32 (R11), Z0
+
+vcopy:
+	VMOVDQA32 Z0, Z1
+	VMOVDQA32 Z0, Z2
+	VMOVDQA32 Z0, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	TESTQ     R13, R13
+	JZ        vuloop
+
+vsloop:
+	CMPQ CX, $2
+	JLT  vsone
+	QUADS(0, 0, Z0, Z1, Z2, Z3)
+	QUADS(16, 64, Z4, Z5, Z6, Z7)
+	ADDQ $32, SI
+	ADDQ $128, BX
+	SUBQ $2, CX
+	JMP  vsloop
+
+vsone:
+	TESTQ CX, CX
+	JZ    vsum
+	QUADS(0, 0, Z0, Z1, Z2, Z3)
+	JMP   vsum
+
+vuloop:
+	CMPQ CX, $2
+	JLT  vuone
+	QUADU(0, 0, Z0, Z1, Z2, Z3)
+	QUADU(16, 64, Z4, Z5, Z6, Z7)
+	ADDQ $32, SI
+	ADDQ $128, BX
+	SUBQ $2, CX
+	JMP  vuloop
+
+vuone:
+	TESTQ CX, CX
+	JZ    vsum
+	QUADU(0, 0, Z0, Z1, Z2, Z3)
+
+vsum:
+	VPADDD Z4, Z0, Z0
+	VPADDD Z5, Z1, Z1
+	VPADDD Z6, Z2, Z2
+	VPADDD Z7, Z3, Z3
+	LEAQ   (DI)(DX*1), R8
+	LEAQ   (R8)(DX*1), R9
+	LEAQ   (R9)(DX*1), R10
+	TESTQ  R12, R12
+	JZ     vput
+	VPADDD (DI), Z0, Z0
+	VPADDD (R8), Z1, Z1
+	VPADDD (R9), Z2, Z2
+	VPADDD (R10), Z3, Z3
+
+vput:
+	VMOVDQU32 Z0, (DI)
+	VMOVDQU32 Z1, (R8)
+	VMOVDQU32 Z2, (R9)
+	VMOVDQU32 Z3, (R10)
+	VZEROUPPER
+	RET
+
+// ROWS8S and ROWS8U add one quad of K to two rows of an 8 x 32 tile:
+// rows off(reg) and off+4(reg) of A broadcast, times B's two panels' quads
+// (Z16, Z17), into a0 a1 (the first row's two halves) and a2 a3. S: A's
+// values are VPDPBUSD's int8s; U: B's.
+#define ROWS8S(reg, off, a0, a1, a2, a3) \
+	VPBROADCASTD off(reg), Z18 \
+	VPBROADCASTD off+4(reg), Z19 \
+	VPDPBUSD     Z18, Z16, a0 \
+	VPDPBUSD     Z18, Z17, a1 \
+	VPDPBUSD     Z19, Z16, a2 \
+	VPDPBUSD     Z19, Z17, a3
+
+#define ROWS8U(reg, off, a0, a1, a2, a3) \
+	VPBROADCASTD off(reg), Z18 \
+	VPBROADCASTD off+4(reg), Z19 \
+	VPDPBUSD     Z16, Z18, a0 \
+	VPDPBUSD     Z17, Z18, a1 \
+	VPDPBUSD     Z16, Z19, a2 \
+	VPDPBUSD     Z17, Z19, a3
+
+// func ubgemm8x32VNNI(a, b *byte, c *int32, kq, ldc int, init *int32, acc, aSigned bool, astride, bstride int)
+//
+// The 8 x 32 tile c = (acc: c; else init, 32 sums for every row) + A x B
+// over kq quads: two of A's 4-row panels (a, and astride bytes on) by two
+// of B's 16-column panels (b, and bstride bytes on), ubgemmVNNI's four
+// tiles in one pass: per quad two loads of B and eight broadcasts of A
+// for sixteen VPDPBUSD, each row's 32 sums two Z registers (Z0 to Z15).
+TEXT ·ubgemm8x32VNNI(SB), NOSPLIT, $0-72
+	MOVQ    a+0(FP), SI
+	MOVQ    b+8(FP), BX
+	MOVQ    c+16(FP), DI
+	MOVQ    kq+24(FP), CX
+	MOVQ    ldc+32(FP), DX
+	MOVQ    init+40(FP), R11
+	SHLQ    $2, DX
+	MOVBLZX acc+48(FP), R12
+	MOVBLZX aSigned+49(FP), R13
+	MOVQ    astride+56(FP), R9
+	ADDQ    SI, R9 // A's second panel
+	MOVQ    bstride+64(FP), R10
+	ADDQ    BX, R10 // B's second panel
+	VPXORD  Z0, Z0, Z0
+	VPXORD  Z1, Z1, Z1
+	TESTQ   R12, R12
+	JNZ     bcopy
+	VMOVDQU32 (R11), Z0
+	VMOVDQU32 64(R11), Z1
+
+bcopy:
+	VMOVDQA32 Z0, Z2
+	VMOVDQA32 Z1, Z3
+	VMOVDQA32 Z0, Z4
+	VMOVDQA32 Z1, Z5
+	VMOVDQA32 Z0, Z6
+	VMOVDQA32 Z1, Z7
+	VMOVDQA32 Z0, Z8
+	VMOVDQA32 Z1, Z9
+	VMOVDQA32 Z0, Z10
+	VMOVDQA32 Z1, Z11
+	VMOVDQA32 Z0, Z12
+	VMOVDQA32 Z1, Z13
+	VMOVDQA32 Z0, Z14
+	VMOVDQA32 Z1, Z15
+	TESTQ     CX, CX
+	JZ        bstore
+	TESTQ     R13, R13
+	JZ        buloop
+
+bsloop:
+	VMOVDQU32 (BX), Z16
+	VMOVDQU32 (R10), Z17
+	ROWS8S(SI, 0, Z0, Z1, Z2, Z3)
+	ROWS8S(SI, 8, Z4, Z5, Z6, Z7)
+	ROWS8S(R9, 0, Z8, Z9, Z10, Z11)
+	ROWS8S(R9, 8, Z12, Z13, Z14, Z15)
+	ADDQ $16, SI
+	ADDQ $16, R9
+	ADDQ $64, BX
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  bsloop
+	JMP  bstore
+
+buloop:
+	VMOVDQU32 (BX), Z16
+	VMOVDQU32 (R10), Z17
+	ROWS8U(SI, 0, Z0, Z1, Z2, Z3)
+	ROWS8U(SI, 8, Z4, Z5, Z6, Z7)
+	ROWS8U(R9, 0, Z8, Z9, Z10, Z11)
+	ROWS8U(R9, 8, Z12, Z13, Z14, Z15)
+	ADDQ $16, SI
+	ADDQ $16, R9
+	ADDQ $64, BX
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  buloop
+
+bstore:
+	TESTQ R12, R12
+	JZ    bput
+	MOVQ  DI, R8
+	VPADDD (R8), Z0, Z0
+	VPADDD 64(R8), Z1, Z1
+	ADDQ   DX, R8
+	VPADDD (R8), Z2, Z2
+	VPADDD 64(R8), Z3, Z3
+	ADDQ   DX, R8
+	VPADDD (R8), Z4, Z4
+	VPADDD 64(R8), Z5, Z5
+	ADDQ   DX, R8
+	VPADDD (R8), Z6, Z6
+	VPADDD 64(R8), Z7, Z7
+	ADDQ   DX, R8
+	VPADDD (R8), Z8, Z8
+	VPADDD 64(R8), Z9, Z9
+	ADDQ   DX, R8
+	VPADDD (R8), Z10, Z10
+	VPADDD 64(R8), Z11, Z11
+	ADDQ   DX, R8
+	VPADDD (R8), Z12, Z12
+	VPADDD 64(R8), Z13, Z13
+	ADDQ   DX, R8
+	VPADDD (R8), Z14, Z14
+	VPADDD 64(R8), Z15, Z15
+
+bput:
+	VMOVDQU32 Z0, (DI)
+	VMOVDQU32 Z1, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z2, (DI)
+	VMOVDQU32 Z3, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z4, (DI)
+	VMOVDQU32 Z5, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z6, (DI)
+	VMOVDQU32 Z7, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z8, (DI)
+	VMOVDQU32 Z9, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z10, (DI)
+	VMOVDQU32 Z11, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z12, (DI)
+	VMOVDQU32 Z13, 64(DI)
+	ADDQ      DX, DI
+	VMOVDQU32 Z14, (DI)
+	VMOVDQU32 Z15, 64(DI)
+	VZEROUPPER
+	RET

@@ -93,25 +93,26 @@ func perIndex(rng *rand.Rand, n int, lo, hi int32) []int32 {
 	return z
 }
 
-// ubgemm's sums equal the plain loop's at every width this CPU runs, int8s
+// ubgemm's sums equal the plain loop's at every width this CPU runs (the
+// VNNI kernel at AVX-512's where the CPU has VNNI), int8s
 // on either side (A's or B's), the int8s at the ends of what ubFits takes
 // (pairs summing to 128 in magnitude: -128 and 0, 64 and -64, 127 and 1),
 // the uint8s at 0 and 255, with and without init, odd and edge M, N and
 // K, K across blocks (ubKC quads) up to 4096; and ubFits refuses a pair
 // past 128.
 func TestUbgemmEqualsLoop(t *testing.T) {
-	saved := igWidth
-	defer func() { igWidth = saved }()
+	saved, savedVNNI := igWidth, ubVNNI
+	defer func() { igWidth, ubVNNI = saved, savedVNNI }()
 	assert.True(t, ubFits(4, func(p int) int32 { return []int32{-128, 0, 64, -64}[p] }))
 	assert.True(t, ubFits(3, func(p int) int32 { return []int32{127, 1, -128}[p] }))
 	assert.False(t, ubFits(2, func(p int) int32 { return []int32{65, -64}[p] }))
 	assert.False(t, ubFits(1, func(p int) int32 { return 128 }))
 	pairs := [][2]int8{{-128, 0}, {64, -64}, {127, 1}, {-1, -127}, {0, 0}, {3, -5}}
 	for _, width := range simdWidths() {
-		igWidth = min(width, 8)
-		t.Run(fmt.Sprintf("lanes=%d", igWidth), func(t *testing.T) {
+		igWidth, ubVNNI = min(width, 8), savedVNNI && width == 16
+		t.Run(fmt.Sprintf("lanes=%d,vnni=%v", igWidth, ubVNNI), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(15, 16))
-			shapes := [][3]int{{1, 1, 1}, {4, 16, 4}, {3, 17, 3}, {5, 15, 255}, {13, 40, 256}, {8, 32, 257}, {7, 33, 302}, {1, 50, 4096}, {9, 16, 4093}}
+			shapes := [][3]int{{1, 1, 1}, {4, 16, 4}, {3, 17, 3}, {5, 15, 255}, {13, 40, 256}, {8, 32, 257}, {7, 33, 302}, {1, 50, 4096}, {9, 16, 4093}, {16, 64, 1030}, {17, 65, 33}, {24, 96, 4}}
 			for _, s := range shapes {
 				for _, aSigned := range []bool{true, false} {
 					m, n, k := s[0], s[1], s[2]

@@ -20,6 +20,11 @@ package onnx
 // sum (x - z) w' = sum x w' - z sum w' (ONNX Runtime's correction by the
 // weights' sums), the convolution's padding being z itself.
 //
+// Where the CPU has AVX-512 VNNI, VPDPBUSD does a quad's four
+// multiplications and their sum into an int32 in one instruction (no int16
+// step), 64 a Z register: ubgemmVNNI on a tile, ubgemm8x32VNNI on four
+// at once, on the same panels.
+//
 // The panels are igemm's with quads of K in place of pairs: A in panels of
 // ubRows rows, per quad each row's four values; B in panels of ubCols
 // columns, per quad each column's four; K completed with 0 in the constant
@@ -172,8 +177,14 @@ func ubgemm(a []byte, m int, b []byte, n, kq int, c []int32, ldc int, init []int
 	if m == 0 || n == 0 {
 		return
 	}
-	var zeros [ubCols]int32
+	var zeros [2 * ubCols]int32
 	var tile [ubRows * ubCols]int32
+	// With VNNI the rows and columns of whole 8 x 32 blocks go through
+	// ubgemmTile2 (four tiles a pass), the rest tile by tile.
+	m8, n32 := 0, 0
+	if ubVNNI {
+		m8, n32 = m&^(2*ubRows-1), n&^(2*ubCols-1)
+	}
 	if kq == 0 {
 		for i := range m {
 			for j := range n {
@@ -187,14 +198,27 @@ func ubgemm(a []byte, m int, b []byte, n, kq int, c []int32, ldc int, init []int
 	}
 	for k0 := 0; k0 < kq; k0 += ubKC {
 		kc, acc := min(ubKC, kq-k0), k0 > 0
+		for jp := 0; jp < n32; jp += 2 * ubCols {
+			in := zeros[:]
+			if init != nil {
+				in = init[jp : jp+2*ubCols]
+			}
+			for ip := 0; ip < m8; ip += 2 * ubRows {
+				ubgemmTile2(a[ip*4*kq+k0*4*ubRows:], b[jp*4*kq+k0*4*ubCols:], c[ip*ldc+jp:], kc, ldc, in, acc, aSigned, ubRows*4*kq, ubCols*4*kq)
+			}
+		}
 		for jp := 0; jp < n; jp += ubCols {
 			bp := b[jp*4*kq+k0*4*ubCols:]
 			cols := min(ubCols, n-jp)
-			in := zeros[:]
+			in := zeros[:ubCols]
 			if init != nil {
 				in = init[jp : jp+ubCols]
 			}
-			for ip := 0; ip < m; ip += ubRows {
+			ip0 := 0
+			if jp < n32 {
+				ip0 = m8 // done above
+			}
+			for ip := ip0; ip < m; ip += ubRows {
 				ap := a[ip*4*kq+k0*4*ubRows:]
 				rows := min(ubRows, m-ip)
 				if rows == ubRows && cols == ubCols {
