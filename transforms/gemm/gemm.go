@@ -31,7 +31,26 @@ type kernel struct {
 	// micro-panels a (mr floats a step) and b (nr floats a step), and writes
 	// it to the tile at c (rows ldc apart) as flags say.
 	run func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int)
+	// short, where not nil, is a kernel of fewer rows that reads B's
+	// panels as this one packs them (the same nr and kcMax), for products
+	// of few rows (forRows).
+	short *kernel
 }
+
+// forRows is the kernel for a product of m rows: short where the rows
+// rounded up to its tiles are under 85% of them rounded up to k's (16
+// rows: two tiles of 8, not 28 rows of 14-row tiles, half padding), else
+// k. Every kernel sums each element in the same order, so the choice
+// does not change the bits.
+func (k *kernel) forRows(m int) *kernel {
+	if s := k.short; s != nil && 100*roundUp(m, s.mr) < 85*roundUp(m, k.mr) {
+		return s
+	}
+	return k
+}
+
+// packsBAs reports whether k reads B's panels as o packs them.
+func (k *kernel) packsBAs(o *kernel) bool { return k.nr == o.nr && k.kcMax == o.kcMax }
 
 // kernels are the kernels this machine can run, portable first; the last is
 // the one Sgemm uses. kernel_amd64.go appends the assembly ones the CPU
@@ -75,7 +94,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // already run one product per core). The result is the same bits whatever
 // workers is.
 func SgemmWorkers(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best()}
+	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best().forRows(m)}
 	p.check()
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -245,7 +264,7 @@ func (p *problem) block(i0, i1, j0, j1 int) {
 	buf := getBuffers(na, nb, mr*nr)
 	defer pool.Put(buf)
 	pa, pb, tile := buf.a, buf.b, buf.tile
-	if p.packed != nil && p.packed.kern != kern {
+	if p.packed != nil && !kern.packsBAs(p.packed.kern) {
 		panic("gemm: B was packed for kernel " + p.packed.kern.name + ", not " + kern.name)
 	}
 	for pc := 0; pc < p.k; pc += kb {

@@ -320,3 +320,28 @@ func TestNoAllocations(t *testing.T) {
 	require.Zero(t, allocs)
 	require.Equal(t, want, c)
 }
+
+// A product of few rows takes the short kernel where there is one (16 rows:
+// two 8-row tiles, not two 14-row ones), a tall one the long kernel, and
+// either gives the long kernel's bits, from B unpacked and packed.
+func TestShortKernelForFewRows(t *testing.T) {
+	long := best()
+	if long.short == nil {
+		t.Skipf("kernel %s has no short sibling on this machine", long.name)
+	}
+	require.Same(t, long.short, long.forRows(16))
+	require.Same(t, long.short, long.forRows(8))
+	require.Same(t, long, long.forRows(128))
+	require.Same(t, long, long.forRows(1000))
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, m := range []int{1, 7, 16, 33} {
+		n, k := 70, 2*long.kcMax+5
+		a, b := randSlice(r, m*k), randSlice(r, k*n)
+		want, got, packed := make([]float32, m*n), make([]float32, m*n), make([]float32, m*n)
+		sgemmWith(long, 1, false, false, m, n, k, 1, a, k, b, n, 0, want, n)
+		Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, got, n)
+		SgemmPacked(1, false, m, 1, a, k, Pack(false, k, n, b, n), 0, n, 0, packed, n)
+		require.Equal(t, want, got, "m %d", m)
+		require.Equal(t, want, packed, "m %d, B packed", m)
+	}
+}

@@ -16,6 +16,9 @@ import (
 func kernel14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
 
 //go:noescape
+func kernel8x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
+
+//go:noescape
 func kernel6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
 
 //go:noescape
@@ -66,8 +69,18 @@ func init() {
 	}
 	// HasAVX512F also checks that the OS saves the AVX-512 registers.
 	if cpu.X86.HasAVX512F {
-		kernels = append(kernels, &kernel{
-			name: "avx512", mr: 14, nr: 32, kcMax: 384, mc: 2016, nc: 384,
+		// The 8-row kernel reads B's panels as the 14-row one packs them:
+		// products of few rows (a recurrent step's, a batch of 16) take it
+		// where 14-row tiles would be mostly padding (kernel.forRows).
+		short := &kernel{
+			name: "avx512x8", mr: 8, nr: 32, kcMax: 384, mc: 2016, nc: 384,
+			run: func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int) {
+				_, _ = a[8*kc-1], b[32*kc-1]
+				kernel8x32AVX512(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha, beta, flags)
+			},
+		}
+		kernels = append(kernels, short, &kernel{
+			name: "avx512", mr: 14, nr: 32, kcMax: 384, mc: 2016, nc: 384, short: short,
 			run: func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int) {
 				_, _ = a[14*kc-1], b[32*kc-1]
 				kernel14x32AVX512(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha, beta, flags)

@@ -84,7 +84,7 @@ func SgemmPacked(workers int, transA bool, m int, alpha float32, a []float32, ld
 	if j0 < 0 || j1 < j0 || j1 > b.n || j0%b.kern.nr != 0 {
 		panic(fmt.Sprintf("gemm: columns %d..%d of a packed %dx%d matrix: want 0 <= j0 <= j1 <= %d, j0 a multiple of %d", j0, j1, b.k, b.n, b.n, b.kern.nr))
 	}
-	p := problem{transA: transA, m: m, n: j1 - j0, k: b.k, alpha: alpha, a: a, lda: lda, beta: beta, c: c, ldc: ldc, kern: b.kern, packed: b, j0: j0}
+	p := problem{transA: transA, m: m, n: j1 - j0, k: b.k, alpha: alpha, a: a, lda: lda, beta: beta, c: c, ldc: ldc, kern: b.kern.forRows(m), packed: b, j0: j0}
 	p.check()
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
