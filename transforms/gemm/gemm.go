@@ -390,15 +390,18 @@ func packPanels(dst, x []float32, ld int, stepMajor bool, i0, n, pc, kc, w int) 
 			}
 			continue
 		}
+		// Whole blocks of 16 steps transposed in registers where there is
+		// a kernel, the rest value by value.
+		done := packRows(panel, x[(i0+q)*ld+pc:], ld, kc, lines, w)
 		for r := range lines {
 			src := x[(i0+q+r)*ld+pc:]
-			src = src[:kc]
+			src = src[done:kc]
 			for p, v := range src {
-				panel[p*w+r] = v
+				panel[(done+p)*w+r] = v
 			}
 		}
 		for r := lines; r < w; r++ {
-			for p := range kc {
+			for p := done; p < kc; p++ {
 				panel[p*w+r] = 0
 			}
 		}

@@ -345,3 +345,29 @@ func TestShortKernelForFewRows(t *testing.T) {
 		require.Equal(t, want, packed, "m %d, B packed", m)
 	}
 }
+
+// packPanels of a row-major A gives the same panels with and without the
+// vector transpose (packRows), for panel widths 1 to 16, ragged last
+// panels, steps not a multiple of 16, and offsets into A.
+func TestPackRowsEqualsLoop(t *testing.T) {
+	saved := packRowsVector
+	defer func() { packRowsVector = saved }()
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, w := range []int{1, 4, 6, 8, 14, 16} {
+		for _, kc := range []int{1, 15, 16, 33, 200} {
+			m, k, ld := 2*w+3, kc+5, kc+9
+			x := randSlice(r, m*ld)
+			size := roundUp(m, w) * kc
+			packRowsVector = false
+			want := make([]float32, size)
+			packPanels(want, x, ld, false, 0, m, 2, kc, w)
+			packRowsVector = saved
+			got := make([]float32, size)
+			for i := range got {
+				got[i] = -1
+			}
+			packPanels(got, x, ld, false, 0, m, 2, kc, w)
+			require.Equal(t, want, got, "w %d kc %d k %d", w, kc, k)
+		}
+	}
+}
