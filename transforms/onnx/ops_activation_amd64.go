@@ -127,3 +127,18 @@ func roundVec(y, x []float32, mode int) int {
 	roundAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, mode)
 	return n
 }
+
+//go:noescape
+func addAVX2(y, z *float32, n int)
+
+// addVec adds z[i] to y[i] for the whole vectors of y and returns how many
+// (0 without a vector kernel). len(z) >= len(y).
+func addVec(y, z []float32) int {
+	n := len(y) &^ 7
+	if actWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = z[n-1]
+	addAVX2(unsafe.SliceData(y), unsafe.SliceData(z), n)
+	return n
+}

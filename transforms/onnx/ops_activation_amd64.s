@@ -335,3 +335,46 @@ rceil:
 rdone:
 	VZEROUPPER
 	RET
+
+// func addAVX2(y, z *float32, n int)
+//
+// y[i] += z[i] for i < n, n a multiple of 8 (a fused epilogue's residual).
+TEXT ·addAVX2(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ z+8(FP), SI
+	MOVQ n+16(FP), CX
+
+aby32:
+	CMPQ    CX, $32
+	JLT     aby8
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS  (SI), Y0, Y0
+	VADDPS  32(SI), Y1, Y1
+	VADDPS  64(SI), Y2, Y2
+	VADDPS  96(SI), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	SUBQ    $32, CX
+	JMP     aby32
+
+aby8:
+	CMPQ    CX, $8
+	JLT     abdone
+	VMOVUPS (DI), Y0
+	VADDPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     aby8
+
+abdone:
+	VZEROUPPER
+	RET

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,6 +101,38 @@ func TestHardVectorEqualsGo(t *testing.T) {
 					require.Equal(t, float32(-7), got[i], "%d lanes, n %d: written past the end at %d", width, n, i)
 				}
 			}
+		}
+	}
+}
+
+// addVec adds whole vectors (the same bits as the Go loop: one rounded sum
+// each) and leaves the rest, never past the end, at every width.
+func TestAddVec(t *testing.T) {
+	saved := actWidth
+	defer func() { actWidth = saved }()
+	r := rand.New(rand.NewPCG(28, 39))
+	for _, width := range simdWidths() {
+		actWidth = width
+		for _, n := range []int{0, 7, 8, 31, 32, 77} {
+			y, z := make([]float32, n+3), make([]float32, n)
+			for i := range z {
+				y[i], z[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			y[n] = 5
+			want := slices.Clone(y)
+			for i := range z {
+				want[i] += z[i]
+			}
+			i := addVec(y[:n], z)
+			if width == 0 {
+				assert.Zero(t, i)
+			} else {
+				assert.Equal(t, n&^7, i)
+			}
+			for ; i < n; i++ {
+				y[i] += z[i]
+			}
+			assert.Equal(t, want, y, "n %d width %d", n, width)
 		}
 	}
 }

@@ -17,3 +17,5 @@ func softsignVec(y, x []float32) int { return 0 }
 func threshVec(y, x []float32, alpha float32) int { return 0 }
 
 func roundVec(y, x []float32, mode int) int { return 0 }
+
+func addVec(y, z []float32) int { return 0 }

@@ -51,7 +51,7 @@ type epilogue struct {
 func (e *epilogue) apply(y, z []float32) {
 	if z != nil {
 		z = z[:len(y)]
-		for i := range y {
+		for i := addVec(y, z); i < len(y); i++ {
 			y[i] += z[i]
 		}
 	}
