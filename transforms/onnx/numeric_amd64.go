@@ -148,5 +148,31 @@ func tanhVecF32(y, x []float32) int {
 		return 0
 	}
 	_ = y[len(x)-1]
-	return tanhAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &tanhTab)
+	n := 0
+	if tanhWide && len(x) >= 16 { // 16 lanes a step, the rest 8
+		if n = tanhAVX512(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &tanhTab16); n == len(x) {
+			return n
+		}
+	}
+	return n + tanhAVX2(unsafe.SliceData(y[n:]), unsafe.SliceData(x[n:]), len(x)-n, &tanhTab)
 }
+
+// tanhAVX512 is tanhAVX2 at 16 lanes (numeric_avx512_amd64.s).
+//
+//go:noescape
+func tanhAVX512(y, x *float32, n int, tab *[25][16]float32) int
+
+// tanhWide reports whether tanhVecF32 runs 16 lanes at a time (AVX-512;
+// HasAVX512F also checks that the OS saves the registers); a variable for
+// the tests.
+var tanhWide = simdWidth == 16
+
+// tanhTab16 is tanhTab's rows, 16 copies each, for tanhAVX512.
+var tanhTab16 = func() (t [25][16]float32) {
+	for i := range t {
+		for j := range t[i] {
+			t[i][j] = tanhTab[i][0]
+		}
+	}
+	return t
+}()

@@ -122,14 +122,14 @@ func testErfVector(t *testing.T) {
 // (tanhf's series under 0.3, its clamp over 10, ±0, ±Inf, NaN), in place
 // and not.
 func TestSigmoidTanhLoopsEqualGo(t *testing.T) {
-	saved := expWidth
-	defer func() { expWidth = saved }()
+	saved, savedWide := expWidth, tanhWide
+	defer func() { expWidth, tanhWide = saved, savedWide }()
 	rng := rand.New(rand.NewPCG(9, 10))
 	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
 		0.3, -0.3, 0.29999998, 10, -10, 10.000001, 87, -87, 88.5, -88.5, 104, -104, 1e-40}
 	for _, width := range simdWidths() {
-		expWidth = min(width, 8)
-		for _, n := range []int{0, 1, 7, 8, 9, 255, 256, 257, 1000} {
+		expWidth, tanhWide = min(width, 8), savedWide && width == 16
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 24, 255, 256, 257, 1000} {
 			x := make([]float32, n)
 			for i := range x {
 				x[i] = rng.Float32()*40 - 20

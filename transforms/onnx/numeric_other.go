@@ -19,3 +19,6 @@ func tanhVecF32(y, x []float32) int { return 0 }
 func geluVecF32(y, x []float32) int { return 0 }
 
 func geluTanhVecF32(y, x []float32) int { return 0 }
+
+// tanhWide: no 16-lane kernel in this build.
+var tanhWide = false
