@@ -142,3 +142,19 @@ func addVec(y, z []float32) int {
 	addAVX2(unsafe.SliceData(y), unsafe.SliceData(z), n)
 	return n
 }
+
+//go:noescape
+func preluAVX2(y, x *float32, n int, s float32)
+
+// preluVec writes PRelu's s x[i] (x[i] < 0) or x[i] to y[i] for the whole
+// vectors of x and returns how many (0 without a vector kernel); the bits
+// of prelu. len(y) >= len(x).
+func preluVec(y, x []float32, s float32) int {
+	n := len(x) &^ 7
+	if actWidth == 0 || n == 0 {
+		return 0
+	}
+	_ = y[n-1]
+	preluAVX2(unsafe.SliceData(y), unsafe.SliceData(x), n, s)
+	return n
+}

@@ -378,3 +378,45 @@ aby8:
 abdone:
 	VZEROUPPER
 	RET
+
+// func preluAVX2(y, x *float32, n int, s float32)
+//
+// PRelu of one slope: y[i] = s x[i] where x[i] < 0, else x[i] (NaN and -0
+// kept), for i < n, n a multiple of 8.
+TEXT ·preluAVX2(SB), NOSPLIT, $0-28
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y9
+	VXORPS       Y8, Y8, Y8
+
+pby16:
+	CMPQ      CX, $16
+	JLT       pby8
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VCMPPS    $1, Y8, Y0, Y2 // x < 0
+	VCMPPS    $1, Y8, Y1, Y3
+	VMULPS    Y9, Y0, Y4
+	VMULPS    Y9, Y1, Y5
+	VBLENDVPS Y2, Y4, Y0, Y0
+	VBLENDVPS Y3, Y5, Y1, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	SUBQ      $16, CX
+	JMP       pby16
+
+pby8:
+	CMPQ      CX, $8
+	JLT       pdone
+	VMOVUPS   (SI), Y0
+	VCMPPS    $1, Y8, Y0, Y2
+	VMULPS    Y9, Y0, Y4
+	VBLENDVPS Y2, Y4, Y0, Y0
+	VMOVUPS   Y0, (DI)
+
+pdone:
+	VZEROUPPER
+	RET

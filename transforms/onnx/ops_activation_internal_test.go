@@ -136,3 +136,43 @@ func TestAddVec(t *testing.T) {
 		}
 	}
 }
+
+// preluVec gives prelu's bits (a negative slope too: -0 stays -0, NaN
+// stays NaN), whole vectors only, at every width.
+func TestPreluVec(t *testing.T) {
+	saved := actWidth
+	defer func() { actWidth = saved }()
+	r := rand.New(rand.NewPCG(28, 40))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -1e-45}
+	for _, width := range simdWidths() {
+		actWidth = width
+		for _, s := range []float32{0.25, -1.5, 0} {
+			for _, n := range []int{0, 7, 8, 40, 77} {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+					if r.IntN(5) == 0 {
+						x[i] = special[r.IntN(len(special))]
+					}
+				}
+				y := make([]float32, n+1)
+				y[n] = 9
+				i := preluVec(y[:n], x, s)
+				if width == 0 {
+					assert.Zero(t, i)
+				} else {
+					assert.Equal(t, n&^7, i)
+				}
+				for j := range i {
+					want := prelu(x[j], s)
+					if want != want {
+						assert.True(t, y[j] != y[j], "prelu(%v, %v) = %v, want NaN", x[j], s, y[j])
+						continue
+					}
+					assert.Equal(t, math.Float32bits(want), math.Float32bits(y[j]), "prelu(%v, %v)", x[j], s)
+				}
+				assert.Equal(t, float32(9), y[n])
+			}
+		}
+	}
+}

@@ -19,3 +19,5 @@ func threshVec(y, x []float32, alpha float32) int { return 0 }
 func roundVec(y, x []float32, mode int) int { return 0 }
 
 func addVec(y, z []float32) int { return 0 }
+
+func preluVec(y, x []float32, s float32) int { return 0 }

@@ -116,15 +116,38 @@ type extraLoop interface {
 
 func (floats[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {
 	f := func(x, y T) T { return T(math.Mod(float64(x), float64(y))) }
-	var run func(z, x, y []T)
-	if a.Type == nd.Float32 { // T is float32
-		f = any(fmod32).(func(x, y T) T)
-		run = any(fmodF32).(func(z, x, y []T))
-	}
-	if op == ewPRelu {
-		f, run = prelu[T], nil
+	var run func(z, x, y []T, sy int) bool
+	switch f32 := a.Type == nd.Float32; { // T is float32 where f32
+	case op == ewPRelu && f32:
+		f, run = prelu[T], any(preluRun).(func(z, x, y []T, sy int) bool)
+	case op == ewPRelu:
+		f = prelu[T]
+	case f32:
+		f, run = any(fmod32).(func(x, y T) T), any(fmodRun).(func(z, x, y []T, sy int) bool)
 	}
 	extraWalk(l, a, b, c, f, run)
+}
+
+// fmodRun is fmod's run for extraWalk: both inputs in a row.
+func fmodRun(z, x, y []float32, sy int) bool {
+	if sy != 1 {
+		return false
+	}
+	fmodF32(z, x, y)
+	return true
+}
+
+// preluRun is PRelu's run for extraWalk: one slope for the run (a
+// channel's), whole vectors on preluVec's kernel.
+func preluRun(z, x, y []float32, sy int) bool {
+	if sy != 0 {
+		return false
+	}
+	s := y[0]
+	for i := preluVec(z, x, s); i < len(z); i++ {
+		z[i] = prelu(x[i], s)
+	}
+	return true
 }
 
 // fmod32 is math.Mod of float32s, the same value: x - q y in float64 with
@@ -161,15 +184,15 @@ func (ints[T]) extra(op ewOp, l *ewLoop, a, b, c nd.Array) {
 	extraWalk(l, a, b, c, f, nil)
 }
 
-// extraWalk writes f(x, y) to c along l; run, where not nil, takes the
-// runs where both inputs lie in a row (a vector kernel's).
-func extraWalk[T numElem](l *ewLoop, a, b, c nd.Array, f func(x, y T) T, run func(z, x, y []T)) {
+// extraWalk writes f(x, y) to c along l; run, where not nil, is offered
+// each run where x lies in a row and y in a row (sy 1) or is one value (sy
+// 0), and reports whether it took it (a vector kernel's).
+func extraWalk[T numElem](l *ewLoop, a, b, c nd.Array, f func(x, y T) T, run func(z, x, y []T, sy int) bool) {
 	x, y, z := nd.MustAs[T](a), nd.MustAs[T](b), nd.MustAs[T](c)
 	sx, sy := l.inner[0], l.inner[1]
 	l.walk(2, func(o int, off []int, n int) {
 		xs, ys, zs := ewSlice(x, off[0], sx, n), ewSlice(y, off[1], sy, n), z[o:o+n]
-		if run != nil && sx == 1 && sy == 1 {
-			run(zs, xs, ys)
+		if run != nil && sx == 1 && run(zs, xs, ys, sy) {
 			return
 		}
 		for i := range zs {
