@@ -31,7 +31,10 @@ import (
 // a constant, no transpose.
 // Convolutions of few channels (at most 64 per group) with stride 1 or 2,
 // where AVX-512 or AVX2 runs and there are images enough for every core, take a
-// direct kernel instead, with no patches at all (ops_conv_flat.go).
+// direct kernel instead, with no patches at all (ops_conv_flat.go); the
+// other convolutions of one group and 16 channels or more, where a vector
+// kernel runs, a direct kernel in blocks of 16 channels (NCHWc, as ONNX
+// Runtime's MLAS, ops_conv_nchwc.go), with no patches either.
 // Grouped convolutions with one input channel per group (depthwise,
 // MobileNet's) take a direct kernel (ops_conv_depthwise.go); float64 ones a
 // plain loop.
@@ -49,6 +52,7 @@ type conv struct {
 	packed atomic.Pointer[convWeights]
 	rows   atomic.Pointer[convRowWeights]
 	flat   atomic.Pointer[flatWeights]
+	nchwc  atomic.Pointer[nchwcWeights]
 }
 
 // convRowWeights are a constant W packed as the A operand of W x patches
@@ -157,6 +161,8 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 		convDepthwise(p, xs, ws, bs, ys)
 	case useFlat(p):
 		convFlat(p, xs, c.flatWeightsOf(ws, p), bs, ys)
+	case useNCHWc(p):
+		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
 	case convByRows(p):
 		convGemmRows(p, xs, ws, c.rowWeights(w, p), bs, ys)
 	default:

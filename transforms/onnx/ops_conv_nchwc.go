@@ -1,0 +1,351 @@
+package onnx
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+)
+
+// Conv in a blocked channel layout (NCHWc, as ONNX Runtime's MLAS lays out
+// its convolutions: https://github.com/microsoft/onnxruntime/blob/main/onnxruntime/core/mlas/lib/snchwc.cpp):
+// a direct convolution with no patches matrix and no packing per run.
+//
+// The input is copied once per run into blocks of 16 channels, each a
+// padded image of 16-float pixels ([N][C/16][Hp][Wp][16], the padding and
+// the channels past C zeros), so that the kernel needs no bounds: output
+// (oh, ow) under tap (kh, kw) reads the pixel at (oh*sh + kh*dh, ow*sw +
+// kw*dw). W is packed once per node in the order the kernel reads it: per
+// group of fb blocks of 16 output channels, [C/16][kh][kw][16 inputs][fb][16
+// outputs]. The kernel (ops_conv_nchwc_gen.go) keeps fb x np sums (fb
+// blocks of 16 output channels, np <= 6 consecutive output positions of a
+// row) in registers and, for each input channel and tap, multiplies one
+// filter vector per block by the broadcast input value under each
+// position: fb + np loads from L1 and L2 per fb x np FMAs, where the
+// patches path writes K x positions patches (9 values per input value of a
+// 3x3 kernel) and packs them again. The sums of one output row of a group
+// land in a task's scratch, blocked, and are written into the output's
+// planes (NCHW) at once, then through the fused epilogue while in cache.
+//
+// AVX-512 runs fb up to 4 (24 sums, one register each); AVX2 one block of
+// 16 channels as two registers (12 sums); the plain Go loop (nchwcTileGo)
+// does the same steps, for the tests and where no kernel runs.
+
+// nchwcBlock is the channels of a block.
+const nchwcBlock = 16
+
+// nchwcPositions is the most output positions of one kernel call.
+const nchwcPositions = 6
+
+// nchwcWeights are W packed for the kernels (per group of fb output
+// blocks, [C/16][kh][kw][16][fb][16], zeros past C and M), and the W they
+// were packed from.
+type nchwcWeights struct {
+	src *byte
+	fb  int // output blocks per group
+	w   []float32
+}
+
+// nchwcGroupBlocks is the output blocks per kernel call at this width.
+func nchwcGroupBlocks(width int) int {
+	if width == 8 {
+		return 1
+	}
+	return 4
+}
+
+// useNCHWc reports whether a float32 convolution takes the blocked kernel:
+// a vector kernel here, one group, two spatial axes at most, input
+// channels enough (nchwcMinChannels) that the blocks are mostly channels,
+// not zeros, and products deep enough (nchwcMinDepth) to pay for moving
+// each output value from the blocks into its plane. Measured on
+// MobileNetV2's and ResNet's layers (BenchmarkConvLayers, one thread,
+// AVX-512): 1x1 convolutions of 16 to 32 channels ran at 17 to 20 GFLOP/s
+// blocked, 27 to 39 by the shifted sums or the patches; 144 channels and
+// more, and every 3x3 of 64 and more, ran faster blocked (3x3 of 128 to 512
+// channels: 90 to 135 GFLOP/s against 65 to 95).
+func useNCHWc(p convProblem) bool {
+	g := p.geo
+	if nchwcWidth == 0 || p.group != 1 || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
+		return false
+	}
+	return p.c >= nchwcMinChannels && p.c*g.kSize() >= nchwcMinDepth
+}
+
+// nchwcMinChannels is the fewest input channels useNCHWc takes, and
+// nchwcMinDepth the shallowest product (channels x taps).
+const (
+	nchwcMinChannels = 16
+	nchwcMinDepth    = 64
+)
+
+// nchwcWeightsOf returns W packed for the kernels of the current width:
+// kept when W is a constant, else packed for this run.
+func (c *conv) nchwcWeightsOf(w []float32, p convProblem) *nchwcWeights {
+	src := (*byte)(unsafe.Pointer(unsafe.SliceData(w)))
+	fb := nchwcGroupBlocks(nchwcWidth)
+	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.fb == fb {
+		return nw
+	}
+	nw := &nchwcWeights{src: src, fb: fb, w: packNCHWc(w, p.m, p.c, p.geo.k[1], p.geo.k[2], fb)}
+	if c.constW.Load() {
+		c.nchwc.Store(nw)
+	}
+	return nw
+}
+
+// packNCHWc packs W (m x c x kh x kw) for the kernels of fb blocks.
+func packNCHWc(w []float32, m, c, kh, kw, fb int) []float32 {
+	const B = nchwcBlock
+	cb, mb := (c+B-1)/B, (m+B-1)/B
+	taps := kh * kw
+	groups := (mb + fb - 1) / fb
+	group := fb * cb * taps * B * B // floats per whole group
+	out := make([]float32, groups*group)
+	for g := range groups {
+		fbg := min(fb, mb-g*fb)
+		dst := out[g*group:]
+		for o := range fbg * B {
+			co := g*fb*B + o
+			if co >= m {
+				break
+			}
+			f, ol := o/B, o%B
+			for ci := range c {
+				b, il := ci/B, ci%B
+				for t := range taps {
+					dst[((((b*taps)+t)*B+il)*fbg+f)*B+ol] = w[(co*c+ci)*taps+t]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// nchwcRun is one run of convNCHWc, what its tasks share (pooled).
+//
+// A task computes rows of output positions: an output row of the image
+// (len = OW, rowX = sh input rows apart), or for a pointwise convolution,
+// whose padded image is its input, runs of len positions over the whole
+// plane (rowX = len pixels apart).
+type nchwcRun struct {
+	p                     convProblem
+	x, y, xp, bias        []float32
+	xbuf                  []float32 // xp's memory, kept with the run
+	nw                    *nchwcWeights
+	cb, mb, hp, wp, plane int
+	len, rowX, vrows      int
+	groups, rows, chunks  int
+}
+
+var nchwcRuns = sync.Pool{New: func() any { return new(nchwcRun) }}
+
+// nchwcScratch are the tasks' buffers of blocked sums (*[]float32: a
+// pool of their own, so that they grow to the largest row and stay).
+var nchwcScratch = sync.Pool{New: func() any { return new([]float32) }}
+
+// nchwcRowLen is the positions of a row of a pointwise convolution's task.
+const nchwcRowLen = 96
+
+// convNCHWc computes a float32 convolution (useNCHWc) by the blocked kernel.
+func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) {
+	const B = nchwcBlock
+	g := p.geo
+	r := nchwcRuns.Get().(*nchwcRun)
+	defer nchwcRuns.Put(r)
+	r.p, r.x, r.y, r.nw = p, x, y, nw
+	r.cb, r.mb = (p.c+B-1)/B, (p.m+B-1)/B
+	// The padded image holds every pixel a tap reads.
+	r.hp = max(g.padLo[1]+g.in[1], (g.out[1]-1)*g.stride[1]+(g.k[1]-1)*g.dil[1]+1)
+	r.wp = max(g.padLo[2]+g.in[2], (g.out[2]-1)*g.stride[2]+(g.k[2]-1)*g.dil[2]+1)
+	r.plane = r.hp * r.wp * B
+	r.len, r.rowX, r.vrows = g.out[2], g.stride[1]*r.wp*B, g.out[1]
+	if p.pointwise() {
+		P := g.outSize()
+		r.len = min(P, nchwcRowLen)
+		r.rowX, r.vrows = r.len*B, (P+r.len-1)/r.len
+	}
+	r.groups = (r.mb + nw.fb - 1) / nw.fb
+	r.bias = grow(r.bias, r.mb*B)
+	clear(r.bias)
+	copy(r.bias, bias)
+	// Rows per task: whole images where there are tasks enough for every
+	// core, else cut.
+	r.rows, r.chunks = r.vrows, 1
+	if tasks, want := p.n*r.groups, 4*runtime.GOMAXPROCS(0); tasks < want {
+		r.chunks = min(r.vrows, (want+tasks-1)/tasks)
+		r.rows = (r.vrows + r.chunks - 1) / r.chunks
+		r.chunks = (r.vrows + r.rows - 1) / r.rows
+	}
+	r.xbuf = grow(r.xbuf, p.n*r.cb*r.plane)
+	r.xp = r.xbuf
+	parallel.EachWith(p.n*r.cb, 2*r.plane, *r, (*nchwcRun).pack)
+	parallel.EachWith(p.n*r.groups*r.chunks, 2*p.c*g.kSize()*B*nw.fb*r.rows*r.len, *r, (*nchwcRun).task)
+	r.p, r.x, r.y, r.xp, r.nw = convProblem{}, nil, nil, nil, nil // hold none of the run's
+}
+
+// pack copies channel block t%cb of image t/cb into its padded block.
+func (r *nchwcRun) pack(t int) {
+	const B = nchwcBlock
+	g, p := r.p.geo, &r.p
+	img, b := t/r.cb, t%r.cb
+	dst := r.xp[t*r.plane : (t+1)*r.plane]
+	h, w, pt, pl := g.in[1], g.in[2], g.padLo[1], g.padLo[2]
+	chans := min(B, p.c-b*B)
+	if chans < B {
+		clear(dst) // the channels past C too
+	} else {
+		clear(dst[:pt*r.wp*B])
+		clear(dst[(pt+h)*r.wp*B:])
+		for y := pt; y < pt+h; y++ {
+			row := dst[y*r.wp*B : (y+1)*r.wp*B]
+			clear(row[:pl*B])
+			clear(row[(pl+w)*B:])
+		}
+	}
+	src := r.x[(img*p.c+b*B)*h*w:]
+	rows, cols := h, w
+	if r.wp == w { // no padding left or right: the rows are one run
+		rows, cols = 1, h*w
+	}
+	for y := range rows {
+		row := dst[((pt+y)*r.wp+pl)*B:]
+		x0 := 0
+		if chans == B {
+			for ; x0+B <= cols && transpose16(row[x0*B:], B, src[y*cols+x0:], h*w); x0 += B {
+			}
+		}
+		for c := 0; x0 < cols && c < chans; c++ {
+			sr := src[c*h*w+y*cols : c*h*w+(y+1)*cols]
+			for x := x0; x < cols; x++ {
+				row[x*B+c] = sr[x]
+			}
+		}
+	}
+}
+
+// task computes rows chunk of group g of image img (t = (img*groups +
+// g)*chunks + chunk).
+func (r *nchwcRun) task(t int) {
+	const B = nchwcBlock
+	p, nw := &r.p, r.nw
+	geo := p.geo
+	img, grp, ch := t/(r.groups*r.chunks), t/r.chunks%r.groups, t%r.chunks
+	P := geo.outSize()
+	row0 := ch * r.rows
+	row1 := min(r.vrows, row0+r.rows)
+	fbg := min(nw.fb, r.mb-grp*nw.fb)
+	taps := geo.kSize()
+	w := nw.w[grp*nw.fb*r.cb*taps*B*B:][:fbg*r.cb*taps*B*B]
+	bias := r.bias[grp*nw.fb*B:][:fbg*B]
+	ldy := r.len * B
+	buf := nchwcScratch.Get().(*[]float32)
+	*buf = grow(*buf, fbg*ldy)
+	scratch := *buf
+	xs, rowStep, colStep := geo.stride[2]*B, geo.dil[1]*r.wp*B, geo.dil[2]*B
+	xi := img * r.cb * r.plane
+	co0 := grp * nw.fb * B
+	chans := min(fbg*B, p.m-co0)
+	for row := row0; row < row1; row++ {
+		q0 := row * r.len // the row's first output position
+		n := min(r.len, P-q0)
+		xrow := r.xp[xi+row*r.rowX:]
+		// Calls of nearly equal positions: 7 as 4 and 3, not 6 and 1.
+		calls := (n + nchwcPositions - 1) / nchwcPositions
+		for c, o := 0, 0; c < calls; c++ {
+			np := n / calls
+			if c < n%calls {
+				np++
+			}
+			nchwcTile(scratch[o*B:], ldy, xrow[o*xs:], xs, r.plane, r.cb, geo.k[1], geo.k[2], rowStep, colStep, w, bias, fbg, np)
+			o += np
+		}
+		// The row's blocks into the output planes.
+		yq := r.y[(img*p.m+co0)*P+q0:]
+		for f := range (chans + B - 1) / B {
+			yf, sf := yq[f*B*P:], scratch[f*ldy:]
+			i0 := 0
+			if chans-f*B >= B {
+				for ; i0+B <= n && transpose16(yf[i0:], P, sf[i0*B:], B); i0 += B {
+				}
+			}
+			for l := 0; i0 < n && l < min(B, chans-f*B); l++ {
+				dst, src := yf[l*P+i0:l*P+n], sf[i0*B+l:]
+				for i := range dst {
+					dst[i] = src[i*B]
+				}
+			}
+		}
+	}
+	nchwcScratch.Put(buf)
+	p.finish(r.y, (img*p.m+co0)*P+row0*r.len, chans, min(P, row1*r.len)-row0*r.len, P)
+}
+
+// transpose16 writes the transpose of the 16 x 16 block at src (rows lds
+// floats apart) to dst (rows ldd apart), and reports whether it did: false
+// where no vector kernel runs (the caller's loop then moves the values).
+func transpose16(dst []float32, ldd int, src []float32, lds int) bool {
+	_ = dst[15*ldd+15]
+	_ = src[15*lds+15]
+	return transpose16Vector(dst, ldd, src, lds)
+}
+
+// nchwcTile computes np output positions of fbg blocks of 16 channels
+// (strides in floats): y[f*ldy + j*16 + o] = bias[f*16+o] + the sum over
+// blocks b < cbs, taps (a < kh, c < kw) and channels i < 16 of
+// w[(((b*kh+a)*kw+c)*16+i)*fbg*16 + f*16 + o] *
+// x[b*cbStride + a*rowStep + c*colStep + j*xs + i], in that order.
+func nchwcTile(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int) {
+	const B = nchwcBlock
+	if np < 1 || np > nchwcPositions || fbg < 1 || cbs < 1 || kh < 1 || kw < 1 {
+		panic("onnx: nchwcTile out of its range")
+	}
+	_ = y[(fbg-1)*ldy+np*B-1]
+	_ = x[(cbs-1)*cbStride+(kh-1)*rowStep+(kw-1)*colStep+(np-1)*xs+B-1]
+	_ = w[cbs*kh*kw*B*fbg*B-1]
+	_ = bias[fbg*B-1]
+	if !nchwcVector(y, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np) {
+		nchwcTileGo(y, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np)
+	}
+}
+
+// nchwcTileGo is nchwcTile in plain Go.
+func nchwcTileGo(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int) {
+	const B = nchwcBlock
+	var acc [4 * nchwcPositions * B]float32
+	if fbg > 4 {
+		panic("onnx: nchwcTileGo of more than 4 blocks")
+	}
+	for f := range fbg {
+		for j := range np {
+			copy(acc[(f*np+j)*B:(f*np+j+1)*B], bias[f*B:(f+1)*B])
+		}
+	}
+	wi := 0
+	for b := range cbs {
+		for a := range kh {
+			for c := range kw {
+				xb := b*cbStride + a*rowStep + c*colStep
+				for i := range B {
+					wv := w[wi : wi+fbg*B]
+					wi += fbg * B
+					for j := range np {
+						v := x[xb+j*xs+i]
+						for f := range fbg {
+							s := acc[(f*np+j)*B : (f*np+j+1)*B]
+							for o, wo := range wv[f*B : (f+1)*B] {
+								s[o] += v * wo
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for f := range fbg {
+		for j := range np {
+			copy(y[f*ldy+j*B:f*ldy+(j+1)*B], acc[(f*np+j)*B:(f*np+j+1)*B])
+		}
+	}
+}

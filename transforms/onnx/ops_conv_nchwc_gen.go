@@ -1,0 +1,306 @@
+//go:build ignore
+
+// ops_conv_nchwc_gen writes ops_conv_nchwc_amd64.s, the Go assembly kernels
+// of the blocked convolution (ops_conv_nchwc.go), and
+// ops_conv_nchwc_kernels_amd64.go, their declarations and tables. Run it
+// after changing it:
+//
+//	go run ops_conv_nchwc_gen.go
+//
+// Each kernel computes np output positions (1 to 6) of fb blocks of 16
+// output channels: it starts every sum at the bias, then for each block of
+// 16 input channels, each kernel row and column, and each of the 16 input
+// channels in turn, it loads the fb filter vectors of that channel and tap,
+// broadcasts the input value under each of the np positions and
+// multiplies-adds (one FMA, rounded once) into the fb x np accumulators.
+// Every sum is thus taken in the same order (blocks, rows, columns,
+// channels) whatever the kernel, the tile or the thread: the Go loop
+// nchwcTileGo does the same steps.
+//
+// The input positions are np addresses xs bytes apart: SI, SI+R8, SI+2*R8,
+// SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), each input channel a 4-byte
+// displacement from them.
+//
+// AVX-512 (nchwc512F<fb>P<np>): fb 1 to 4, one register a block, 24
+// accumulators at most (Z0-Z23), the filter in Z24-Z27, the broadcasts in
+// Z28 and Z29 in turn. AVX2 (nchwc256P<np>): one block of 16 channels as two
+// registers, 12 accumulators at most (Y0-Y11), the filter in Y12-Y13, the
+// broadcasts in Y14 and Y15.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+)
+
+// pos is the addressing of input position j, displacement d bytes.
+func pos(j, d int) string {
+	base := [...]string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)"}[j]
+	return fmt.Sprintf("%d%s", d, base)
+}
+
+const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32"
+
+// prologue loads the pointers and strides and starts the loops; body
+// emits the 16 channel steps.
+func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init func(), store func(), filterBytes int) {
+	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, args, isa)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-96\n", name)
+	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
+	p("MOVQ x+16(FP), DX")
+	p("MOVQ xs+24(FP), R8")
+	p("LEAQ (R8)(R8*2), R9")
+	p("LEAQ (R8)(R8*4), R10")
+	p("MOVQ w+80(FP), DI")
+	p("MOVQ bias+88(FP), AX")
+	init()
+	p("MOVQ rowStep+64(FP), R12")
+	p("MOVQ colStep+72(FP), R13")
+	p("MOVQ cbs+40(FP), AX")
+	fmt.Fprintf(b, "%s_cb:\n", name)
+	p("MOVQ DX, R11")
+	p("MOVQ kh+48(FP), BX")
+	fmt.Fprintf(b, "%s_kh:\n", name)
+	p("MOVQ R11, SI")
+	p("MOVQ kw+56(FP), CX")
+	fmt.Fprintf(b, "%s_kw:\n", name)
+	body()
+	p("ADDQ $%d, DI", filterBytes)
+	p("ADDQ R13, SI")
+	p("DECQ CX")
+	p("JNZ %s_kw", name)
+	p("ADDQ R12, R11")
+	p("DECQ BX")
+	p("JNZ %s_kh", name)
+	p("ADDQ cbStride+32(FP), DX")
+	p("DECQ AX")
+	p("JNZ %s_cb", name)
+	p("MOVQ y+0(FP), SI")
+	p("MOVQ ldy+8(FP), BX")
+	store()
+	p("VZEROUPPER")
+	p("RET")
+}
+
+func avx512(b *bytes.Buffer, fb, np int) {
+	name := fmt.Sprintf("nchwc512F%dP%d", fb, np)
+	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
+	acc := func(f, j int) string { return fmt.Sprintf("Z%d", f*np+j) }
+	emit(b, name, np, "AVX512F", func() {
+		for i := range 16 {
+			for f := range fb {
+				p("VMOVUPS %d(DI), Z%d", (i*fb+f)*64, 24+f)
+			}
+			for j := range np {
+				t := 28 + j%2
+				p("VBROADCASTSS %s, Z%d", pos(j, 4*i), t)
+				for f := range fb {
+					p("VFMADD231PS Z%d, Z%d, %s", 24+f, t, acc(f, j))
+				}
+			}
+		}
+	}, func() {
+		for f := range fb {
+			p("VMOVUPS %d(AX), Z%d", f*64, 24+f)
+			for j := range np {
+				p("VMOVAPS Z%d, %s", 24+f, acc(f, j))
+			}
+		}
+	}, func() {
+		for f := range fb {
+			if f > 0 {
+				p("ADDQ BX, SI")
+			}
+			for j := range np {
+				p("VMOVUPS %s, %d(SI)", acc(f, j), j*64)
+			}
+		}
+	}, 16*fb*64)
+}
+
+func avx2(b *bytes.Buffer, np int) {
+	name := fmt.Sprintf("nchwc256P%d", np)
+	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
+	emit(b, name, np, "AVX2, FMA", func() {
+		for i := range 16 {
+			p("VMOVUPS %d(DI), Y12", i*64)
+			p("VMOVUPS %d(DI), Y13", i*64+32)
+			for j := range np {
+				t := 14 + j%2
+				p("VBROADCASTSS %s, Y%d", pos(j, 4*i), t)
+				p("VFMADD231PS Y12, Y%d, Y%d", t, 2*j)
+				p("VFMADD231PS Y13, Y%d, Y%d", t, 2*j+1)
+			}
+		}
+	}, func() {
+		p("VMOVUPS (AX), Y12")
+		p("VMOVUPS 32(AX), Y13")
+		for j := range np {
+			p("VMOVAPS Y12, Y%d", 2*j)
+			p("VMOVAPS Y13, Y%d", 2*j+1)
+		}
+	}, func() {
+		for j := range np {
+			p("VMOVUPS Y%d, %d(SI)", 2*j, j*64)
+			p("VMOVUPS Y%d, %d(SI)", 2*j+1, j*64+32)
+		}
+	}, 16*64)
+}
+
+// transposes emits transpose16x16AVX512 and transpose8x8AVX2: dst[c*ldd +
+// r] = src[r*lds + c] for a square block (ldd and lds in bytes).
+func transposes(b *bytes.Buffer) {
+	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
+	fmt.Fprintf(b, "\n// func transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)\n// Requires: AVX512F\n")
+	fmt.Fprintf(b, "TEXT ·transpose16x16AVX512(SB), NOSPLIT, $0-32\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ ldd+8(FP), DX")
+	p("MOVQ src+16(FP), SI")
+	p("MOVQ lds+24(FP), BX")
+	for r := range 16 {
+		p("VMOVUPS (SI), Z%d", r)
+		if r < 15 {
+			p("ADDQ BX, SI")
+		}
+	}
+	// Unpack by 32 bits, then by 64: Z(4g+c) holds, in its 128-bit lane
+	// L, rows 4g..4g+3 of column 4L+c.
+	for r := 0; r < 16; r += 2 {
+		p("VUNPCKLPS Z%d, Z%d, Z%d", r+1, r, 16+r)
+		p("VUNPCKHPS Z%d, Z%d, Z%d", r+1, r, 17+r)
+	}
+	for g := 0; g < 4; g++ {
+		a, c := 16+4*g, 18+4*g
+		p("VUNPCKLPD Z%d, Z%d, Z%d", c, a, 4*g)
+		p("VUNPCKHPD Z%d, Z%d, Z%d", c, a, 4*g+1)
+		p("VUNPCKLPD Z%d, Z%d, Z%d", c+1, a+1, 4*g+2)
+		p("VUNPCKHPD Z%d, Z%d, Z%d", c+1, a+1, 4*g+3)
+	}
+	// Lanes shuffled: columns c, 4+c, 8+c, 12+c from Z(c), Z(4+c), Z(8+c), Z(12+c).
+	p("LEAQ (DX)(DX*2), R8")
+	for c := range 4 {
+		p("VSHUFF32X4 $0x44, Z%d, Z%d, Z16", 4+c, c)
+		p("VSHUFF32X4 $0xEE, Z%d, Z%d, Z17", 4+c, c)
+		p("VSHUFF32X4 $0x44, Z%d, Z%d, Z18", 12+c, 8+c)
+		p("VSHUFF32X4 $0xEE, Z%d, Z%d, Z19", 12+c, 8+c)
+		p("VSHUFF32X4 $0x88, Z18, Z16, Z20")
+		p("VSHUFF32X4 $0xDD, Z18, Z16, Z21")
+		p("VSHUFF32X4 $0x88, Z19, Z17, Z22")
+		p("VSHUFF32X4 $0xDD, Z19, Z17, Z23")
+		// Column s at dst + s*ldd: c, 4+c, 8+c, 12+c.
+		p("MOVQ dst+0(FP), DI")
+		switch c {
+		case 1, 2:
+			p("LEAQ (DI)(DX*%d), DI", c)
+		case 3:
+			p("ADDQ R8, DI")
+		}
+		for q := range 4 {
+			p("VMOVUPS Z%d, (DI)", 20+q)
+			if q < 3 {
+				p("LEAQ (DI)(DX*4), DI")
+			}
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+
+	fmt.Fprintf(b, "\n// func transpose8x8AVX2(dst *float32, ldd int, src *float32, lds int)\n// Requires: AVX\n")
+	fmt.Fprintf(b, "TEXT ·transpose8x8AVX2(SB), NOSPLIT, $0-32\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ ldd+8(FP), DX")
+	p("MOVQ src+16(FP), SI")
+	p("MOVQ lds+24(FP), BX")
+	for r := range 8 {
+		p("VMOVUPS (SI), Y%d", r)
+		if r < 7 {
+			p("ADDQ BX, SI")
+		}
+	}
+	for r := 0; r < 8; r += 2 {
+		p("VUNPCKLPS Y%d, Y%d, Y%d", r+1, r, 8+r)
+		p("VUNPCKHPS Y%d, Y%d, Y%d", r+1, r, 9+r)
+	}
+	// Columns c | c+4 of rows 0-3 (Y0-Y3) and of rows 4-7 (Y4-Y7).
+	for h := 0; h < 2; h++ {
+		a := 8 + 4*h
+		p("VSHUFPS $0x44, Y%d, Y%d, Y%d", a+2, a, 4*h)
+		p("VSHUFPS $0xEE, Y%d, Y%d, Y%d", a+2, a, 4*h+1)
+		p("VSHUFPS $0x44, Y%d, Y%d, Y%d", a+3, a+1, 4*h+2)
+		p("VSHUFPS $0xEE, Y%d, Y%d, Y%d", a+3, a+1, 4*h+3)
+	}
+	for c := range 4 {
+		p("VPERM2F128 $0x20, Y%d, Y%d, Y%d", 4+c, c, 8+c)
+		p("VPERM2F128 $0x31, Y%d, Y%d, Y%d", 4+c, c, 12+c)
+	}
+	for s := range 8 {
+		reg := 8 + s
+		if s >= 4 {
+			reg = 12 + s - 4
+		}
+		p("VMOVUPS Y%d, (DI)", reg)
+		if s < 7 {
+			p("ADDQ DX, DI")
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+func main() {
+	out := flag.String("o", "ops_conv_nchwc_amd64.s", "the assembly file")
+	decl := flag.String("go", "ops_conv_nchwc_kernels_amd64.go", "the Go file of its declarations")
+	flag.Parse()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Code generated by ops_conv_nchwc_gen.go; DO NOT EDIT.\n\n//go:build !purego\n\n#include \"textflag.h\"\n")
+	for fb := 1; fb <= 4; fb++ {
+		for np := 1; np <= 6; np++ {
+			avx512(&b, fb, np)
+		}
+	}
+	for np := 1; np <= 6; np++ {
+		avx2(&b, np)
+	}
+	transposes(&b)
+	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	var g bytes.Buffer
+	fmt.Fprintf(&g, "// Code generated by ops_conv_nchwc_gen.go; DO NOT EDIT.\n\n//go:build !purego\n\npackage onnx\n\n")
+	fmt.Fprintf(&g, "// nchwcKernel is the signature of the blocked convolution's kernels\n// (strides and ldy in bytes).\ntype nchwcKernel func(%s)\n\n", args)
+	fmt.Fprintf(&g, "// nchwc512 are the AVX-512 kernels by blocks (fb-1) and positions (np-1).\nvar nchwc512 = [4][6]nchwcKernel{\n")
+	for fb := 1; fb <= 4; fb++ {
+		fmt.Fprintf(&g, "\t{")
+		for np := 1; np <= 6; np++ {
+			if np > 1 {
+				fmt.Fprintf(&g, ", ")
+			}
+			fmt.Fprintf(&g, "nchwc512F%dP%d", fb, np)
+		}
+		fmt.Fprintf(&g, "},\n")
+	}
+	fmt.Fprintf(&g, "}\n\n// nchwc256 are the AVX2 kernels (one block) by positions (np-1).\nvar nchwc256 = [6]nchwcKernel{")
+	for np := 1; np <= 6; np++ {
+		if np > 1 {
+			fmt.Fprintf(&g, ", ")
+		}
+		fmt.Fprintf(&g, "nchwc256P%d", np)
+	}
+	fmt.Fprintf(&g, "}\n")
+	for fb := 1; fb <= 4; fb++ {
+		for np := 1; np <= 6; np++ {
+			fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwc512F%dP%d(%s)\n", fb, np, args)
+		}
+	}
+	for np := 1; np <= 6; np++ {
+		fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwc256P%d(%s)\n", np, args)
+	}
+	fmt.Fprintf(&g, "\n//go:noescape\nfunc transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)\n")
+	fmt.Fprintf(&g, "\n//go:noescape\nfunc transpose8x8AVX2(dst *float32, ldd int, src *float32, lds int)\n")
+	if err := os.WriteFile(*decl, g.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,136 @@
+package onnx
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Each blocked kernel this CPU runs gives the plain Go loop's sums, for
+// every number of blocks and positions it has, over several channel
+// blocks, taps, strides and dilations, and writes nothing outside its
+// tile.
+func TestNCHWcTileVectorAndGo(t *testing.T) {
+	const B = nchwcBlock
+	r := rand.New(rand.NewPCG(71, 72))
+	saved := nchwcWidth
+	defer func() { nchwcWidth = saved }()
+	for _, width := range simdWidths() {
+		for fbg := 1; fbg <= nchwcGroupBlocks(width); fbg++ {
+			for np := 1; np <= nchwcPositions; np++ {
+				cbs, kh, kw := 1+r.IntN(3), 1+r.IntN(3), 1+r.IntN(3)
+				wp := 20
+				xs, rowStep, colStep := B*(1+r.IntN(2)), wp*B*(1+r.IntN(2)), B*(1+r.IntN(2))
+				cbStride := 7 * wp * B
+				x := uniform(r, cbs*cbStride)
+				w := uniform(r, cbs*kh*kw*B*fbg*B)
+				bias := uniform(r, fbg*B)
+				ldy := 8 * B
+				want := make([]float32, fbg*ldy)
+				got := make([]float32, fbg*ldy)
+				for i := range got {
+					want[i], got[i] = float32(math.NaN()), float32(math.NaN())
+				}
+				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np)
+				nchwcWidth = width
+				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np)
+				for i := range want {
+					if math.IsNaN(float64(want[i])) {
+						require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d blocks, %d positions: written outside the tile at %d", width, fbg, np, i)
+						continue
+					}
+					require.InDelta(t, want[i], got[i], 1e-4, "%d lanes, %d blocks, %d positions: element %d", width, fbg, np, i)
+				}
+			}
+		}
+	}
+}
+
+// The blocked convolution gives the direct loops' results with each
+// kernel this CPU runs and in plain Go, on shapes that exercise channels
+// past a block (17, 40), output channels past a block and past a group of
+// blocks, positions past a kernel call's 6 and past
+// the transposes' blocks of 16, 1x1 to 5x5 kernels, strides 1
+// to 3, dilations, padding asymmetric and wider than the kernel, one
+// image, no bias, and a fused epilogue (the residual and Clip to [0, 6]).
+func TestConvNCHWcEqualsDirect(t *testing.T) {
+	r := rand.New(rand.NewPCG(73, 74))
+	saved := nchwcWidth
+	defer func() { nchwcWidth = saved }()
+	for trial := range 60 {
+		var in, k, s, d, pads []int
+		for range 2 {
+			in = append(in, 1+r.IntN(14+26*(trial%2))) // rows of 16 pixels and more
+			k = append(k, 1+r.IntN(4))
+			s = append(s, 1+r.IntN(3))
+			d = append(d, 1+r.IntN(2))
+		}
+		for range 4 {
+			pads = append(pads, r.IntN(5))
+		}
+		if trial%5 == 0 { // pointwise
+			k, s, d, pads = []int{1, 1}, []int{1, 1}, []int{1, 1}, []int{0, 0, 0, 0}
+		}
+		w := window{strides: s, dilations: d, pads: pads, autoPad: "NOTSET"}
+		geo, err := w.geometry(in, k)
+		if err != nil {
+			continue
+		}
+		cs := []int{16, 17, 32, 40}
+		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: cs[r.IntN(len(cs))], m: 1 + r.IntN(80), group: 1}
+		x := uniform(r, p.n*p.c*geo.inSize())
+		wt := uniform(r, p.m*p.c*geo.kSize())
+		var bias []float32
+		if trial%3 != 0 {
+			bias = uniform(r, p.m)
+		}
+		want := make([]float32, p.n*p.m*geo.outSize())
+		convDirect(p, x, wt, bias, want)
+		if trial%4 == 1 {
+			p.ep = &epilogue{head: "Conv", residual: true, clip: true, lo: 0, hi: 6, ops: []string{"Add", "Clip"}}
+			p.z = uniform(r, len(want))
+			p.ep.apply(want, p.z)
+		}
+		require.Equal(t, nchwcWidth != 0 && p.c*geo.kSize() >= nchwcMinDepth, useNCHWc(p), "trial %d: taken?", trial)
+		for _, width := range simdWidths() {
+			nchwcWidth = width
+			got := make([]float32, len(want))
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			c := &conv{}
+			convNCHWc(p, x, c.nchwcWeightsOf(wt, p), bias, got)
+			for i := range want {
+				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (%d lanes) in %v k %v s %v d %v pads %v c %d m %d n %d: element %d", trial, width, in, k, s, d, pads, p.c, p.m, p.n, i)
+			}
+		}
+	}
+}
+
+// The transposes of the blocked convolution give the plain loop's, at
+// every width this CPU runs.
+func TestTranspose16VectorAndGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(75, 76))
+	saved := nchwcWidth
+	defer func() { nchwcWidth = saved }()
+	src := uniform(r, 16*21)
+	for _, width := range simdWidths() {
+		nchwcWidth = width
+		dst := make([]float32, 16*19)
+		if !transpose16(dst, 19, src, 21) {
+			require.Zero(t, width, "no transpose at %d lanes", width)
+			continue
+		}
+		for i := range 16 {
+			for j := range 19 {
+				if j < 16 {
+					require.Equal(t, src[j*21+i], dst[i*19+j], "%d lanes: element %d, %d", width, i, j)
+				} else {
+					require.Zero(t, dst[i*19+j], "%d lanes: written past the block at %d, %d", width, i, j)
+				}
+			}
+		}
+	}
+}
