@@ -157,6 +157,8 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 	case p.c == 0 || len(ys) == 0: // no input channels: the bias alone
 		convBiasOnly(ys, bs, p.m, geo.outSize())
 		ep.applyAll(ys, z)
+	case useNCHWcDepthwise(p):
+		convNCHWc(p, xs, c.nchwcDwWeightsOf(ws, p), bs, ys)
 	case p.c/p.group == 1 && p.group > 1:
 		convDepthwise(p, xs, ws, bs, ys)
 	case useFlat(p):

@@ -42,9 +42,10 @@ const nchwcPositions = 6
 // blocks, [C/16][kh][kw][16][fb][16], zeros past C and M), and the W they
 // were packed from.
 type nchwcWeights struct {
-	src *byte
-	fb  int // output blocks per group
-	w   []float32
+	src       *byte
+	fb        int  // output blocks per group
+	depthwise bool // packed by nchwcDwWeightsOf
+	w         []float32
 }
 
 // nchwcGroupBlocks is the output blocks per kernel call at this width.
@@ -85,7 +86,7 @@ const (
 func (c *conv) nchwcWeightsOf(w []float32, p convProblem) *nchwcWeights {
 	src := (*byte)(unsafe.Pointer(unsafe.SliceData(w)))
 	fb := nchwcGroupBlocks(nchwcWidth)
-	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.fb == fb {
+	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.fb == fb && !nw.depthwise {
 		return nw
 	}
 	nw := &nchwcWeights{src: src, fb: fb, w: packNCHWc(w, p.m, p.c, p.geo.k[1], p.geo.k[2], fb)}
@@ -94,6 +95,51 @@ func (c *conv) nchwcWeightsOf(w []float32, p convProblem) *nchwcWeights {
 	}
 	return nw
 }
+
+// nchwcDwWeightsOf returns the depthwise W packed for the kernels (per
+// block of 16 channels, [kh][kw][16]): kept when W is a constant.
+func (c *conv) nchwcDwWeightsOf(w []float32, p convProblem) *nchwcWeights {
+	const B = nchwcBlock
+	src := (*byte)(unsafe.Pointer(unsafe.SliceData(w)))
+	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.depthwise {
+		return nw
+	}
+	taps, mb := p.geo.kSize(), (p.m+B-1)/B
+	nw := &nchwcWeights{src: src, fb: 1, depthwise: true, w: make([]float32, mb*taps*B)}
+	for co := range p.m {
+		for t := range taps {
+			nw.w[((co/B)*taps+t)*B+co%B] = w[co*taps+t]
+		}
+	}
+	if c.constW.Load() {
+		c.nchwc.Store(nw)
+	}
+	return nw
+}
+
+// useNCHWcDepthwise reports whether a float32 depthwise convolution (one
+// input and one output channel per group) takes the blocked kernel: a
+// vector kernel here, two spatial axes at most, channels enough to fill
+// blocks (nchwcMinChannels), and narrow output rows (at most
+// nchwcDwMaxWidth), where the plane-by-plane kernel (ops_conv_depthwise.go)
+// spends more on each plane's set-up than on its sums. Measured at one
+// thread on AVX-512, both forms in alternate runs of one process, ms a
+// layer plane by plane -> blocked: the test MobileNetV2 (64x64 images,
+// batch 64) 240 channels at 2x2 2.6 -> 0.7, 144 at 4x4 1.8 -> 0.6 to 1.0,
+// 96 at 4x4 1.2 -> 0.7, but 48 at 8x8 0.8 -> 0.65 to 1.06 and 48 at 16x16
+// 1.0 to 1.4 -> 1.5 to 2.2; mobilenet_v3_small (batch 32) 576 at 7x7 (5x5
+// taps) 10.7 -> 6.8, 240 at 14x14 6.9 -> 9.9; efficientnet_b0 (batch 8)
+// 1152 at 7x7 4.9 to 5.5 -> 3.8 to 4.2, 480 at 14x14 4.0 -> 5.6.
+func useNCHWcDepthwise(p convProblem) bool {
+	g := p.geo
+	if nchwcWidth == 0 || p.c != p.group || p.m != p.group || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
+		return false
+	}
+	return p.c >= nchwcMinChannels && g.out[2] <= nchwcDwMaxWidth
+}
+
+// nchwcDwMaxWidth is the widest output row useNCHWcDepthwise takes.
+const nchwcDwMaxWidth = 7
 
 // packNCHWc packs W (m x c x kh x kw) for the kernels of fb blocks.
 func packNCHWc(w []float32, m, c, kh, kw, fb int) []float32 {
@@ -131,6 +177,7 @@ func packNCHWc(w []float32, m, c, kh, kw, fb int) []float32 {
 // plane (rowX = len pixels apart).
 type nchwcRun struct {
 	p                     convProblem
+	depthwise             bool // one channel per group (nw.depthwise)
 	x, y, xp, bias        []float32
 	xbuf                  []float32 // xp's memory, kept with the run
 	nw                    *nchwcWeights
@@ -148,13 +195,15 @@ var nchwcScratch = sync.Pool{New: func() any { return new([]float32) }}
 // nchwcRowLen is the positions of a row of a pointwise convolution's task.
 const nchwcRowLen = 96
 
-// convNCHWc computes a float32 convolution (useNCHWc) by the blocked kernel.
+// convNCHWc computes a float32 convolution (useNCHWc) by the blocked
+// kernel, or a depthwise one (useNCHWcDepthwise, nw from nchwcDwWeightsOf).
 func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) {
 	const B = nchwcBlock
 	g := p.geo
 	r := nchwcRuns.Get().(*nchwcRun)
 	defer nchwcRuns.Put(r)
 	r.p, r.x, r.y, r.nw = p, x, y, nw
+	r.depthwise = nw.depthwise
 	r.cb, r.mb = (p.c+B-1)/B, (p.m+B-1)/B
 	// The padded image holds every pixel a tap reads.
 	r.hp = max(g.padLo[1]+g.in[1], (g.out[1]-1)*g.stride[1]+(g.k[1]-1)*g.dil[1]+1)
@@ -181,7 +230,11 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.xbuf = grow(r.xbuf, p.n*r.cb*r.plane)
 	r.xp = r.xbuf
 	parallel.EachWith(p.n*r.cb, 2*r.plane, *r, (*nchwcRun).pack)
-	parallel.EachWith(p.n*r.groups*r.chunks, 2*p.c*g.kSize()*B*nw.fb*r.rows*r.len, *r, (*nchwcRun).task)
+	depth := p.c * B * nw.fb // multiply-adds per position and tap
+	if r.depthwise {
+		depth = B
+	}
+	parallel.EachWith(p.n*r.groups*r.chunks, 2*depth*g.kSize()*r.rows*r.len, *r, (*nchwcRun).task)
 	r.p, r.x, r.y, r.xp, r.nw = convProblem{}, nil, nil, nil, nil // hold none of the run's
 }
 
@@ -237,7 +290,12 @@ func (r *nchwcRun) task(t int) {
 	row1 := min(r.vrows, row0+r.rows)
 	fbg := min(nw.fb, r.mb-grp*nw.fb)
 	taps := geo.kSize()
-	w := nw.w[grp*nw.fb*r.cb*taps*B*B:][:fbg*r.cb*taps*B*B]
+	var w []float32
+	if r.depthwise { // block grp of the input, its own weights
+		w = nw.w[grp*taps*B:][:taps*B]
+	} else {
+		w = nw.w[grp*nw.fb*r.cb*taps*B*B:][:fbg*r.cb*taps*B*B]
+	}
 	bias := r.bias[grp*nw.fb*B:][:fbg*B]
 	ldy := r.len * B
 	buf := nchwcScratch.Get().(*[]float32)
@@ -245,6 +303,9 @@ func (r *nchwcRun) task(t int) {
 	scratch := *buf
 	xs, rowStep, colStep := geo.stride[2]*B, geo.dil[1]*r.wp*B, geo.dil[2]*B
 	xi := img * r.cb * r.plane
+	if r.depthwise {
+		xi += grp * r.plane
+	}
 	co0 := grp * nw.fb * B
 	chans := min(fbg*B, p.m-co0)
 	for row := row0; row < row1; row++ {
@@ -258,7 +319,11 @@ func (r *nchwcRun) task(t int) {
 			if c < n%calls {
 				np++
 			}
-			nchwcTile(scratch[o*B:], ldy, xrow[o*xs:], xs, r.plane, r.cb, geo.k[1], geo.k[2], rowStep, colStep, w, bias, fbg, np)
+			if r.depthwise {
+				nchwcDwTile(scratch[o*B:], xrow[o*xs:], xs, geo.k[1], geo.k[2], rowStep, colStep, w, bias, np)
+			} else {
+				nchwcTile(scratch[o*B:], ldy, xrow[o*xs:], xs, r.plane, r.cb, geo.k[1], geo.k[2], rowStep, colStep, w, bias, fbg, np)
+			}
 			o += np
 		}
 		// The row's blocks into the output planes.
@@ -280,6 +345,43 @@ func (r *nchwcRun) task(t int) {
 	}
 	nchwcScratch.Put(buf)
 	p.finish(r.y, (img*p.m+co0)*P+row0*r.len, chans, min(P, row1*r.len)-row0*r.len, P)
+}
+
+// nchwcDwTile computes np output positions of a block of 16 channels of a
+// depthwise convolution (strides in floats): y[j*16 + o] = bias[o] + the
+// sum over taps (a < kh, c < kw) of w[(a*kw+c)*16 + o] * x[a*rowStep +
+// c*colStep + j*xs + o], in that order.
+func nchwcDwTile(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int) {
+	const B = nchwcBlock
+	if np < 1 || np > nchwcPositions || kh < 1 || kw < 1 {
+		panic("onnx: nchwcDwTile out of its range")
+	}
+	_ = y[np*B-1]
+	_ = x[(kh-1)*rowStep+(kw-1)*colStep+(np-1)*xs+B-1]
+	_ = w[kh*kw*B-1]
+	_ = bias[B-1]
+	if nchwcDwVector(y, x, xs, kh, kw, rowStep, colStep, w, bias, np) {
+		return
+	}
+	nchwcDwTileGo(y, x, xs, kh, kw, rowStep, colStep, w, bias, np)
+}
+
+// nchwcDwTileGo is nchwcDwTile in plain Go.
+func nchwcDwTileGo(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int) {
+	const B = nchwcBlock
+	for j := range np {
+		s := y[j*B : (j+1)*B]
+		copy(s, bias[:B])
+		for a := range kh {
+			for c := range kw {
+				wt := w[(a*kw+c)*B : (a*kw+c+1)*B]
+				xv := x[a*rowStep+c*colStep+j*xs:][:B]
+				for o := range s {
+					s[o] += wt[o] * xv[o]
+				}
+			}
+		}
+	}
 }
 
 // transpose16 writes the transpose of the 16 x 16 block at src (rows lds

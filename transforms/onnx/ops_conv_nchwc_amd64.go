@@ -29,6 +29,22 @@ func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 	return true
 }
 
+// nchwcDwVector runs nchwcDwTile (bounds checked by the caller) on the
+// kernel of this width and reports whether there was one.
+func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int) bool {
+	var k nchwcDwKernel
+	switch nchwcWidth {
+	case 16:
+		k = nchwcDw512[np-1]
+	case 8:
+		k = nchwcDw256[np-1]
+	default:
+		return false
+	}
+	k(unsafe.SliceData(y), unsafe.SliceData(x), 4*xs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias))
+	return true
+}
+
 // transpose16Vector writes the transpose of the 16 x 16 block at src (rows
 // lds floats apart) to dst (rows ldd apart) on this width's kernel and
 // reports whether there was one.

@@ -32,6 +32,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"go/format"
 	"log"
 	"os"
 )
@@ -250,6 +251,80 @@ func transposes(b *bytes.Buffer) {
 	p("RET")
 }
 
+const dwArgs = "y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32"
+
+// depthwise emits the depthwise kernels: np positions of one block of 16
+// channels, each sum started at the bias, then for each tap (rows, then
+// columns) the tap's 16 weights times the 16 channels under each position
+// (one FMA a register: the input a memory operand). AVX-512: Z0-Z5 the
+// sums, Z6 the weights; AVX2: Y0-Y11 (two a position), Y12-Y13.
+func depthwise(b *bytes.Buffer, np int, wide bool) {
+	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
+	name, isa := fmt.Sprintf("nchwcDw512P%d", np), "AVX512F"
+	if !wide {
+		name, isa = fmt.Sprintf("nchwcDw256P%d", np), "AVX2, FMA"
+	}
+	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, dwArgs, isa)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	p("MOVQ x+8(FP), R11")
+	p("MOVQ xs+16(FP), R8")
+	p("LEAQ (R8)(R8*2), R9")
+	p("LEAQ (R8)(R8*4), R10")
+	p("MOVQ w+56(FP), DI")
+	p("MOVQ bias+64(FP), AX")
+	if wide {
+		p("VMOVUPS (AX), Z6")
+		for j := range np {
+			p("VMOVAPS Z6, Z%d", j)
+		}
+	} else {
+		p("VMOVUPS (AX), Y12")
+		p("VMOVUPS 32(AX), Y13")
+		for j := range np {
+			p("VMOVAPS Y12, Y%d", 2*j)
+			p("VMOVAPS Y13, Y%d", 2*j+1)
+		}
+	}
+	p("MOVQ rowStep+40(FP), R12")
+	p("MOVQ colStep+48(FP), R13")
+	p("MOVQ kh+24(FP), BX")
+	fmt.Fprintf(b, "%s_kh:\n", name)
+	p("MOVQ R11, SI")
+	p("MOVQ kw+32(FP), CX")
+	fmt.Fprintf(b, "%s_kw:\n", name)
+	if wide {
+		p("VMOVUPS (DI), Z6")
+		for j := range np {
+			p("VFMADD231PS %s, Z6, Z%d", pos(j, 0), j)
+		}
+	} else {
+		p("VMOVUPS (DI), Y12")
+		p("VMOVUPS 32(DI), Y13")
+		for j := range np {
+			p("VFMADD231PS %s, Y12, Y%d", pos(j, 0), 2*j)
+			p("VFMADD231PS %s, Y13, Y%d", pos(j, 32), 2*j+1)
+		}
+	}
+	p("ADDQ $64, DI")
+	p("ADDQ R13, SI")
+	p("DECQ CX")
+	p("JNZ %s_kw", name)
+	p("ADDQ R12, R11")
+	p("DECQ BX")
+	p("JNZ %s_kh", name)
+	p("MOVQ y+0(FP), SI")
+	for j := range np {
+		if wide {
+			p("VMOVUPS Z%d, %d(SI)", j, 64*j)
+		} else {
+			p("VMOVUPS Y%d, %d(SI)", 2*j, 64*j)
+			p("VMOVUPS Y%d, %d(SI)", 2*j+1, 64*j+32)
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
 func main() {
 	out := flag.String("o", "ops_conv_nchwc_amd64.s", "the assembly file")
 	decl := flag.String("go", "ops_conv_nchwc_kernels_amd64.go", "the Go file of its declarations")
@@ -263,6 +338,12 @@ func main() {
 	}
 	for np := 1; np <= 6; np++ {
 		avx2(&b, np)
+	}
+	for np := 1; np <= 6; np++ {
+		depthwise(&b, np, true)
+	}
+	for np := 1; np <= 6; np++ {
+		depthwise(&b, np, false)
 	}
 	transposes(&b)
 	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
@@ -289,7 +370,18 @@ func main() {
 		}
 		fmt.Fprintf(&g, "nchwc256P%d", np)
 	}
-	fmt.Fprintf(&g, "}\n")
+	fmt.Fprintf(&g, "}\n\n")
+	fmt.Fprintf(&g, "// nchwcDwKernel is the signature of the depthwise kernels (strides in\n// bytes).\ntype nchwcDwKernel func(%s)\n\n", dwArgs)
+	for _, isa := range []string{"512", "256"} {
+		fmt.Fprintf(&g, "// nchwcDw%s are the depthwise kernels by positions (np-1).\nvar nchwcDw%s = [6]nchwcDwKernel{", isa, isa)
+		for np := 1; np <= 6; np++ {
+			if np > 1 {
+				fmt.Fprintf(&g, ", ")
+			}
+			fmt.Fprintf(&g, "nchwcDw%sP%d", isa, np)
+		}
+		fmt.Fprintf(&g, "}\n\n")
+	}
 	for fb := 1; fb <= 4; fb++ {
 		for np := 1; np <= 6; np++ {
 			fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwc512F%dP%d(%s)\n", fb, np, args)
@@ -298,9 +390,18 @@ func main() {
 	for np := 1; np <= 6; np++ {
 		fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwc256P%d(%s)\n", np, args)
 	}
+	for _, isa := range []string{"512", "256"} {
+		for np := 1; np <= 6; np++ {
+			fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwcDw%sP%d(%s)\n", isa, np, dwArgs)
+		}
+	}
 	fmt.Fprintf(&g, "\n//go:noescape\nfunc transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)\n")
 	fmt.Fprintf(&g, "\n//go:noescape\nfunc transpose8x8AVX2(dst *float32, ldd int, src *float32, lds int)\n")
-	if err := os.WriteFile(*decl, g.Bytes(), 0o644); err != nil {
+	src, err := format.Source(g.Bytes())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*decl, src, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }

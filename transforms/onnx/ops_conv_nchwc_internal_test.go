@@ -48,6 +48,41 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 	}
 }
 
+// Each depthwise blocked kernel this CPU runs gives the plain Go loop's
+// sums, for every number of positions, and writes nothing outside its
+// tile.
+func TestNCHWcDwTileVectorAndGo(t *testing.T) {
+	const B = nchwcBlock
+	r := rand.New(rand.NewPCG(77, 78))
+	saved := nchwcWidth
+	defer func() { nchwcWidth = saved }()
+	for _, width := range simdWidths() {
+		for np := 1; np <= nchwcPositions; np++ {
+			kh, kw := 1+r.IntN(5), 1+r.IntN(5)
+			wp := 24
+			xs, rowStep, colStep := B*(1+r.IntN(2)), wp*B*(1+r.IntN(2)), B*(1+r.IntN(2))
+			x := uniform(r, 12*wp*B)
+			w := uniform(r, kh*kw*B)
+			bias := uniform(r, B)
+			want := make([]float32, 8*B)
+			got := make([]float32, 8*B)
+			for i := range got {
+				want[i], got[i] = float32(math.NaN()), float32(math.NaN())
+			}
+			nchwcDwTileGo(want, x, xs, kh, kw, rowStep, colStep, w, bias, np)
+			nchwcWidth = width
+			nchwcDwTile(got, x, xs, kh, kw, rowStep, colStep, w, bias, np)
+			for i := range want {
+				if math.IsNaN(float64(want[i])) {
+					require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d positions: written outside the tile at %d", width, np, i)
+					continue
+				}
+				require.InDelta(t, want[i], got[i], 1e-5, "%d lanes, %d positions: element %d", width, np, i)
+			}
+		}
+	}
+}
+
 // The blocked convolution gives the direct loops' results with each
 // kernel this CPU runs and in plain Go, on shapes that exercise channels
 // past a block (17, 40), output channels past a block and past a group of
@@ -80,8 +115,13 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 		}
 		cs := []int{16, 17, 32, 40}
 		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: cs[r.IntN(len(cs))], m: 1 + r.IntN(80), group: 1}
+		depthwise := trial%3 == 2
+		if depthwise {
+			p.c = 1 + r.IntN(40)
+			p.m, p.group = p.c, p.c
+		}
 		x := uniform(r, p.n*p.c*geo.inSize())
-		wt := uniform(r, p.m*p.c*geo.kSize())
+		wt := uniform(r, p.m*p.c/p.group*geo.kSize())
 		var bias []float32
 		if trial%3 != 0 {
 			bias = uniform(r, p.m)
@@ -93,7 +133,11 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 			p.z = uniform(r, len(want))
 			p.ep.apply(want, p.z)
 		}
-		require.Equal(t, nchwcWidth != 0 && p.c*geo.kSize() >= nchwcMinDepth, useNCHWc(p), "trial %d: taken?", trial)
+		if depthwise {
+			require.Equal(t, nchwcWidth != 0 && p.c >= nchwcMinChannels && geo.out[2] <= nchwcDwMaxWidth, useNCHWcDepthwise(p), "trial %d: taken?", trial)
+		} else {
+			require.Equal(t, nchwcWidth != 0 && p.c*geo.kSize() >= nchwcMinDepth, useNCHWc(p), "trial %d: taken?", trial)
+		}
 		for _, width := range simdWidths() {
 			nchwcWidth = width
 			got := make([]float32, len(want))
@@ -101,9 +145,13 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 				got[i] = float32(math.NaN())
 			}
 			c := &conv{}
-			convNCHWc(p, x, c.nchwcWeightsOf(wt, p), bias, got)
+			nw := c.nchwcWeightsOf
+			if depthwise {
+				nw = c.nchwcDwWeightsOf
+			}
+			convNCHWc(p, x, nw(wt, p), bias, got)
 			for i := range want {
-				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (%d lanes) in %v k %v s %v d %v pads %v c %d m %d n %d: element %d", trial, width, in, k, s, d, pads, p.c, p.m, p.n, i)
+				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (%d lanes) in %v k %v s %v d %v pads %v c %d m %d n %d group %d: element %d", trial, width, in, k, s, d, pads, p.c, p.m, p.n, p.group, i)
 			}
 		}
 	}

@@ -19,6 +19,16 @@ var nchwc512 = [4][6]nchwcKernel{
 // nchwc256 are the AVX2 kernels (one block) by positions (np-1).
 var nchwc256 = [6]nchwcKernel{nchwc256P1, nchwc256P2, nchwc256P3, nchwc256P4, nchwc256P5, nchwc256P6}
 
+// nchwcDwKernel is the signature of the depthwise kernels (strides in
+// bytes).
+type nchwcDwKernel func(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+// nchwcDw512 are the depthwise kernels by positions (np-1).
+var nchwcDw512 = [6]nchwcDwKernel{nchwcDw512P1, nchwcDw512P2, nchwcDw512P3, nchwcDw512P4, nchwcDw512P5, nchwcDw512P6}
+
+// nchwcDw256 are the depthwise kernels by positions (np-1).
+var nchwcDw256 = [6]nchwcDwKernel{nchwcDw256P1, nchwcDw256P2, nchwcDw256P3, nchwcDw256P4, nchwcDw256P5, nchwcDw256P6}
+
 //go:noescape
 func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
 
@@ -108,6 +118,42 @@ func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, 
 
 //go:noescape
 func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
 
 //go:noescape
 func transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)
