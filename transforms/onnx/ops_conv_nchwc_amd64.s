@@ -4,17 +4,26 @@
 
 #include "textflag.h"
 
-// func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F1P1(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F1P1(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F1P1_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
+	JMP nchwc512F1P1_loaded
+nchwc512F1P1_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+nchwc512F1P1_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -89,18 +98,28 @@ nchwc512F1P1_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F1P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F1P2(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F1P2(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F1P2_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
+	JMP nchwc512F1P2_loaded
+nchwc512F1P2_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+nchwc512F1P2_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -208,19 +227,30 @@ nchwc512F1P2_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F1P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F1P3(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F1P3(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F1P3_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
 	VMOVAPS Z24, Z2
+	JMP nchwc512F1P3_loaded
+nchwc512F1P3_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+nchwc512F1P3_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -361,20 +391,32 @@ nchwc512F1P3_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F1P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F1P4(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F1P4(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F1P4_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
 	VMOVAPS Z24, Z2
 	VMOVAPS Z24, Z3
+	JMP nchwc512F1P4_loaded
+nchwc512F1P4_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+nchwc512F1P4_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -548,21 +590,34 @@ nchwc512F1P4_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F1P5(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F1P5(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F1P5_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
 	VMOVAPS Z24, Z2
 	VMOVAPS Z24, Z3
 	VMOVAPS Z24, Z4
+	JMP nchwc512F1P5_loaded
+nchwc512F1P5_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+nchwc512F1P5_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -769,15 +824,18 @@ nchwc512F1P5_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F1P6(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F1P6(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F1P6_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -785,6 +843,17 @@ TEXT ·nchwc512F1P6(SB), NOSPLIT, $0-96
 	VMOVAPS Z24, Z3
 	VMOVAPS Z24, Z4
 	VMOVAPS Z24, Z5
+	JMP nchwc512F1P6_loaded
+nchwc512F1P6_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	VMOVUPS 320(SI), Z5
+nchwc512F1P6_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -1024,19 +1093,30 @@ nchwc512F1P6_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F2P1(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F2P1(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F2P1_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVUPS 64(AX), Z25
 	VMOVAPS Z25, Z1
+	JMP nchwc512F2P1_loaded
+nchwc512F2P1_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z1
+nchwc512F2P1_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -1145,21 +1225,34 @@ nchwc512F2P1_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F2P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F2P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F2P2(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F2P2(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F2P2_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
 	VMOVUPS 64(AX), Z25
 	VMOVAPS Z25, Z2
 	VMOVAPS Z25, Z3
+	JMP nchwc512F2P2_loaded
+nchwc512F2P2_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z2
+	VMOVUPS 64(SI), Z3
+nchwc512F2P2_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -1318,15 +1411,18 @@ nchwc512F2P2_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F2P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F2P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F2P3(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F2P3(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F2P3_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -1335,6 +1431,18 @@ TEXT ·nchwc512F2P3(SB), NOSPLIT, $0-96
 	VMOVAPS Z25, Z3
 	VMOVAPS Z25, Z4
 	VMOVAPS Z25, Z5
+	JMP nchwc512F2P3_loaded
+nchwc512F2P3_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z3
+	VMOVUPS 64(SI), Z4
+	VMOVUPS 128(SI), Z5
+nchwc512F2P3_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -1543,15 +1651,18 @@ nchwc512F2P3_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F2P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F2P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F2P4(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F2P4(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F2P4_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -1562,6 +1673,20 @@ TEXT ·nchwc512F2P4(SB), NOSPLIT, $0-96
 	VMOVAPS Z25, Z5
 	VMOVAPS Z25, Z6
 	VMOVAPS Z25, Z7
+	JMP nchwc512F2P4_loaded
+nchwc512F2P4_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z4
+	VMOVUPS 64(SI), Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 192(SI), Z7
+nchwc512F2P4_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -1820,15 +1945,18 @@ nchwc512F2P4_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F2P5(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F2P5(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F2P5_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -1841,6 +1969,22 @@ TEXT ·nchwc512F2P5(SB), NOSPLIT, $0-96
 	VMOVAPS Z25, Z7
 	VMOVAPS Z25, Z8
 	VMOVAPS Z25, Z9
+	JMP nchwc512F2P5_loaded
+nchwc512F2P5_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z5
+	VMOVUPS 64(SI), Z6
+	VMOVUPS 128(SI), Z7
+	VMOVUPS 192(SI), Z8
+	VMOVUPS 256(SI), Z9
+nchwc512F2P5_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -2149,15 +2293,18 @@ nchwc512F2P5_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F2P6(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F2P6(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F2P6_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -2172,6 +2319,24 @@ TEXT ·nchwc512F2P6(SB), NOSPLIT, $0-96
 	VMOVAPS Z25, Z9
 	VMOVAPS Z25, Z10
 	VMOVAPS Z25, Z11
+	JMP nchwc512F2P6_loaded
+nchwc512F2P6_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	VMOVUPS 320(SI), Z5
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z6
+	VMOVUPS 64(SI), Z7
+	VMOVUPS 128(SI), Z8
+	VMOVUPS 192(SI), Z9
+	VMOVUPS 256(SI), Z10
+	VMOVUPS 320(SI), Z11
+nchwc512F2P6_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -2530,21 +2695,34 @@ nchwc512F2P6_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F3P1(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F3P1(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F3P1_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVUPS 64(AX), Z25
 	VMOVAPS Z25, Z1
 	VMOVUPS 128(AX), Z26
 	VMOVAPS Z26, Z2
+	JMP nchwc512F3P1_loaded
+nchwc512F3P1_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z1
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z2
+nchwc512F3P1_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -2687,15 +2865,18 @@ nchwc512F3P1_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F3P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F3P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F3P2(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F3P2(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F3P2_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -2705,6 +2886,19 @@ TEXT ·nchwc512F3P2(SB), NOSPLIT, $0-96
 	VMOVUPS 128(AX), Z26
 	VMOVAPS Z26, Z4
 	VMOVAPS Z26, Z5
+	JMP nchwc512F3P2_loaded
+nchwc512F3P2_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z2
+	VMOVUPS 64(SI), Z3
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z4
+	VMOVUPS 64(SI), Z5
+nchwc512F3P2_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -2914,15 +3108,18 @@ nchwc512F3P2_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F3P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F3P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F3P3(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F3P3(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F3P3_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -2935,6 +3132,22 @@ TEXT ·nchwc512F3P3(SB), NOSPLIT, $0-96
 	VMOVAPS Z26, Z6
 	VMOVAPS Z26, Z7
 	VMOVAPS Z26, Z8
+	JMP nchwc512F3P3_loaded
+nchwc512F3P3_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z3
+	VMOVUPS 64(SI), Z4
+	VMOVUPS 128(SI), Z5
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z6
+	VMOVUPS 64(SI), Z7
+	VMOVUPS 128(SI), Z8
+nchwc512F3P3_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -3211,15 +3424,18 @@ nchwc512F3P3_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F3P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F3P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F3P4(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F3P4(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F3P4_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -3235,6 +3451,25 @@ TEXT ·nchwc512F3P4(SB), NOSPLIT, $0-96
 	VMOVAPS Z26, Z9
 	VMOVAPS Z26, Z10
 	VMOVAPS Z26, Z11
+	JMP nchwc512F3P4_loaded
+nchwc512F3P4_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z4
+	VMOVUPS 64(SI), Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 192(SI), Z7
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z8
+	VMOVUPS 64(SI), Z9
+	VMOVUPS 128(SI), Z10
+	VMOVUPS 192(SI), Z11
+nchwc512F3P4_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -3578,15 +3813,18 @@ nchwc512F3P4_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F3P5(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F3P5(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F3P5_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -3605,6 +3843,28 @@ TEXT ·nchwc512F3P5(SB), NOSPLIT, $0-96
 	VMOVAPS Z26, Z12
 	VMOVAPS Z26, Z13
 	VMOVAPS Z26, Z14
+	JMP nchwc512F3P5_loaded
+nchwc512F3P5_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z5
+	VMOVUPS 64(SI), Z6
+	VMOVUPS 128(SI), Z7
+	VMOVUPS 192(SI), Z8
+	VMOVUPS 256(SI), Z9
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z10
+	VMOVUPS 64(SI), Z11
+	VMOVUPS 128(SI), Z12
+	VMOVUPS 192(SI), Z13
+	VMOVUPS 256(SI), Z14
+nchwc512F3P5_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -4015,15 +4275,18 @@ nchwc512F3P5_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F3P6(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F3P6(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F3P6_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -4045,6 +4308,31 @@ TEXT ·nchwc512F3P6(SB), NOSPLIT, $0-96
 	VMOVAPS Z26, Z15
 	VMOVAPS Z26, Z16
 	VMOVAPS Z26, Z17
+	JMP nchwc512F3P6_loaded
+nchwc512F3P6_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	VMOVUPS 320(SI), Z5
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z6
+	VMOVUPS 64(SI), Z7
+	VMOVUPS 128(SI), Z8
+	VMOVUPS 192(SI), Z9
+	VMOVUPS 256(SI), Z10
+	VMOVUPS 320(SI), Z11
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z12
+	VMOVUPS 64(SI), Z13
+	VMOVUPS 128(SI), Z14
+	VMOVUPS 192(SI), Z15
+	VMOVUPS 256(SI), Z16
+	VMOVUPS 320(SI), Z17
+nchwc512F3P6_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -4522,15 +4810,18 @@ nchwc512F3P6_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F4P1(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F4P1(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F4P1_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVUPS 64(AX), Z25
@@ -4539,6 +4830,18 @@ TEXT ·nchwc512F4P1(SB), NOSPLIT, $0-96
 	VMOVAPS Z26, Z2
 	VMOVUPS 192(AX), Z27
 	VMOVAPS Z27, Z3
+	JMP nchwc512F4P1_loaded
+nchwc512F4P1_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z1
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z2
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z3
+nchwc512F4P1_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -4715,15 +5018,18 @@ nchwc512F4P1_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F4P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F4P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F4P2(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F4P2(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F4P2_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -4736,6 +5042,22 @@ TEXT ·nchwc512F4P2(SB), NOSPLIT, $0-96
 	VMOVUPS 192(AX), Z27
 	VMOVAPS Z27, Z6
 	VMOVAPS Z27, Z7
+	JMP nchwc512F4P2_loaded
+nchwc512F4P2_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z2
+	VMOVUPS 64(SI), Z3
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z4
+	VMOVUPS 64(SI), Z5
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z6
+	VMOVUPS 64(SI), Z7
+nchwc512F4P2_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -4996,15 +5318,18 @@ nchwc512F4P2_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F4P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F4P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F4P3(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F4P3(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F4P3_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -5021,6 +5346,26 @@ TEXT ·nchwc512F4P3(SB), NOSPLIT, $0-96
 	VMOVAPS Z27, Z9
 	VMOVAPS Z27, Z10
 	VMOVAPS Z27, Z11
+	JMP nchwc512F4P3_loaded
+nchwc512F4P3_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z3
+	VMOVUPS 64(SI), Z4
+	VMOVUPS 128(SI), Z5
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z6
+	VMOVUPS 64(SI), Z7
+	VMOVUPS 128(SI), Z8
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z9
+	VMOVUPS 64(SI), Z10
+	VMOVUPS 128(SI), Z11
+nchwc512F4P3_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -5365,15 +5710,18 @@ nchwc512F4P3_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F4P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F4P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F4P4(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F4P4(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F4P4_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -5394,6 +5742,30 @@ TEXT ·nchwc512F4P4(SB), NOSPLIT, $0-96
 	VMOVAPS Z27, Z13
 	VMOVAPS Z27, Z14
 	VMOVAPS Z27, Z15
+	JMP nchwc512F4P4_loaded
+nchwc512F4P4_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z4
+	VMOVUPS 64(SI), Z5
+	VMOVUPS 128(SI), Z6
+	VMOVUPS 192(SI), Z7
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z8
+	VMOVUPS 64(SI), Z9
+	VMOVUPS 128(SI), Z10
+	VMOVUPS 192(SI), Z11
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z12
+	VMOVUPS 64(SI), Z13
+	VMOVUPS 128(SI), Z14
+	VMOVUPS 192(SI), Z15
+nchwc512F4P4_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -5822,15 +6194,18 @@ nchwc512F4P4_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F4P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F4P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F4P5(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F4P5(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F4P5_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -5855,6 +6230,34 @@ TEXT ·nchwc512F4P5(SB), NOSPLIT, $0-96
 	VMOVAPS Z27, Z17
 	VMOVAPS Z27, Z18
 	VMOVAPS Z27, Z19
+	JMP nchwc512F4P5_loaded
+nchwc512F4P5_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z5
+	VMOVUPS 64(SI), Z6
+	VMOVUPS 128(SI), Z7
+	VMOVUPS 192(SI), Z8
+	VMOVUPS 256(SI), Z9
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z10
+	VMOVUPS 64(SI), Z11
+	VMOVUPS 128(SI), Z12
+	VMOVUPS 192(SI), Z13
+	VMOVUPS 256(SI), Z14
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z15
+	VMOVUPS 64(SI), Z16
+	VMOVUPS 128(SI), Z17
+	VMOVUPS 192(SI), Z18
+	VMOVUPS 256(SI), Z19
+nchwc512F4P5_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -6367,15 +6770,18 @@ nchwc512F4P5_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc512F4P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc512F4P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX512F
-TEXT ·nchwc512F4P6(SB), NOSPLIT, $0-96
+TEXT ·nchwc512F4P6(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc512F4P6_load
 	VMOVUPS 0(AX), Z24
 	VMOVAPS Z24, Z0
 	VMOVAPS Z24, Z1
@@ -6404,6 +6810,38 @@ TEXT ·nchwc512F4P6(SB), NOSPLIT, $0-96
 	VMOVAPS Z27, Z21
 	VMOVAPS Z27, Z22
 	VMOVAPS Z27, Z23
+	JMP nchwc512F4P6_loaded
+nchwc512F4P6_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS 128(SI), Z2
+	VMOVUPS 192(SI), Z3
+	VMOVUPS 256(SI), Z4
+	VMOVUPS 320(SI), Z5
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z6
+	VMOVUPS 64(SI), Z7
+	VMOVUPS 128(SI), Z8
+	VMOVUPS 192(SI), Z9
+	VMOVUPS 256(SI), Z10
+	VMOVUPS 320(SI), Z11
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z12
+	VMOVUPS 64(SI), Z13
+	VMOVUPS 128(SI), Z14
+	VMOVUPS 192(SI), Z15
+	VMOVUPS 256(SI), Z16
+	VMOVUPS 320(SI), Z17
+	ADDQ BX, SI
+	VMOVUPS 0(SI), Z18
+	VMOVUPS 64(SI), Z19
+	VMOVUPS 128(SI), Z20
+	VMOVUPS 192(SI), Z21
+	VMOVUPS 256(SI), Z22
+	VMOVUPS 320(SI), Z23
+nchwc512F4P6_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -7000,19 +7438,29 @@ nchwc512F4P6_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc256P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc256P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P1(SB), NOSPLIT, $0-96
+TEXT ·nchwc256P1(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc256P1_load
 	VMOVUPS (AX), Y12
 	VMOVUPS 32(AX), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
+	JMP nchwc256P1_loaded
+nchwc256P1_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+nchwc256P1_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -7120,21 +7568,33 @@ nchwc256P1_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc256P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc256P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P2(SB), NOSPLIT, $0-96
+TEXT ·nchwc256P2(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc256P2_load
 	VMOVUPS (AX), Y12
 	VMOVUPS 32(AX), Y13
 	VMOVAPS Y12, Y0
 	VMOVAPS Y13, Y1
 	VMOVAPS Y12, Y2
 	VMOVAPS Y13, Y3
+	JMP nchwc256P2_loaded
+nchwc256P2_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+nchwc256P2_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -7292,15 +7752,18 @@ nchwc256P2_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc256P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc256P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P3(SB), NOSPLIT, $0-96
+TEXT ·nchwc256P3(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc256P3_load
 	VMOVUPS (AX), Y12
 	VMOVUPS 32(AX), Y13
 	VMOVAPS Y12, Y0
@@ -7309,6 +7772,17 @@ TEXT ·nchwc256P3(SB), NOSPLIT, $0-96
 	VMOVAPS Y13, Y3
 	VMOVAPS Y12, Y4
 	VMOVAPS Y13, Y5
+	JMP nchwc256P3_loaded
+nchwc256P3_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+nchwc256P3_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -7516,15 +7990,18 @@ nchwc256P3_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc256P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc256P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P4(SB), NOSPLIT, $0-96
+TEXT ·nchwc256P4(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc256P4_load
 	VMOVUPS (AX), Y12
 	VMOVUPS 32(AX), Y13
 	VMOVAPS Y12, Y0
@@ -7535,6 +8012,19 @@ TEXT ·nchwc256P4(SB), NOSPLIT, $0-96
 	VMOVAPS Y13, Y5
 	VMOVAPS Y12, Y6
 	VMOVAPS Y13, Y7
+	JMP nchwc256P4_loaded
+nchwc256P4_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+nchwc256P4_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -7792,15 +8282,18 @@ nchwc256P4_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P5(SB), NOSPLIT, $0-96
+TEXT ·nchwc256P5(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc256P5_load
 	VMOVUPS (AX), Y12
 	VMOVUPS 32(AX), Y13
 	VMOVAPS Y12, Y0
@@ -7813,6 +8306,21 @@ TEXT ·nchwc256P5(SB), NOSPLIT, $0-96
 	VMOVAPS Y13, Y7
 	VMOVAPS Y12, Y8
 	VMOVAPS Y13, Y9
+	JMP nchwc256P5_loaded
+nchwc256P5_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+	VMOVUPS 256(SI), Y8
+	VMOVUPS 288(SI), Y9
+nchwc256P5_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX
@@ -8120,15 +8628,18 @@ nchwc256P5_kw:
 	VZEROUPPER
 	RET
 
-// func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P6(SB), NOSPLIT, $0-96
+TEXT ·nchwc256P6(SB), NOSPLIT, $0-104
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R8)(R8*4), R10
 	MOVQ w+80(FP), DI
 	MOVQ bias+88(FP), AX
+	MOVQ acc+96(FP), CX
+	TESTQ CX, CX
+	JNZ nchwc256P6_load
 	VMOVUPS (AX), Y12
 	VMOVUPS 32(AX), Y13
 	VMOVAPS Y12, Y0
@@ -8143,6 +8654,23 @@ TEXT ·nchwc256P6(SB), NOSPLIT, $0-96
 	VMOVAPS Y13, Y9
 	VMOVAPS Y12, Y10
 	VMOVAPS Y13, Y11
+	JMP nchwc256P6_loaded
+nchwc256P6_load:
+	MOVQ y+0(FP), SI
+	MOVQ ldy+8(FP), BX
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+	VMOVUPS 256(SI), Y8
+	VMOVUPS 288(SI), Y9
+	VMOVUPS 320(SI), Y10
+	VMOVUPS 352(SI), Y11
+nchwc256P6_loaded:
 	MOVQ rowStep+64(FP), R12
 	MOVQ colStep+72(FP), R13
 	MOVQ cbs+40(FP), AX

@@ -8,7 +8,9 @@
 //	go run ops_conv_nchwc_gen.go
 //
 // Each kernel computes np output positions (1 to 6) of fb blocks of 16
-// output channels: it starts every sum at the bias, then for each block of
+// output channels: it starts every sum at the bias (or, acc nonzero, at
+// the sums already in y: the blocks of input channels taken in chunks),
+// then for each block of
 // 16 input channels, each kernel row and column, and each of the 16 input
 // channels in turn, it loads the fb filter vectors of that channel and tap,
 // broadcasts the input value under each of the np positions and
@@ -43,13 +45,13 @@ func pos(j, d int) string {
 	return fmt.Sprintf("%d%s", d, base)
 }
 
-const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32"
+const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int"
 
 // prologue loads the pointers and strides and starts the loops; body
 // emits the 16 channel steps.
-func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init func(), store func(), filterBytes int) {
+func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, load func(), store func(), filterBytes int) {
 	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, args, isa)
-	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-96\n", name)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-104\n", name)
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
 	p("MOVQ x+16(FP), DX")
 	p("MOVQ xs+24(FP), R8")
@@ -57,7 +59,16 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init fu
 	p("LEAQ (R8)(R8*4), R10")
 	p("MOVQ w+80(FP), DI")
 	p("MOVQ bias+88(FP), AX")
+	p("MOVQ acc+96(FP), CX")
+	p("TESTQ CX, CX")
+	p("JNZ %s_load", name)
 	init()
+	p("JMP %s_loaded", name)
+	fmt.Fprintf(b, "%s_load:\n", name)
+	p("MOVQ y+0(FP), SI")
+	p("MOVQ ldy+8(FP), BX")
+	load()
+	fmt.Fprintf(b, "%s_loaded:\n", name)
 	p("MOVQ rowStep+64(FP), R12")
 	p("MOVQ colStep+72(FP), R13")
 	p("MOVQ cbs+40(FP), AX")
@@ -116,6 +127,15 @@ func avx512(b *bytes.Buffer, fb, np int) {
 				p("ADDQ BX, SI")
 			}
 			for j := range np {
+				p("VMOVUPS %d(SI), %s", j*64, acc(f, j))
+			}
+		}
+	}, func() {
+		for f := range fb {
+			if f > 0 {
+				p("ADDQ BX, SI")
+			}
+			for j := range np {
 				p("VMOVUPS %s, %d(SI)", acc(f, j), j*64)
 			}
 		}
@@ -142,6 +162,11 @@ func avx2(b *bytes.Buffer, np int) {
 		for j := range np {
 			p("VMOVAPS Y12, Y%d", 2*j)
 			p("VMOVAPS Y13, Y%d", 2*j+1)
+		}
+	}, func() {
+		for j := range np {
+			p("VMOVUPS %d(SI), Y%d", j*64, 2*j)
+			p("VMOVUPS %d(SI), Y%d", j*64+32, 2*j+1)
 		}
 	}, func() {
 		for j := range np {

@@ -10,8 +10,8 @@ import (
 
 // Each blocked kernel this CPU runs gives the plain Go loop's sums, for
 // every number of blocks and positions it has, over several channel
-// blocks, taps, strides and dilations, and writes nothing outside its
-// tile.
+// blocks, taps, strides and dilations, started at the bias or at the sums
+// in its output, and writes nothing outside its tile.
 func TestNCHWcTileVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(71, 72))
@@ -33,9 +33,18 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 				for i := range got {
 					want[i], got[i] = float32(math.NaN()), float32(math.NaN())
 				}
-				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np)
+				acc := np%2 == 0 // from the sums in y
+				if acc {
+					for f := range fbg {
+						for i := range np * B {
+							want[f*ldy+i] = float32(r.NormFloat64())
+							got[f*ldy+i] = want[f*ldy+i]
+						}
+					}
+				}
+				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc)
 				nchwcWidth = width
-				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np)
+				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc)
 				for i := range want {
 					if math.IsNaN(float64(want[i])) {
 						require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d blocks, %d positions: written outside the tile at %d", width, fbg, np, i)
@@ -92,8 +101,8 @@ func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 // image, no bias, and a fused epilogue (the residual and Clip to [0, 6]).
 func TestConvNCHWcEqualsDirect(t *testing.T) {
 	r := rand.New(rand.NewPCG(73, 74))
-	saved := nchwcWidth
-	defer func() { nchwcWidth = saved }()
+	saved, savedPass, savedChunk := nchwcWidth, nchwcPassBytes, nchwcChunkBytes
+	defer func() { nchwcWidth, nchwcPassBytes, nchwcChunkBytes = saved, savedPass, savedChunk }()
 	for trial := range 60 {
 		var in, k, s, d, pads []int
 		for range 2 {
@@ -140,6 +149,11 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 		}
 		for _, width := range simdWidths() {
 			nchwcWidth = width
+			if trial%2 == 1 && geo.out[2] < nchwcChunkRow { // a pass a row, a chunk an input block
+				nchwcPassBytes, nchwcChunkBytes = 1, 1
+			} else {
+				nchwcPassBytes, nchwcChunkBytes = savedPass, savedChunk
+			}
 			got := make([]float32, len(want))
 			for i := range got {
 				got[i] = float32(math.NaN())
