@@ -73,6 +73,57 @@ func geluVecF32(y, x []float32) int {
 	return n
 }
 
+// geluErfAVX2 is the fused epilogues' GELU kernel (numeric_amd64.s): n a
+// multiple of 8.
+//
+//go:noescape
+func geluErfAVX2(y, x *float32, n int, tab *[36][8]float32, c, half float32, mode int)
+
+// geluErfVecF32 computes g.apply of the whole vectors of y in place and
+// returns how many (0 without a vector kernel): the same bits.
+func geluErfVecF32(y []float32, g *geluErf) int {
+	n := len(y) &^ 7
+	if expWidth == 0 || n == 0 {
+		return 0
+	}
+	mode := 0
+	if g.div {
+		mode |= 1
+	}
+	if g.halfFirst {
+		mode |= 2
+	}
+	if tanhWide && n >= 16 { // 16 lanes a step, then 8
+		w := n &^ 15
+		geluErfAVX512(unsafe.SliceData(y), unsafe.SliceData(y), w, &erfTab16, g.c, g.half, mode)
+		if w == n {
+			return n
+		}
+		y = y[w:]
+		n -= w
+		geluErfAVX2(unsafe.SliceData(y), unsafe.SliceData(y), n, &erfTab, g.c, g.half, mode)
+		return w + n
+	}
+	geluErfAVX2(unsafe.SliceData(y), unsafe.SliceData(y), n, &erfTab, g.c, g.half, mode)
+	return n
+}
+
+// geluErfAVX512 is geluErfAVX2 at 16 lanes (numeric_avx512_amd64.s): n a
+// multiple of 16.
+//
+//go:noescape
+func geluErfAVX512(y, x *float32, n int, tab *[36][16]float32, c, half float32, mode int)
+
+// erfTab16 is erfTab's rows, 16 copies each, for geluErfAVX512.
+var erfTab16 = func() (t [36][16]float32) {
+	for i := range t {
+		for j := range t[i] {
+			t[i][j] = erfTab[i][0]
+		}
+	}
+	return t
+}()
+
 // geluTanhAVX2 is Gelu's tanh form's vector kernel (numeric_amd64.s).
 //
 //go:noescape

@@ -81,6 +81,85 @@ done:
 #define E_SQRTH 1088(R8)
 #define E_HALF 1120(R8)
 
+// ERF computes erff of Y0 into Y9, 8 lanes, as erff computes it (numeric.go:
+// x P(x²) below 1, ±(1 - e^-a² R(a - 2.5)) below 4, ±1 beyond, NaN kept).
+// R8 holds erfTab, Y15 the absolute-value mask; clobbers Y1 to Y11.
+#define ERF \
+	VANDPS  Y15, Y0, Y1 \
+	VMULPS Y0, Y0, Y2 \
+	VMULPS E_P6, Y2, Y3 \
+	VADDPS E_P5, Y3, Y3 \
+	VMULPS Y2, Y3, Y3 \
+	VADDPS E_P4, Y3, Y3 \
+	VMULPS Y2, Y3, Y3 \
+	VADDPS E_P3, Y3, Y3 \
+	VMULPS Y2, Y3, Y3 \
+	VADDPS E_P2, Y3, Y3 \
+	VMULPS Y2, Y3, Y3 \
+	VADDPS E_P1, Y3, Y3 \
+	VMULPS Y2, Y3, Y3 \
+	VADDPS E_P0, Y3, Y3 \
+	VMULPS Y3, Y0, Y3 \
+	VSUBPS E_HALF5, Y1, Y4 \
+	VMULPS E_R10, Y4, Y5 \
+	VADDPS E_R9, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R8, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R7, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R6, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R5, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R4, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R3, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R2, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R1, Y5, Y5 \
+	VMULPS Y4, Y5, Y5 \
+	VADDPS E_R0, Y5, Y5 \
+	VXORPS E_SIGN, Y1, Y6 \
+	VMULPS Y1, Y6, Y6 \
+	VMULPS E_LOG2E, Y6, Y8 \
+	VADDPS E_ROUND, Y8, Y8 \
+	VSUBPS E_ROUND, Y8, Y9 \
+	VMULPS E_LN2HI, Y9, Y10 \
+	VSUBPS Y10, Y6, Y10 \
+	VMULPS E_LN2LO, Y9, Y11 \
+	VSUBPS Y11, Y10, Y10 \
+	VMULPS E_C5040, Y10, Y11 \
+	VADDPS E_C720, Y11, Y11 \
+	VMULPS Y10, Y11, Y11 \
+	VADDPS E_C120, Y11, Y11 \
+	VMULPS Y10, Y11, Y11 \
+	VADDPS E_C24, Y11, Y11 \
+	VMULPS Y10, Y11, Y11 \
+	VADDPS E_C6, Y11, Y11 \
+	VMULPS Y10, Y11, Y11 \
+	VADDPS E_C2, Y11, Y11 \
+	VMULPS Y10, Y11, Y11 \
+	VADDPS E_ONE, Y11, Y11 \
+	VMULPS Y10, Y11, Y11 \
+	VADDPS E_ONE, Y11, Y11 \
+	VPSUBD E_BIAS, Y8, Y8 \
+	VPSLLD $23, Y8, Y8 \
+	VMULPS Y8, Y11, Y7 \
+	VMULPS Y5, Y7, Y7 \
+	VMOVUPS E_ONE, Y8 \
+	VSUBPS Y7, Y8, Y7 \
+	VANDPS E_SIGN, Y0, Y8 \
+	VXORPS Y8, Y7, Y7 \
+	VORPS     E_ONE, Y8, Y9 \
+	VCMPPS    $3, Y0, Y0, Y10 \
+	VBLENDVPS Y10, Y0, Y9, Y9 \
+	VCMPPS    $1, E_FOUR, Y1, Y10 \
+	VBLENDVPS Y10, Y7, Y9, Y9 \
+	VCMPPS    $1, E_ONE, Y1, Y10 \
+	VBLENDVPS Y10, Y3, Y9, Y9
+
 // func erfAVX2(y, x *float32, n int, tab *[36][8]float32, gelu int)
 //
 // y[i] = erff(x[i]) for i < n, n a multiple of 8: both of erff's
@@ -107,87 +186,7 @@ erfloop:
 	VMULPS  E_SQRTH, Y14, Y0 // x / √2
 
 erfin:
-	VANDPS  Y15, Y0, Y1  // a = |x|
-
-	// |x| < 1: x P(x²)
-	VMULPS Y0, Y0, Y2
-	VMULPS E_P6, Y2, Y3
-	VADDPS E_P5, Y3, Y3
-	VMULPS Y2, Y3, Y3
-	VADDPS E_P4, Y3, Y3
-	VMULPS Y2, Y3, Y3
-	VADDPS E_P3, Y3, Y3
-	VMULPS Y2, Y3, Y3
-	VADDPS E_P2, Y3, Y3
-	VMULPS Y2, Y3, Y3
-	VADDPS E_P1, Y3, Y3
-	VMULPS Y2, Y3, Y3
-	VADDPS E_P0, Y3, Y3
-	VMULPS Y3, Y0, Y3
-
-	// 1 <= |x| < 4: ±(1 - e^-a² R(a - 2.5))
-	VSUBPS E_HALF5, Y1, Y4
-	VMULPS E_R10, Y4, Y5
-	VADDPS E_R9, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R8, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R7, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R6, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R5, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R4, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R3, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R2, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R1, Y5, Y5
-	VMULPS Y4, Y5, Y5
-	VADDPS E_R0, Y5, Y5  // r
-
-	VXORPS E_SIGN, Y1, Y6
-	VMULPS Y1, Y6, Y6     // v = -a * a
-	VMULPS E_LOG2E, Y6, Y8
-	VADDPS E_ROUND, Y8, Y8  // t
-	VSUBPS E_ROUND, Y8, Y9  // n
-	VMULPS E_LN2HI, Y9, Y10
-	VSUBPS Y10, Y6, Y10
-	VMULPS E_LN2LO, Y9, Y11
-	VSUBPS Y11, Y10, Y10    // r of expf
-	VMULPS E_C5040, Y10, Y11
-	VADDPS E_C720, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS E_C120, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS E_C24, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS E_C6, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS E_C2, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS E_ONE, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS E_ONE, Y11, Y11  // p
-	VPSUBD E_BIAS, Y8, Y8
-	VPSLLD $23, Y8, Y8
-	VMULPS Y8, Y11, Y7      // e^-a²
-	VMULPS Y5, Y7, Y7
-	VMOVUPS E_ONE, Y8
-	VSUBPS Y7, Y8, Y7       // 1 - e^-a² r
-	VANDPS E_SIGN, Y0, Y8   // x's sign
-	VXORPS Y8, Y7, Y7
-
-	// beyond: ±1; NaN: x
-	VORPS     E_ONE, Y8, Y9
-	VCMPPS    $3, Y0, Y0, Y10
-	VBLENDVPS Y10, Y0, Y9, Y9
-	VCMPPS    $1, E_FOUR, Y1, Y10
-	VBLENDVPS Y10, Y7, Y9, Y9
-	VCMPPS    $1, E_ONE, Y1, Y10
-	VBLENDVPS Y10, Y3, Y9, Y9
+	ERF
 	TESTQ     R9, R9
 	JZ        erfout
 	VADDPS    E_ONE, Y9, Y9    // 1 + erf
@@ -371,4 +370,56 @@ gtloop:
 gtdone:
 	VZEROUPPER
 	MOVQ DX, ret+40(FP)
+	RET
+
+// func geluErfAVX2(y, x *float32, n int, tab *[36][8]float32, c, half float32, mode int)
+//
+// The fused GELU of the epilogues (geluErf.apply), 8 lanes, n a multiple
+// of 8: d = x / c (mode bit 1) or x * c, then erff(d) + 1 = f, then (x *
+// half) * f (mode bit 2) or (x * f) * half: the operations of the
+// operators it replaces, in their order. y may be x.
+TEXT ·geluErfAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         tab+24(FP), R8
+	VBROADCASTSS c+32(FP), Y12
+	VBROADCASTSS half+36(FP), Y13
+	MOVQ         mode+40(FP), R9
+	VMOVUPS      E_ABS, Y15
+
+geluloop:
+	CMPQ    CX, $8
+	JLT     geludone
+	VMOVUPS (SI), Y14
+	TESTQ   $1, R9
+	JZ      gelumul
+	VDIVPS  Y12, Y14, Y0 // x / c
+	JMP     geluerf
+
+gelumul:
+	VMULPS Y12, Y14, Y0 // x * c
+
+geluerf:
+	ERF
+	VADDPS E_ONE, Y9, Y9 // f
+	TESTQ  $2, R9
+	JZ     gelulast
+	VMULPS Y13, Y14, Y10 // x * half
+	VMULPS Y9, Y10, Y9   // times f
+	JMP    geluout
+
+gelulast:
+	VMULPS Y9, Y14, Y10 // x * f
+	VMULPS Y13, Y10, Y9 // times half
+
+geluout:
+	VMOVUPS Y9, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     geluloop
+
+geludone:
+	VZEROUPPER
 	RET

@@ -257,3 +257,171 @@ t16done:
 	VZEROUPPER
 	MOVQ DX, ret+32(FP)
 	RET
+
+// The fused epilogues' GELU for AVX-512 (geluErfAVX2 at 16 lanes): the same
+// float32 operations in the same order, masks in place of blends, so each
+// lane's bits are geluErf.apply's.
+
+// Rows of erfTab16 (numeric_amd64.go): erfTab's, 16 copies each (64 bytes).
+#define ZE_ABS 0(R8)
+#define ZE_SIGN 64(R8)
+#define ZE_ONE 128(R8)
+#define ZE_FOUR 192(R8)
+#define ZE_HALF5 256(R8)
+#define ZE_P0 320(R8)
+#define ZE_P1 384(R8)
+#define ZE_P2 448(R8)
+#define ZE_P3 512(R8)
+#define ZE_P4 576(R8)
+#define ZE_P5 640(R8)
+#define ZE_P6 704(R8)
+#define ZE_R0 768(R8)
+#define ZE_R1 832(R8)
+#define ZE_R2 896(R8)
+#define ZE_R3 960(R8)
+#define ZE_R4 1024(R8)
+#define ZE_R5 1088(R8)
+#define ZE_R6 1152(R8)
+#define ZE_R7 1216(R8)
+#define ZE_R8 1280(R8)
+#define ZE_R9 1344(R8)
+#define ZE_R10 1408(R8)
+#define ZE_LOG2E 1472(R8)
+#define ZE_ROUND 1536(R8)
+#define ZE_LN2HI 1600(R8)
+#define ZE_LN2LO 1664(R8)
+#define ZE_C5040 1728(R8)
+#define ZE_C720 1792(R8)
+#define ZE_C120 1856(R8)
+#define ZE_C24 1920(R8)
+#define ZE_C6 1984(R8)
+#define ZE_C2 2048(R8)
+#define ZE_BIAS 2112(R8)
+#define ZE_SQRTH 2176(R8)
+#define ZE_HALF 2240(R8)
+
+// ERF512 computes erff of Z0 into Z9, 16 lanes (numeric_amd64.s's ERF);
+// clobbers Z1 to Z11 and K1 to K3.
+#define ERF512 \
+	VPANDD ZE_ABS, Z0, Z1 \
+	VMULPS Z0, Z0, Z2 \
+	VMULPS ZE_P6, Z2, Z3 \
+	VADDPS ZE_P5, Z3, Z3 \
+	VMULPS Z2, Z3, Z3 \
+	VADDPS ZE_P4, Z3, Z3 \
+	VMULPS Z2, Z3, Z3 \
+	VADDPS ZE_P3, Z3, Z3 \
+	VMULPS Z2, Z3, Z3 \
+	VADDPS ZE_P2, Z3, Z3 \
+	VMULPS Z2, Z3, Z3 \
+	VADDPS ZE_P1, Z3, Z3 \
+	VMULPS Z2, Z3, Z3 \
+	VADDPS ZE_P0, Z3, Z3 \
+	VMULPS Z3, Z0, Z3 \
+	VSUBPS ZE_HALF5, Z1, Z4 \
+	VMULPS ZE_R10, Z4, Z5 \
+	VADDPS ZE_R9, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R8, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R7, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R6, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R5, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R4, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R3, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R2, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R1, Z5, Z5 \
+	VMULPS Z4, Z5, Z5 \
+	VADDPS ZE_R0, Z5, Z5 \
+	VPXORD ZE_SIGN, Z1, Z6 \
+	VMULPS Z1, Z6, Z6 \
+	VMULPS ZE_LOG2E, Z6, Z8 \
+	VADDPS ZE_ROUND, Z8, Z8 \
+	VSUBPS ZE_ROUND, Z8, Z9 \
+	VMULPS ZE_LN2HI, Z9, Z10 \
+	VSUBPS Z10, Z6, Z10 \
+	VMULPS ZE_LN2LO, Z9, Z11 \
+	VSUBPS Z11, Z10, Z10 \
+	VMULPS ZE_C5040, Z10, Z11 \
+	VADDPS ZE_C720, Z11, Z11 \
+	VMULPS Z10, Z11, Z11 \
+	VADDPS ZE_C120, Z11, Z11 \
+	VMULPS Z10, Z11, Z11 \
+	VADDPS ZE_C24, Z11, Z11 \
+	VMULPS Z10, Z11, Z11 \
+	VADDPS ZE_C6, Z11, Z11 \
+	VMULPS Z10, Z11, Z11 \
+	VADDPS ZE_C2, Z11, Z11 \
+	VMULPS Z10, Z11, Z11 \
+	VADDPS ZE_ONE, Z11, Z11 \
+	VMULPS Z10, Z11, Z11 \
+	VADDPS ZE_ONE, Z11, Z11 \
+	VPSUBD ZE_BIAS, Z8, Z8 \
+	VPSLLD $23, Z8, Z8 \
+	VMULPS Z8, Z11, Z7 \
+	VMULPS Z5, Z7, Z7 \
+	VMOVUPS ZE_ONE, Z8 \
+	VSUBPS Z7, Z8, Z7 \
+	VPANDD ZE_SIGN, Z0, Z8 \
+	VPXORD Z8, Z7, Z7 \
+	VPORD ZE_ONE, Z8, Z9 \
+	VCMPPS $3, Z0, Z0, K1 \
+	VMOVAPS Z0, K1, Z9 \
+	VCMPPS $1, ZE_FOUR, Z1, K2 \
+	VMOVAPS Z7, K2, Z9 \
+	VCMPPS $1, ZE_ONE, Z1, K3 \
+	VMOVAPS Z3, K3, Z9
+
+// func geluErfAVX512(y, x *float32, n int, tab *[36][16]float32, c, half float32, mode int)
+//
+// geluErfAVX2 at 16 lanes, n a multiple of 16. y may be x.
+TEXT ·geluErfAVX512(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         tab+24(FP), R8
+	VBROADCASTSS c+32(FP), Z12
+	VBROADCASTSS half+36(FP), Z13
+	MOVQ         mode+40(FP), R9
+
+g16loop:
+	CMPQ    CX, $16
+	JLT     g16done
+	VMOVUPS (SI), Z14
+	TESTQ   $1, R9
+	JZ      g16mul
+	VDIVPS  Z12, Z14, Z0 // x / c
+	JMP     g16erf
+
+g16mul:
+	VMULPS Z12, Z14, Z0 // x * c
+
+g16erf:
+	ERF512
+	VADDPS ZE_ONE, Z9, Z9 // f
+	TESTQ  $2, R9
+	JZ     g16last
+	VMULPS Z13, Z14, Z10 // x * half
+	VMULPS Z9, Z10, Z9   // times f
+	JMP    g16out
+
+g16last:
+	VMULPS Z9, Z14, Z10 // x * f
+	VMULPS Z13, Z10, Z9 // times half
+
+g16out:
+	VMOVUPS Z9, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	SUBQ    $16, CX
+	JMP     g16loop
+
+g16done:
+	VZEROUPPER
+	RET

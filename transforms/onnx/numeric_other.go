@@ -22,3 +22,6 @@ func geluTanhVecF32(y, x []float32) int { return 0 }
 
 // tanhWide: no 16-lane kernel in this build.
 var tanhWide = false
+
+// geluErfVecF32: no vector kernel in this build.
+func geluErfVecF32(y []float32, g *geluErf) int { return 0 }

@@ -84,7 +84,8 @@ type geluErf struct {
 // apply computes GELU of each value of y in place, each operation as the
 // operator it replaces computes it (Erf's float32 is erff).
 func (g *geluErf) apply(y []float32) {
-	var buf [256]float32 // erf's arguments, then its values, a block at a time
+	y = y[geluErfVecF32(y, g):] // the whole vectors, the same operations
+	var buf [256]float32        // erf's arguments, then its values, a block at a time
 	for len(y) > 0 {
 		n := min(len(y), len(buf))
 		d := buf[:n]

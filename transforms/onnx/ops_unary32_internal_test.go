@@ -218,3 +218,46 @@ func TestGeluVec(t *testing.T) {
 		}
 	}
 }
+
+// The fused epilogues' GELU (the five operators exporters write, in each
+// of their orders) gives the same bits with its vector kernels (AVX-512,
+// AVX2) as in Go, NaN, infinities and the ends of erff's pieces among the
+// values.
+func TestGeluErfVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 36))
+	var x []float32
+	for _, scale := range []float64{1e-4, 0.3, 3, 50, 1e4} {
+		for range 999 {
+			x = append(x, float32(scale*r.NormFloat64()))
+		}
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 4, -4, 5.6, -5.6, 88, -88, 1e30, -1e30,
+		math.MaxFloat32, 1e-45, math.Inf(1), math.Inf(-1), math.NaN()} {
+		x = append(x, float32(v))
+	}
+	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+	savedWidth, savedWide := expWidth, tanhWide
+	defer func() { expWidth, tanhWide = savedWidth, savedWide }()
+	for mode := range 8 {
+		g := &geluErf{div: mode&1 != 0, c: math.Sqrt2, half: 0.5, halfFirst: mode&2 != 0}
+		if !g.div {
+			g.c = 1 / math.Sqrt2
+		}
+		x := x[:len(x)-8*(mode/4)] // 16-lane steps and an 8-lane one, and not
+		expWidth = 0
+		want := slices.Clone(x)
+		g.apply(want)
+		for _, width := range simdWidths() {
+			expWidth, tanhWide = min(width, 8), width == 16
+			got := slices.Clone(x)
+			g.apply(got)
+			for i := range got {
+				if want[i] != want[i] {
+					assert.True(t, got[i] != got[i], "mode %d of %v: %v, want NaN", mode, x[i], got[i])
+					continue
+				}
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "mode %d, %d lanes, of %v: %v, want %v", mode, width, x[i], got[i], want[i])
+			}
+		}
+	}
+}
