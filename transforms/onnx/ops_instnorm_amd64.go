@@ -15,6 +15,25 @@ func sqDevAVX2(v *float32, n int, mean float64) float64
 //go:noescape
 func affineAVX2(y, x *float32, n int, mean, a, b float64)
 
+//go:noescape
+func normRowAVX2(y, x, scale, bias *float32, n int, m, iv float32)
+
+// normRowVec computes normRow's float32 values for x's whole vectors and
+// returns how many (0 without a vector kernel): the same bits.
+func normRowVec(xs, ys, scale, bias []float32, m, iv float32) int {
+	n := len(xs) &^ 7
+	if normWidth == 0 || n == 0 {
+		return 0
+	}
+	_, _ = ys[n-1], scale[n-1]
+	var b *float32
+	if bias != nil {
+		b = unsafe.SliceData(bias[:n])
+	}
+	normRowAVX2(unsafe.SliceData(ys), unsafe.SliceData(xs), unsafe.SliceData(scale), b, n, m, iv)
+	return n
+}
+
 // normWidth is the lanes of the kernels (8 float32s a step) wherever AVX2
 // is; a variable for the tests.
 var normWidth = min(simdWidth, 8)

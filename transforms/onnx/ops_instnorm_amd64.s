@@ -107,3 +107,38 @@ aloop:
 adone:
 	VZEROUPPER
 	RET
+
+// func normRowAVX2(y, x, scale, bias *float32, n int, m, iv float32)
+//
+// LayerNormalization's last step over a row (normRow): y[i] = (x[i] - m) *
+// iv * scale[i] (+ bias[i] where bias is not nil), each operation rounded
+// to float32 in that order (no FMA), n a multiple of 8. y may be x.
+TEXT ·normRowAVX2(SB), NOSPLIT, $0-48
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         scale+16(FP), DX
+	MOVQ         bias+24(FP), BX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS m+40(FP), Y4
+	VBROADCASTSS iv+44(FP), Y5
+	XORQ         AX, AX
+
+nloop:
+	CMPQ    AX, CX
+	JGE     ndone
+	VMOVUPS (SI)(AX*4), Y0
+	VSUBPS  Y4, Y0, Y0
+	VMULPS  Y5, Y0, Y0
+	VMULPS  (DX)(AX*4), Y0, Y0
+	TESTQ   BX, BX
+	JZ      nstore
+	VADDPS  (BX)(AX*4), Y0, Y0
+
+nstore:
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     nloop
+
+ndone:
+	VZEROUPPER
+	RET

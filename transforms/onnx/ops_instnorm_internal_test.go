@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The normalizations' vector loops: sums and squared deviations within
@@ -41,6 +42,31 @@ func TestNormLoops(t *testing.T) {
 				y[i] = float32((float64(v[i])-mean)*0.37 + 1.5)
 			}
 			assert.Equal(t, want, y, "n %d width %d", n, width)
+		}
+	}
+}
+
+// LayerNormalization's last step over a row gives the same bits on its
+// vector kernel as in Go, with a bias and without, on rows of every
+// length up to past two vectors.
+func TestNormRowVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(81, 82))
+	saved := normWidth
+	defer func() { normWidth = saved }()
+	for n := 1; n <= 21; n++ {
+		x, scale, bias := uniform(r, n), uniform(r, n), uniform(r, n)
+		for _, b := range [][]float32{bias, nil} {
+			normWidth = 0
+			want := make([]float32, n)
+			normRow(x, want, scale, b, 0.25, 1.75)
+			for _, width := range simdWidths() {
+				normWidth = min(width, 8)
+				got := make([]float32, n)
+				normRow(x, got, scale, b, 0.25, 1.75)
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "n %d, %d lanes, bias %v: element %d", n, width, b != nil, i)
+				}
+			}
 		}
 	}
 }

@@ -11,5 +11,7 @@ func sqDevVec(v []float32, mean float64) (float64, int) { return 0, 0 }
 
 func affineVec(y, x []float32, mean, a, b float64) int { return 0 }
 
+func normRowVec(xs, ys, scale, bias []float32, m, iv float32) int { return 0 }
+
 // normWidth is the lanes of the vector kernels: none in this build.
 var normWidth = 0

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -466,8 +467,14 @@ func layerNormRowsIn[T float32 | float64](p lnProblem, x, scale, bias, y []T, lo
 
 // meanInv returns the mean of a row of LayerNormalization and the inverse
 // of its standard deviation (its variance plus eps under the root), in
-// float64.
+// float64: a float32 row's sums on the normalizations' vector kernels
+// (sum4, sqDev4: eight partial sums where AVX2 runs, four elsewhere, as
+// InstanceNormalization's), a float64 row's in four partial sums.
 func meanInv[T float32 | float64](xs []T, eps float64) (mean, inv float64) {
+	if x32, ok := asF32(xs); ok { // float32 rows on the normalizations' vector kernels
+		mean = sum4(x32) / float64(len(xs))
+		return mean, 1 / math.Sqrt(sqDev4(x32, mean)/float64(len(xs))+eps)
+	}
 	mean = sumFloat64(xs) / float64(len(xs))
 	var s0, s1, s2, s3 float64
 	i := 0
@@ -488,6 +495,16 @@ func meanInv[T float32 | float64](xs []T, eps float64) (mean, inv float64) {
 // normRow writes (x - m) * iv * scale (+ bias, where bias is not nil) of
 // the row xs to ys (ys may be xs).
 func normRow[T float32 | float64](xs, ys, scale, bias []T, m, iv T) {
+	if x32, ok := asF32(xs); ok { // the whole vectors on a kernel, the same bits
+		y32, _ := asF32(ys)
+		s32, _ := asF32(scale)
+		b32, _ := asF32(bias)
+		i := normRowVec(x32, y32, s32, b32, float32(m), float32(iv))
+		xs, ys, scale = xs[i:], ys[i:], scale[i:]
+		if bias != nil {
+			bias = bias[i:]
+		}
+	}
 	sc := scale[:len(xs)]
 	if bias == nil {
 		for i, v := range xs {
@@ -499,6 +516,20 @@ func normRow[T float32 | float64](xs, ys, scale, bias []T, m, iv T) {
 	for i, v := range xs {
 		ys[i] = (v-m)*iv*sc[i] + bs[i]
 	}
+}
+
+// asF32 is s as float32s when T is float32 (ok), without a copy or an
+// allocation (an interface conversion in generic code allocates); nil s
+// stays nil.
+func asF32[T float32 | float64](s []T) ([]float32, bool) {
+	var z T
+	if unsafe.Sizeof(z) != 4 {
+		return nil, false
+	}
+	if s == nil {
+		return nil, true
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s))), len(s)), true
 }
 
 // layerNormRowF32 normalises one float32 row in place as
