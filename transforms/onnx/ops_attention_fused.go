@@ -301,20 +301,21 @@ func (k *fusedAttention) finishRow(row []float32, c float32, mask []float32, mas
 	if k.scale != nil {
 		switch {
 		case k.scale.op == ewDiv:
-			for j, x := range row {
-				row[j] = x / c
+			for j := scaleVecF32(row, c, true); j < len(row); j++ {
+				row[j] /= c
 			}
 		default: // Mul, either order (the products are the same)
-			for j, x := range row {
-				row[j] = x * c
+			for j := scaleVecF32(row, c, false); j < len(row); j++ {
+				row[j] *= c
 			}
 		}
 	}
 	if mask != nil {
 		off := maskBase[b] + i*rowStride
 		if colStride == 1 {
-			for j, mv := range mask[off : off+len(row)] {
-				row[j] += mv
+			m := mask[off : off+len(row)]
+			for j := addVec(row, m); j < len(row); j++ {
+				row[j] += m[j]
 			}
 			return
 		}

@@ -534,3 +534,96 @@ func TestErffSpecials(t *testing.T) {
 	assert.True(t, math.Signbit(float64(erff(float32(math.Copysign(0, -1))))))
 	assert.Equal(t, float32(0), erff(0))
 }
+
+// A float32 row's softmax on the vector kernels (the largest value, the
+// scaling) gives the plain loops' largest value exactly and the softmax
+// within a rounding of the float64 sum's order, on rows of every length
+// up to past two vectors, with a NaN (all NaN) and with -Inf and +Inf
+// among the values.
+func TestSoftmaxRowVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(83, 84))
+	savedS, savedN := softmaxWidth, normWidth
+	defer func() { softmaxWidth, normWidth = savedS, savedN }()
+	for n := 1; n <= 40; n++ {
+		for c := range 4 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(4 * r.NormFloat64())
+			}
+			k := r.IntN(n)
+			switch c {
+			case 1:
+				x[k] = float32(math.NaN())
+			case 2:
+				x[k] = float32(math.Inf(-1))
+			case 3:
+				x[k] = float32(math.Inf(1))
+			}
+			want := float32(math.Inf(-1))
+			for _, v := range x {
+				want = maxNaN(want, v)
+			}
+			softmaxWidth, normWidth = 0, 0
+			ref := make([]float32, n)
+			softmaxRow(x, ref, false)
+			for _, width := range simdWidths() {
+				softmaxWidth, normWidth = min(width, 8), min(width, 8)
+				m, i := maxVecF32(x)
+				if i > 0 && c == 1 && k < i {
+					require.True(t, m != m, "n %d: the largest of a row with NaN is %v", n, m)
+				}
+				got := make([]float32, n)
+				softmaxRow(x, got, false)
+				for j := range ref {
+					if ref[j] != ref[j] {
+						require.True(t, got[j] != got[j], "n %d case %d, %d lanes: element %d is %v, want NaN", n, c, width, j, got[j])
+						continue
+					}
+					require.InDelta(t, ref[j], got[j], 1e-7+1e-6*float64(ref[j]), "n %d case %d, %d lanes: element %d", n, c, width, j)
+				}
+				if c != 1 {
+					if i == 0 {
+						m = float32(math.Inf(-1))
+					}
+					for ; i < n; i++ {
+						m = maxNaN(m, x[i])
+					}
+					if i > 0 {
+						require.Equal(t, want, m, "n %d case %d, %d lanes: the largest value", n, c, width)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Scaling a row on the vector kernel (attention's scale, softmax's
+// inverse sum) gives Go's products and quotients, bit for bit.
+func TestScaleVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(85, 86))
+	saved := softmaxWidth
+	defer func() { softmaxWidth = saved }()
+	x := make([]float32, 37)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(20)-10)))
+	}
+	const c = 5.656854
+	for _, width := range simdWidths() {
+		softmaxWidth = min(width, 8)
+		for _, div := range []bool{false, true} {
+			y := append([]float32(nil), x...)
+			i := scaleVecF32(y, c, div)
+			require.Equal(t, width != 0, i > 0, "%d lanes: scaled by the kernel?", width)
+			for j := range x {
+				want := x[j] * c
+				if div {
+					want = x[j] / c
+				}
+				if j >= i {
+					want = x[j] // left to the caller
+				}
+				require.Equal(t, math.Float32bits(want), math.Float32bits(y[j]), "%d lanes, div %v: element %d", width, div, j)
+			}
+		}
+	}
+}

@@ -131,6 +131,11 @@ func softmax[T floatElem](x, y []T, outer, n, inner int, log bool) {
 // softmaxRow is the softmax of the contiguous x, into y.
 func softmaxRow[T floatElem](x, y []T, log bool) {
 	y = y[:len(x)]
+	if x32, ok := asF32(x); ok && !log {
+		y32, _ := asF32(y)
+		softmaxRowF32(x32, y32)
+		return
+	}
 	m := T(math.Inf(-1))
 	for _, v := range x {
 		m = maxNaN(m, v)
@@ -153,6 +158,26 @@ func softmaxRow[T floatElem](x, y []T, log bool) {
 	}
 	inv := T(1 / sum)
 	for i := range y {
+		y[i] *= inv
+	}
+}
+
+// softmaxRowF32 is softmaxRow of float32s (not the log form), each loop
+// on a vector kernel where there is one: the largest value (the same),
+// expf of each value less it (the same bits), their sum in float64 (sum4:
+// eight partial sums on the vector kernel), each value times the sum's
+// inverse (the same bits).
+func softmaxRowF32(x, y []float32) {
+	m, i := maxVecF32(x)
+	if i == 0 {
+		m = float32(math.Inf(-1))
+	}
+	for _, v := range x[i:] {
+		m = maxNaN(m, v)
+	}
+	expSubInto(y, x, m)
+	inv := float32(1 / sum4(y))
+	for i := scaleVecF32(y, inv, false); i < len(y); i++ {
 		y[i] *= inv
 	}
 }
