@@ -144,7 +144,7 @@ func geluTanhVecF32(y, x []float32) int {
 // sigmoidAVX2 is sigmoidInto's vector kernel (numeric_amd64.s).
 //
 //go:noescape
-func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32) int
+func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32, silu int) int
 
 // sigmoidVecF32 writes sigmoidf(x[i]) to y[i] for a prefix of x in whole
 // vectors and returns its length (0 without a vector kernel): it stops at
@@ -154,7 +154,17 @@ func sigmoidVecF32(y, x []float32) int {
 		return 0
 	}
 	_ = y[len(x)-1]
-	return sigmoidAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &expTab)
+	return sigmoidAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &expTab, 0)
+}
+
+// siluVecF32 replaces y[i] by y[i] * sigmoidf(y[i]) (siluInPlace's bits)
+// for a prefix of y in whole vectors and returns its length (0 without a
+// vector kernel): it stops at the first vector with a NaN.
+func siluVecF32(y []float32) int {
+	if expWidth == 0 || len(y) < 8 {
+		return 0
+	}
+	return sigmoidAVX2(unsafe.SliceData(y), unsafe.SliceData(y), len(y), &expTab, 1)
 }
 
 // expWidth is the lanes of expf's vector kernel: 8 wherever AVX2 is (the

@@ -215,17 +215,19 @@ erfdone:
 	VBLENDVPS Y13, Y4, Y14, Y9 \
 	VDIVPS    Y8, Y9, Y9
 
-// func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32) int
+// func sigmoidAVX2(y, x *float32, n int, tab *[17][8]float32, silu int) int
 //
 // y[i] = sigmoidInto's value of x[i] for i below the returned count (a
 // multiple of 8 no larger than n): t = expf(-|x|) as expAVX2 computes it,
-// then 1/(1+t) where x's sign bit is clear, t/(1+t) where it is set. It
+// then 1/(1+t) where x's sign bit is clear, t/(1+t) where it is set; with
+// silu nonzero, that times x[i] (SiLU, as Sigmoid then Mul compute it). It
 // stops before the first 8 values holding a NaN (left to Go). y may be x.
-TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-40
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-48
 	MOVQ    y+0(FP), DI
 	MOVQ    x+8(FP), SI
 	MOVQ    n+16(FP), CX
 	MOVQ    tab+24(FP), R8
+	MOVQ    silu+32(FP), R9
 	XORQ    DX, DX
 	VMOVUPS ONE, Y14
 	VXORPS  Y15, Y15, Y15
@@ -242,13 +244,18 @@ sigloop:
 	TESTL     AX, AX
 	JNZ       sigdone
 	SIGMOID
+	TESTQ     R9, R9
+	JZ        sigout
+	VMULPS    Y13, Y9, Y9 // SiLU: v times σ(v)
+
+sigout:
 	VMOVUPS   Y9, (DI)(DX*4)
 	ADDQ      $8, DX
 	JMP       sigloop
 
 sigdone:
 	VZEROUPPER
-	MOVQ DX, ret+32(FP)
+	MOVQ DX, ret+40(FP)
 	RET
 
 // Rows of tanhTab past expTab's (numeric_amd64.go).

@@ -25,3 +25,6 @@ var tanhWide = false
 
 // geluErfVecF32: no vector kernel in this build.
 func geluErfVecF32(y []float32, g *geluErf) int { return 0 }
+
+// siluVecF32: no vector kernel in this build.
+func siluVecF32(y []float32) int { return 0 }

@@ -206,12 +206,17 @@ func clipBounds(k *clipKernel, in []Meta) (lo, hi float32, ok bool) {
 // then Mul compute it.
 func siluInPlace(y []float32) {
 	var buf [256]float32
-	for lo := 0; lo < len(y); lo += len(buf) {
+	for lo := 0; lo < len(y); {
+		if n := siluVecF32(y[lo:]); n > 0 { // whole vectors, to the first NaN
+			lo += n
+			continue
+		}
 		ys := y[lo:min(len(y), lo+len(buf))]
 		s := buf[:len(ys)]
 		sigmoidInto(s, ys)
 		for i, v := range s {
 			ys[i] *= v
 		}
+		lo += len(ys)
 	}
 }

@@ -261,3 +261,35 @@ func TestGeluErfVec(t *testing.T) {
 		}
 	}
 }
+
+// SiLU in place (a fused Conv's or MatMul's activation) gives the same bits
+// on its vector kernel as in Go, a NaN among the values (the kernel stops
+// before it, Go goes on) and the ends of expf's range.
+func TestSiluVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 37))
+	var x []float32
+	for _, scale := range []float64{1e-4, 0.3, 3, 50} {
+		for range 333 {
+			x = append(x, float32(scale*r.NormFloat64()))
+		}
+	}
+	x = append(x, 0, float32(math.Copysign(0, -1)), 88, -88, 104, -104, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
+	r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+	saved := expWidth
+	defer func() { expWidth = saved }()
+	expWidth = 0
+	want := slices.Clone(x)
+	siluInPlace(want)
+	for _, width := range simdWidths() {
+		expWidth = min(width, 8)
+		got := slices.Clone(x)
+		siluInPlace(got)
+		for i := range got {
+			if want[i] != want[i] {
+				require.True(t, got[i] != got[i], "%d lanes, of %v: %v, want NaN", width, x[i], got[i])
+				continue
+			}
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "%d lanes, of %v: %v, want %v", width, x[i], got[i], want[i])
+		}
+	}
+}
