@@ -104,9 +104,13 @@
 // ops_conv_flat_amd64.go; ops_conv_flat_other.go is the Go that runs
 // elsewhere), for AVX-512, and for AVX2 with FMA (AMD's EPYC before Zen 4
 // has no AVX-512) where written (the shifted-sum and the depthwise
-// convolutions, MaxPool, Clip, Relu, HardSigmoid, HardSwish; the
-// deinterleave of stride-2 depthwise planes is AVX-512 only), chosen at start from the CPU's features (simd_amd64.go)
-// and each tested against its Go loop at every width the CPU runs. kernels.cu includes every operator's .cu
+// convolutions, MaxPool, Clip, Relu, HardSigmoid, HardSwish, the blocked
+// (NCHWc) convolution, GELU, SiLU, Softmax's and LayerNormalization's rows;
+// the deinterleave of stride-2 depthwise planes is AVX-512 only), chosen at
+// start from the CPU's features (simd_amd64.go) and each tested against
+// its Go loop at every width the CPU runs. The blocked convolution's
+// kernels are generated (go run ops_conv_nchwc_gen.go writes
+// ops_conv_nchwc_amd64.s and its declarations). kernels.cu includes every operator's .cu
 // file, with the helpers they share in kernels.cuh, and is what nvcc
 // compiles to kernels.ptx (`make ptx`, cmd/beamgpu-ptx); kernels.go embeds
 // the PTX (PTX, Module). What several operators share has one file each:
