@@ -391,7 +391,8 @@ func (globalAvgPool) Run(in, out []nd.Array) error {
 }
 
 // planeMeansRun is a run of GlobalAveragePool: the mean of each of x's
-// planes of size elements to y, summed in float64.
+// planes of size elements to y, summed in float64 (float32 planes by sum4:
+// eight partial sums where its AVX2 kernel runs, four elsewhere).
 type planeMeansRun struct {
 	x, y nd.Array
 	size int
@@ -400,6 +401,12 @@ type planeMeansRun struct {
 // planeMeansOf computes planes lo..hi of r.
 func planeMeansOf[T float32 | float64](r *planeMeansRun, lo, hi int) {
 	x, y := nd.MustAs[T](r.x), nd.MustAs[T](r.y)
+	if x32, ok := asF32(x); ok { // float32 planes on the normalizations' vector sums (sum4)
+		for p := lo; p < hi; p++ {
+			y[p] = T(sum4(x32[p*r.size:(p+1)*r.size]) / float64(r.size))
+		}
+		return
+	}
 	for p := lo; p < hi; p++ {
 		y[p] = T(sumFloat64(x[p*r.size:(p+1)*r.size]) / float64(r.size))
 	}
