@@ -177,7 +177,6 @@ func packNCHWc(w []float32, m, c, kh, kw, fb int) []float32 {
 // plane (rowX = len pixels apart).
 type nchwcRun struct {
 	p                     convProblem
-	depthwise             bool // one channel per group (nw.depthwise)
 	x, y, xp, bias        []float32
 	xbuf                  []float32 // xp's memory, kept with the run
 	nw                    *nchwcWeights
@@ -203,7 +202,6 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r := nchwcRuns.Get().(*nchwcRun)
 	defer nchwcRuns.Put(r)
 	r.p, r.x, r.y, r.nw = p, x, y, nw
-	r.depthwise = nw.depthwise
 	r.cb, r.mb = (p.c+B-1)/B, (p.m+B-1)/B
 	// The padded image holds every pixel a tap reads.
 	r.hp = max(g.padLo[1]+g.in[1], (g.out[1]-1)*g.stride[1]+(g.k[1]-1)*g.dil[1]+1)
@@ -231,7 +229,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.xp = r.xbuf
 	parallel.EachWith(p.n*r.cb, 2*r.plane, *r, (*nchwcRun).pack)
 	depth := p.c * B * nw.fb // multiply-adds per position and tap
-	if r.depthwise {
+	if r.nw.depthwise {
 		depth = B
 	}
 	parallel.EachWith(p.n*r.groups*r.chunks, 2*depth*g.kSize()*r.rows*r.len, *r, (*nchwcRun).task)
@@ -291,7 +289,7 @@ func (r *nchwcRun) task(t int) {
 	fbg := min(nw.fb, r.mb-grp*nw.fb)
 	taps := geo.kSize()
 	var w []float32
-	if r.depthwise { // block grp of the input, its own weights
+	if r.nw.depthwise { // block grp of the input, its own weights
 		w = nw.w[grp*taps*B:][:taps*B]
 	} else {
 		w = nw.w[grp*nw.fb*r.cb*taps*B*B:][:fbg*r.cb*taps*B*B]
@@ -311,7 +309,7 @@ func (r *nchwcRun) task(t int) {
 	rowBytes := fbg * B * r.len * 4
 	rp := max(1, min(row1-row0, nchwcPassBytes/rowBytes))
 	cc := r.cb // input blocks a chunk
-	if !r.depthwise {
+	if !r.nw.depthwise {
 		cc = max(1, min(r.cb, nchwcChunkBytes/(taps*B*fbg*B*4)))
 	}
 	if r.len >= nchwcChunkRow {
@@ -323,7 +321,7 @@ func (r *nchwcRun) task(t int) {
 	scratch := *buf
 	xs, rowStep, colStep := geo.stride[2]*B, geo.dil[1]*r.wp*B, geo.dil[2]*B
 	xi := img * r.cb * r.plane
-	if r.depthwise {
+	if r.nw.depthwise {
 		xi += grp * r.plane
 	}
 	co0 := grp * nw.fb * B
@@ -344,7 +342,7 @@ func (r *nchwcRun) task(t int) {
 					if c < n%calls {
 						np++
 					}
-					if r.depthwise {
+					if r.nw.depthwise {
 						nchwcDwTile(sr[o*B:], xrow[o*xs:], xs, geo.k[1], geo.k[2], rowStep, colStep, w, bias, np)
 					} else {
 						nchwcTile(sr[o*B:], ldy, xrow[o*xs:], xs, r.plane, cbs, geo.k[1], geo.k[2], rowStep, colStep, wc, bias, fbg, np, c0 > 0)
