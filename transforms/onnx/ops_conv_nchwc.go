@@ -71,7 +71,29 @@ func useNCHWc(p convProblem) bool {
 	if nchwcWidth == 0 || p.group != 1 || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
 		return false
 	}
-	return p.c >= nchwcMinChannels && p.c*g.kSize() >= nchwcMinDepth
+	return p.c >= nchwcMinChannels && p.c*g.kSize() >= nchwcMinDepth && nchwcCopyFits(p)
+}
+
+// nchwcPadded is the padded image's rows and columns: every pixel a tap
+// reads.
+func nchwcPadded(g geometry) (hp, wp int) {
+	hp = max(g.padLo[1]+g.in[1], (g.out[1]-1)*g.stride[1]+(g.k[1]-1)*g.dil[1]+1)
+	wp = max(g.padLo[2]+g.in[2], (g.out[2]-1)*g.stride[2]+(g.k[2]-1)*g.dil[2]+1)
+	return hp, wp
+}
+
+// nchwcCopyFits reports whether the blocked path's padded copy of the
+// input (its size decided by the model's pads, strides and dilations) is
+// at most twice the input and output the plan already holds, plus 1 MiB:
+// pads of thousands around a small image (a hostile or broken model) would
+// otherwise make a copy far past the memory budget, where the patches path
+// works in chunks of 512 KiB.
+func nchwcCopyFits(p convProblem) bool {
+	const B = nchwcBlock
+	hp, wp := nchwcPadded(p.geo)
+	copyFloats := float64(p.n) * float64((p.c+B-1)/B*B) * float64(hp) * float64(wp)
+	held := float64(p.n) * (float64(p.c)*float64(p.geo.inSize()) + float64(p.m)*float64(p.geo.outSize()))
+	return copyFloats <= 2*held+(1<<18)
 }
 
 // nchwcMinChannels is the fewest input channels useNCHWc takes, and
@@ -135,7 +157,7 @@ func useNCHWcDepthwise(p convProblem) bool {
 	if nchwcWidth == 0 || p.c != p.group || p.m != p.group || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
 		return false
 	}
-	return p.c >= nchwcMinChannels && g.out[2] <= nchwcDwMaxWidth
+	return p.c >= nchwcMinChannels && g.out[2] <= nchwcDwMaxWidth && nchwcCopyFits(p)
 }
 
 // nchwcDwMaxWidth is the widest output row useNCHWcDepthwise takes.
@@ -203,9 +225,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	defer nchwcRuns.Put(r)
 	r.p, r.x, r.y, r.nw = p, x, y, nw
 	r.cb, r.mb = (p.c+B-1)/B, (p.m+B-1)/B
-	// The padded image holds every pixel a tap reads.
-	r.hp = max(g.padLo[1]+g.in[1], (g.out[1]-1)*g.stride[1]+(g.k[1]-1)*g.dil[1]+1)
-	r.wp = max(g.padLo[2]+g.in[2], (g.out[2]-1)*g.stride[2]+(g.k[2]-1)*g.dil[2]+1)
+	r.hp, r.wp = nchwcPadded(g)
 	r.plane = r.hp * r.wp * B
 	r.len, r.rowX, r.vrows = g.out[2], g.stride[1]*r.wp*B, g.out[1]
 	if p.pointwise() {

@@ -143,9 +143,9 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 			p.ep.apply(want, p.z)
 		}
 		if depthwise {
-			require.Equal(t, nchwcWidth != 0 && p.c >= nchwcMinChannels && geo.out[2] <= nchwcDwMaxWidth, useNCHWcDepthwise(p), "trial %d: taken?", trial)
+			require.Equal(t, nchwcWidth != 0 && p.c >= nchwcMinChannels && geo.out[2] <= nchwcDwMaxWidth && nchwcCopyFits(p), useNCHWcDepthwise(p), "trial %d: taken?", trial)
 		} else {
-			require.Equal(t, nchwcWidth != 0 && p.c*geo.kSize() >= nchwcMinDepth, useNCHWc(p), "trial %d: taken?", trial)
+			require.Equal(t, nchwcWidth != 0 && p.c*geo.kSize() >= nchwcMinDepth && nchwcCopyFits(p), useNCHWc(p), "trial %d: taken?", trial)
 		}
 		for _, width := range simdWidths() {
 			nchwcWidth = width
@@ -193,6 +193,27 @@ func TestTranspose16VectorAndGo(t *testing.T) {
 					require.Zero(t, dst[i*19+j], "%d lanes: written past the block at %d, %d", width, i, j)
 				}
 			}
+		}
+	}
+}
+
+// A model whose pads dwarf its image (the padded copy would be millions of
+// times the input and output) does not take the blocked path, whose copy
+// is whole; an ordinary padded layer does.
+func TestNCHWcRefusesHugePads(t *testing.T) {
+	for _, c := range []struct {
+		pads, strides int
+		want          bool
+	}{{1, 1, true}, {4, 1, true}, {100000, 100000, false}} {
+		w := window{strides: []int{c.strides, c.strides}, pads: []int{c.pads, c.pads, c.pads, c.pads}, autoPad: "NOTSET"}
+		geo, err := w.geometry([]int{7, 7}, []int{3, 3})
+		require.NoError(t, err)
+		p := convProblem{geo: geo, n: 1, c: 64, m: 64, group: 1}
+		require.Equal(t, c.want, nchwcCopyFits(p), "pads %d, strides %d", c.pads, c.strides)
+		if nchwcWidth != 0 {
+			require.Equal(t, c.want, useNCHWc(p), "pads %d, strides %d", c.pads, c.strides)
+			p.m, p.group = 64, 64
+			require.Equal(t, c.want && geo.out[2] <= nchwcDwMaxWidth, useNCHWcDepthwise(p), "depthwise, pads %d, strides %d", c.pads, c.strides)
 		}
 	}
 }
