@@ -3,6 +3,7 @@ package onnx
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
@@ -12,7 +13,7 @@ import (
 // its convolutions: https://github.com/microsoft/onnxruntime/blob/main/onnxruntime/core/mlas/lib/snchwc.cpp):
 // a direct convolution with no patches matrix and no packing per run.
 //
-// The input is copied once per run into blocks of 16 channels, each a
+// The input is copied, an image at a time, into blocks of 16 channels, each a
 // padded image of 16-float pixels ([N][C/16][Hp][Wp][16], the padding and
 // the channels past C zeros), so that the kernel needs no bounds: output
 // (oh, ow) under tap (kh, kw) reads the pixel at (oh*sh + kh*dh, ow*sw +
@@ -205,9 +206,11 @@ type nchwcRun struct {
 	cb, mb, hp, wp, plane int
 	len, rowX, vrows      int
 	groups, rows, chunks  int
+	img                   int // the image being computed
 }
 
-var nchwcRuns = sync.Pool{New: func() any { return new(nchwcRun) }}
+// nchwcHeld is the blocked path's run state between runs (convNCHWc).
+var nchwcHeld atomic.Pointer[nchwcRun]
 
 // nchwcScratch are the tasks' buffers of blocked sums (*[]float32: a
 // pool of their own, so that they grow to the largest row and stay).
@@ -218,11 +221,21 @@ const nchwcRowLen = 96
 
 // convNCHWc computes a float32 convolution (useNCHWc) by the blocked
 // kernel, or a depthwise one (useNCHWcDepthwise, nw from nchwcDwWeightsOf).
+//
+// The run's state and its padded copy (one image's, grown to the largest
+// layer's) are kept in nchwcHeld between runs: not a sync.Pool, which a
+// garbage collection empties (the copy, megabytes, would be allocated
+// again, and its allocation brings on the next collection), nor one per
+// node (a model's every blocked layer would hold a copy). A run concurrent
+// with another takes a new state; one of them is kept.
 func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) {
 	const B = nchwcBlock
 	g := p.geo
-	r := nchwcRuns.Get().(*nchwcRun)
-	defer nchwcRuns.Put(r)
+	r := nchwcHeld.Swap(nil)
+	if r == nil {
+		r = new(nchwcRun)
+	}
+	defer nchwcHeld.Store(r)
 	r.p, r.x, r.y, r.nw = p, x, y, nw
 	r.cb, r.mb = (p.c+B-1)/B, (p.m+B-1)/B
 	r.hp, r.wp = nchwcPadded(g)
@@ -237,30 +250,33 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.bias = grow(r.bias, r.mb*B)
 	clear(r.bias)
 	copy(r.bias, bias)
-	// Rows per task: whole images where there are tasks enough for every
-	// core, else cut.
+	// One image at a time (its padded copy, not the batch's, is what the
+	// run holds); rows per task: the whole image where its groups are
+	// tasks enough for every core, else cut.
 	r.rows, r.chunks = r.vrows, 1
-	if tasks, want := p.n*r.groups, 4*runtime.GOMAXPROCS(0); tasks < want {
+	if tasks, want := r.groups, 4*runtime.GOMAXPROCS(0); tasks < want {
 		r.chunks = min(r.vrows, (want+tasks-1)/tasks)
 		r.rows = (r.vrows + r.chunks - 1) / r.chunks
 		r.chunks = (r.vrows + r.rows - 1) / r.rows
 	}
-	r.xbuf = grow(r.xbuf, p.n*r.cb*r.plane)
+	r.xbuf = grow(r.xbuf, r.cb*r.plane)
 	r.xp = r.xbuf
-	parallel.EachWith(p.n*r.cb, 2*r.plane, *r, (*nchwcRun).pack)
 	depth := p.c * B * nw.fb // multiply-adds per position and tap
 	if r.nw.depthwise {
 		depth = B
 	}
-	parallel.EachWith(p.n*r.groups*r.chunks, 2*depth*g.kSize()*r.rows*r.len, *r, (*nchwcRun).task)
+	for r.img = 0; r.img < p.n; r.img++ {
+		parallel.EachWith(r.cb, 2*r.plane, *r, (*nchwcRun).pack)
+		parallel.EachWith(r.groups*r.chunks, 2*depth*g.kSize()*r.rows*r.len, *r, (*nchwcRun).task)
+	}
 	r.p, r.x, r.y, r.xp, r.nw = convProblem{}, nil, nil, nil, nil // hold none of the run's
 }
 
-// pack copies channel block t%cb of image t/cb into its padded block.
+// pack copies channel block t of image img into its padded block.
 func (r *nchwcRun) pack(t int) {
 	const B = nchwcBlock
 	g, p := r.p.geo, &r.p
-	img, b := t/r.cb, t%r.cb
+	img, b := r.img, t
 	dst := r.xp[t*r.plane : (t+1)*r.plane]
 	h, w, pt, pl := g.in[1], g.in[2], g.padLo[1], g.padLo[2]
 	chans := min(B, p.c-b*B)
@@ -296,13 +312,13 @@ func (r *nchwcRun) pack(t int) {
 	}
 }
 
-// task computes rows chunk of group g of image img (t = (img*groups +
-// g)*chunks + chunk).
+// task computes rows chunk of group g of image img (t = g*chunks +
+// chunk).
 func (r *nchwcRun) task(t int) {
 	const B = nchwcBlock
 	p, nw := &r.p, r.nw
 	geo := p.geo
-	img, grp, ch := t/(r.groups*r.chunks), t/r.chunks%r.groups, t%r.chunks
+	img, grp, ch := r.img, t/r.chunks, t%r.chunks
 	P := geo.outSize()
 	row0 := ch * r.rows
 	row1 := min(r.vrows, row0+r.rows)
@@ -340,7 +356,7 @@ func (r *nchwcRun) task(t int) {
 	*buf = grow(*buf, fbg*ldy)
 	scratch := *buf
 	xs, rowStep, colStep := geo.stride[2]*B, geo.dil[1]*r.wp*B, geo.dil[2]*B
-	xi := img * r.cb * r.plane
+	xi := 0 // the image's copy
 	if r.nw.depthwise {
 		xi += grp * r.plane
 	}
