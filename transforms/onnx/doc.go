@@ -14,7 +14,11 @@
 // ops_conv_fused.go, ops_matmul_fused.go, ops_attention_fused.go), a QDQ
 // model's DequantizeLinear -> Conv or MatMul -> QuantizeLinear layers as
 // integer products, as ONNX Runtime runs them (plan_fuse_quant.go,
-// ops_quant_gemm.go), the rest placed in one workspace) and runs it. A model with operators outside
+// ops_quant_gemm.go), the values between convolutions that take the
+// blocked kernel kept in its layout of 16-channel blocks, as ONNX
+// Runtime's NCHWc layout, changed only where such a chain meets another
+// operator (plan_layout.go, ops_conv_nchwc.go), the rest placed in one
+// workspace) and runs it. A model with operators outside
 // the set is refused at load by one error that names each of them, with
 // its first node and the opset (ops_check.go).
 //
@@ -27,7 +31,9 @@
 //
 // On the GPU (Plan.RunDevice, gpu.go) the same plan, fused steps
 // included (a fused Conv's or MatMul's bias, residual and activation are
-// one kernel after its products), runs one step at a
+// one kernel after its products; the CPU's blocked layout is not the
+// device's: there a blocked step launches its Conv on NCHW values and a
+// reorder is a copy), runs one step at a
 // time as launches of the operators' CUDA kernels and cuBLAS products, the
 // model's weights resident on the device, the intermediate values in one
 // device workspace at the plan's offsets, one copy up per input and one
@@ -120,7 +126,7 @@
 // Conv and the pools), strided.go (strided copies), gpu_util.go and
 // gpu_util.cu (what the launches share). The loader, the graph and the
 // planner are load.go, proto.go, tensorproto.go, graph.go, graph_fuse.go,
-// model.go, plan.go and run.go, the registry op.go and attrs.go; the device
+// model.go, plan.go, plan_fuse.go, plan_layout.go and run.go, the registry op.go and attrs.go; the device
 // plan is gpu.go, and compare.go holds the device's outputs to the CPU's.
 //
 // # Writing an operator

@@ -222,7 +222,11 @@ func (p *Plan) execDevice(c gpu.Call, inputs []nd.Array, mem *memory, run *Devic
 		}
 		if errors.Is(err, ErrOnHost) {
 			run.OnHost = append(run.OnHost, s.n.Op+" "+s.n.Name)
-			err = hostStep(d, s.n, in, out)
+			n := s.n
+			if l, ok := n.kernel.(interface{ nchw() Kernel }); ok { // a step of the CPU's layout: the device's values are NCHW
+				n = &node{Node: n.Node, kernel: l.nchw()}
+			}
+			err = hostStep(d, n, in, out)
 		}
 		var me *MemoryError
 		if err != nil && !errors.As(err, &me) { // a MemoryError names its node

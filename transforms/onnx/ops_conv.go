@@ -137,6 +137,36 @@ func (c *conv) Infer(in []Meta) ([]Meta, error) {
 
 func (c *conv) Run(in, out []nd.Array) error { return c.run(in, out, nil, nil) }
 
+// runBlocked computes the convolution of in (X, W, B) into out by the
+// blocked kernel with X, Y and z in the layouts the plan chose
+// (plan_layout.go). The plan chose them for a convolution that takes the
+// blocked kernel (nchwcPath), float32.
+func (c *conv) runBlocked(in, out []nd.Array, ep *epilogue, z []float32, layout convLayout) error {
+	x, w, b := in[0], in[1], arrayAt(in, 2)
+	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
+	if err != nil {
+		return err
+	}
+	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group, ep: ep, z: z, layout: layout}
+	if x.Type != nd.Float32 || w.Type != nd.Float32 || p.c == 0 {
+		return fmt.Errorf("onnx: a blocked layout for a %v Conv of %d channels", x.Type, p.c)
+	}
+	xs, ys, ws := rawFloats(x), rawFloats(out[0]), nd.MustAs[float32](w)
+	bs := asOr[float32](b)
+	if p.c == p.group && p.m == p.group && p.group > 1 {
+		convNCHWc(p, xs, c.nchwcDwWeightsOf(ws, p), bs, ys)
+	} else {
+		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
+	}
+	return nil
+}
+
+// rawFloats is a's data as float32s, all of it: a blocked value's data is
+// longer than its NCHW shape (blockedSize).
+func rawFloats(a nd.Array) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(a.Data))), len(a.Data)/4)
+}
+
 // run computes the convolution of in (X, W, B) into out, each output value
 // then through ep (nil: none) with z its residual (nil: none; float32,
 // Y's shape), in the task that wrote it, while it is in cache.
@@ -237,7 +267,17 @@ type convProblem struct {
 
 	geo            geometry
 	n, c, m, group int
+
+	// layout says which of X, Y and Z are in the plan's blocked layout
+	// (plan_layout.go), not NCHW: the blocked kernel's input and output as
+	// they are, no copy in or out of them.
+	layout convLayout
 }
+
+// convLayout says which of a blocked convolution's X, Y and Z (its
+// residual) are in the plan's blocked layout (plan_layout.go): the zero
+// value, none.
+type convLayout struct{ x, y, z bool }
 
 // pointwise reports whether the patches matrix is the input itself: a 1x1
 // kernel, stride 1, no padding.

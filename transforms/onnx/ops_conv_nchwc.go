@@ -15,7 +15,9 @@ import (
 //
 // The input is copied, an image at a time, into blocks of 16 channels, each a
 // padded image of 16-float pixels ([N][C/16][Hp][Wp][16], the padding and
-// the channels past C zeros), so that the kernel needs no bounds: output
+// the channels past C zeros), so that the kernel needs no bounds (where
+// the plan keeps X in that layout, plan_layout.go, the copy only adds the
+// padding, and a convolution that reads no padding reads X itself): output
 // (oh, ow) under tap (kh, kw) reads the pixel at (oh*sh + kh*dh, ow*sw +
 // kw*dw). W is packed once per node in the order the kernel reads it: per
 // group of fb blocks of 16 output channels, [C/16][kh][kw][16 inputs][fb][16
@@ -27,7 +29,10 @@ import (
 // patches path writes K x positions patches (9 values per input value of a
 // 3x3 kernel) and packs them again. The sums of one output row of a group
 // land in a task's scratch, blocked, and are written into the output's
-// planes (NCHW) at once, then through the fused epilogue while in cache.
+// planes (NCHW) at once, then through the fused epilogue while in cache;
+// for a Y the plan keeps blocked they land in Y, and the epilogue runs
+// there (a blocked residual is added in the blocks, before the planes,
+// whatever Y's layout).
 //
 // AVX-512 runs fb up to 4 (24 sums, one register each); AVX2 one block of
 // 16 channels as two registers (12 sums); the plain Go loop (nchwcTileGo)
@@ -73,6 +78,20 @@ func useNCHWc(p convProblem) bool {
 		return false
 	}
 	return p.c >= nchwcMinChannels && p.c*g.kSize() >= nchwcMinDepth && nchwcCopyFits(p)
+}
+
+// nchwcPath reports whether conv.run computes the float32 convolution p by
+// the blocked kernel (convNCHWc), the choice plan_layout.go plans on.
+func nchwcPath(p convProblem) bool {
+	switch {
+	case p.c == 0 || p.n == 0 || p.m == 0:
+		return false
+	case useNCHWcDepthwise(p):
+		return true
+	case p.c/p.group == 1 && p.group > 1:
+		return false
+	}
+	return !useFlat(p) && useNCHWc(p)
 }
 
 // nchwcPadded is the padded image's rows and columns: every pixel a tap
@@ -260,13 +279,19 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 		r.chunks = (r.vrows + r.rows - 1) / r.rows
 	}
 	r.xbuf = grow(r.xbuf, r.cb*r.plane)
-	r.xp = r.xbuf
 	depth := p.c * B * nw.fb // multiply-adds per position and tap
 	if r.nw.depthwise {
 		depth = B
 	}
+	// A blocked X with no padding to add is the padded image itself.
+	direct := p.layout.x && r.hp == g.in[1] && r.wp == g.in[2]
 	for r.img = 0; r.img < p.n; r.img++ {
-		parallel.EachWith(r.cb, 2*r.plane, *r, (*nchwcRun).pack)
+		if direct {
+			r.xp = x[r.img*r.cb*r.plane:][:r.cb*r.plane]
+		} else {
+			r.xp = r.xbuf
+			parallel.EachWith(r.cb, 2*r.plane, *r, (*nchwcRun).pack)
+		}
 		parallel.EachWith(r.groups*r.chunks, 2*depth*g.kSize()*r.rows*r.len, *r, (*nchwcRun).task)
 	}
 	r.p, r.x, r.y, r.xp, r.nw = convProblem{}, nil, nil, nil, nil // hold none of the run's
@@ -280,6 +305,9 @@ func (r *nchwcRun) pack(t int) {
 	dst := r.xp[t*r.plane : (t+1)*r.plane]
 	h, w, pt, pl := g.in[1], g.in[2], g.padLo[1], g.padLo[2]
 	chans := min(B, p.c-b*B)
+	if p.layout.x { // rows of 16-float pixels, the channels past C zeros
+		chans = B
+	}
 	if chans < B {
 		clear(dst) // the channels past C too
 	} else {
@@ -290,6 +318,13 @@ func (r *nchwcRun) pack(t int) {
 			clear(row[:pl*B])
 			clear(row[(pl+w)*B:])
 		}
+	}
+	if p.layout.x {
+		src := r.x[(img*r.cb+b)*h*w*B:][:h*w*B]
+		for y := range h {
+			copy(dst[((pt+y)*r.wp+pl)*B:][:w*B], src[y*w*B:])
+		}
+		return
 	}
 	src := r.x[(img*p.c+b*B)*h*w:]
 	rows, cols := h, w
@@ -351,10 +386,19 @@ func (r *nchwcRun) task(t int) {
 	if r.len >= nchwcChunkRow {
 		cc, rp = r.cb, 1
 	}
-	ldy := rp * r.len * B // floats a block of the scratch
-	buf := nchwcScratch.Get().(*[]float32)
-	*buf = grow(*buf, fbg*ldy)
-	scratch := *buf
+	// The sums land in a scratch of the pass's rows, blocked, or, for a
+	// blocked Y, in Y itself (its blocks P positions of 16 apart).
+	var sums []float32
+	var buf *[]float32
+	ldy := rp * r.len * B // floats a block of the sums
+	if p.layout.y {
+		ldy = P * B
+		sums = r.y[(img*r.mb+grp*nw.fb)*P*B:]
+	} else {
+		buf = nchwcScratch.Get().(*[]float32)
+		*buf = grow(*buf, fbg*ldy)
+		sums = *buf
+	}
 	xs, rowStep, colStep := geo.stride[2]*B, geo.dil[1]*r.wp*B, geo.dil[2]*B
 	xi := 0 // the image's copy
 	if r.nw.depthwise {
@@ -370,7 +414,10 @@ func (r *nchwcRun) task(t int) {
 			for row := pass; row < pe; row++ {
 				n := min(r.len, P-row*r.len)
 				xrow := r.xp[xi+c0*r.plane+row*r.rowX:]
-				sr := scratch[(row-pass)*r.len*B:]
+				sr := sums[(row-pass)*r.len*B:]
+				if p.layout.y {
+					sr = sums[row*r.len*B:]
+				}
 				// Calls of nearly equal positions: 7 as 4 and 3, not 6 and 1.
 				calls := (n + nchwcPositions - 1) / nchwcPositions
 				for c, o := 0, 0; c < calls; c++ {
@@ -387,13 +434,23 @@ func (r *nchwcRun) task(t int) {
 				}
 			}
 		}
+		if p.layout.y {
+			continue
+		}
+		if p.layout.z && p.ep != nil { // a blocked residual: the epilogue on the blocked sums
+			pq0, pq1 := pass*r.len, min(P, pe*r.len)
+			for f := range fbg {
+				z := p.z[(img*r.mb+grp*nw.fb+f)*P*B:][pq0*B : pq1*B]
+				p.ep.apply(sums[f*ldy:][:(pq1-pq0)*B], z)
+			}
+		}
 		// The pass's blocks into the output planes.
 		for row := pass; row < pe; row++ {
 			q0 := row * r.len // the row's first output position
 			n := min(r.len, P-q0)
 			yq := r.y[(img*p.m+co0)*P+q0:]
 			for f := range (chans + B - 1) / B {
-				yf, sf := yq[f*B*P:], scratch[f*ldy+(row-pass)*r.len*B:]
+				yf, sf := yq[f*B*P:], sums[f*ldy+(row-pass)*r.len*B:]
 				i0 := 0
 				if chans-f*B >= B {
 					for ; i0+B <= n && transpose16(yf[i0:], P, sf[i0*B:], B); i0 += B {
@@ -408,8 +465,30 @@ func (r *nchwcRun) task(t int) {
 			}
 		}
 	}
-	nchwcScratch.Put(buf)
-	p.finish(r.y, (img*p.m+co0)*P+row0*r.len, chans, min(P, row1*r.len)-row0*r.len, P)
+	q0, q1 := row0*r.len, min(P, row1*r.len)
+	if !p.layout.y {
+		nchwcScratch.Put(buf)
+		if !p.layout.z {
+			p.finish(r.y, (img*p.m+co0)*P+q0, chans, q1-q0, P)
+		}
+		return
+	}
+	if p.ep == nil {
+		return // the channels past M are 0: their bias and weights are
+	}
+	for f := range fbg {
+		blk := sums[f*ldy:]
+		var z []float32
+		if p.z != nil {
+			z = p.z[(img*r.mb+grp*nw.fb+f)*P*B:][q0*B : q1*B]
+		}
+		p.ep.apply(blk[q0*B:q1*B], z)
+		if lanes := chans - f*B; lanes < B { // the channels past M back to 0 (Sigmoid(0) is not)
+			for q := q0; q < q1; q++ {
+				clear(blk[q*B+lanes : (q+1)*B])
+			}
+		}
+	}
 }
 
 // nchwcChunkRow is the narrowest row of outputs taken whole, every input

@@ -71,6 +71,12 @@ type pval struct {
 	// by is the node that makes the value (nil for a graph input or a
 	// constant of the model), named in errors.
 	by *node
+	// blocked: the value is in the blocked channel layout of the plan's
+	// convolutions (plan_layout.go), its size blockedSize.
+	blocked bool
+	// name is a value's that the plan added (a layout's copy); the graph's
+	// values are named in the graph.
+	name string
 }
 
 type pstep struct {
@@ -84,7 +90,9 @@ func (p *Plan) WorkspaceBytes() int { return p.work }
 
 // StepOps lists the operators of the plan's steps in the order a run
 // takes them, a fused step's joined by "+" ("Conv+Add+Relu",
-// "MatMul+Add+Gelu"): what the plan fused (plan_fuse.go) and what it runs.
+// "MatMul+Add+Gelu"): what the plan fused (plan_fuse.go) and what it runs,
+// with the copies of its layout ("ReorderNCHWc": a value made NCHW copied
+// into the blocked layout for a convolution, plan_layout.go).
 // A plan that ends early (its outputs' shapes come from the data) lists its
 // own steps, not those of the plans the run goes on with.
 func (p *Plan) StepOps() []string {
@@ -371,6 +379,7 @@ func (m *Model) newPlan(from int, ids []int, metas []Meta, inputs []nd.Array, ke
 		}
 	}
 	p.fuse()
+	p.layout()
 	p.place()
 	return p, -1, nil
 }
@@ -429,6 +438,7 @@ func (p *Plan) end(ni int, shaped bool) {
 		}
 	}
 	p.fuse()
+	p.layout()
 	p.place()
 }
 
@@ -473,6 +483,9 @@ func (p *Plan) place() {
 			}
 			v.st = stWork
 			n, _ := nd.Numel(v.meta.Shape)
+			if v.blocked {
+				n = blockedSize(v.meta.Shape)
+			}
 			v.size = n * v.meta.Type.Size()
 		}
 	}
@@ -623,7 +636,7 @@ func (p *Plan) ProductFLOPs() float64 {
 			out = p.vals[s.out[0]].meta.Shape
 		}
 		switch k := s.n.kernel.(type) {
-		case *conv, *fusedConv:
+		case *conv, *fusedConv, *nchwcConv:
 			w := shape(1)
 			if len(w) >= 2 && len(out) >= 2 {
 				f += 2 * float64(numel(out)) * float64(numel(w[1:])) // each output: C/group x kernel products

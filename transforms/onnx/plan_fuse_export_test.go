@@ -15,3 +15,38 @@ func SetAttentionScratch(bytes int) int {
 	attentionScratchBytes = bytes
 	return old
 }
+
+// SetLayout turns the plans' blocked layout (plan_layout.go) on or off for
+// the plans made after it, and returns the setting it replaced.
+func SetLayout(on bool) bool {
+	old := layoutSteps
+	layoutSteps = on
+	return old
+}
+
+// BlockedValues counts the values that plan p holds in the blocked layout.
+func BlockedValues(p *Plan) int {
+	n := 0
+	for _, v := range p.vals {
+		if v.blocked {
+			n++
+		}
+	}
+	return n
+}
+
+// BlockedKernel reports whether the blocked convolution kernel runs here
+// (a vector kernel: the plans' blocked layout is made only then).
+func BlockedKernel() bool { return nchwcWidth != 0 }
+
+// SIMDWidths are the vector widths this CPU runs, widest first, 0 (plain
+// Go) last.
+func SIMDWidths() []int { return simdWidths() }
+
+// SetNCHWcWidth makes the blocked convolution's kernels run at width
+// (SIMDWidths; 0: no blocked kernel) and returns the width it replaced.
+func SetNCHWcWidth(width int) int {
+	old := nchwcWidth
+	nchwcWidth = width
+	return old
+}

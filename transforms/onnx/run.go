@@ -221,14 +221,14 @@ func (p *Plan) exec(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error)
 
 // valueWhat names value id in errors: `output "y"`.
 func (p *Plan) valueWhat(id int) func() string {
-	return func() string { return fmt.Sprintf("output %q", p.m.g.values[id].name) }
+	return func() string { return fmt.Sprintf("output %q", p.valueName(id)) }
 }
 
 // workspaceWhat describes the workspace in errors, with its largest value.
 func (p *Plan) workspaceWhat() string {
 	v := p.vals[p.largest]
 	return fmt.Sprintf("the run's workspace (its largest value: output %q %v%s of %d bytes)",
-		p.m.g.values[p.largest].name, v.meta.Type, nd.ShapeString(v.meta.Shape), v.size)
+		p.valueName(p.largest), v.meta.Type, nd.ShapeString(v.meta.Shape), v.size)
 }
 
 func mustView(v Viewer, out int) int {

@@ -1,0 +1,247 @@
+package onnx
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/beamgpu/beamgpu/internal/parallel"
+	"github.com/beamgpu/beamgpu/transforms/nd"
+)
+
+// The plan's blocked layout: the values between the convolutions that
+// take the blocked kernel (ops_conv_nchwc.go) stay in its layout, blocks
+// of 16 channels of 16-float pixels ([N][C/16][H][W][16], the channels past
+// C zeros), as ONNX Runtime's graph optimizer keeps them between its NCHWc
+// convolutions (https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html#layout-optimizations):
+// a blocked convolution then reads its input as it is (no copy at all
+// where it adds no padding: a 1x1 convolution's) and writes its sums where
+// they belong, not through a transpose into planes and back at the next
+// layer. The layout changes only at the edges of such chains: a value
+// that a step other than a blocked convolution reads is made NCHW, or
+// copied to NCHW once (a reorder step) for those steps where blocked
+// convolutions read it too; a blocked convolution's residual is taken in
+// its output's layout (reordered where it is not).
+//
+// A value keeps its NCHW shape and type in the plan; its data, in the
+// workspace, is the blocked layout's (blockedSize values). Graph outputs
+// and the values a plan hands on are NCHW. On the device every value is
+// NCHW: a blocked step launches the Conv it replaces, a reorder copies.
+
+// layoutSteps says whether plans lay out values in blocks between
+// convolutions (a variable for the tests, which compare blocked plans with
+// NCHW ones).
+var layoutSteps = true
+
+// blockedSize is the values of a float32 value of NCHW shape in the
+// blocked layout: its channels rounded up to a block.
+func blockedSize(shape []int) int {
+	const B = nchwcBlock
+	n := shape[0] * (shape[1] + B - 1) / B * B
+	for _, d := range shape[2:] {
+		n *= d
+	}
+	return n
+}
+
+// blockedStep returns the Conv of step s and its epilogue (nil: none)
+// where the run computes it by the blocked kernel (nchwcPath).
+func (p *Plan) blockedStep(s pstep) (*conv, *epilogue) {
+	var c *conv
+	var ep *epilogue
+	switch k := s.n.kernel.(type) {
+	case *conv:
+		c = k
+	case *fusedConv:
+		c, ep = k.conv, k.ep
+	default:
+		return nil, nil
+	}
+	if len(s.in) < 2 || s.in[0] < 0 || s.in[1] < 0 || len(s.out) != 1 || s.out[0] < 0 {
+		return nil, nil
+	}
+	x, w, y := p.vals[s.in[0]].meta, p.vals[s.in[1]].meta, p.vals[s.out[0]].meta
+	if x.Type != nd.Float32 || w.Type != nd.Float32 || y.Type != nd.Float32 || len(x.Shape) < 3 || len(x.Shape) > 4 {
+		return nil, nil
+	}
+	var bShape []int
+	hasB := len(s.in) > 2 && s.in[2] >= 0
+	if hasB {
+		bShape = p.vals[s.in[2]].meta.Shape
+	}
+	geo, err := c.shapes(x.Shape, w.Shape, bShape, hasB)
+	if err != nil || !nchwcPath(convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group}) {
+		return nil, nil
+	}
+	return c, ep
+}
+
+// layout lays out the values between blocked convolutions in blocks:
+// after fuse (the epilogues are the convolutions' own), before place (a
+// blocked value's size is blockedSize).
+func (p *Plan) layout() {
+	if !layoutSteps || nchwcWidth == 0 {
+		return
+	}
+	type blockedConv struct {
+		c  *conv
+		ep *epilogue
+	}
+	convs := make([]blockedConv, len(p.steps))
+	found := false
+	for si, s := range p.steps {
+		if c, ep := p.blockedStep(s); c != nil {
+			convs[si] = blockedConv{c, ep}
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	// readsBlocked: step si reads its input slot as it is, blocked or
+	// NCHW (a blocked convolution's X and residual).
+	readsBlocked := func(si, slot int) bool { return convs[si].c != nil && (slot == 0 || slot == 3) }
+	// A blocked convolution's output is blocked where it is not an output
+	// of the plan, a step reads it, and every step that reads it reads it
+	// as it is: no value is then reordered out of the layout, and where a
+	// chain ends its last convolution writes NCHW itself, in cache.
+	const no, maybe, yes = 0, 1, 2
+	blockable := make([]int8, len(p.vals))
+	for si, s := range p.steps {
+		if convs[si].c != nil {
+			blockable[s.out[0]] = maybe
+		}
+	}
+	for _, o := range p.outputs {
+		blockable[o] = no
+	}
+	for si, s := range p.steps {
+		for slot, id := range s.in {
+			switch {
+			case id < 0 || blockable[id] == no:
+			case !readsBlocked(si, slot):
+				blockable[id] = no
+			default:
+				blockable[id] = yes
+			}
+		}
+	}
+	for id, b := range blockable {
+		p.vals[id].blocked = b == yes
+	}
+	// The steps again, a blocked output's residual made NCHW (by a step
+	// other than a blocked convolution: a graph input, a pooling)
+	// reordered into blocks once, by a step just before its first such
+	// reader; every other input is read as it is (blocked values only by
+	// blocked convolutions, as their X or residual).
+	reordered := map[int]int{} // value -> its blocked copy
+	steps := make([]pstep, 0, len(p.steps)+4)
+	for si, s := range p.steps {
+		bc := convs[si]
+		yBlocked := bc.c != nil && p.vals[s.out[0]].blocked
+		if yBlocked && bc.ep != nil && bc.ep.residual && !p.vals[s.in[3]].blocked {
+			id := s.in[3]
+			cp, ok := reordered[id]
+			if !ok {
+				cp = len(p.vals)
+				v := p.vals[id]
+				p.vals = append(p.vals, pval{meta: Meta{Type: v.meta.Type, Shape: v.meta.Shape}, first: -1, last: -1, blocked: true,
+					name: p.valueName(id) + " (NCHWc)"})
+				n := &node{Node: Node{Op: "ReorderNCHWc", Name: p.valueName(cp), Inputs: []string{p.valueName(id)}, Outputs: []string{p.valueName(cp)}},
+					kernel: nchwcReorder{}}
+				steps = append(steps, pstep{n: n, in: []int{id}, out: []int{cp}})
+				reordered[id] = cp
+			}
+			s.in = slices.Clone(s.in) // the graph's node's, before
+			s.in[3] = cp
+		}
+		if bc.c != nil {
+			l := convLayout{x: p.vals[s.in[0]].blocked, y: yBlocked}
+			l.z = bc.ep != nil && bc.ep.residual && p.vals[s.in[3]].blocked
+			if l != (convLayout{}) {
+				s.n = &node{Node: s.n.Node, kernel: &nchwcConv{conv: bc.c, ep: bc.ep, layout: l}}
+			}
+		}
+		steps = append(steps, s)
+	}
+	p.steps = steps
+}
+
+// valueName is value id's name: the graph's, or for a value the plan
+// added, the name it gave it.
+func (p *Plan) valueName(id int) string {
+	if v := p.vals[id]; v.name != "" {
+		return v.name
+	}
+	return p.m.g.values[id].name
+}
+
+// nchwcConv is the kernel of a blocked convolution's step (a Conv, fused
+// or not) in the plan's layout: inputs X, W, B (or left out) and Z (left
+// out without a residual), each blocked or NCHW as layout says.
+type nchwcConv struct {
+	conv   *conv
+	ep     *epilogue
+	layout convLayout
+}
+
+func (k *nchwcConv) Infer(in []Meta) ([]Meta, error) { return k.conv.Infer(in[:min(3, len(in))]) }
+
+func (k *nchwcConv) Run(in, out []nd.Array) error {
+	var z []float32
+	if k.ep != nil && k.ep.residual {
+		z = rawFloats(in[3])
+	}
+	return k.conv.runBlocked(in[:min(3, len(in))], out, k.ep, z, k.layout)
+}
+
+// nchwcReorder is the kernel of a reorder step: its one input, NCHW,
+// copied into the blocked layout.
+type nchwcReorder struct{}
+
+func (nchwcReorder) Infer(in []Meta) ([]Meta, error) {
+	return []Meta{{Type: in[0].Type, Shape: in[0].Shape}}, nil
+}
+
+// reorderRun is one reorder's arguments, shared by its tasks.
+type reorderRun struct {
+	x, y      []float32
+	c, cb, hw int
+}
+
+func (nchwcReorder) Run(in, out []nd.Array) error {
+	const B = nchwcBlock
+	s := in[0].Shape
+	if in[0].Type != nd.Float32 || len(s) < 2 {
+		return fmt.Errorf("onnx: a reorder of %v", in[0])
+	}
+	hw := 1
+	for _, d := range s[2:] {
+		hw *= d
+	}
+	r := reorderRun{x: nd.MustAs[float32](in[0]), y: rawFloats(out[0]), c: s[1], cb: (s[1] + B - 1) / B, hw: hw}
+	parallel.EachWith(s[0]*r.cb, 2*B*hw, r, (*reorderRun).block)
+	return nil
+}
+
+// block reorders block t (image t/cb, channels (t%cb)*16 on).
+func (r *reorderRun) block(t int) {
+	const B = nchwcBlock
+	img, b := t/r.cb, t%r.cb
+	chans := min(B, r.c-b*B)
+	blk := r.y[t*r.hw*B:][:r.hw*B]
+	planes := r.x[(img*r.c+b*B)*r.hw:][:chans*r.hw]
+	if chans < B {
+		clear(blk) // the channels past C
+	}
+	q := 0
+	if chans == B {
+		for ; q+B <= r.hw && transpose16(blk[q*B:], B, planes[q:], r.hw); q += B {
+		}
+	}
+	for c := range chans {
+		plane := planes[c*r.hw : (c+1)*r.hw]
+		for i := q; i < r.hw; i++ {
+			blk[i*B+c] = plane[i]
+		}
+	}
+}

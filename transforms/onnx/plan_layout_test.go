@@ -1,0 +1,235 @@
+package onnx_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/beamgpu/beamgpu/transforms/nd"
+	"github.com/beamgpu/beamgpu/transforms/onnx"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxpb"
+	"github.com/beamgpu/beamgpu/transforms/onnx/onnxtest"
+	"github.com/stretchr/testify/require"
+)
+
+// layoutLayer is a Conv of a layout test's graph: its input value, output
+// channels, kernel, stride, pads (top, left, bottom, right), dilation,
+// depthwise or one group, an activation ("": none) and a residual value
+// added before it ("": none).
+type layoutLayer struct {
+	in        string
+	m, k, s   int
+	pads      [4]int
+	dil       int
+	depthwise bool
+	act, res  string
+}
+
+// layoutGraph is a graph of Convs (layer i's output "l<i>"), other
+// operators reading some of them (op, input, output), and its outputs.
+type layoutGraph struct {
+	name       string
+	n, c, h, w int
+	z          []int // a second input Z of this shape ([n c h w]), or nil
+	layers     []layoutLayer
+	others     [][3]string
+	outputs    []string
+	blocked    int // values the plan blocks (at batch n, with the blocked kernel)
+	reorders   int // ReorderNCHWc steps
+}
+
+// model builds g's model and its inputs.
+func (g layoutGraph) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
+	shapes := map[string][4]int{"X": {g.n, g.c, g.h, g.w}}
+	inputs := []*onnxpb.ValueInfoProto{onnxtest.Value("X", nd.Float32, g.n, g.c, g.h, g.w)}
+	feed := []nd.Array{randF32(r, g.n, g.c, g.h, g.w)}
+	if g.z != nil {
+		shapes["Z"] = [4]int(g.z)
+		inputs = append(inputs, onnxtest.Value("Z", nd.Float32, g.z...))
+		feed = append(feed, randF32(r, g.z...))
+	}
+	var inits []onnxtest.Named
+	var ns nodes
+	for i, l := range g.layers {
+		x := shapes[l.in]
+		c, group := x[1], 1
+		if l.depthwise {
+			group = c
+		}
+		name := fmt.Sprintf("l%d", i)
+		w, b := name+".w", name+".b"
+		inits = append(inits, onnxtest.Init(w, randF32(r, l.m, c/group, l.k, l.k)), onnxtest.Init(b, randF32(r, l.m)))
+		oh := (x[2]+l.pads[0]+l.pads[2]-l.dil*(l.k-1)-1)/l.s + 1
+		ow := (x[3]+l.pads[1]+l.pads[3]-l.dil*(l.k-1)-1)/l.s + 1
+		out := name
+		if l.res != "" || l.act != "" {
+			out = name + ".conv"
+		}
+		ns = append(ns, onnxtest.Node("Conv", []string{l.in, w, b}, []string{out}, onnxtest.Int("group", int64(group)),
+			onnxtest.Ints("strides", int64(l.s), int64(l.s)), onnxtest.Ints("dilations", int64(l.dil), int64(l.dil)),
+			onnxtest.Ints("pads", int64(l.pads[0]), int64(l.pads[1]), int64(l.pads[2]), int64(l.pads[3])),
+			onnxtest.Ints("kernel_shape", int64(l.k), int64(l.k))))
+		if l.res != "" {
+			sum := name
+			if l.act != "" {
+				sum = name + ".sum"
+			}
+			ns = append(ns, onnxtest.Node("Add", []string{out, l.res}, []string{sum}))
+			out = sum
+		}
+		if l.act != "" {
+			ns = append(ns, onnxtest.Node(l.act, []string{out}, []string{name}))
+		}
+		shapes[name] = [4]int{x[0], l.m, oh, ow}
+	}
+	for _, o := range g.others {
+		ns = append(ns, onnxtest.Node(o[0], []string{o[1]}, []string{o[2]}))
+	}
+	var outs []*onnxpb.ValueInfoProto
+	for _, o := range g.outputs {
+		outs = append(outs, onnxtest.ValueNoShape(o, nd.Float32))
+	}
+	return onnxtest.Model(14, ns, inputs, outs, inits...), feed
+}
+
+// layoutGraphs are chains of blocked convolutions: channels not a multiple
+// of the block, 1x1 convolutions read in place, stride 2, dilation, pads
+// wider than the kernel and asymmetric, depthwise, residuals blocked with
+// blocked and NCHW outputs, a residual from the graph's input (reordered),
+// values read by other operators (NCHW), an activation that is not 0 at 0
+// (the channels past M), batch 1 and batches of thick channels.
+var layoutGraphs = []layoutGraph{
+	{name: "resnet-like, odd channels", n: 1, c: 17, h: 12, w: 12, layers: []layoutLayer{
+		{in: "X", m: 33, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{in: "l0", m: 80, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Sigmoid"},
+		{in: "l1", m: 33, k: 1, s: 1, dil: 1, res: "l0", act: "Clip"},
+		{in: "l2", m: 64, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "HardSwish"},
+		{in: "l3", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
+		{in: "l4", m: 64, k: 1, s: 1, dil: 1, res: "l3"},
+	}, outputs: []string{"l5"}, blocked: 5},
+	{name: "reordered residual, other readers, pads", n: 1, c: 24, h: 9, w: 11, z: []int{1, 21, 9, 11}, layers: []layoutLayer{
+		{in: "X", m: 21, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Reciprocal"},
+		{in: "l0", m: 21, k: 3, s: 1, pads: [4]int{3, 1, 1, 3}, dil: 2, res: "Z", act: "Relu"},
+		{in: "l1", m: 16, k: 3, s: 1, pads: [4]int{4, 4, 4, 4}, dil: 1},
+		{in: "l2", m: 16, k: 5, s: 3, pads: [4]int{2, 0, 1, 2}, dil: 1, act: "Tanh"},
+		{in: "l3", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
+	}, others: [][3]string{{"Sigmoid", "l2", "s2"}}, outputs: []string{"l4", "s2"}, blocked: 4, reorders: 1},
+	{name: "batch, thick channels", n: 3, c: 67, h: 10, w: 10, layers: []layoutLayer{
+		{in: "X", m: 70, k: 1, s: 1, dil: 1, act: "Relu"},
+		{in: "l0", m: 70, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{in: "l1", m: 96, k: 1, s: 1, dil: 1},
+		{in: "l0", m: 96, k: 1, s: 2, dil: 1},
+		{in: "l2", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l3", act: "Relu"},
+		{in: "l4", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true},
+	}, others: [][3]string{{"GlobalAveragePool", "l5", "pool"}}, outputs: []string{"pool"}, blocked: 5},
+}
+
+// A plan with the blocked layout gives the NCHW plan's outputs bit for bit
+// (the blocked kernel computes each sum in the same order whatever the
+// layout), blocks the values it should and reorders what it must.
+func TestLayoutEqualsNCHW(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	saved := onnx.SetNCHWcWidth(0)
+	defer onnx.SetNCHWcWidth(saved)
+	for _, width := range onnx.SIMDWidths() {
+		onnx.SetNCHWcWidth(width)
+		for _, g := range layoutGraphs {
+			what := fmt.Sprintf("%s, %d lanes", g.name, width)
+			mp, feed := g.model(r)
+			pb, pp := layoutAndPlain(t, mp, feed, what)
+			if onnx.BlockedKernel() {
+				require.Equal(t, g.blocked, onnx.BlockedValues(pb), "%s: blocked values; steps %v", what, pb.StepOps())
+				require.Equal(t, g.reorders, strings.Count(strings.Join(pb.StepOps(), " "), "ReorderNCHWc"), "%s: %v", what, pb.StepOps())
+			} else {
+				require.Zero(t, onnx.BlockedValues(pb), what)
+			}
+			require.Zero(t, onnx.BlockedValues(pp), what)
+			requireSameOutputs(t, pb, pp, feed, what)
+		}
+	}
+}
+
+// layoutAndPlain plans model mp for feed twice, with the blocked layout and
+// without.
+func layoutAndPlain(t *testing.T, mp *onnxpb.ModelProto, feed []nd.Array, what string) (blocked, plain *onnx.Plan) {
+	t.Helper()
+	mb, err := onnxtest.Load(mp)
+	require.NoError(t, err, what)
+	blocked, err = mb.Plan(feed)
+	require.NoError(t, err, what)
+	old := onnx.SetLayout(false)
+	defer onnx.SetLayout(old)
+	mu, err := onnxtest.Load(mp)
+	require.NoError(t, err, what)
+	plain, err = mu.Plan(feed)
+	require.NoError(t, err, what)
+	return blocked, plain
+}
+
+// requireSameOutputs runs both plans on feed and requires every output to
+// be the same shape and bits.
+func requireSameOutputs(t *testing.T, a, b *onnx.Plan, feed []nd.Array, what string) {
+	t.Helper()
+	got, err := a.Run(feed)
+	require.NoError(t, err, what)
+	want, err := b.Run(feed)
+	require.NoError(t, err, what)
+	require.Len(t, got, len(want), what)
+	for i := range want {
+		require.Equal(t, want[i].Shape, got[i].Shape, what)
+		require.Equal(t, want[i].Data, got[i].Data, "%s: output %d", what, i)
+	}
+}
+
+// The test models planned with the blocked layout give the NCHW plans'
+// outputs bit for bit, at batch 1 and 6; ResNet's and MobileNetV2's keep
+// values blocked at batch 1.
+func TestLayoutModels(t *testing.T) {
+	for _, tm := range testModels(t) {
+		in := onnxtest.ReadTensor(t, tm.Input)
+		for _, n := range []int{1, 6} {
+			feed := []nd.Array{repeatRows(in, n)}
+			mb, err := onnxtest.LoadFile(tm.Model)
+			require.NoError(t, err)
+			pb, err := mb.Plan(feed)
+			require.NoError(t, err)
+			old := onnx.SetLayout(false)
+			mp, err := onnxtest.LoadFile(tm.Model)
+			require.NoError(t, err)
+			pp, err := mp.Plan(feed)
+			onnx.SetLayout(old)
+			require.NoError(t, err)
+			if n == 1 && onnx.BlockedKernel() && !strings.HasPrefix(tm.Name, "transformer") && !strings.HasPrefix(tm.Name, "unet") {
+				require.Positive(t, onnx.BlockedValues(pb), "%s: %v", tm.Name, pb.StepOps())
+			}
+			requireSameOutputs(t, pb, pp, feed, fmt.Sprintf("%s batch %d", tm.Name, n))
+		}
+	}
+}
+
+// On the device (the emulator) a blocked plan's steps are the Convs they
+// replace and copies, never the host, and give the NCHW plan's outputs on
+// the device bit for bit.
+func TestLayoutOnDevice(t *testing.T) {
+	dev := emulator(t)
+	r := rand.New(rand.NewPCG(73, 74))
+	for _, g := range layoutGraphs[:2] {
+		mp, feed := g.model(r)
+		m, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		got, onHost, err := runOnDevice(dev, m, feed)
+		require.NoError(t, err, g.name)
+		require.Empty(t, onHost, g.name)
+		old := onnx.SetLayout(false)
+		mu, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		want, _, err := runOnDevice(dev, mu, feed)
+		onnx.SetLayout(old)
+		require.NoError(t, err, g.name)
+		require.Len(t, got, len(want), g.name)
+		for i := range want {
+			require.Equal(t, want[i].Data, got[i].Data, "%s: output %d", g.name, i)
+		}
+	}
+}
