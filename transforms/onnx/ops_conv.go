@@ -139,8 +139,8 @@ func (c *conv) Run(in, out []nd.Array) error { return c.run(in, out, nil, nil) }
 
 // runBlocked computes the convolution of in (X, W, B) into out by the
 // blocked kernel with X, Y and z in the layouts the plan chose
-// (plan_layout.go). The plan chose them for a convolution that takes the
-// blocked kernel (nchwcPath), float32.
+// (plan_layout.go). The plan chose them for a float32 convolution that
+// the blocked kernel computes (nchwcCan).
 func (c *conv) runBlocked(in, out []nd.Array, ep *epilogue, z []float32, layout convLayout) error {
 	x, w, b := in[0], in[1], arrayAt(in, 2)
 	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
@@ -187,8 +187,10 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 	case p.c == 0 || len(ys) == 0: // no input channels: the bias alone
 		convBiasOnly(ys, bs, p.m, geo.outSize())
 		ep.applyAll(ys, z)
-	case useNCHWcDepthwise(p):
+	case useNCHWcDepthwise(p), nchwcForce && nchwcCan(p) && p.group > 1:
 		convNCHWc(p, xs, c.nchwcDwWeightsOf(ws, p), bs, ys)
+	case nchwcForce && nchwcCan(p):
+		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
 	case p.c/p.group == 1 && p.group > 1:
 		convDepthwise(p, xs, ws, bs, ys)
 	case useFlat(p):

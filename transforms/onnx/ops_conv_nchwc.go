@@ -80,20 +80,6 @@ func useNCHWc(p convProblem) bool {
 	return p.c >= nchwcMinChannels && p.c*g.kSize() >= nchwcMinDepth && nchwcCopyFits(p)
 }
 
-// nchwcPath reports whether conv.run computes the float32 convolution p by
-// the blocked kernel (convNCHWc), the choice plan_layout.go plans on.
-func nchwcPath(p convProblem) bool {
-	switch {
-	case p.c == 0 || p.n == 0 || p.m == 0:
-		return false
-	case useNCHWcDepthwise(p):
-		return true
-	case p.c/p.group == 1 && p.group > 1:
-		return false
-	}
-	return !useFlat(p) && useNCHWc(p)
-}
-
 // nchwcPadded is the padded image's rows and columns: every pixel a tap
 // reads.
 func nchwcPadded(g geometry) (hp, wp int) {

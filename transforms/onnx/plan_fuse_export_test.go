@@ -17,10 +17,13 @@ func SetAttentionScratch(bytes int) int {
 }
 
 // SetLayout turns the plans' blocked layout (plan_layout.go) on or off for
-// the plans made after it, and returns the setting it replaced.
+// the plans made after it, and returns the setting it replaced. Off, every
+// convolution that the blocked kernel can compute is computed by it (on
+// NCHW values), as a blocked plan computes it: the two plans' outputs are
+// the same bits.
 func SetLayout(on bool) bool {
 	old := layoutSteps
-	layoutSteps = on
+	layoutSteps, nchwcForce = on, !on
 	return old
 }
 

@@ -8,19 +8,21 @@ import (
 	"github.com/beamgpu/beamgpu/transforms/nd"
 )
 
-// The plan's blocked layout: the values between the convolutions that
-// take the blocked kernel (ops_conv_nchwc.go) stay in its layout, blocks
+// The plan's blocked layout: the values between convolutions that the
+// blocked kernel computes (ops_conv_nchwc.go) stay in its layout, blocks
 // of 16 channels of 16-float pixels ([N][C/16][H][W][16], the channels past
 // C zeros), as ONNX Runtime's graph optimizer keeps them between its NCHWc
 // convolutions (https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html#layout-optimizations):
 // a blocked convolution then reads its input as it is (no copy at all
 // where it adds no padding: a 1x1 convolution's) and writes its sums where
 // they belong, not through a transpose into planes and back at the next
-// layer. The layout changes only at the edges of such chains: a value
-// that a step other than a blocked convolution reads is made NCHW, or
-// copied to NCHW once (a reorder step) for those steps where blocked
-// convolutions read it too; a blocked convolution's residual is taken in
-// its output's layout (reordered where it is not).
+// layer. A value is blocked where such a convolution makes it and only
+// such convolutions read it (as their input or their residual): the layout
+// changes only at the edges of the chains, where the last convolution
+// writes NCHW itself, in cache, and the first reads NCHW into its padded
+// copy. A blocked convolution's residual is added in the blocks whatever
+// its output's layout; one made NCHW (a graph input, a pooling's) for a
+// blocked output is copied into blocks once (a ReorderNCHWc step).
 //
 // A value keeps its NCHW shape and type in the plan; its data, in the
 // workspace, is the blocked layout's (blockedSize values). Graph outputs
@@ -31,6 +33,34 @@ import (
 // convolutions (a variable for the tests, which compare blocked plans with
 // NCHW ones).
 var layoutSteps = true
+
+// nchwcForce makes conv.run compute every convolution that the blocked
+// kernel can (nchwcCan) by it, NCHW values in and out: the sums of a
+// blocked plan, for the tests that compare one with an NCHW plan bit for
+// bit.
+var nchwcForce = false
+
+// nchwcCan reports whether the blocked kernel computes the float32
+// convolution p where the plan lays out its input or output in blocks:
+// one group or depthwise, two spatial axes at most, channels enough to
+// fill blocks (nchwcMinChannels), a padded copy that fits (nchwcCopyFits).
+// That is more than the run takes the blocked kernel for on NCHW values
+// (useNCHWc, useNCHWcDepthwise: they count the copies in and out of the
+// layout): a 1x1
+// convolution of 16 to 63 channels, a depthwise one of wide rows, run
+// faster blocked where the values around them stay blocked. Measured at
+// one thread (AVX-512), alternate runs of one process, fastest of 10, the
+// plan's layout for the run's choices -> for nchwcCan's: the test
+// MobileNetV2 at batch 64 24.8 -> 16.1 ms, mobilenet_v3_small at batch 1
+// 4.10 -> 3.24 ms (NCHW 6.2) and at batch 32 120 -> 102 ms (NCHW 141),
+// efficientnet_b0 at batch 8 206 -> 178 ms.
+func nchwcCan(p convProblem) bool {
+	g := p.geo
+	if nchwcWidth == 0 || p.n == 0 || p.m == 0 || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 || p.c < nchwcMinChannels {
+		return false
+	}
+	return (p.group == 1 || p.c == p.group && p.m == p.group) && nchwcCopyFits(p)
+}
 
 // blockedSize is the values of a float32 value of NCHW shape in the
 // blocked layout: its channels rounded up to a block.
@@ -44,7 +74,7 @@ func blockedSize(shape []int) int {
 }
 
 // blockedStep returns the Conv of step s and its epilogue (nil: none)
-// where the run computes it by the blocked kernel (nchwcPath).
+// where the blocked kernel computes it (nchwcCan).
 func (p *Plan) blockedStep(s pstep) (*conv, *epilogue) {
 	var c *conv
 	var ep *epilogue
@@ -69,7 +99,10 @@ func (p *Plan) blockedStep(s pstep) (*conv, *epilogue) {
 		bShape = p.vals[s.in[2]].meta.Shape
 	}
 	geo, err := c.shapes(x.Shape, w.Shape, bShape, hasB)
-	if err != nil || !nchwcPath(convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group}) {
+	if err != nil {
+		return nil, nil
+	}
+	if !nchwcCan(convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group}) {
 		return nil, nil
 	}
 	return c, ep

@@ -115,6 +115,12 @@ var layoutGraphs = []layoutGraph{
 		{in: "l2", m: 16, k: 5, s: 3, pads: [4]int{2, 0, 1, 2}, dil: 1, act: "Tanh"},
 		{in: "l3", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
 	}, others: [][3]string{{"Sigmoid", "l2", "s2"}}, outputs: []string{"l4", "s2"}, blocked: 4, reorders: 1},
+	{name: "mobile-like: thin 1x1, wide depthwise, input residual", n: 2, c: 24, h: 20, w: 20, layers: []layoutLayer{
+		{in: "X", m: 48, k: 1, s: 1, dil: 1, act: "HardSwish"},
+		{in: "l0", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
+		{in: "l1", m: 24, k: 1, s: 1, dil: 1, res: "X"},
+		{in: "l2", m: 48, k: 1, s: 1, dil: 1},
+	}, others: [][3]string{{"GlobalAveragePool", "l3", "pool"}}, outputs: []string{"pool"}, blocked: 4, reorders: 1},
 	{name: "batch, thick channels", n: 3, c: 67, h: 10, w: 10, layers: []layoutLayer{
 		{in: "X", m: 70, k: 1, s: 1, dil: 1, act: "Relu"},
 		{in: "l0", m: 70, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
@@ -167,10 +173,14 @@ func layoutAndPlain(t *testing.T, mp *onnxpb.ModelProto, feed []nd.Array, what s
 	return blocked, plain
 }
 
-// requireSameOutputs runs both plans on feed and requires every output to
-// be the same shape and bits.
+// requireSameOutputs runs the blocked plan a and the NCHW plan b on feed,
+// each convolution that the blocked kernel can compute computed by it
+// (SetLayout(false)), and requires every output to be the same shape and
+// bits.
 func requireSameOutputs(t *testing.T, a, b *onnx.Plan, feed []nd.Array, what string) {
 	t.Helper()
+	old := onnx.SetLayout(false)
+	defer onnx.SetLayout(old)
 	got, err := a.Run(feed)
 	require.NoError(t, err, what)
 	want, err := b.Run(feed)
