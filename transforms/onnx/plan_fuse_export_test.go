@@ -53,3 +53,14 @@ func SetNCHWcWidth(width int) int {
 	nchwcWidth = width
 	return old
 }
+
+// SetBlockLoops turns the blocked layout's vector loops (blockSumVec,
+// blockScaleVec) on or off, and returns the setting it replaced.
+func SetBlockLoops(vector bool) bool {
+	old := blockWidth != 0
+	blockWidth = 0
+	if vector {
+		blockWidth = min(simdWidth, 8)
+	}
+	return old
+}

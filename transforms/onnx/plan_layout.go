@@ -108,6 +108,62 @@ func (p *Plan) blockedStep(s pstep) (*conv, *epilogue) {
 	return c, ep
 }
 
+// The steps of the layout: a blocked convolution reads its X and its
+// residual as they are and writes blocked or NCHW; GlobalAveragePool
+// (layoutMean) reads its input as it is and writes NCHW (N x C x 1 x 1);
+// a Mul by a per-channel scale (layoutScale: squeeze-and-excitation's)
+// reads the values it scales as they are and writes them in their layout.
+const (
+	layoutNone = iota
+	layoutConv
+	layoutMean
+	layoutScale
+)
+
+// layoutStep is a step's part in the layout: its role, and for a
+// convolution its Conv and epilogue, for a scale the input it scales.
+type layoutStep struct {
+	role int
+	c    *conv
+	ep   *epilogue
+	x    int // layoutScale: the input scaled (0 or 1)
+}
+
+// layoutOf returns step s's part in the layout.
+func (p *Plan) layoutOf(s pstep) layoutStep {
+	if c, ep := p.blockedStep(s); c != nil {
+		return layoutStep{role: layoutConv, c: c, ep: ep}
+	}
+	if len(s.out) != 1 || s.out[0] < 0 || p.vals[s.out[0]].meta.Type != nd.Float32 {
+		return layoutStep{}
+	}
+	y := p.vals[s.out[0]].meta.Shape
+	switch k := s.n.kernel.(type) {
+	case globalAvgPool:
+		if x := p.vals[s.in[0]].meta; x.Type == nd.Float32 && len(x.Shape) >= 3 {
+			return layoutStep{role: layoutMean}
+		}
+	case *ewBinary:
+		if k.op != ewMul || k.legacy || len(s.in) != 2 || s.in[0] < 0 || s.in[1] < 0 || s.in[0] == s.in[1] || len(y) < 3 {
+			return layoutStep{}
+		}
+		for x := range 2 {
+			a, b := p.vals[s.in[x]].meta, p.vals[s.in[1-x]].meta
+			if a.Type != nd.Float32 || b.Type != nd.Float32 || !nd.SameShape(a.Shape, y) || len(b.Shape) != len(y) {
+				continue
+			}
+			perChannel := (b.Shape[0] == 1 || b.Shape[0] == y[0]) && b.Shape[1] == y[1]
+			for _, d := range b.Shape[2:] {
+				perChannel = perChannel && d == 1
+			}
+			if perChannel {
+				return layoutStep{role: layoutScale, x: x}
+			}
+		}
+	}
+	return layoutStep{}
+}
+
 // layout lays out the values between blocked convolutions in blocks:
 // after fuse (the epilogues are the convolutions' own), before place (a
 // blocked value's size is blockedSize).
@@ -115,83 +171,95 @@ func (p *Plan) layout() {
 	if !layoutSteps || nchwcWidth == 0 {
 		return
 	}
-	type blockedConv struct {
-		c  *conv
-		ep *epilogue
-	}
-	convs := make([]blockedConv, len(p.steps))
+	roles := make([]layoutStep, len(p.steps))
 	found := false
 	for si, s := range p.steps {
-		if c, ep := p.blockedStep(s); c != nil {
-			convs[si] = blockedConv{c, ep}
-			found = true
-		}
+		roles[si] = p.layoutOf(s)
+		found = found || roles[si].role == layoutConv
 	}
 	if !found {
 		return
 	}
-	// readsBlocked: step si reads its input slot as it is, blocked or
-	// NCHW (a blocked convolution's X and residual).
-	readsBlocked := func(si, slot int) bool { return convs[si].c != nil && (slot == 0 || slot == 3) }
-	// A blocked convolution's output is blocked where it is not an output
-	// of the plan, a step reads it, and every step that reads it reads it
-	// as it is: no value is then reordered out of the layout, and where a
-	// chain ends its last convolution writes NCHW itself, in cache.
-	const no, maybe, yes = 0, 1, 2
-	blockable := make([]int8, len(p.vals))
-	for si, s := range p.steps {
-		if convs[si].c != nil {
-			blockable[s.out[0]] = maybe
-		}
-	}
+	// asIs[id]: value id is not an output of the plan, a step reads it,
+	// and every step that reads it takes it as it is, blocked or NCHW: a
+	// blocked convolution as its X or residual, GlobalAveragePool, or a
+	// scale the values it scales where its own output is such a value.
+	const unread, yes, no = 0, 1, 2
+	asIs := make([]int8, len(p.vals))
 	for _, o := range p.outputs {
-		blockable[o] = no
+		asIs[o] = no
 	}
-	for si, s := range p.steps {
+	for si := len(p.steps) - 1; si >= 0; si-- { // a scale's output's readers before it
+		s, r := p.steps[si], roles[si]
 		for slot, id := range s.in {
-			switch {
-			case id < 0 || blockable[id] == no:
-			case !readsBlocked(si, slot):
-				blockable[id] = no
-			default:
-				blockable[id] = yes
+			if id < 0 || asIs[id] == no {
+				continue
+			}
+			ok := false
+			switch r.role {
+			case layoutConv:
+				ok = slot == 0 || slot == 3
+			case layoutMean:
+				ok = slot == 0
+			case layoutScale:
+				ok = slot == r.x && asIs[s.out[0]] == yes
+			}
+			if ok {
+				asIs[id] = yes
+			} else {
+				asIs[id] = no
 			}
 		}
 	}
-	for id, b := range blockable {
-		p.vals[id].blocked = b == yes
+	// A value is blocked where it is asIs and a blocked convolution makes
+	// it, or a scale of a blocked value: no value is then reordered out of
+	// the layout, and where a chain ends its last convolution writes NCHW
+	// itself, in cache.
+	for si, s := range p.steps {
+		r := roles[si]
+		if r.role == layoutConv || r.role == layoutScale && p.vals[s.in[r.x]].blocked {
+			p.vals[s.out[0]].blocked = asIs[s.out[0]] == yes
+		}
 	}
 	// The steps again, a blocked output's residual made NCHW (by a step
 	// other than a blocked convolution: a graph input, a pooling)
 	// reordered into blocks once, by a step just before its first such
-	// reader; every other input is read as it is (blocked values only by
-	// blocked convolutions, as their X or residual).
+	// reader; every other input is read as it is.
 	reordered := map[int]int{} // value -> its blocked copy
 	steps := make([]pstep, 0, len(p.steps)+4)
 	for si, s := range p.steps {
-		bc := convs[si]
-		yBlocked := bc.c != nil && p.vals[s.out[0]].blocked
-		if yBlocked && bc.ep != nil && bc.ep.residual && !p.vals[s.in[3]].blocked {
-			id := s.in[3]
-			cp, ok := reordered[id]
-			if !ok {
-				cp = len(p.vals)
-				v := p.vals[id]
-				p.vals = append(p.vals, pval{meta: Meta{Type: v.meta.Type, Shape: v.meta.Shape}, first: -1, last: -1, blocked: true,
-					name: p.valueName(id) + " (NCHWc)"})
-				n := &node{Node: Node{Op: "ReorderNCHWc", Name: p.valueName(cp), Inputs: []string{p.valueName(id)}, Outputs: []string{p.valueName(cp)}},
-					kernel: nchwcReorder{}}
-				steps = append(steps, pstep{n: n, in: []int{id}, out: []int{cp}})
-				reordered[id] = cp
+		r := roles[si]
+		switch r.role {
+		case layoutConv:
+			yBlocked := p.vals[s.out[0]].blocked
+			if yBlocked && r.ep != nil && r.ep.residual && !p.vals[s.in[3]].blocked {
+				id := s.in[3]
+				cp, ok := reordered[id]
+				if !ok {
+					cp = len(p.vals)
+					v := p.vals[id]
+					p.vals = append(p.vals, pval{meta: Meta{Type: v.meta.Type, Shape: v.meta.Shape}, first: -1, last: -1, blocked: true,
+						name: p.valueName(id) + " (NCHWc)"})
+					n := &node{Node: Node{Op: "ReorderNCHWc", Name: p.valueName(cp), Inputs: []string{p.valueName(id)}, Outputs: []string{p.valueName(cp)}},
+						kernel: nchwcReorder{}}
+					steps = append(steps, pstep{n: n, in: []int{id}, out: []int{cp}})
+					reordered[id] = cp
+				}
+				s.in = slices.Clone(s.in) // the graph's node's, before
+				s.in[3] = cp
 			}
-			s.in = slices.Clone(s.in) // the graph's node's, before
-			s.in[3] = cp
-		}
-		if bc.c != nil {
 			l := convLayout{x: p.vals[s.in[0]].blocked, y: yBlocked}
-			l.z = bc.ep != nil && bc.ep.residual && p.vals[s.in[3]].blocked
+			l.z = r.ep != nil && r.ep.residual && p.vals[s.in[3]].blocked
 			if l != (convLayout{}) {
-				s.n = &node{Node: s.n.Node, kernel: &nchwcConv{conv: bc.c, ep: bc.ep, layout: l}}
+				s.n = &node{Node: s.n.Node, kernel: &nchwcConv{conv: r.c, ep: r.ep, layout: l}}
+			}
+		case layoutMean:
+			if p.vals[s.in[0]].blocked {
+				s.n = &node{Node: s.n.Node, kernel: nchwcMean{}}
+			}
+		case layoutScale:
+			if p.vals[s.in[r.x]].blocked {
+				s.n = &node{Node: s.n.Node, kernel: &nchwcScale{mul: s.n.kernel.(*ewBinary), x: r.x}}
 			}
 		}
 		steps = append(steps, s)
@@ -275,6 +343,87 @@ func (r *reorderRun) block(t int) {
 		plane := planes[c*r.hw : (c+1)*r.hw]
 		for i := q; i < r.hw; i++ {
 			blk[i*B+c] = plane[i]
+		}
+	}
+}
+
+// nchwcMean is GlobalAveragePool of a blocked value: the mean of each
+// channel's plane, NCHW (N x C x 1 ...), summed in float64 as the NCHW
+// kernel sums (planeMeansOf).
+type nchwcMean struct{}
+
+func (nchwcMean) Infer(in []Meta) ([]Meta, error) { return globalAvgPool{}.Infer(in) }
+
+// meanRun is a run of nchwcMean, what its tasks share.
+type meanRun struct {
+	x, y      []float32
+	c, cb, hw int
+}
+
+func (nchwcMean) Run(in, out []nd.Array) error {
+	const B = nchwcBlock
+	s := in[0].Shape
+	r := meanRun{x: rawFloats(in[0]), y: nd.MustAs[float32](out[0]), c: s[1], cb: (s[1] + B - 1) / B, hw: numel(s[2:])}
+	parallel.EachWith(s[0]*r.cb, B*r.hw, r, (*meanRun).block)
+	return nil
+}
+
+// block computes the means of block t (image t/cb, channels (t%cb)*16 on).
+func (r *meanRun) block(t int) {
+	const B = nchwcBlock
+	img, b := t/r.cb, t%r.cb
+	blk := r.x[t*r.hw*B:][:r.hw*B]
+	var acc [B]float64
+	if !blockSumVec(blk, &acc) {
+		for q := range r.hw {
+			for l, v := range blk[q*B : (q+1)*B] {
+				acc[l] += float64(v)
+			}
+		}
+	}
+	for l := range min(B, r.c-b*B) {
+		r.y[img*r.c+b*B+l] = float32(acc[l] / float64(r.hw))
+	}
+}
+
+// nchwcScale is a Mul of a blocked value by a per-channel scale (N or 1 x
+// C x 1 ...), NCHW: the product, blocked.
+type nchwcScale struct {
+	mul *ewBinary
+	x   int // the input scaled
+}
+
+func (k *nchwcScale) Infer(in []Meta) ([]Meta, error) { return k.mul.Infer(in) }
+
+// scaleRun is a run of nchwcScale, what its tasks share.
+type scaleRun struct {
+	x, s, y       []float32
+	c, cb, hw, sn int
+}
+
+func (k *nchwcScale) Run(in, out []nd.Array) error {
+	const B = nchwcBlock
+	x, sc := in[k.x], in[1-k.x]
+	s := x.Shape
+	r := scaleRun{x: rawFloats(x), s: nd.MustAs[float32](sc), y: rawFloats(out[0]), c: s[1], cb: (s[1] + B - 1) / B, hw: numel(s[2:]), sn: sc.Shape[0]}
+	parallel.EachWith(s[0]*r.cb, B*r.hw, r, (*scaleRun).block)
+	return nil
+}
+
+// block scales block t (image t/cb, channels (t%cb)*16 on); the channels
+// past C stay 0.
+func (r *scaleRun) block(t int) {
+	const B = nchwcBlock
+	img, b := t/r.cb, t%r.cb
+	var s [B]float32
+	copy(s[:], r.s[(img%r.sn)*r.c+b*B:][:min(B, r.c-b*B)])
+	x, y := r.x[t*r.hw*B:][:r.hw*B], r.y[t*r.hw*B:][:r.hw*B]
+	if blockScaleVec(y, x, &s) {
+		return
+	}
+	for q := range r.hw {
+		for l, v := range x[q*B : (q+1)*B] {
+			y[q*B+l] = v * s[l]
 		}
 	}
 }

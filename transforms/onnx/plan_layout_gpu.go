@@ -46,3 +46,15 @@ func (copyKernel) Run(in, out []nd.Array) error {
 	copy(out[0].Data, in[0].Data)
 	return nil
 }
+
+// The device's GlobalAveragePool and Mul of NCHW values.
+
+func (nchwcMean) Launch(d *Device, in, out []DevArray) error {
+	return globalAvgPool{}.Launch(d, in, out)
+}
+
+func (nchwcMean) nchw() Kernel { return globalAvgPool{} }
+
+func (k *nchwcScale) Launch(d *Device, in, out []DevArray) error { return k.mul.Launch(d, in, out) }
+
+func (k *nchwcScale) nchw() Kernel { return k.mul }

@@ -18,6 +18,8 @@ import (
 // depthwise or one group, an activation ("": none) and a residual value
 // added before it ("": none).
 type layoutLayer struct {
+	op        string   // not a Conv: this operator, of ins
+	ins       []string // op's inputs
 	in        string
 	m, k, s   int
 	pads      [4]int
@@ -52,6 +54,16 @@ func (g layoutGraph) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 	var inits []onnxtest.Named
 	var ns nodes
 	for i, l := range g.layers {
+		if l.op != "" {
+			name := fmt.Sprintf("l%d", i)
+			ns = append(ns, onnxtest.Node(l.op, l.ins, []string{name}))
+			sh := shapes[l.ins[0]]
+			if l.op == "GlobalAveragePool" {
+				sh[2], sh[3] = 1, 1
+			}
+			shapes[name] = sh
+			continue
+		}
 		x := shapes[l.in]
 		c, group := x[1], 1
 		if l.depthwise {
@@ -120,7 +132,21 @@ var layoutGraphs = []layoutGraph{
 		{in: "l0", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
 		{in: "l1", m: 24, k: 1, s: 1, dil: 1, res: "X"},
 		{in: "l2", m: 48, k: 1, s: 1, dil: 1},
-	}, others: [][3]string{{"GlobalAveragePool", "l3", "pool"}}, outputs: []string{"pool"}, blocked: 4, reorders: 1},
+	}, others: [][3]string{{"GlobalAveragePool", "l3", "pool"}}, outputs: []string{"pool"}, blocked: 5, reorders: 1},
+	{name: "squeeze and excitation", n: 2, c: 24, h: 14, w: 14, layers: []layoutLayer{
+		{in: "X", m: 40, k: 1, s: 1, dil: 1, act: "Relu"},
+		{in: "l0", m: 40, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
+		{op: "GlobalAveragePool", ins: []string{"l1"}},
+		{in: "l2", m: 10, k: 1, s: 1, dil: 1, act: "Relu"},
+		{in: "l3", m: 40, k: 1, s: 1, dil: 1},
+		{op: "Sigmoid", ins: []string{"l4"}},
+		{op: "Mul", ins: []string{"l1", "l5"}},
+		{in: "l6", m: 24, k: 1, s: 1, dil: 1, res: "X"},
+		{in: "l7", m: 40, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
+		{op: "GlobalAveragePool", ins: []string{"l8"}},
+		{op: "Mul", ins: []string{"l9", "l1"}},
+		{in: "l10", m: 16, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+	}, outputs: []string{"l8", "l11"}, blocked: 6, reorders: 1},
 	{name: "batch, thick channels", n: 3, c: 67, h: 10, w: 10, layers: []layoutLayer{
 		{in: "X", m: 70, k: 1, s: 1, dil: 1, act: "Relu"},
 		{in: "l0", m: 70, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
@@ -128,7 +154,7 @@ var layoutGraphs = []layoutGraph{
 		{in: "l0", m: 96, k: 1, s: 2, dil: 1},
 		{in: "l2", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l3", act: "Relu"},
 		{in: "l4", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true},
-	}, others: [][3]string{{"GlobalAveragePool", "l5", "pool"}}, outputs: []string{"pool"}, blocked: 5},
+	}, others: [][3]string{{"GlobalAveragePool", "l5", "pool"}}, outputs: []string{"pool"}, blocked: 6},
 }
 
 // A plan with the blocked layout gives the NCHW plan's outputs bit for bit
@@ -138,10 +164,16 @@ func TestLayoutEqualsNCHW(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	saved := onnx.SetNCHWcWidth(0)
 	defer onnx.SetNCHWcWidth(saved)
-	for _, width := range onnx.SIMDWidths() {
+	loops := onnx.SetBlockLoops(true)
+	defer onnx.SetBlockLoops(loops)
+	for i, width := range append(onnx.SIMDWidths(), -1) {
+		if width == -1 { // the widest, the layout's loops in Go
+			width = onnx.SIMDWidths()[0]
+			onnx.SetBlockLoops(false)
+		}
 		onnx.SetNCHWcWidth(width)
 		for _, g := range layoutGraphs {
-			what := fmt.Sprintf("%s, %d lanes", g.name, width)
+			what := fmt.Sprintf("%s, %d lanes (%d)", g.name, width, i)
 			mp, feed := g.model(r)
 			pb, pp := layoutAndPlain(t, mp, feed, what)
 			if onnx.BlockedKernel() {
