@@ -154,7 +154,7 @@ func sigmoidVecF32(y, x []float32) int {
 		return 0
 	}
 	_ = y[len(x)-1]
-	return sigmoidAVX2(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &expTab, 0)
+	return sigmoidVec(y, x, 0)
 }
 
 // siluVecF32 replaces y[i] by y[i] * sigmoidf(y[i]) (siluInPlace's bits)
@@ -164,8 +164,25 @@ func siluVecF32(y []float32) int {
 	if expWidth == 0 || len(y) < 8 {
 		return 0
 	}
-	return sigmoidAVX2(unsafe.SliceData(y), unsafe.SliceData(y), len(y), &expTab, 1)
+	return sigmoidVec(y, y, 1)
 }
+
+// sigmoidVec runs sigmoidAVX512 (where tanhWide says) then sigmoidAVX2 on
+// what it leaves.
+func sigmoidVec(y, x []float32, silu int) int {
+	n := 0
+	if tanhWide && len(x) >= 16 {
+		if n = sigmoidAVX512(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &tanhTab16, silu); n == len(x) {
+			return n
+		}
+	}
+	return n + sigmoidAVX2(unsafe.SliceData(y[n:]), unsafe.SliceData(x[n:]), len(x)-n, &expTab, silu)
+}
+
+// sigmoidAVX512 is sigmoidAVX2 at 16 lanes (numeric_avx512_amd64.s).
+//
+//go:noescape
+func sigmoidAVX512(y, x *float32, n int, tab *[25][16]float32, silu int) int
 
 // expWidth is the lanes of expf's vector kernel: 8 wherever AVX2 is (the
 // AVX2 kernel serves AVX-512 CPUs too); a variable for the tests.

@@ -425,3 +425,128 @@ g16out:
 g16done:
 	VZEROUPPER
 	RET
+
+// Sigmoid and SiLU for AVX-512 (numeric_amd64.s's sigmoidAVX2 at 16 lanes):
+// the same float32 operations in the same order, masks in place of blends,
+// so each lane's bits are sigmoidInto's (and siluInPlace's). Two vectors a
+// step, their instructions interleaved (the chain of one is long), then
+// one. Rows of tanhTab16 (expf's, at the Z_ offsets above).
+
+// EXP512(x, e, r, n, p, t, s, k1, k2) computes expf of x (<= 88, not NaN)
+// into p, 16 lanes, as numeric_amd64.s's EXPF: e, r, n, t, s scratch.
+#define EXP512(x, e, r, n, p, t, s, k1, k2) \
+	VMULPS Z_LOG2E, x, e \
+	VADDPS Z_ROUND, e, e \
+	VSUBPS Z_ROUND, e, n \
+	VMULPS Z_LN2HI, n, r \
+	VSUBPS r, x, r \
+	VMULPS Z_LN2LO, n, p \
+	VSUBPS p, r, r \
+	VMULPS Z_C5040, r, p \
+	VADDPS Z_C720, p, p \
+	VMULPS r, p, p \
+	VADDPS Z_C120, p, p \
+	VMULPS r, p, p \
+	VADDPS Z_C24, p, p \
+	VMULPS r, p, p \
+	VADDPS Z_C6, p, p \
+	VMULPS r, p, p \
+	VADDPS Z_C2, p, p \
+	VMULPS r, p, p \
+	VADDPS Z_ONE, p, p \
+	VMULPS r, p, p \
+	VADDPS Z_ONE, p, p \
+	VCMPPS $1, Z_LOWNORM, x, k1 \
+	VMOVUPS Z_BIAS, t \
+	VMOVUPS Z_BIASLOW, k1, t \
+	VPSUBD t, e, t \
+	VPSLLD $23, t, t \
+	VMULPS t, p, p \
+	VMOVUPS Z_ONE, s \
+	VMOVUPS Z_TWOM64, k1, s \
+	VMULPS s, p, p \
+	VCMPPS $1, Z_ZEROBELOW, x, k2 \
+	KNOTW k2, k2 \
+	VMOVAPS.Z p, k2, p
+
+// func sigmoidAVX512(y, x *float32, n int, tab *[25][16]float32, silu int) int
+//
+// sigmoidAVX2 at 16 lanes: y[i] = sigmoidInto's value of x[i] (with silu
+// nonzero, that times x[i]) for i below the returned count (a multiple of
+// 16 no larger than n); it stops before the first 16 values holding a
+// NaN. y may be x.
+TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-48
+	MOVQ    y+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	MOVQ    tab+24(FP), R8
+	MOVQ    silu+32(FP), R9
+	XORQ    DX, DX
+	VMOVUPS Z_ONE, Z14
+	VPXORD  Z15, Z15, Z15
+	VSUBPS  Z14, Z15, Z15 // -1.0
+	VPXORD  Z14, Z15, Z15 // the sign bit
+
+s32loop:
+	LEAQ     32(DX), AX
+	CMPQ     AX, CX
+	JGT      s16loop
+	VMOVUPS  (SI)(DX*4), Z13   // v
+	VMOVUPS  64(SI)(DX*4), Z29 // the second vector's v
+	VCMPPS   $3, Z13, Z13, K1  // NaN
+	VCMPPS   $3, Z29, Z29, K2
+	KORTESTW K1, K2
+	JNZ      s16loop
+	VPORD    Z15, Z13, Z0      // -|v|
+	VPORD    Z15, Z29, Z16
+	EXP512(Z0, Z1, Z3, Z2, Z4, Z6, Z7, K1, K2)
+	EXP512(Z16, Z17, Z19, Z18, Z20, Z22, Z23, K3, K4)
+	VADDPS   Z14, Z4, Z8       // 1 + t
+	VADDPS   Z14, Z20, Z24
+	VMOVAPS  Z14, Z9           // the numerator: 1, or t where v's sign bit is set
+	VMOVAPS  Z14, Z25
+	VPTESTMD Z15, Z13, K5
+	VPTESTMD Z15, Z29, K6
+	VMOVAPS  Z4, K5, Z9
+	VMOVAPS  Z20, K6, Z25
+	VDIVPS   Z8, Z9, Z9
+	VDIVPS   Z24, Z25, Z25
+	TESTQ    R9, R9
+	JZ       s32out
+	VMULPS   Z13, Z9, Z9       // SiLU: v times σ(v)
+	VMULPS   Z29, Z25, Z25
+
+s32out:
+	VMOVUPS Z9, (DI)(DX*4)
+	VMOVUPS Z25, 64(DI)(DX*4)
+	ADDQ    $32, DX
+	JMP     s32loop
+
+s16loop:
+	LEAQ     16(DX), AX
+	CMPQ     AX, CX
+	JGT      s16done
+	VMOVUPS  (SI)(DX*4), Z13
+	VCMPPS   $3, Z13, Z13, K1
+	KORTESTW K1, K1
+	JNZ      s16done
+	VPORD    Z15, Z13, Z0
+	EXP512(Z0, Z1, Z3, Z2, Z4, Z6, Z7, K1, K2)
+	VADDPS   Z14, Z4, Z8
+	VMOVAPS  Z14, Z9
+	VPTESTMD Z15, Z13, K5
+	VMOVAPS  Z4, K5, Z9
+	VDIVPS   Z8, Z9, Z9
+	TESTQ    R9, R9
+	JZ       s16out
+	VMULPS   Z13, Z9, Z9
+
+s16out:
+	VMOVUPS Z9, (DI)(DX*4)
+	ADDQ    $16, DX
+	JMP     s16loop
+
+s16done:
+	VZEROUPPER
+	MOVQ DX, ret+40(FP)
+	RET
