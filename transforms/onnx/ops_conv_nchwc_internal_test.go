@@ -101,9 +101,20 @@ func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 // image, no bias, and a fused epilogue (the residual and Clip to [0, 6]).
 func TestConvNCHWcEqualsDirect(t *testing.T) {
 	r := rand.New(rand.NewPCG(73, 74))
-	saved, savedPass, savedChunk := nchwcWidth, nchwcPassBytes, nchwcChunkBytes
-	defer func() { nchwcWidth, nchwcPassBytes, nchwcChunkBytes = saved, savedPass, savedChunk }()
+	saved, savedPass, savedChunk, savedSlab, savedTasks := nchwcWidth, nchwcPassBytes, nchwcChunkBytes, nchwcSlabBytes, nchwcTasks
+	defer func() {
+		nchwcWidth, nchwcPassBytes, nchwcChunkBytes, nchwcSlabBytes, nchwcTasks = saved, savedPass, savedChunk, savedSlab, savedTasks
+	}()
 	for trial := range 60 {
+		// Slabs of images, a slab an image, or a task an image (batches
+		// of GOMAXPROCS images and more).
+		nchwcSlabBytes, nchwcTasks = savedSlab, savedTasks
+		switch trial % 4 {
+		case 1:
+			nchwcSlabBytes = 1
+		case 2:
+			nchwcTasks = 0
+		}
 		var in, k, s, d, pads []int
 		for range 2 {
 			in = append(in, 1+r.IntN(14+26*(trial%2))) // rows of 16 pixels and more
@@ -123,7 +134,7 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 			continue
 		}
 		cs := []int{16, 17, 32, 40}
-		p := convProblem{geo: geo, n: 1 + r.IntN(2), c: cs[r.IntN(len(cs))], m: 1 + r.IntN(80), group: 1}
+		p := convProblem{geo: geo, n: 1 + r.IntN(5), c: cs[r.IntN(len(cs))], m: 1 + r.IntN(80), group: 1}
 		depthwise := trial%3 == 2
 		if depthwise {
 			p.c = 1 + r.IntN(40)

@@ -64,3 +64,11 @@ func SetBlockLoops(vector bool) bool {
 	}
 	return old
 }
+
+// SetNCHWcTasks sets the tasks a core the blocked convolution's parallel
+// loops want (0: a task an image always) and returns the value it replaced.
+func SetNCHWcTasks(n int) int {
+	old := nchwcTasks
+	nchwcTasks = n
+	return old
+}

@@ -167,9 +167,10 @@ func TestLayoutEqualsNCHW(t *testing.T) {
 	loops := onnx.SetBlockLoops(true)
 	defer onnx.SetBlockLoops(loops)
 	for i, width := range append(onnx.SIMDWidths(), -1) {
-		if width == -1 { // the widest, the layout's loops in Go
+		if width == -1 { // the widest, the layout's loops in Go, a task an image
 			width = onnx.SIMDWidths()[0]
 			onnx.SetBlockLoops(false)
+			defer onnx.SetNCHWcTasks(onnx.SetNCHWcTasks(0))
 		}
 		onnx.SetNCHWcWidth(width)
 		for _, g := range layoutGraphs {
