@@ -189,7 +189,7 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 		ep.applyAll(ys, z)
 	case useNCHWcDepthwise(p), nchwcForce && nchwcCan(p) && p.group > 1:
 		convNCHWc(p, xs, c.nchwcDwWeightsOf(ws, p), bs, ys)
-	case nchwcForce && nchwcCan(p):
+	case nchwcForce && nchwcCan(p), useNCHWcIn1(p):
 		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
 	case p.c/p.group == 1 && p.group > 1:
 		convDepthwise(p, xs, ws, bs, ys)

@@ -34,6 +34,11 @@ import (
 // there (a blocked residual is added in the blocks, before the planes,
 // whatever Y's layout).
 //
+// A convolution of a few input channels (a network's first, on color:
+// useNCHWcIn1) reads its input NCHW: its padded copy is of planes, and the
+// kernels (...C1) take one channel a step, each channel a "block" (bi = 1
+// input channels a block, not 16).
+//
 // AVX-512 runs fb up to 4 (24 sums, one register each); AVX2 one block of
 // 16 channels as two registers (12 sums); the plain Go loop (nchwcTileGo)
 // does the same steps, for the tests and where no kernel runs.
@@ -50,6 +55,7 @@ const nchwcPositions = 6
 type nchwcWeights struct {
 	src       *byte
 	fb        int  // output blocks per group
+	bi        int  // input channels a block: 16, or 1 (NCHW input, nchwcIn1)
 	depthwise bool // packed by nchwcDwWeightsOf
 	w         []float32
 }
@@ -80,6 +86,37 @@ func useNCHWc(p convProblem) bool {
 	return p.c >= nchwcMinChannels && p.c*g.kSize() >= nchwcMinDepth && nchwcCopyFits(p)
 }
 
+// nchwcIn1 reports whether the blocked kernel takes convolution p's
+// input as it is, NCHW, one channel a step (the kernels ...C1): a
+// convolution of fewer input channels than a block (a network's first,
+// on 3 channels of color), whose blocks would be mostly zeros. Its
+// padded copy is of NCHW planes (bi = 1).
+func nchwcIn1(p convProblem) bool { return p.c < nchwcMinChannels && p.group == 1 }
+
+// useNCHWcIn1 reports whether a float32 convolution of fewer input
+// channels than a block (nchwcIn1) takes the blocked kernel, NCHW in: a
+// network's first layer, of at most nchwcIn1MaxChannels channels (color)
+// and outputs that fill blocks (at least 16). Measured at one thread
+// (AVX-512; the layer's fastest of 20 runs in one process, patches or
+// shifted sums -> blocked): mobilenet_v3_small's 3x3 stride-2 layer to
+// 16 channels at batch 32 20.0 -> 11.3 ms, efficientnet_b0's to 32 at
+// batch 8 10.2 -> 7.1, resnet50's 7x7 to 64 at batch 8 21.7 -> 18.7, the
+// test ResNet's 3x3 stride-1 to 16 at batch 64 4.6 -> 4.7; but the test
+// MobileNetV2's to 8 channels (half a block) 1.6 -> 2.7, and its 1x1
+// layers of 8 channels were slower too (a kernel call's loops around one
+// channel's step cost as much as its products).
+func useNCHWcIn1(p convProblem) bool {
+	g := p.geo
+	if nchwcWidth == 0 || !nchwcIn1(p) || p.c == 0 || p.c > nchwcIn1MaxChannels || p.m < nchwcBlock ||
+		g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
+		return false
+	}
+	return nchwcCopyFits(p)
+}
+
+// nchwcIn1MaxChannels is the most input channels useNCHWcIn1 takes.
+const nchwcIn1MaxChannels = 4
+
 // nchwcPadded is the padded image's rows and columns: every pixel a tap
 // reads.
 func nchwcPadded(g geometry) (hp, wp int) {
@@ -97,7 +134,11 @@ func nchwcPadded(g geometry) (hp, wp int) {
 func nchwcCopyFits(p convProblem) bool {
 	const B = nchwcBlock
 	hp, wp := nchwcPadded(p.geo)
-	copyFloats := float64(p.n) * float64((p.c+B-1)/B*B) * float64(hp) * float64(wp)
+	bi := B
+	if nchwcIn1(p) {
+		bi = 1
+	}
+	copyFloats := float64(p.n) * float64((p.c+bi-1)/bi*bi) * float64(hp) * float64(wp)
 	held := float64(p.n) * (float64(p.c)*float64(p.geo.inSize()) + float64(p.m)*float64(p.geo.outSize()))
 	return copyFloats <= 2*held+(1<<18)
 }
@@ -114,10 +155,14 @@ const (
 func (c *conv) nchwcWeightsOf(w []float32, p convProblem) *nchwcWeights {
 	src := (*byte)(unsafe.Pointer(unsafe.SliceData(w)))
 	fb := nchwcGroupBlocks(nchwcWidth)
-	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.fb == fb && !nw.depthwise {
+	bi := nchwcBlock
+	if nchwcIn1(p) {
+		bi = 1
+	}
+	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.fb == fb && nw.bi == bi && !nw.depthwise {
 		return nw
 	}
-	nw := &nchwcWeights{src: src, fb: fb, w: packNCHWc(w, p.m, p.c, p.geo.k[1], p.geo.k[2], fb)}
+	nw := &nchwcWeights{src: src, fb: fb, bi: bi, w: packNCHWc(w, p.m, p.c, p.geo.k[1], p.geo.k[2], fb, bi)}
 	if c.constW.Load() {
 		c.nchwc.Store(nw)
 	}
@@ -133,7 +178,7 @@ func (c *conv) nchwcDwWeightsOf(w []float32, p convProblem) *nchwcWeights {
 		return nw
 	}
 	taps, mb := p.geo.kSize(), (p.m+B-1)/B
-	nw := &nchwcWeights{src: src, fb: 1, depthwise: true, w: make([]float32, mb*taps*B)}
+	nw := &nchwcWeights{src: src, fb: 1, bi: B, depthwise: true, w: make([]float32, mb*taps*B)}
 	for co := range p.m {
 		for t := range taps {
 			nw.w[((co/B)*taps+t)*B+co%B] = w[co*taps+t]
@@ -169,13 +214,14 @@ func useNCHWcDepthwise(p convProblem) bool {
 // nchwcDwMaxWidth is the widest output row useNCHWcDepthwise takes.
 const nchwcDwMaxWidth = 7
 
-// packNCHWc packs W (m x c x kh x kw) for the kernels of fb blocks.
-func packNCHWc(w []float32, m, c, kh, kw, fb int) []float32 {
+// packNCHWc packs W (m x c x kh x kw) for the kernels of fb blocks of
+// output channels and bi input channels a step (16, or 1: nchwcIn1).
+func packNCHWc(w []float32, m, c, kh, kw, fb, bi int) []float32 {
 	const B = nchwcBlock
-	cb, mb := (c+B-1)/B, (m+B-1)/B
+	cb, mb := (c+bi-1)/bi, (m+B-1)/B
 	taps := kh * kw
 	groups := (mb + fb - 1) / fb
-	group := fb * cb * taps * B * B // floats per whole group
+	group := fb * cb * taps * bi * B // floats per whole group
 	out := make([]float32, groups*group)
 	for g := range groups {
 		fbg := min(fb, mb-g*fb)
@@ -187,9 +233,9 @@ func packNCHWc(w []float32, m, c, kh, kw, fb int) []float32 {
 			}
 			f, ol := o/B, o%B
 			for ci := range c {
-				b, il := ci/B, ci%B
+				b, il := ci/bi, ci%bi
 				for t := range taps {
-					dst[((((b*taps)+t)*B+il)*fbg+f)*B+ol] = w[(co*c+ci)*taps+t]
+					dst[((((b*taps)+t)*bi+il)*fbg+f)*B+ol] = w[(co*c+ci)*taps+t]
 				}
 			}
 		}
@@ -208,6 +254,7 @@ type nchwcRun struct {
 	x, y, xp, bias        []float32
 	xbuf                  []float32 // xp's memory, kept with the run
 	nw                    *nchwcWeights
+	bi                    int // input channels a block: 16, or 1 (nchwcIn1)
 	cb, mb, hp, wp, plane int
 	len, rowX, vrows      int
 	groups, rows, chunks  int
@@ -246,20 +293,21 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	}
 	defer nchwcHeld.Store(r)
 	r.p, r.x, r.y, r.nw = p, x, y, nw
-	r.cb, r.mb = (p.c+B-1)/B, (p.m+B-1)/B
+	r.bi = nw.bi
+	r.cb, r.mb = (p.c+r.bi-1)/r.bi, (p.m+B-1)/B
 	r.hp, r.wp = nchwcPadded(g)
-	r.plane = r.hp * r.wp * B
-	r.len, r.rowX, r.vrows = g.out[2], g.stride[1]*r.wp*B, g.out[1]
+	r.plane = r.hp * r.wp * r.bi
+	r.len, r.rowX, r.vrows = g.out[2], g.stride[1]*r.wp*r.bi, g.out[1]
 	if p.pointwise() {
 		P := g.outSize()
 		r.len = min(P, nchwcRowLen)
-		r.rowX, r.vrows = r.len*B, (P+r.len-1)/r.len
+		r.rowX, r.vrows = r.len*r.bi, (P+r.len-1)/r.len
 	}
 	r.groups = (r.mb + nw.fb - 1) / nw.fb
 	r.bias = grow(r.bias, r.mb*B)
 	clear(r.bias)
 	copy(r.bias, bias)
-	depth := p.c * B * nw.fb // multiply-adds per position and tap
+	depth := p.c * B * nw.fb // multiply-adds per position and tap (p.c rounded up: about)
 	if r.nw.depthwise {
 		depth = B
 	}
@@ -362,6 +410,18 @@ func (r *nchwcRun) packBlock(img, b int, dst []float32) {
 	const B = nchwcBlock
 	g, p := r.p.geo, &r.p
 	h, w, pt, pl := g.in[1], g.in[2], g.padLo[1], g.padLo[2]
+	if r.bi == 1 { // channel b's plane, padded
+		clear(dst[:pt*r.wp])
+		clear(dst[(pt+h)*r.wp:])
+		src := r.x[(img*p.c+b)*h*w:][:h*w]
+		for y := range h {
+			row := dst[(pt+y)*r.wp : (pt+y+1)*r.wp]
+			clear(row[:pl])
+			copy(row[pl:pl+w], src[y*w:])
+			clear(row[pl+w:])
+		}
+		return
+	}
 	chans := min(B, p.c-b*B)
 	if p.layout.x { // rows of 16-float pixels, the channels past C zeros
 		chans = B
@@ -447,7 +507,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	if r.nw.depthwise { // block grp of the input, its own weights
 		w = nw.w[grp*taps*B:][:taps*B]
 	} else {
-		w = nw.w[grp*nw.fb*r.cb*taps*B*B:][:fbg*r.cb*taps*B*B]
+		w = nw.w[grp*nw.fb*r.cb*taps*r.bi*B:][:fbg*r.cb*taps*r.bi*B]
 	}
 	bias := r.bias[grp*nw.fb*B:][:fbg*B]
 	// Narrow rows (under nchwcChunkRow outputs: a kernel call or two a
@@ -465,7 +525,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	rp := max(1, min(row1-row0, nchwcPassBytes/rowBytes))
 	cc := r.cb // input blocks a chunk
 	if !r.nw.depthwise {
-		cc = max(1, min(r.cb, nchwcChunkBytes/(taps*B*fbg*B*4)))
+		cc = max(1, min(r.cb, nchwcChunkBytes/(taps*r.bi*fbg*B*4)))
 	}
 	if r.len >= nchwcChunkRow {
 		cc, rp = r.cb, 1
@@ -483,7 +543,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 		*buf = grow(*buf, fbg*ldy)
 		sums = *buf
 	}
-	xs, rowStep, colStep := geo.stride[2]*B, geo.dil[1]*r.wp*B, geo.dil[2]*B
+	xs, rowStep, colStep := geo.stride[2]*r.bi, geo.dil[1]*r.wp*r.bi, geo.dil[2]*r.bi
 	xi := 0 // the input blocks
 	if r.nw.depthwise {
 		xi += grp * r.plane
@@ -494,7 +554,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 		pe := min(row1, pass+rp)
 		for c0 := 0; c0 < r.cb; c0 += cc {
 			cbs := min(cc, r.cb-c0)
-			wc := w[c0*taps*B*fbg*B:]
+			wc := w[c0*taps*r.bi*fbg*B:]
 			for row := pass; row < pe; row++ {
 				n := min(r.len, P-row*r.len)
 				xrow := x[xi+c0*r.plane+row*r.rowX:]
@@ -512,7 +572,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 					if r.nw.depthwise {
 						nchwcDwTile(sr[o*B:], xrow[o*xs:], xs, geo.k[1], geo.k[2], rowStep, colStep, w, bias, np)
 					} else {
-						nchwcTile(sr[o*B:], ldy, xrow[o*xs:], xs, r.plane, cbs, geo.k[1], geo.k[2], rowStep, colStep, wc, bias, fbg, np, c0 > 0)
+						nchwcTile(sr[o*B:], ldy, xrow[o*xs:], xs, r.plane, cbs, geo.k[1], geo.k[2], rowStep, colStep, wc, bias, fbg, np, c0 > 0, r.bi)
 					}
 					o += np
 				}
@@ -640,22 +700,22 @@ func transpose16(dst []float32, ldd int, src []float32, lds int) bool {
 // blocks b < cbs, taps (a < kh, c < kw) and channels i < 16 of
 // w[(((b*kh+a)*kw+c)*16+i)*fbg*16 + f*16 + o] *
 // x[b*cbStride + a*rowStep + c*colStep + j*xs + i], in that order.
-func nchwcTile(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool) {
+func nchwcTile(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int) {
 	const B = nchwcBlock
-	if np < 1 || np > nchwcPositions || fbg < 1 || cbs < 1 || kh < 1 || kw < 1 {
+	if np < 1 || np > nchwcPositions || fbg < 1 || cbs < 1 || kh < 1 || kw < 1 || bi != 1 && bi != B {
 		panic("onnx: nchwcTile out of its range")
 	}
 	_ = y[(fbg-1)*ldy+np*B-1]
-	_ = x[(cbs-1)*cbStride+(kh-1)*rowStep+(kw-1)*colStep+(np-1)*xs+B-1]
-	_ = w[cbs*kh*kw*B*fbg*B-1]
+	_ = x[(cbs-1)*cbStride+(kh-1)*rowStep+(kw-1)*colStep+(np-1)*xs+bi-1]
+	_ = w[cbs*kh*kw*bi*fbg*B-1]
 	_ = bias[fbg*B-1]
-	if !nchwcVector(y, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc) {
-		nchwcTileGo(y, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc)
+	if !nchwcVector(y, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi) {
+		nchwcTileGo(y, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi)
 	}
 }
 
 // nchwcTileGo is nchwcTile in plain Go.
-func nchwcTileGo(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, accumulate bool) {
+func nchwcTileGo(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, accumulate bool, bi int) {
 	const B = nchwcBlock
 	var acc [4 * nchwcPositions * B]float32
 	if fbg > 4 {
@@ -675,7 +735,7 @@ func nchwcTileGo(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 		for a := range kh {
 			for c := range kw {
 				xb := b*cbStride + a*rowStep + c*colStep
-				for i := range B {
+				for i := range bi {
 					wv := w[wi : wi+fbg*B]
 					wi += fbg * B
 					for j := range np {

@@ -15,11 +15,15 @@ var nchwcWidth = simdWidth
 
 // nchwcVector runs nchwcTile (bounds checked by the caller) on the kernel
 // of this width and reports whether there was one.
-func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool) bool {
+func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int) bool {
 	var k nchwcKernel
 	switch {
+	case nchwcWidth == 16 && fbg <= 4 && bi == 1:
+		k = nchwc512C1[fbg-1][np-1]
 	case nchwcWidth == 16 && fbg <= 4:
 		k = nchwc512[fbg-1][np-1]
+	case nchwcWidth == 8 && fbg == 1 && bi == 1:
+		k = nchwc256C1[np-1]
 	case nchwcWidth == 8 && fbg == 1:
 		k = nchwc256[np-1]
 	default:

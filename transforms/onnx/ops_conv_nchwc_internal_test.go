@@ -20,12 +20,16 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 	for _, width := range simdWidths() {
 		for fbg := 1; fbg <= nchwcGroupBlocks(width); fbg++ {
 			for np := 1; np <= nchwcPositions; np++ {
+				bi := []int{B, 1}[(np/2+fbg)%2] // 16 input channels a step, or one (NCHW planes)
 				cbs, kh, kw := 1+r.IntN(3), 1+r.IntN(3), 1+r.IntN(3)
+				if bi == 1 {
+					cbs = 1 + r.IntN(5)
+				}
 				wp := 20
-				xs, rowStep, colStep := B*(1+r.IntN(2)), wp*B*(1+r.IntN(2)), B*(1+r.IntN(2))
-				cbStride := 7 * wp * B
+				xs, rowStep, colStep := bi*(1+r.IntN(2)), wp*bi*(1+r.IntN(2)), bi*(1+r.IntN(2))
+				cbStride := 7 * wp * bi
 				x := uniform(r, cbs*cbStride)
-				w := uniform(r, cbs*kh*kw*B*fbg*B)
+				w := uniform(r, cbs*kh*kw*bi*fbg*B)
 				bias := uniform(r, fbg*B)
 				ldy := 8 * B
 				want := make([]float32, fbg*ldy)
@@ -42,15 +46,15 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 						}
 					}
 				}
-				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc)
+				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi)
 				nchwcWidth = width
-				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc)
+				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi)
 				for i := range want {
 					if math.IsNaN(float64(want[i])) {
-						require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d blocks, %d positions: written outside the tile at %d", width, fbg, np, i)
+						require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d blocks, %d positions, %d channels a step: written outside the tile at %d", width, fbg, np, bi, i)
 						continue
 					}
-					require.InDelta(t, want[i], got[i], 1e-4, "%d lanes, %d blocks, %d positions: element %d", width, fbg, np, i)
+					require.InDelta(t, want[i], got[i], 1e-4, "%d lanes, %d blocks, %d positions, %d channels a step: element %d", width, fbg, np, bi, i)
 				}
 			}
 		}
@@ -133,7 +137,7 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		cs := []int{16, 17, 32, 40}
+		cs := []int{16, 17, 32, 40, 3, 8} // 3 and 8: NCHW planes, a channel a step (nchwcIn1)
 		p := convProblem{geo: geo, n: 1 + r.IntN(5), c: cs[r.IntN(len(cs))], m: 1 + r.IntN(80), group: 1}
 		depthwise := trial%3 == 2
 		if depthwise {
@@ -156,7 +160,7 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 		if depthwise {
 			require.Equal(t, nchwcWidth != 0 && p.c >= nchwcMinChannels && geo.out[2] <= nchwcDwMaxWidth && nchwcCopyFits(p), useNCHWcDepthwise(p), "trial %d: taken?", trial)
 		} else {
-			require.Equal(t, nchwcWidth != 0 && p.c*geo.kSize() >= nchwcMinDepth && nchwcCopyFits(p), useNCHWc(p), "trial %d: taken?", trial)
+			require.Equal(t, nchwcWidth != 0 && p.c >= nchwcMinChannels && p.c*geo.kSize() >= nchwcMinDepth && nchwcCopyFits(p), useNCHWc(p), "trial %d: taken?", trial)
 		}
 		for _, width := range simdWidths() {
 			nchwcWidth = width

@@ -8,7 +8,7 @@ package onnx
 // (strides and ldy in bytes).
 type nchwcKernel func(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
-// nchwc512 are the AVX-512 kernels by blocks (fb-1) and positions (np-1).
+// nchwc512 are the AVX-512 kernels of 16 input channels a step by blocks (fb-1) and positions (np-1).
 var nchwc512 = [4][6]nchwcKernel{
 	{nchwc512F1P1, nchwc512F1P2, nchwc512F1P3, nchwc512F1P4, nchwc512F1P5, nchwc512F1P6},
 	{nchwc512F2P1, nchwc512F2P2, nchwc512F2P3, nchwc512F2P4, nchwc512F2P5, nchwc512F2P6},
@@ -16,8 +16,19 @@ var nchwc512 = [4][6]nchwcKernel{
 	{nchwc512F4P1, nchwc512F4P2, nchwc512F4P3, nchwc512F4P4, nchwc512F4P5, nchwc512F4P6},
 }
 
-// nchwc256 are the AVX2 kernels (one block) by positions (np-1).
+// nchwc256 are the AVX2 kernels (one block) of 16 input channels a step by positions (np-1).
 var nchwc256 = [6]nchwcKernel{nchwc256P1, nchwc256P2, nchwc256P3, nchwc256P4, nchwc256P5, nchwc256P6}
+
+// nchwc512C1 are the AVX-512 kernels of 1 input channels a step by blocks (fb-1) and positions (np-1).
+var nchwc512C1 = [4][6]nchwcKernel{
+	{nchwc512F1P1C1, nchwc512F1P2C1, nchwc512F1P3C1, nchwc512F1P4C1, nchwc512F1P5C1, nchwc512F1P6C1},
+	{nchwc512F2P1C1, nchwc512F2P2C1, nchwc512F2P3C1, nchwc512F2P4C1, nchwc512F2P5C1, nchwc512F2P6C1},
+	{nchwc512F3P1C1, nchwc512F3P2C1, nchwc512F3P3C1, nchwc512F3P4C1, nchwc512F3P5C1, nchwc512F3P6C1},
+	{nchwc512F4P1C1, nchwc512F4P2C1, nchwc512F4P3C1, nchwc512F4P4C1, nchwc512F4P5C1, nchwc512F4P6C1},
+}
+
+// nchwc256C1 are the AVX2 kernels (one block) of 1 input channels a step by positions (np-1).
+var nchwc256C1 = [6]nchwcKernel{nchwc256P1C1, nchwc256P2C1, nchwc256P3C1, nchwc256P4C1, nchwc256P5C1, nchwc256P6C1}
 
 // nchwcDwKernel is the signature of the depthwise kernels (strides in
 // bytes).
@@ -118,6 +129,96 @@ func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, 
 
 //go:noescape
 func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F4P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F4P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F4P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F4P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F4P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F4P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc256P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc256P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc256P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc256P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc256P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc256P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
 func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)

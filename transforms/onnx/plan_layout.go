@@ -43,7 +43,8 @@ var nchwcForce = false
 // nchwcCan reports whether the blocked kernel computes the float32
 // convolution p where the plan lays out its input or output in blocks:
 // one group or depthwise, two spatial axes at most, channels enough to
-// fill blocks (nchwcMinChannels), a padded copy that fits (nchwcCopyFits).
+// fill blocks (nchwcMinChannels), a padded copy that fits (nchwcCopyFits);
+// or of fewer channels, NCHW in (useNCHWcIn1).
 // That is more than the run takes the blocked kernel for on NCHW values
 // (useNCHWc, useNCHWcDepthwise: they count the copies in and out of the
 // layout): a 1x1
@@ -56,8 +57,11 @@ var nchwcForce = false
 // efficientnet_b0 at batch 8 206 -> 178 ms.
 func nchwcCan(p convProblem) bool {
 	g := p.geo
-	if nchwcWidth == 0 || p.n == 0 || p.m == 0 || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 || p.c < nchwcMinChannels {
+	if nchwcWidth == 0 || p.n == 0 || p.m == 0 || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
 		return false
+	}
+	if p.c < nchwcMinChannels { // NCHW in, a channel a step
+		return useNCHWcIn1(p)
 	}
 	return (p.group == 1 || p.c == p.group && p.m == p.group) && nchwcCopyFits(p)
 }
@@ -126,13 +130,14 @@ type layoutStep struct {
 	role int
 	c    *conv
 	ep   *epilogue
-	x    int // layoutScale: the input scaled (0 or 1)
+	in1  bool // layoutConv: X is read NCHW, a channel a step (nchwcIn1)
+	x    int  // layoutScale: the input scaled (0 or 1)
 }
 
 // layoutOf returns step s's part in the layout.
 func (p *Plan) layoutOf(s pstep) layoutStep {
 	if c, ep := p.blockedStep(s); c != nil {
-		return layoutStep{role: layoutConv, c: c, ep: ep}
+		return layoutStep{role: layoutConv, c: c, ep: ep, in1: p.vals[s.in[0]].meta.Shape[1] < nchwcMinChannels}
 	}
 	if len(s.out) != 1 || s.out[0] < 0 || p.vals[s.out[0]].meta.Type != nd.Float32 {
 		return layoutStep{}
@@ -182,7 +187,8 @@ func (p *Plan) layout() {
 	}
 	// asIs[id]: value id is not an output of the plan, a step reads it,
 	// and every step that reads it takes it as it is, blocked or NCHW: a
-	// blocked convolution as its X or residual, GlobalAveragePool, or a
+	// blocked convolution as its X (but one of fewer channels than a
+	// block, which reads NCHW planes) or residual, GlobalAveragePool, or a
 	// scale the values it scales where its own output is such a value.
 	const unread, yes, no = 0, 1, 2
 	asIs := make([]int8, len(p.vals))
@@ -198,7 +204,7 @@ func (p *Plan) layout() {
 			ok := false
 			switch r.role {
 			case layoutConv:
-				ok = slot == 0 || slot == 3
+				ok = slot == 0 && !r.in1 || slot == 3
 			case layoutMean:
 				ok = slot == 0
 			case layoutScale:
