@@ -120,17 +120,24 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 			nchwcTasks = 0
 		}
 		var in, k, s, d, pads []int
-		for range 2 {
+		axes := 2
+		if trial%7 == 3 { // a 1-D convolution (rows of one pixel high)
+			axes = 1
+		}
+		for range axes {
 			in = append(in, 1+r.IntN(14+26*(trial%2))) // rows of 16 pixels and more
 			k = append(k, 1+r.IntN(4))
 			s = append(s, 1+r.IntN(3))
 			d = append(d, 1+r.IntN(2))
 		}
-		for range 4 {
+		for range 2 * axes {
 			pads = append(pads, r.IntN(5))
 		}
 		if trial%5 == 0 { // pointwise
-			k, s, d, pads = []int{1, 1}, []int{1, 1}, []int{1, 1}, []int{0, 0, 0, 0}
+			k, s, d, pads = k[:0], s[:0], d[:0], pads[:0]
+			for range axes {
+				k, s, d, pads = append(k, 1), append(s, 1), append(d, 1), append(pads, 0, 0)
+			}
 		}
 		w := window{strides: s, dilations: d, pads: pads, autoPad: "NOTSET"}
 		geo, err := w.geometry(in, k)
