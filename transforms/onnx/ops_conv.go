@@ -137,30 +137,6 @@ func (c *conv) Infer(in []Meta) ([]Meta, error) {
 
 func (c *conv) Run(in, out []nd.Array) error { return c.run(in, out, nil, nil) }
 
-// runBlocked computes the convolution of in (X, W, B) into out by the
-// blocked kernel with X, Y and z in the layouts the plan chose
-// (plan_layout.go). The plan chose them for a float32 convolution that
-// the blocked kernel computes (nchwcCan).
-func (c *conv) runBlocked(in, out []nd.Array, ep *epilogue, z []float32, layout convLayout) error {
-	x, w, b := in[0], in[1], arrayAt(in, 2)
-	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
-	if err != nil {
-		return err
-	}
-	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group, ep: ep, z: z, layout: layout}
-	if x.Type != nd.Float32 || w.Type != nd.Float32 || p.c == 0 {
-		return fmt.Errorf("onnx: a blocked layout for a %v Conv of %d channels", x.Type, p.c)
-	}
-	xs, ys, ws := rawFloats(x), rawFloats(out[0]), nd.MustAs[float32](w)
-	bs := asOr[float32](b)
-	if p.c == p.group && p.m == p.group && p.group > 1 {
-		convNCHWc(p, xs, c.nchwcDwWeightsOf(ws, p), bs, ys)
-	} else {
-		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
-	}
-	return nil
-}
-
 // rawFloats is a's data as float32s, all of it: a blocked value's data is
 // longer than its NCHW shape (blockedSize).
 func rawFloats(a nd.Array) []float32 {
@@ -171,12 +147,26 @@ func rawFloats(a nd.Array) []float32 {
 // then through ep (nil: none) with z its residual (nil: none; float32,
 // Y's shape), in the task that wrote it, while it is in cache.
 func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
+	return c.runIn(in, out, ep, z, convLayout{})
+}
+
+// runIn is run with X, Y and z in the layouts the plan chose
+// (plan_layout.go): a layout other than NCHW's is the plan's for a float32
+// convolution that the blocked kernel computes (nchwcCan), and runs on it.
+func (c *conv) runIn(in, out []nd.Array, ep *epilogue, z []float32, layout convLayout) error {
 	x, w, b, y := in[0], in[1], arrayAt(in, 2), out[0]
 	geo, err := c.shapes(x.Shape, w.Shape, b.Shape, b.Type != nd.Undefined)
 	if err != nil {
 		return err
 	}
-	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group, ep: ep, z: z}
+	p := convProblem{geo: geo, n: x.Shape[0], c: x.Shape[1], m: w.Shape[0], group: c.group, ep: ep, z: z, layout: layout}
+	if layout != (convLayout{}) {
+		if x.Type != nd.Float32 || w.Type != nd.Float32 || p.c == 0 {
+			return fmt.Errorf("onnx: a blocked layout for a %v Conv of %d channels", x.Type, p.c)
+		}
+		c.blocked(p, rawFloats(x), nd.MustAs[float32](w), asOr[float32](b), rawFloats(y))
+		return nil
+	}
 	if x.Type == nd.Float64 {
 		convDirect(p, nd.MustAs[float64](x), nd.MustAs[float64](w), asOr[float64](b), nd.MustAs[float64](y))
 		return nil
@@ -187,22 +177,30 @@ func (c *conv) run(in, out []nd.Array, ep *epilogue, z []float32) error {
 	case p.c == 0 || len(ys) == 0: // no input channels: the bias alone
 		convBiasOnly(ys, bs, p.m, geo.outSize())
 		ep.applyAll(ys, z)
-	case useNCHWcDepthwise(p), nchwcForce && nchwcCan(p) && p.group > 1:
-		convNCHWc(p, xs, c.nchwcDwWeightsOf(ws, p), bs, ys)
-	case nchwcForce && nchwcCan(p), useNCHWcIn1(p):
-		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
+	case useNCHWcDepthwise(p), useNCHWcIn1(p), nchwcForce && nchwcCan(p):
+		c.blocked(p, xs, ws, bs, ys)
 	case p.c/p.group == 1 && p.group > 1:
 		convDepthwise(p, xs, ws, bs, ys)
 	case useFlat(p):
 		convFlat(p, xs, c.flatWeightsOf(ws, p), bs, ys)
 	case useNCHWc(p):
-		convNCHWc(p, xs, c.nchwcWeightsOf(ws, p), bs, ys)
+		c.blocked(p, xs, ws, bs, ys)
 	case convByRows(p):
 		convGemmRows(p, xs, ws, c.rowWeights(w, p), bs, ys)
 	default:
 		convGemm(p, xs, c.weights(w, p), bs, ys)
 	}
 	return nil
+}
+
+// blocked computes p by the blocked kernel (convNCHWc), W packed for it:
+// depthwise (one channel a group) or not.
+func (c *conv) blocked(p convProblem, x, w, bias, y []float32) {
+	if p.c == p.group && p.m == p.group && p.group > 1 {
+		convNCHWc(p, x, c.nchwcDwWeightsOf(w, p), bias, y)
+		return
+	}
+	convNCHWc(p, x, c.nchwcWeightsOf(w, p), bias, y)
 }
 
 // convBiasOnly writes each output plane (m of them per image, size

@@ -307,7 +307,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.bias = grow(r.bias, r.mb*B)
 	clear(r.bias)
 	copy(r.bias, bias)
-	depth := p.c * B * nw.fb // multiply-adds per position and tap (p.c rounded up: about)
+	depth := p.c * B * nw.fb // multiply-adds per position and tap
 	if r.nw.depthwise {
 		depth = B
 	}

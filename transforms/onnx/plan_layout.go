@@ -298,7 +298,7 @@ func (k *nchwcConv) Run(in, out []nd.Array) error {
 	if k.ep != nil && k.ep.residual {
 		z = rawFloats(in[3])
 	}
-	return k.conv.runBlocked(in[:min(3, len(in))], out, k.ep, z, k.layout)
+	return k.conv.runIn(in[:min(3, len(in))], out, k.ep, z, k.layout)
 }
 
 // nchwcReorder is the kernel of a reorder step: its one input, NCHW,

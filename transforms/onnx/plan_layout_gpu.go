@@ -1,7 +1,5 @@
 package onnx
 
-import "github.com/beamgpu/beamgpu/transforms/nd"
-
 // The device's form of the plan's blocked layout (plan_layout.go): every
 // value on the device is NCHW, so a blocked convolution launches the Conv
 // it replaces and a reorder is a copy.
@@ -30,20 +28,6 @@ func (nchwcReorder) Launch(d *Device, in, out []DevArray) error {
 	if n := out[0].Bytes(); n > 0 {
 		return d.Call.CopyDevice(out[0].Ptr, in[0].Ptr, n)
 	}
-	return nil
-}
-
-// nchw is the reorder in NCHW: the copy its launch makes.
-func (nchwcReorder) nchw() Kernel { return copyKernel{} }
-
-// copyKernel copies its input to its output.
-type copyKernel struct{}
-
-func (copyKernel) Infer(in []Meta) ([]Meta, error) {
-	return []Meta{{Type: in[0].Type, Shape: in[0].Shape}}, nil
-}
-func (copyKernel) Run(in, out []nd.Array) error {
-	copy(out[0].Data, in[0].Data)
 	return nil
 }
 
