@@ -33,15 +33,33 @@ type kernel struct {
 	run func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int)
 	// short, where not nil, is a kernel of fewer rows that reads B's
 	// panels as this one packs them (the same nr and kcMax), for products
-	// of few rows (forRows).
-	short *kernel
+	// of few rows; narrow, a kernel of fewer columns (the same kcMax), for
+	// products of few columns from B packed for it (forShape).
+	short, narrow *kernel
 }
 
-// forRows is the kernel for a product of m rows: short where the rows
-// rounded up to its tiles are under 85% of them rounded up to k's (16
-// rows: two tiles of 8, not 28 rows of 14-row tiles, half padding), else
-// k. Every kernel sums each element in the same order, so the choice
-// does not change the bits.
+// forShape is the kernel for an m x n product: short or narrow where its
+// tiles cover the product with under 85% of this one's padded area (16
+// rows: two tiles of 8, not 28 rows of 14-row tiles, half padding; 16
+// columns: one 16-wide tile, not half of a 32-wide one), the smaller of
+// the two where both do, else k. Every kernel sums each element in the
+// same order, so the choice does not change the bits.
+func (k *kernel) forShape(m, n int) *kernel {
+	best, area := k, roundUp(m, k.mr)*roundUp(n, k.nr)
+	limit := 85 * area
+	for _, s := range []*kernel{k.short, k.narrow} {
+		if s == nil {
+			continue
+		}
+		if a := roundUp(m, s.mr) * roundUp(n, s.nr); 100*a < limit && a < area {
+			best, area = s, a
+		}
+	}
+	return best
+}
+
+// forRows is the kernel for a product of m rows from B packed for k: short
+// where forShape would take it, else k.
 func (k *kernel) forRows(m int) *kernel {
 	if s := k.short; s != nil && 100*roundUp(m, s.mr) < 85*roundUp(m, k.mr) {
 		return s
@@ -94,7 +112,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // already run one product per core). The result is the same bits whatever
 // workers is.
 func SgemmWorkers(workers int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best().forRows(m)}
+	p := problem{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, kern: best().forShape(m, n)}
 	p.check()
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -382,17 +400,15 @@ func packPanels(dst, x []float32, ld int, stepMajor bool, i0, n, pc, kc, w int) 
 		panel := dst[q*kc : (q+w)*kc]
 		lines := min(w, n-q)
 		if stepMajor { // w consecutive values a step
-			for p := range kc {
-				src := x[(pc+p)*ld+i0+q:]
-				d := panel[p*w : p*w+w]
-				copy(d, src[:lines])
-				clear(d[lines:])
-			}
+			packSteps(panel, x[pc*ld+i0+q:], ld, kc, lines, w)
 			continue
 		}
 		// Whole blocks of 16 steps transposed in registers where there is
 		// a kernel, the rest value by value.
 		done := packRows(panel, x[(i0+q)*ld+pc:], ld, kc, lines, w)
+		if done == kc {
+			continue
+		}
 		for r := range lines {
 			src := x[(i0+q+r)*ld+pc:]
 			src = src[done:kc]
@@ -404,6 +420,29 @@ func packPanels(dst, x []float32, ld int, stepMajor bool, i0, n, pc, kc, w int) 
 			for p := done; p < kc; p++ {
 				panel[p*w+r] = 0
 			}
+		}
+	}
+}
+
+// packSteps copies the first lines values of kc steps of x (step p at
+// x[p*ld:]) into a panel of w values a step, zeros past lines. Full panels
+// of 16 and 32 (the AVX-512 kernels') are copied as arrays, which the
+// compiler moves in vector registers rather than calling memmove.
+func packSteps(panel, x []float32, ld, kc, lines, w int) {
+	switch {
+	case lines == 16 && w == 16:
+		for p := range kc {
+			*(*[16]float32)(panel[p*16:]) = *(*[16]float32)(x[p*ld:])
+		}
+	case lines == 32 && w == 32:
+		for p := range kc {
+			*(*[32]float32)(panel[p*32:]) = *(*[32]float32)(x[p*ld:])
+		}
+	default:
+		for p := range kc {
+			d := panel[p*w : p*w+w]
+			copy(d, x[p*ld:p*ld+lines])
+			clear(d[lines:])
 		}
 	}
 }

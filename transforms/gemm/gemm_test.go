@@ -347,13 +347,13 @@ func TestShortKernelForFewRows(t *testing.T) {
 }
 
 // packPanels of a row-major A gives the same panels with and without the
-// vector transpose (packRows), for panel widths 1 to 16, ragged last
+// vector transpose (packRows), for panel widths 1 to 32, ragged last
 // panels, steps not a multiple of 16, and offsets into A.
 func TestPackRowsEqualsLoop(t *testing.T) {
 	saved := packRowsVector
 	defer func() { packRowsVector = saved }()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, w := range []int{1, 4, 6, 8, 14, 16} {
+	for _, w := range []int{1, 4, 6, 8, 14, 16, 17, 24, 32} {
 		for _, kc := range []int{1, 15, 16, 33, 200} {
 			m, k, ld := 2*w+3, kc+5, kc+9
 			x := randSlice(r, m*ld)
@@ -368,6 +368,40 @@ func TestPackRowsEqualsLoop(t *testing.T) {
 			}
 			packPanels(got, x, ld, false, 0, m, 2, kc, w)
 			require.Equal(t, want, got, "w %d kc %d k %d", w, kc, k)
+		}
+	}
+}
+
+// A product of few columns takes the narrow kernel where there is one (16
+// columns: one 16-wide tile, not half of a 32-wide one), a wide one the
+// long kernel, and either gives the long kernel's bits, B transposed or
+// not, k over one block or several.
+func TestNarrowKernelForFewColumns(t *testing.T) {
+	long := best()
+	if long.narrow == nil {
+		t.Skipf("kernel %s has no narrow sibling on this machine", long.name)
+	}
+	require.Same(t, long.narrow, long.forShape(64, 16))
+	require.Same(t, long.narrow, long.forShape(16, 16))
+	require.Same(t, long.narrow, long.forShape(1000, 8))
+	require.Same(t, long, long.forShape(64, 64))
+	require.Same(t, long, long.forShape(1000, 1000))
+	require.Same(t, long.short, long.forShape(16, 64))
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 5, 16, 17} {
+		for _, k := range []int{16, 31, 2*long.kcMax + 5} {
+			for _, transB := range []bool{false, true} {
+				m := 37
+				a, b := randSlice(r, m*k), randSlice(r, k*n)
+				ldb := n
+				if transB {
+					ldb = k
+				}
+				want, got := make([]float32, m*n), make([]float32, m*n)
+				sgemmWith(long, 1, false, transB, m, n, k, 1, a, k, b, ldb, 0, want, n)
+				Sgemm(false, transB, m, n, k, 1, a, k, b, ldb, 0, got, n)
+				require.Equal(t, want, got, "n %d k %d transB %v", n, k, transB)
+			}
 		}
 	}
 }

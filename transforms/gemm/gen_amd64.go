@@ -42,6 +42,7 @@ type kernel struct {
 var kernels = []kernel{
 	{name: "kernel14x32AVX512", isa: "AVX-512F", mr: 14, nr: 32, w: 16, reg: "Z", zero: "VPXORD", unroll: 4},
 	{name: "kernel8x32AVX512", isa: "AVX-512F", mr: 8, nr: 32, w: 16, reg: "Z", zero: "VPXORD", unroll: 4},
+	{name: "kernel16x16AVX512", isa: "AVX-512F", mr: 16, nr: 16, w: 16, reg: "Z", zero: "VPXORD", unroll: 4},
 	{name: "kernel6x16AVX2", isa: "AVX2 and FMA", mr: 6, nr: 16, w: 8, reg: "Y", zero: "VXORPS", unroll: 4},
 }
 

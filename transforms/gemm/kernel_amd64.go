@@ -19,6 +19,9 @@ func kernel14x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, f
 func kernel8x32AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
 
 //go:noescape
+func kernel16x16AVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
+
+//go:noescape
 func kernel6x16AVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32, flags int)
 
 //go:noescape
@@ -79,8 +82,18 @@ func init() {
 				kernel8x32AVX512(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha, beta, flags)
 			},
 		}
-		kernels = append(kernels, short, &kernel{
-			name: "avx512", mr: 14, nr: 32, kcMax: 384, mc: 2016, nc: 384, short: short,
+		// The 16-column kernel takes products of few columns (a 16-wide
+		// attention head's, 16 keys' scores), which would fill half of
+		// each 32-wide tile and be written through the partial tiles' loop.
+		narrow := &kernel{
+			name: "avx512n16", mr: 16, nr: 16, kcMax: 384, mc: 2016, nc: 384,
+			run: func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int) {
+				_, _ = a[16*kc-1], b[16*kc-1]
+				kernel16x16AVX512(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha, beta, flags)
+			},
+		}
+		kernels = append(kernels, short, narrow, &kernel{
+			name: "avx512", mr: 14, nr: 32, kcMax: 384, mc: 2016, nc: 384, short: short, narrow: narrow,
 			run: func(kc int, a, b, c []float32, ldc int, alpha, beta float32, flags int) {
 				_, _ = a[14*kc-1], b[32*kc-1]
 				kernel14x32AVX512(kc, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, alpha, beta, flags)

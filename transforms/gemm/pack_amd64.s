@@ -2,22 +2,23 @@
 
 #include "textflag.h"
 
-// func packRowsAVX512(dst, src *float32, ldb, steps, lines, w int)
+// func packRowsAVX512(dst, src *float32, ldb, steps, lines, w, stride int)
 //
 // Packs the rows of a row-major A into a micro-panel of w <= 16 rows:
-// dst[p*w + r] = src[r*ld + p] (ldb = ld in bytes) for p < steps (a
-// multiple of 16) and r < lines, 0 for lines <= r < w. 16 steps at a
-// time: the 16 rows' 16 values loaded (rows past lines zero), transposed
-// in registers (unpack by 32 then 64 bits, then 128-bit lanes shuffled),
-// each step's w values stored under a mask.
-TEXT ·packRowsAVX512(SB), NOSPLIT, $0-48
+// dst[p*stride + r] = src[r*ld + p] (ldb = ld in bytes) for p < steps (a
+// multiple of 16) and r < lines, 0 for lines <= r < w (every row when lines
+// is 0: src is not read). 16 steps at a time: the 16 rows' 16 values loaded
+// (rows past lines zero), transposed in registers (unpack by 32 then 64
+// bits, then 128-bit lanes shuffled), each step's w values stored under a
+// mask, stride floats after the last step's (a panel of 32 rows packs its
+// halves with two calls).
+TEXT ·packRowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ ldb+16(FP), BX
 	MOVQ steps+24(FP), CX
 	MOVQ lines+32(FP), DX
 	MOVQ w+40(FP), R9
-	MOVQ $1, AX
 	MOVQ CX, R13 // steps
 	MOVQ R9, CX
 	MOVL $1, AX
@@ -25,6 +26,7 @@ TEXT ·packRowsAVX512(SB), NOSPLIT, $0-48
 	DECL AX
 	KMOVW AX, K1 // the w lanes of a step
 	MOVQ R13, CX
+	MOVQ stride+48(FP), R9
 	SHLQ $2, R9  // a step's bytes in dst
 	MOVQ R9, R11
 	SHLQ $2, R11 // four steps' bytes
@@ -33,6 +35,8 @@ prloop:
 	CMPQ CX, $16
 	JLT prdone
 	MOVQ SI, R8
+	CMPQ DX, $0
+	JLE przero0
 	VMOVUPS (R8), Z0
 	CMPQ DX, $1
 	JLE przero1
@@ -95,6 +99,8 @@ prloop:
 	ADDQ BX, R8
 	VMOVUPS (R8), Z15
 	JMP prtranspose
+przero0:
+	VPXORD Z0, Z0, Z0
 przero1:
 	VPXORD Z1, Z1, Z1
 przero2:
