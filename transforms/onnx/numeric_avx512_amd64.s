@@ -9,24 +9,9 @@
 // interleaved (a vector's chain of dependent operations is long: one alone
 // leaves the core waiting), then one.
 
-// Rows of tanhTab16 (numeric_amd64.go): tanhTab's, 16 copies each (64 bytes).
-#define Z_LOG2E 0(R8)
-#define Z_ROUND 64(R8)
-#define Z_LN2HI 128(R8)
-#define Z_LN2LO 192(R8)
-#define Z_C5040 256(R8)
-#define Z_C720 320(R8)
-#define Z_C120 384(R8)
-#define Z_C24 448(R8)
-#define Z_C6 512(R8)
-#define Z_C2 576(R8)
-#define Z_ONE 640(R8)
-#define Z_HI 704(R8)
-#define Z_LOWNORM 768(R8)
-#define Z_ZEROBELOW 832(R8)
-#define Z_TWOM64 896(R8)
-#define Z_BIAS 960(R8)
-#define Z_BIASLOW 1024(R8)
+#include "expf_avx512_amd64.h"
+
+// tanhf's rows of tanhTab16, after expf's (expf_avx512_amd64.h).
 #define Z_TEN 1088(R8)
 #define Z_SMALL 1152(R8)
 #define Z_MTWO 1216(R8)
@@ -430,44 +415,7 @@ g16done:
 // the same float32 operations in the same order, masks in place of blends,
 // so each lane's bits are sigmoidInto's (and siluInPlace's). Two vectors a
 // step, their instructions interleaved (the chain of one is long), then
-// one. Rows of tanhTab16 (expf's, at the Z_ offsets above).
-
-// EXP512(x, e, r, n, p, t, s, k1, k2) computes expf of x (<= 88, not NaN)
-// into p, 16 lanes, as numeric_amd64.s's EXPF: e, r, n, t, s scratch.
-#define EXP512(x, e, r, n, p, t, s, k1, k2) \
-	VMULPS Z_LOG2E, x, e \
-	VADDPS Z_ROUND, e, e \
-	VSUBPS Z_ROUND, e, n \
-	VMULPS Z_LN2HI, n, r \
-	VSUBPS r, x, r \
-	VMULPS Z_LN2LO, n, p \
-	VSUBPS p, r, r \
-	VMULPS Z_C5040, r, p \
-	VADDPS Z_C720, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C120, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C24, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C6, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C2, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_ONE, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_ONE, p, p \
-	VCMPPS $1, Z_LOWNORM, x, k1 \
-	VMOVUPS Z_BIAS, t \
-	VMOVUPS Z_BIASLOW, k1, t \
-	VPSUBD t, e, t \
-	VPSLLD $23, t, t \
-	VMULPS t, p, p \
-	VMOVUPS Z_ONE, s \
-	VMOVUPS Z_TWOM64, k1, s \
-	VMULPS s, p, p \
-	VCMPPS $1, Z_ZEROBELOW, x, k2 \
-	KNOTW k2, k2 \
-	VMOVAPS.Z p, k2, p
+// one. Rows of tanhTab16 (expf's: expf_avx512_amd64.h), EXP512 for expf.
 
 // func sigmoidAVX512(y, x *float32, n int, tab *[25][16]float32, silu int) int
 //

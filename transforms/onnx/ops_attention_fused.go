@@ -280,11 +280,8 @@ func (r *attentionRun) task(t int) {
 	rows := min(block, m-i0)
 	s := (*buf)[:rows*n]
 	gemm.SgemmWorkers(1, q.trans, kt.trans, rows, n, d, 1, q.at(b, i0), q.ld, kt.at(b, 0), kt.ld, 0, s, n)
-	for i := range rows {
-		row := s[i*n : (i+1)*n]
-		r.k.finishRow(row, r.c, r.mask, ap.maskBase, b, i0+i, ap.rowStride, ap.colStride)
-		softmaxRow(row, row, false)
-	}
+	r.k.finishRows(s, n, r.c, r.mask, ap.maskBase, b, i0, ap.rowStride, ap.colStride)
+	softmaxRows(s, s, n, false)
 	yb := y.at(b, i0)
 	if n == 0 {
 		for i := range rows {
@@ -295,29 +292,34 @@ func (r *attentionRun) task(t int) {
 	gemm.SgemmWorkers(1, false, v.trans, rows, dv, n, 1, s, n, v.at(b, 0), v.ld, 0, yb, y.ld)
 }
 
-// finishRow scales and masks one row of scores (query row i of batch b),
-// each as the operator it replaces computes it.
-func (k *fusedAttention) finishRow(row []float32, c float32, mask []float32, maskBase []int, b, i, rowStride, colStride int) {
+// finishRows scales and masks the scores s, rows of n from query row i0
+// of batch b on, each value as the operators it replaces compute it: the
+// scale over the block at once, then the mask row by row.
+func (k *fusedAttention) finishRows(s []float32, n int, c float32, mask []float32, maskBase []int, b, i0, rowStride, colStride int) {
 	if k.scale != nil {
 		switch {
 		case k.scale.op == ewDiv:
-			for j := scaleVecF32(row, c, true); j < len(row); j++ {
-				row[j] /= c
+			for j := scaleVecF32(s, c, true); j < len(s); j++ {
+				s[j] /= c
 			}
 		default: // Mul, either order (the products are the same)
-			for j := scaleVecF32(row, c, false); j < len(row); j++ {
-				row[j] *= c
+			for j := scaleVecF32(s, c, false); j < len(s); j++ {
+				s[j] *= c
 			}
 		}
 	}
-	if mask != nil {
-		off := maskBase[b] + i*rowStride
+	if mask == nil || n == 0 {
+		return
+	}
+	for i := range len(s) / n {
+		row := s[i*n : (i+1)*n]
+		off := maskBase[b] + (i0+i)*rowStride
 		if colStride == 1 {
-			m := mask[off : off+len(row)]
-			for j := addVec(row, m); j < len(row); j++ {
+			m := mask[off : off+n]
+			for j := addVec(row, m); j < n; j++ {
 				row[j] += m[j]
 			}
-			return
+			continue
 		}
 		for j := range row {
 			row[j] += mask[off+j*colStride]

@@ -627,3 +627,56 @@ func TestScaleVec(t *testing.T) {
 		}
 	}
 }
+
+// Softmaxes of many float32 rows at one call of the AVX-512 kernel
+// (softmaxRows) are softmaxRowF32's of each row bit for bit, in place or
+// not: rows of 1 to 40 values and of 64, 128 and 197 (the tail of each
+// under a mask, sum4's order over the last n%8), with rows that hold a NaN,
+// +Inf, -Inf (a masked key), only -Inf (a fully masked row), values far
+// below the largest (expf's small and zero results), which the kernel
+// leaves to softmaxRowF32 or computes; and without the kernel the same.
+func TestSoftmaxRowsEqualsRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(87, 88))
+	saved := softmaxRowsWide
+	defer func() { softmaxRowsWide = saved }()
+	lengths := []int{64, 128, 197}
+	for n := 1; n <= 40; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		rows := 9
+		x := make([]float32, rows*n)
+		for i := range x {
+			x[i] = float32(4 * r.NormFloat64())
+		}
+		row := func(i int) []float32 { return x[i*n : (i+1)*n] }
+		row(1)[r.IntN(n)] = float32(math.NaN())
+		row(2)[r.IntN(n)] = float32(math.Inf(1))
+		row(3)[r.IntN(n)] = float32(math.Inf(-1))
+		for j := range row(4) {
+			row(4)[j] = float32(math.Inf(-1))
+		}
+		for j := range row(5) {
+			row(5)[j] = float32(r.NormFloat64() * 60) // expf near and past its underflow
+		}
+		want := make([]float32, len(x))
+		for i := range rows {
+			softmaxRowF32(row(i), want[i*n:(i+1)*n])
+		}
+		for _, wide := range []bool{true, false} {
+			softmaxRowsWide = wide && saved
+			got := make([]float32, len(x))
+			softmaxRows(x, got, n, false)
+			inPlace := append([]float32(nil), x...)
+			softmaxRows(inPlace, inPlace, n, false)
+			for j := range want {
+				require.Equal(t, math.Float32bits(want[j]), math.Float32bits(got[j]), "n %d, kernel %v: row %d element %d", n, softmaxRowsWide, j/n, j%n)
+				require.Equal(t, math.Float32bits(want[j]), math.Float32bits(inPlace[j]), "n %d, kernel %v, in place: row %d element %d", n, softmaxRowsWide, j/n, j%n)
+			}
+		}
+		softmaxRowsWide = saved
+		if saved { // the kernel's own count: it stops before the NaN row
+			require.Equal(t, 1, softmaxRowsVec(x, make([]float32, len(x)), n), "n %d", n)
+		}
+	}
+}

@@ -106,9 +106,7 @@ func softmax[T floatElem](x, y []T, outer, n, inner int, log bool) {
 	}
 	if inner == 1 {
 		parallel.For(outer, 12*n, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				softmaxRow(x[r*n:(r+1)*n], y[r*n:(r+1)*n], log)
-			}
+			softmaxRows(x[lo*n:hi*n], y[lo*n:hi*n], n, log)
 		})
 		return
 	}
@@ -126,6 +124,31 @@ func softmax[T floatElem](x, y []T, outer, n, inner int, log bool) {
 			softmaxCols(xb, yb, n, inner, j0, j1, m[:j1-j0], s[:j1-j0], log)
 		}
 	})
+}
+
+// softmaxRows computes the softmaxes of x's rows of n values, into y's:
+// float32 rows (not the log form) many at a call of the vector kernel
+// where there is one, each as softmaxRowF32 computes it.
+func softmaxRows[T floatElem](x, y []T, n int, log bool) {
+	if n == 0 {
+		return
+	}
+	if x32, ok := asF32(x); ok && !log {
+		y32, _ := asF32(y)
+		for len(x32) >= n {
+			done := softmaxRowsVec(x32, y32, n) * n
+			x32, y32 = x32[done:], y32[done:]
+			if len(x32) < n {
+				return
+			}
+			softmaxRowF32(x32[:n], y32[:n]) // a row the kernel leaves: NaN or infinite
+			x32, y32 = x32[n:], y32[n:]
+		}
+		return
+	}
+	for r := 0; r+n <= len(x); r += n {
+		softmaxRow(x[r:r+n], y[r:r+n], log)
+	}
 }
 
 // softmaxRow is the softmax of the contiguous x, into y.

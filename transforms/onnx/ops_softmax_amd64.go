@@ -15,6 +15,27 @@ func maxAVX2(x *float32, n int) (m float32, nan bool)
 //go:noescape
 func scaleAVX2(y *float32, n int, c float32, div bool)
 
+//go:noescape
+func softmaxRowsAVX512(x, y *float32, rows, n int, tab *[25][16]float32) int
+
+// softmaxRowsWide reports whether softmaxRowsVec has its kernel here
+// (AVX-512; a variable for the tests).
+var softmaxRowsWide = simdWidth == 16
+
+// softmaxRowsVec computes softmaxRowF32 of x's rows of n values into y's,
+// all of them at one call (rows of a few vectors, an attention head's
+// scores, spent more on four calls a row than on their values), and
+// returns how many rows it did: it stops before the first that holds a
+// NaN or whose largest value is infinite (0 without the kernel).
+func softmaxRowsVec(x, y []float32, n int) int {
+	rows := len(x) / n
+	if !softmaxRowsWide || rows == 0 {
+		return 0
+	}
+	_ = y[rows*n-1]
+	return softmaxRowsAVX512(unsafe.SliceData(x), unsafe.SliceData(y), rows, n, &tanhTab16)
+}
+
 // softmaxWidth is the lanes of the kernels (8) wherever AVX2 is; a
 // variable for the tests.
 var softmaxWidth = min(simdWidth, 8)
