@@ -140,7 +140,7 @@ func runStrided(dst, src []byte, size int, c strided) {
 		case 2:
 			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint16])
 		case 4:
-			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint32])
+			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles32)
 		default:
 			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint64])
 		}
@@ -243,6 +243,60 @@ func transposeTiles[E word](e *elemsArgs, lo, hi int) {
 			}
 		}
 	})
+}
+
+// transposeTiles32 is transposeTiles of 4-byte elements: each tile's
+// whole 16 x 16 blocks transposed in vector registers where there is a
+// kernel (transpose16, the blocked convolution's), the rest element by
+// element.
+func transposeTiles32(e *elemsArgs, lo, hi int) {
+	if nchwcWidth == 0 {
+		transposeTiles[uint32](e, lo, hi)
+		return
+	}
+	dst, src, c, a := floatWords(e.dst), floatWords(e.src), e.c, e.a
+	k := len(c.shape) - 1
+	na, nb := c.shape[a], c.shape[k]
+	da, sb := c.dstSt[a], c.srcSt[k]
+	ta, tb, tilesA := e.ta, e.tb, e.tilesA
+	row := lo / tilesA
+	c.rows(row, (hi+tilesA-1)/tilesA, k, a, func(d, s int) {
+		t0, t1 := max(0, lo-row*tilesA), min(tilesA, hi-row*tilesA)
+		row++
+		for t := t0; t < t1; t++ {
+			a0, a1 := t*ta, min(na, (t+1)*ta)
+			a16 := a0 + (a1-a0)&^15 // the blocks' end along a
+			for b0 := 0; b0 < nb; b0 += tb {
+				b1 := min(nb, b0+tb)
+				b16 := b0 + (b1-b0)&^15
+				for b := b0; b < b16; b += 16 {
+					for i := a0; i < a16; i += 16 {
+						transpose16(dst[d+b+i*da:], da, src[s+b*sb+i:], sb)
+					}
+				}
+				for b := b0; b < b1; b++ {
+					from := a0 // the values the blocks left
+					if b < b16 {
+						from = a16
+					}
+					dp := d + b + from*da
+					for _, v := range src[s+b*sb+from : s+b*sb+a1] {
+						dst[dp] = v
+						dp += da
+					}
+				}
+			}
+		}
+	})
+}
+
+// floatWords views b as float32s, bits moved as they are (transpose16's
+// shuffles keep every bit, NaN payloads included).
+func floatWords(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 }
 
 // rows calls fn with the offsets of the elements lo to hi-1 (row-major
