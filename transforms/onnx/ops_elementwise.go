@@ -412,6 +412,17 @@ func arithWalk[T numElem](op ewOp, l *ewLoop, a, b, c nd.Array, isInt bool) {
 // arith computes z = x op y elementwise, x and y of stride sx and sy (1:
 // as long as z; 0: one element). isInt selects integer division.
 func arith[T numElem](op ewOp, x []T, sx int, y []T, sy int, z []T, isInt bool) {
+	if z32, ok := any(z).([]float32); ok { // the whole vectors on the kernel, the rest here
+		if i := arithVecF32(op, any(x).([]float32), sx, any(y).([]float32), sy, z32); i > 0 {
+			z = z[i:]
+			if sx == 1 {
+				x = x[i:]
+			}
+			if sy == 1 {
+				y = y[i:]
+			}
+		}
+	}
 	n := len(z)
 	switch {
 	case sx == 1 && sy == 1:

@@ -680,3 +680,43 @@ func TestSoftmaxRowsEqualsRow(t *testing.T) {
 		}
 	}
 }
+
+// Add, Sub, Mul and Div of float32s on the vector kernel (both operands
+// vectors, or one a single value on either side) give arith's Go loops'
+// bits, on lengths around the vector's and values with NaN, infinities,
+// zeros of both signs and subnormals among them; the other operations
+// and single values stay in Go.
+func TestArithVecEqualsGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(93, 94))
+	saved := arithWidth
+	defer func() { arithWidth = saved }()
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-40, -3e-39}
+	value := func() float32 {
+		if r.IntN(8) == 0 {
+			return special[r.IntN(len(special))]
+		}
+		return float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(8)-4)))
+	}
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 33, 1000} {
+		x, y := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], y[i] = value(), value()
+		}
+		for _, op := range []ewOp{ewAdd, ewSub, ewMul, ewDiv, ewMax, ewMin} {
+			for _, st := range [][2]int{{1, 1}, {1, 0}, {0, 1}, {0, 0}} {
+				arithWidth = 0
+				want := make([]float32, n)
+				arith(op, x, st[0], y, st[1], want, false)
+				arithWidth = saved
+				got := make([]float32, n)
+				arith(op, x, st[0], y, st[1], got, false)
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "op %d strides %v n %d: element %d", op, st, n, i)
+				}
+				done := arithVecF32(op, x, st[0], y, st[1], make([]float32, n))
+				vector := saved != 0 && op <= ewDiv && st != [2]int{0, 0} && n >= 8
+				require.Equal(t, vector, done > 0, "op %d strides %v n %d: on the kernel?", op, st, n)
+			}
+		}
+	}
+}
