@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -158,5 +159,58 @@ func TestSigmoidTanhLoopsEqualGo(t *testing.T) {
 				require.Equal(t, float32(-7), y[n], "written past the end")
 			}
 		}
+	}
+}
+
+// fma32 is a*b + c rounded once to float32, ties to even: math/big's
+// exact sum rounded, on random operands, on operands whose exact result
+// is a float32 midpoint or a float64 rounding away from one (where a
+// product and a sum each rounded, or a float64 fma then rounded again,
+// go wrong), and on the polynomials' own operands.
+func TestFMA32(t *testing.T) {
+	r := rand.New(rand.NewPCG(95, 96))
+	exact := func(a, b, c float32) float32 {
+		x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+		x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
+		x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
+		f, _ := x.Float32()
+		return f
+	}
+	check := func(a, b, c float32) {
+		want := exact(a, b, c)
+		require.Equal(t, math.Float32bits(want), math.Float32bits(fma32(a, b, c)), "fma32(%v, %v, %v)", a, b, c)
+	}
+	for range 200000 {
+		a := float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-20)))
+		b := float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-20)))
+		c := float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-20)))
+		check(a, b, c)
+		// c close to -a*b: cancellation, the result's low bits from the product
+		check(a, b, -float32(float64(a)*float64(b)))
+	}
+	// Midpoints: 1 + 2^-24 is halfway between 1 and the next float32; a
+	// product of 1 + 2^-12 by itself is 1 + 2^-11 + 2^-24, which plus
+	// -2^-11 is that midpoint exactly (ties to even: 1); plus a little
+	// more or less it must round up or down.
+	u := float32(1 + 0x1p-12)
+	check(u, u, -0x1p-11)
+	check(u, u, -0x1p-11+0x1p-40)
+	check(u, u, -0x1p-11-0x1p-40)
+	check(u, -u, 0x1p-11)
+	// An exact result a quarter of a float64 ulp off a float32 midpoint:
+	// rounded to float64 first it is the midpoint, and ties to even then
+	// rounds it the wrong way (a*b = 2^-24 (1 - 2^-30), or its negation).
+	lo, hi := float32(0x1p-12*(1+0x1p-15)), float32(0x1p-12*(1-0x1p-15))
+	for _, c := range []float32{1 + 0x1p-23, 1 + 3*0x1p-23, 1 + 0x1p-22, 1 + 5*0x1p-23, 3 + 0x1p-22} {
+		check(lo, hi, c)
+		check(-lo, hi, c)
+		check(lo, -hi, -c)
+	}
+	for range 100000 { // products of 12-bit values: exact sums near midpoints
+		a := float32(r.IntN(1<<12)+1<<12) * 0x1p-12
+		b := float32(r.IntN(1<<12)+1<<12) * 0x1p-12
+		c := float32(r.IntN(1<<24)) * 0x1p-24 * float32(r.IntN(3)-1)
+		check(a, b, c)
+		check(a, b, c+float32(math.Ldexp(1, -30-r.IntN(20))))
 	}
 }
