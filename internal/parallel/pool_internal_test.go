@@ -1,0 +1,55 @@
+package parallel
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A helper that comes to a loop after its last task was taken runs no
+// task and touches nothing of the caller's; the caller does not wait for
+// it, and whichever of them lets go of the job last returns it to the free
+// list, its loop cleared.
+func TestLateHelper(t *testing.T) {
+	var ran [8]atomic.Int32
+	j := &job{last: make(chan struct{}, 1)}
+	j.loop = loop{n: len(ran), each: func(i int) { ran[i].Add(1) }}
+	j.remaining.Store(int64(j.n))
+	j.refs.Store(2) // the caller and one helper offered the job
+	require.True(t, j.work(), "the caller finishes the last task")
+	j.release()
+	assert.NotNil(t, j.each, "the helper still holds the job")
+	j.each = nil // a late helper must not call the loop's function
+	assert.False(t, j.work(), "the late helper finishes nothing")
+	j.release()
+	assert.Zero(t, j.n, "the job is cleared when the last holder lets go")
+	for i := range ran {
+		assert.EqualValues(t, 1, ran[i].Load(), "task %d", i)
+	}
+	assert.Empty(t, j.last, "no helper signalled")
+}
+
+// A helper that takes the last task tells the caller, which then returns:
+// every task ran once whoever took it, loop after loop, with helpers
+// spinning between loops and parked after.
+func TestHelpersTakeTasks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var sum atomic.Int64
+	for round := range 2000 {
+		n := 1 + round%13
+		Do(4, n, func(i int) { sum.Add(int64(i) + 1) })
+		if round%500 == 0 {
+			<-time.After(2 * spinFor) // the helpers park
+		}
+	}
+	want := int64(0)
+	for round := range 2000 {
+		n := int64(1 + round%13)
+		want += n * (n + 1) / 2
+	}
+	assert.Equal(t, want, sum.Load())
+}
