@@ -18,6 +18,32 @@ func affineAVX2(y, x *float32, n int, mean, a, b float64)
 //go:noescape
 func normRowAVX2(y, x, scale, bias *float32, n int, m, iv float32)
 
+//go:noescape
+func layerNormRowsAVX512(x, y, scale, bias *float32, rows, n int, eps float64)
+
+// layerNormRowsWide reports whether layerNormRowsVec has its kernel here
+// (AVX-512; a variable for the tests).
+var layerNormRowsWide = simdWidth == 16
+
+// layerNormRowsVec computes layerNormRowsF32 of x's rows of n values
+// into y's (scale and bias of n; bias nil: none), all at one call (rows of
+// a few vectors, a small transformer's, spent more on the three calls a
+// row than on their values), and reports whether it did (false without
+// the kernel): the same bits.
+func layerNormRowsVec(x, y, scale, bias []float32, n int, eps float64) bool {
+	rows := len(x) / max(n, 1)
+	if !layerNormRowsWide || n == 0 || rows == 0 {
+		return false
+	}
+	_, _, _ = y[rows*n-1], x[rows*n-1], scale[n-1]
+	var b *float32
+	if bias != nil {
+		b = unsafe.SliceData(bias[:n])
+	}
+	layerNormRowsAVX512(unsafe.SliceData(x), unsafe.SliceData(y), unsafe.SliceData(scale), b, rows, n, eps)
+	return true
+}
+
 // normRowVec computes normRow's float32 values for x's whole vectors and
 // returns how many (0 without a vector kernel): the same bits.
 func normRowVec(xs, ys, scale, bias []float32, m, iv float32) int {

@@ -70,3 +70,60 @@ func TestNormRowVec(t *testing.T) {
 		}
 	}
 }
+
+// LayerNormalization of many float32 rows at one call of the AVX-512
+// kernel (layerNormRowsF32) gives meanInv's and normRow's bits for each
+// row, in place or not, with a bias and without: rows of 1 to 40 values
+// and of 64, 96, 197 and 768 (the tails under a mask, sum4's and sqDev4's
+// order over the last n%8), with a row holding a NaN, one holding +Inf,
+// one of equal values (no deviation: eps alone) and one of large values.
+func TestLayerNormRowsEqualsRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(97, 98))
+	saved := layerNormRowsWide
+	defer func() { layerNormRowsWide = saved }()
+	lengths := []int{64, 96, 197, 768}
+	for n := 1; n <= 40; n++ {
+		lengths = append(lengths, n)
+	}
+	const eps = 1e-5
+	for _, n := range lengths {
+		rows := 7
+		x := make([]float32, rows*n)
+		for i := range x {
+			x[i] = float32(2*r.NormFloat64() + 0.5)
+		}
+		row := func(i int) []float32 { return x[i*n : (i+1)*n] }
+		row(1)[r.IntN(n)] = float32(math.NaN())
+		row(2)[r.IntN(n)] = float32(math.Inf(1))
+		for j := range row(3) {
+			row(3)[j] = 1.25
+		}
+		for j := range row(4) {
+			row(4)[j] = float32(r.NormFloat64() * 1e6)
+		}
+		scale, bias := make([]float32, n), make([]float32, n)
+		for i := range scale {
+			scale[i], bias[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		for _, b := range [][]float32{bias, nil} {
+			want := make([]float32, len(x))
+			for i := range rows {
+				mean, inv := meanInv(row(i), eps)
+				normRow(row(i), want[i*n:(i+1)*n], scale, b, float32(mean), float32(inv))
+			}
+			for _, wide := range []bool{true, false} {
+				layerNormRowsWide = wide && saved
+				got := make([]float32, len(x))
+				layerNormRowsF32(x, got, scale, b, n, eps)
+				inPlace := append([]float32(nil), x...)
+				layerNormRowsF32(inPlace, inPlace, scale, b, n, eps)
+				for j := range want {
+					require.Equal(t, math.Float32bits(want[j]), math.Float32bits(got[j]), "n %d, bias %v, kernel %v: row %d element %d", n, b != nil, layerNormRowsWide, j/n, j%n)
+					require.Equal(t, math.Float32bits(want[j]), math.Float32bits(inPlace[j]), "n %d, bias %v, kernel %v, in place: row %d element %d", n, b != nil, layerNormRowsWide, j/n, j%n)
+				}
+			}
+			layerNormRowsWide = saved
+			require.Equal(t, saved, layerNormRowsVec(x, make([]float32, len(x)), scale, b, n, eps), "n %d: on the kernel?", n)
+		}
+	}
+}

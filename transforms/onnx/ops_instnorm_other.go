@@ -13,5 +13,9 @@ func affineVec(y, x []float32, mean, a, b float64) int { return 0 }
 
 func normRowVec(xs, ys, scale, bias []float32, m, iv float32) int { return 0 }
 
+var layerNormRowsWide = false
+
+func layerNormRowsVec(x, y, scale, bias []float32, n int, eps float64) bool { return false }
+
 // normWidth is the lanes of the vector kernels: none in this build.
 var normWidth = 0

@@ -137,9 +137,9 @@ func finishRows(ep *epilogue, ln *layerNorm, y, bias, z, lnScale, lnBias []float
 			zr = z[r*n : (r+1)*n]
 		}
 		ep.apply(row, zr)
-		if ln != nil {
-			layerNormRowF32(row, lnScale, lnBias, ln.epsilon)
-		}
+	}
+	if ln != nil {
+		layerNormRowsF32(y[lo*n:hi*n], y[lo*n:hi*n], lnScale, lnBias, n, ln.epsilon)
 	}
 }
 

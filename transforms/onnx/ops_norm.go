@@ -423,6 +423,17 @@ type lnProblem struct {
 // layerNormRowsIn normalises rows lo..hi of x into y.
 func layerNormRowsIn[T float32 | float64](p lnProblem, x, scale, bias, y []T, lo, hi int) {
 	size := p.size
+	if p.mean == nil && p.inv == nil && p.sOuter == nil && p.sInner == nil && p.bOuter == nil && p.bInner == nil {
+		// One scale and bias for every row, no statistics out: float32 rows
+		// many at a call.
+		if x32, ok := asF32(x[lo*size : hi*size]); ok {
+			y32, _ := asF32(y[lo*size : hi*size])
+			s32, _ := asF32(scale)
+			b32, _ := asF32(bias)
+			layerNormRowsF32(x32, y32, s32, b32, size, p.eps)
+			return
+		}
+	}
 	for r := lo; r < hi; r++ {
 		xs, ys := x[r*size:(r+1)*size], y[r*size:(r+1)*size]
 		mean, inv := meanInv(xs, p.eps)
@@ -532,10 +543,18 @@ func asF32[T float32 | float64](s []T) ([]float32, bool) {
 	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s))), len(s)), true
 }
 
-// layerNormRowF32 normalises one float32 row in place as
-// LayerNormalization does with Scale and B of the row's shape (bias nil:
-// none), the same bits: a fused step's (ops_matmul_fused.go).
-func layerNormRowF32(row, scale, bias []float32, eps float64) {
-	mean, inv := meanInv(row, eps)
-	normRow(row, row, scale, bias, float32(mean), float32(inv))
+// layerNormRowsF32 normalises x's float32 rows of n into y's (y may be x)
+// as LayerNormalization does with Scale and B of a row's shape (bias nil:
+// none), the bits of meanInv and normRow: a fused step's
+// (ops_matmul_fused.go, ops_norm_fused.go) and the operator's with one
+// scale for every row, many rows at a call of the vector kernel where
+// there is one.
+func layerNormRowsF32(x, y, scale, bias []float32, n int, eps float64) {
+	if n == 0 || layerNormRowsVec(x, y, scale, bias, n, eps) {
+		return
+	}
+	for r := 0; r+n <= len(x); r += n {
+		mean, inv := meanInv(x[r:r+n], eps)
+		normRow(x[r:r+n], y[r:r+n], scale, bias, float32(mean), float32(inv))
+	}
 }
