@@ -54,6 +54,7 @@ func (j *job) work() (last bool) {
 	if i >= j.n {
 		return false
 	}
+	var done int64
 	fn := j.each
 	if j.newWorker != nil {
 		fn = j.newWorker()
@@ -73,11 +74,10 @@ func (j *job) work() (last bool) {
 		} else {
 			fn(i)
 		}
-		if j.remaining.Add(-1) == 0 {
-			last = true
-		}
+		done++
 	}
-	return last
+	// The tasks it ran, at once: one contended atomic a worker, not a task.
+	return j.remaining.Add(-done) == 0
 }
 
 func newJob() *job { return &job{last: make(chan struct{}, 1)} }
