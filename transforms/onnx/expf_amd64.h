@@ -1,7 +1,8 @@
 // expf's vector body, for the AVX2 kernels of this package that compute
 // exponentials (numeric_amd64.s, ops_rnn_amd64.s): the same float32
-// operations in the same order as expf (numeric.go), no FMA, so each
-// lane's bits are expf's.
+// operations in the same order as expf (numeric.go), its polynomial's
+// Horner steps fused multiply-adds as expf's fma32, so each lane's bits
+// are expf's.
 
 // Rows of expTab (numeric_amd64.go), 8 copies of a constant each: 32 bytes.
 #define LOG2E 0(R8)
@@ -35,20 +36,14 @@
 	VSUBPS    Y3, Y0, Y3 \
 	VMULPS    LN2LO, Y2, Y4 \
 	VSUBPS    Y4, Y3, Y3 \
-	VMULPS    C5040, Y3, Y4 \
-	VADDPS    C720, Y4, Y4 \
-	VMULPS    Y3, Y4, Y4 \
-	VADDPS    C120, Y4, Y4 \
-	VMULPS    Y3, Y4, Y4 \
-	VADDPS    C24, Y4, Y4 \
-	VMULPS    Y3, Y4, Y4 \
-	VADDPS    C6, Y4, Y4 \
-	VMULPS    Y3, Y4, Y4 \
-	VADDPS    C2, Y4, Y4 \
-	VMULPS    Y3, Y4, Y4 \
-	VADDPS    ONE, Y4, Y4 \
-	VMULPS    Y3, Y4, Y4 \
-	VADDPS    ONE, Y4, Y4 \
+	VMOVUPS C5040, Y4 \
+	VFMADD213PS C720, Y3, Y4 \
+	VFMADD213PS C120, Y3, Y4 \
+	VFMADD213PS C24, Y3, Y4 \
+	VFMADD213PS C6, Y3, Y4 \
+	VFMADD213PS C2, Y3, Y4 \
+	VFMADD213PS ONE, Y3, Y4 \
+	VFMADD213PS ONE, Y3, Y4 \
 	VCMPPS    $1, LOWNORM, Y0, Y5 \
 	VMOVUPS   BIAS, Y6 \
 	VBLENDVPS Y5, BIASLOW, Y6, Y6 \

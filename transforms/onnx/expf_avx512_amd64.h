@@ -33,20 +33,14 @@
 	VSUBPS r, x, r \
 	VMULPS Z_LN2LO, n, p \
 	VSUBPS p, r, r \
-	VMULPS Z_C5040, r, p \
-	VADDPS Z_C720, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C120, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C24, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C6, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_C2, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_ONE, p, p \
-	VMULPS r, p, p \
-	VADDPS Z_ONE, p, p \
+	VMOVUPS Z_C5040, p \
+	VFMADD213PS Z_C720, r, p \
+	VFMADD213PS Z_C120, r, p \
+	VFMADD213PS Z_C24, r, p \
+	VFMADD213PS Z_C6, r, p \
+	VFMADD213PS Z_C2, r, p \
+	VFMADD213PS Z_ONE, r, p \
+	VFMADD213PS Z_ONE, r, p \
 	VCMPPS $1, Z_LOWNORM, x, k1 \
 	VMOVUPS Z_BIAS, t \
 	VMOVUPS Z_BIASLOW, k1, t \

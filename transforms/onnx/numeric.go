@@ -135,7 +135,10 @@ const (
 // results below float32's normals within one subnormal step of it).
 // x = n ln2 + r with |r| <= ln2/2 (n rounded in float32 by the 1.5*2^23
 // trick, r by Cody and Waite's two-part ln 2), e^r by its Taylor
-// polynomial of degree 7 (remainder below 6e-9), times 2^n built in the
+// polynomial of degree 7 (remainder below 6e-9; its Horner steps fused
+// multiply-adds, fma32, as the vector kernels' VFMADD213PS: half the
+// operations of a product and a sum, and a shorter chain of them, which
+// Softmax, Sigmoid, SiLU and Tanh are bound by), times 2^n built in the
 // exponent bits: for x < -87, where 2^n is below float32's normals, as
 // 2^(n+64) then 2^-64, so that the one rounding to a subnormal is the
 // last. Under -105 the result rounds to 0; over 88 (and NaN) math.Exp.
@@ -150,7 +153,10 @@ func expf(x float32) float32 {
 	t := x*log2eF + roundF
 	n := t - roundF
 	r := (x - n*ln2Hi) - n*ln2Lo
-	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	p := fma32(r, 1.0/5040, 1.0/720)
+	for _, c := range [...]float32{1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, 1} {
+		p = fma32(r, p, c)
+	}
 	// t's low mantissa bits hold n + 2^22; the exponent field of 2^n is n+127.
 	e := math.Float32bits(t) - 0x4b400000
 	if x < -87 {
@@ -185,7 +191,7 @@ func erfInto(y, x []float32) {
 // beyond, ±1 (erf 4 is 1 - 1.5e-8, which rounds to 1). Both polynomials are
 // least-squares fits in float64 on 4,000 Chebyshev nodes of their interval
 // (relative weights), rounded to float32. Every step of their Horner
-// sums, and of e^-x^2's (expfFMA), is a fused multiply-add (fma32), as
+// sums, and of e^-x^2's (expf's), is a fused multiply-add (fma32), as
 // the vector kernels compute it (VFMADD213PS): half the operations of a
 // product and a sum, and a shorter chain of them, which GELU's run is
 // bound by. Within 1.8e-7 relative of math.Erf on TestFastMath's sweep.
@@ -207,7 +213,7 @@ func erff(x float32) float32 {
 		for _, c := range [...]float32{1.5317162e-05, -5.3845422e-05, 0.00021110837, -0.00073856639, 0.0024674453, -0.0079996092, 0.024937805, -0.074347556, 0.21080637} {
 			r = fma32(u, r, c)
 		}
-		e := 1 - expfFMA(-a*a)*r
+		e := 1 - expf(-a*a)*r
 		if x < 0 {
 			return -e
 		}
@@ -216,21 +222,6 @@ func erff(x float32) float32 {
 		return math.Float32frombits(math.Float32bits(1) | math.Float32bits(x)&(1<<31))
 	}
 	return x // NaN
-}
-
-// expfFMA is expf for -16 < x <= 0 (erff's e^-x^2) with its polynomial's
-// Horner steps fused multiply-adds: expf's reduction, then p = 1 + r(1 +
-// r(1/2 + ...)) a fma32 a step, times 2^n.
-func expfFMA(x float32) float32 {
-	t := x*log2eF + roundF
-	n := t - roundF
-	r := (x - n*ln2Hi) - n*ln2Lo
-	p := fma32(r, 1.0/5040, 1.0/720)
-	for _, c := range [...]float32{1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, 1} {
-		p = fma32(r, p, c)
-	}
-	e := math.Float32bits(t) - 0x4b400000
-	return p * math.Float32frombits((e+127)<<23)
 }
 
 // tanhf is tanh x in float32. For |x| < 0.3 its odd Taylor series to x^11
