@@ -1,24 +1,13 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "sum4_avx512_amd64.h"
 
 // SUMTAIL8(p, acc, t) adds the 8 floats at p, as float64s, to the eight
 // running sums in acc (lane j: the values at 8q+j).
 #define SUMTAIL8(p, acc, t) \
 	VCVTPS2PD p, t \
 	VADDPD    t, acc, acc
-
-// REDUCE8(acc) leaves in X0 the eight sums of acc added as sumAVX2 and
-// sqDevAVX2 add theirs: lanes j and j+4, then the 128-bit halves, then
-// the two values. Clobbers Z0 and X1.
-#define REDUCE8(acc) \
-	VMOVAPD       acc, Z0 \
-	VEXTRACTF64X4 $1, Z0, Y1 \
-	VADDPD        Y1, Y0, Y0 \
-	VEXTRACTF128  $1, Y0, X1 \
-	VADDPD        X1, X0, X0 \
-	VPERMILPD     $1, X0, X1 \
-	VADDSD        X1, X0, X0
 
 // func layerNormRowsAVX512(x, y, scale, bias *float32, rows, n int, eps float64)
 //
@@ -80,42 +69,12 @@ lsumlast:
 
 lsumred:
 	REDUCE8(Z28)
-	// sum4's Go loop over the last n%8 values: four at a time into s0..s3,
-	// the rest into s0, then (s0 + s1) + (s2 + s3).
-	VXORPD X1, X1, X1
-	VXORPD X2, X2, X2
-	VXORPD X3, X3, X3
-	MOVQ   R8, AX
-	ANDQ   $7, AX
-	MOVQ   R8, R12
-	ANDQ   $-8, R12
-	LEAQ   (SI)(R12*4), R12
-	CMPQ   AX, $4
-	JLT    lsumt1
-	VCVTSS2SD (R12), X4, X4
-	VADDSD    X4, X0, X0
-	VCVTSS2SD 4(R12), X4, X4
-	VADDSD    X4, X1, X1
-	VCVTSS2SD 8(R12), X4, X4
-	VADDSD    X4, X2, X2
-	VCVTSS2SD 12(R12), X4, X4
-	VADDSD    X4, X3, X3
-	ADDQ      $16, R12
-	SUBQ      $4, AX
-
-lsumt1:
-	TESTQ     AX, AX
-	JZ        lmean
-	VCVTSS2SD (R12), X4, X4
-	VADDSD    X4, X0, X0
-	ADDQ      $4, R12
-	DECQ      AX
-	JMP       lsumt1
-
-lmean:
-	VADDSD       X1, X0, X0
-	VADDSD       X3, X2, X2
-	VADDSD       X2, X0, X0
+	MOVQ R8, AX
+	ANDQ $7, AX
+	MOVQ R8, R12
+	ANDQ $-8, R12
+	LEAQ (SI)(R12*4), R12 // the last n%8 values
+	SUM4TAIL(lsumt1, lmean)
 	VDIVSD       X15, X0, X14 // the mean
 	VBROADCASTSD X14, Z27
 

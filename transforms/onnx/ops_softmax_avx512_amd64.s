@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "expf_avx512_amd64.h"
+#include "sum4_avx512_amd64.h"
 
 // func softmaxRowsAVX512(x, y *float32, rows, n int, tab *[25][16]float32) int
 //
@@ -120,53 +121,13 @@ sexplast:
 	VADDPD    Z5, Z28, Z28
 
 ssum:
-	// sumAVX2's reduction: lanes j and j+4, then the 128-bit halves, then
-	// the two values.
-	VMOVAPD       Z28, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPD        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VADDPD        X1, X0, X0
-	VPERMILPD     $1, X0, X1
-	VADDSD        X1, X0, X0 // s0
-
-	// sum4's Go loop over the last n%8 values: four at a time into s0..s3,
-	// the rest into s0, then (s0 + s1) + (s2 + s3).
-	VXORPD X1, X1, X1 // s1
-	VXORPD X2, X2, X2 // s2
-	VXORPD X3, X3, X3 // s3
-	MOVQ   BX, AX
-	ANDQ   $7, AX
-	MOVQ   BX, R12
-	ANDQ   $-8, R12
-	SHLQ   $2, R12
-	ADDQ   DI, R12 // the first of them
-	CMPQ   AX, $4
-	JLT    stail1
-	VCVTSS2SD (R12), X4, X4
-	VADDSD    X4, X0, X0
-	VCVTSS2SD 4(R12), X4, X4
-	VADDSD    X4, X1, X1
-	VCVTSS2SD 8(R12), X4, X4
-	VADDSD    X4, X2, X2
-	VCVTSS2SD 12(R12), X4, X4
-	VADDSD    X4, X3, X3
-	ADDQ      $16, R12
-	SUBQ      $4, AX
-
-stail1:
-	TESTQ     AX, AX
-	JZ        stotal
-	VCVTSS2SD (R12), X4, X4
-	VADDSD    X4, X0, X0
-	ADDQ      $4, R12
-	DECQ      AX
-	JMP       stail1
-
-stotal:
-	VADDSD       X1, X0, X0
-	VADDSD       X3, X2, X2
-	VADDSD       X2, X0, X0
+	REDUCE8(Z28)
+	MOVQ BX, AX
+	ANDQ $7, AX
+	MOVQ BX, R12
+	ANDQ $-8, R12
+	LEAQ (DI)(R12*4), R12 // the last n%8 values
+	SUM4TAIL(stail1, stotal)
 	MOVQ         $0x3ff0000000000000, AX
 	VMOVQ        AX, X1
 	VDIVSD       X0, X1, X1 // 1 / sum

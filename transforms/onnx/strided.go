@@ -140,7 +140,7 @@ func runStrided(dst, src []byte, size int, c strided) {
 		case 2:
 			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint16])
 		case 4:
-			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles32)
+			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint32])
 		default:
 			parallel.ForWith(rows*args.tilesA, args.ta*c.shape[k], args, transposeTiles[uint64])
 		}
@@ -217,44 +217,16 @@ func copyElems[E word](e *elemsArgs, lo, hi int) {
 // transposeTiles copies items lo..hi of e.c, whose innermost dimension k
 // is contiguous in dst and dimension e.a contiguous in src, in tiles of a
 // × k: an item is (a row of the dimensions but a and k, a tile of a),
-// row-major.
+// row-major. Of 4-byte elements, a tile's whole 16 x 16 blocks move
+// through the vector registers where there is a kernel (transpose16, the
+// blocked convolution's), the rest element by element.
 func transposeTiles[E word](e *elemsArgs, lo, hi int) {
 	dst, src, c, a := words[E](e.dst), words[E](e.src), e.c, e.a
-	k := len(c.shape) - 1
-	na, nb := c.shape[a], c.shape[k]
-	da, sb := c.dstSt[a], c.srcSt[k]
-	ta, tb, tilesA := e.ta, e.tb, e.tilesA
-	row := lo / tilesA
-	c.rows(row, (hi+tilesA-1)/tilesA, k, a, func(d, s int) {
-		t0, t1 := max(0, lo-row*tilesA), min(tilesA, hi-row*tilesA)
-		row++
-		for t := t0; t < t1; t++ {
-			a0, a1 := t*ta, min(na, (t+1)*ta)
-			for b0 := 0; b0 < nb; b0 += tb {
-				b1 := min(nb, b0+tb)
-				for b := b0; b < b1; b++ {
-					dp := d + b + a0*da
-					line := src[s+b*sb+a0 : s+b*sb+a1]
-					for _, v := range line {
-						dst[dp] = v
-						dp += da
-					}
-				}
-			}
-		}
-	})
-}
-
-// transposeTiles32 is transposeTiles of 4-byte elements: each tile's
-// whole 16 x 16 blocks transposed in vector registers where there is a
-// kernel (transpose16, the blocked convolution's), the rest element by
-// element.
-func transposeTiles32(e *elemsArgs, lo, hi int) {
-	if nchwcWidth == 0 {
-		transposeTiles[uint32](e, lo, hi)
-		return
+	var z E
+	var dst32, src32 []float32 // the arrays for transpose16, bits moved as they are
+	if unsafe.Sizeof(z) == 4 && nchwcWidth != 0 {
+		dst32, src32 = floatWords(e.dst), floatWords(e.src)
 	}
-	dst, src, c, a := floatWords(e.dst), floatWords(e.src), e.c, e.a
 	k := len(c.shape) - 1
 	na, nb := c.shape[a], c.shape[k]
 	da, sb := c.dstSt[a], c.srcSt[k]
@@ -265,13 +237,19 @@ func transposeTiles32(e *elemsArgs, lo, hi int) {
 		row++
 		for t := t0; t < t1; t++ {
 			a0, a1 := t*ta, min(na, (t+1)*ta)
-			a16 := a0 + (a1-a0)&^15 // the blocks' end along a
+			a16 := a0 // the blocks' end along a
+			if dst32 != nil {
+				a16 += (a1 - a0) &^ 15
+			}
 			for b0 := 0; b0 < nb; b0 += tb {
 				b1 := min(nb, b0+tb)
-				b16 := b0 + (b1-b0)&^15
+				b16 := b0
+				if dst32 != nil {
+					b16 += (b1 - b0) &^ 15
+				}
 				for b := b0; b < b16; b += 16 {
 					for i := a0; i < a16; i += 16 {
-						transpose16(dst[d+b+i*da:], da, src[s+b*sb+i:], sb)
+						transpose16(dst32[d+b+i*da:], da, src32[s+b*sb+i:], sb)
 					}
 				}
 				for b := b0; b < b1; b++ {
