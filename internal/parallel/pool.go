@@ -37,7 +37,8 @@ type loop struct {
 // the job: a helper that wakes after the last task was taken (a parked
 // goroutine takes tens of microseconds to wake on a virtual machine, more
 // than many loops last) finds none and lets go of the job, and the last of
-// the caller and the helpers to let go of it returns it to the pool.
+// the caller and the helpers to let go of it returns it to the free list
+// (idleJobs).
 type job struct {
 	loop
 	next      atomic.Int64
@@ -47,7 +48,7 @@ type job struct {
 }
 
 // work takes the job's tasks until there are none left and reports whether
-// it finished the last one. It reads the loop's functions only once it has
+// the tasks it ran were the last to finish. It reads the loop's functions only once it has
 // a task: a helper that comes late touches nothing of its caller's.
 func (j *job) work() (last bool) {
 	i := int(j.next.Add(1)) - 1
@@ -82,7 +83,7 @@ func (j *job) work() (last bool) {
 
 func newJob() *job { return &job{last: make(chan struct{}, 1)} }
 
-// release lets go of the job: the last holder returns it to the pool.
+// release lets go of the job: the last holder returns it to the free list.
 func (j *job) release() {
 	if j.refs.Add(-1) == 0 {
 		j.loop = loop{} // hold none of the caller's
