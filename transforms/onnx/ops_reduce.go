@@ -481,6 +481,12 @@ func reduceInto[T, A numElem](op redOp, acc []A, x []T) {
 		}
 		return
 	}
+	if a64, ok := any(acc).([]float64); ok { // float32 sums on the vector kernel
+		if x32, ok := any(x).([]float32); ok {
+			i := accF32Vec(a64, x32)
+			acc, x = acc[i:], x[i:]
+		}
+	}
 	for i, v := range x {
 		acc[i] += A(v)
 	}
