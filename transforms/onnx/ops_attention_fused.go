@@ -315,10 +315,7 @@ func (k *fusedAttention) finishRows(s []float32, n int, c float32, mask []float3
 		row := s[i*n : (i+1)*n]
 		off := maskBase[b] + (i0+i)*rowStride
 		if colStride == 1 {
-			m := mask[off : off+n]
-			for j := addVec(row, m); j < n; j++ {
-				row[j] += m[j]
-			}
+			arith(ewAdd, row, 1, mask[off:off+n], 1, row, false)
 			continue
 		}
 		for j := range row {

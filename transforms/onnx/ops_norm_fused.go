@@ -68,10 +68,7 @@ type addNormRun struct {
 func (r *addNormRun) rows(lo, hi int) {
 	n := r.n
 	for i := lo; i < hi; i++ {
-		row, ar, br := r.y[i*n:(i+1)*n], r.a[r.aBase[i]:r.aBase[i]+n], r.b[r.bBase[i]:r.bBase[i]+n]
-		for j := arithVecF32(ewAdd, ar, 1, br, 1, row); j < n; j++ {
-			row[j] = ar[j] + br[j]
-		}
+		arith(ewAdd, r.a[r.aBase[i]:r.aBase[i]+n], 1, r.b[r.bBase[i]:r.bBase[i]+n], 1, r.y[i*n:(i+1)*n], false)
 	}
 	layerNormRowsF32(r.y[lo*n:hi*n], r.y[lo*n:hi*n], r.scale, r.bias, n, r.epsilon)
 }

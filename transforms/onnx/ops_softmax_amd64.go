@@ -28,10 +28,10 @@ var softmaxRowsWide = simdWidth == 16
 // returns how many rows it did: it stops before the first that holds a
 // NaN or whose largest value is infinite (0 without the kernel).
 func softmaxRowsVec(x, y []float32, n int) int {
-	rows := len(x) / n
-	if !softmaxRowsWide || rows == 0 {
+	if !softmaxRowsWide || n == 0 || len(x) < n {
 		return 0
 	}
+	rows := len(x) / n
 	_ = y[rows*n-1]
 	return softmaxRowsAVX512(unsafe.SliceData(x), unsafe.SliceData(y), rows, n, &tanhTab16)
 }
