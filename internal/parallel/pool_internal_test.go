@@ -33,6 +33,31 @@ func TestLateHelper(t *testing.T) {
 	assert.Empty(t, j.last, "no helper signalled")
 }
 
+// A caller that waits for a helper's last task returns at once when it
+// finished; else watches, then parks and is woken by the helper, which
+// sends only to a caller that parked.
+func TestWait(t *testing.T) {
+	j := newJob()
+	j.finish() // before the caller waits: no signal
+	assert.Empty(t, j.last)
+	j.wait() // returns: the last task finished
+
+	j.state.Store(running)
+	done := make(chan struct{})
+	go func() { j.wait(); close(done) }()
+	for j.state.Load() != parked {
+		time.Sleep(waitFor / 4)
+	}
+	select {
+	case <-done:
+		t.Fatal("the caller returned before the last task finished")
+	case <-time.After(2 * waitFor):
+	}
+	j.finish()
+	<-done
+	assert.Empty(t, j.last)
+}
+
 // A helper that takes the last task tells the caller, which then returns:
 // every task ran once whoever took it, loop after loop, with helpers
 // spinning between loops and parked after.
@@ -41,7 +66,12 @@ func TestHelpersTakeTasks(t *testing.T) {
 	var sum atomic.Int64
 	for round := range 2000 {
 		n := 1 + round%13
-		Do(4, n, func(i int) { sum.Add(int64(i) + 1) })
+		Do(4, n, func(i int) {
+			if round%100 == 0 && i == 0 {
+				time.Sleep(2 * waitFor) // a caller waits for it parked
+			}
+			sum.Add(int64(i) + 1)
+		})
 		if round%500 == 0 {
 			<-time.After(2 * spinFor) // the helpers park
 		}
