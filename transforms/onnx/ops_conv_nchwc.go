@@ -22,8 +22,8 @@ import (
 // kw*dw). W is packed once per node in the order the kernel reads it: per
 // group of fb blocks of 16 output channels, [C/16][kh][kw][16 inputs][fb][16
 // outputs]. The kernel (ops_conv_nchwc_gen.go) keeps fb x np sums (fb
-// blocks of 16 output channels, np <= 6 consecutive output positions of a
-// row) in registers and, for each input channel and tap, multiplies one
+// blocks of 16 output channels, np consecutive output positions of a row,
+// nchwcMaxPositions) in registers and, for each input channel and tap, multiplies one
 // filter vector per block by the broadcast input value under each
 // position: fb + np loads from L1 and L2 per fb x np FMAs, where the
 // patches path writes K x positions patches (9 values per input value of a
@@ -39,15 +39,42 @@ import (
 // kernels (...C1) take one channel a step, each channel a "block" (bi = 1
 // input channels a block, not 16).
 //
-// AVX-512 runs fb up to 4 (24 sums, one register each); AVX2 one block of
-// 16 channels as two registers (12 sums); the plain Go loop (nchwcTileGo)
+// AVX-512 runs fb up to 4 (24 sums, one register each: 12 positions of 1
+// or 2 blocks, 6 of 4); AVX2 one block of 16 channels as two registers (6
+// positions, 12 sums); the plain Go loop (nchwcTileGo)
 // does the same steps, for the tests and where no kernel runs.
 
 // nchwcBlock is the channels of a block.
 const nchwcBlock = 16
 
-// nchwcPositions is the most output positions of one kernel call.
-const nchwcPositions = 6
+// nchwcPositions is the most output positions of one kernel call, and
+// nchwcSums the most sums (blocks x positions): AVX-512's registers hold 24
+// sums and enough for 12 positions of one or two blocks (8 of 3, 6 of 4),
+// at least the 8 sums in flight that cover the FMA's latency on both of a
+// core's FMA units; AVX2's hold 6 positions of a block (12 registers).
+const (
+	nchwcPositions    = 12
+	nchwcSums         = 24
+	nchwcPositions256 = 6
+)
+
+// nchwcMaxPositions is the most output positions of one call of the
+// kernel of fbg blocks at this width.
+func nchwcMaxPositions(fbg int) int {
+	if nchwcWidth == 8 {
+		return nchwcPositions256
+	}
+	return min(nchwcPositions, nchwcSums/fbg)
+}
+
+// nchwcDwMaxPositions is the most output positions of one call of the
+// depthwise kernel at this width.
+func nchwcDwMaxPositions() int {
+	if nchwcWidth == 8 {
+		return nchwcPositions256
+	}
+	return nchwcPositions
+}
 
 // nchwcWeights are W packed for the kernels (per group of fb output
 // blocks, [C/16][kh][kw][16][fb][16], zeros past C and M), and the W they
@@ -544,6 +571,10 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 		sums = *buf
 	}
 	xs, rowStep, colStep := geo.stride[2]*r.bi, geo.dil[1]*r.wp*r.bi, geo.dil[2]*r.bi
+	maxNP := nchwcMaxPositions(fbg)
+	if r.nw.depthwise {
+		maxNP = nchwcDwMaxPositions()
+	}
 	xi := 0 // the input blocks
 	if r.nw.depthwise {
 		xi += grp * r.plane
@@ -562,8 +593,8 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 				if p.layout.y {
 					sr = sums[row*r.len*B:]
 				}
-				// Calls of nearly equal positions: 7 as 4 and 3, not 6 and 1.
-				calls := (n + nchwcPositions - 1) / nchwcPositions
+				// Calls of nearly equal positions: 13 as 7 and 6, not 12 and 1.
+				calls := (n + maxNP - 1) / maxNP
 				for c, o := 0, 0; c < calls; c++ {
 					np := n / calls
 					if c < n%calls {
@@ -654,7 +685,7 @@ var (
 // c*colStep + j*xs + o], in that order.
 func nchwcDwTile(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int) {
 	const B = nchwcBlock
-	if np < 1 || np > nchwcPositions || kh < 1 || kw < 1 {
+	if np < 1 || np > nchwcDwMaxPositions() || kh < 1 || kw < 1 {
 		panic("onnx: nchwcDwTile out of its range")
 	}
 	_ = y[np*B-1]
@@ -702,7 +733,7 @@ func transpose16(dst []float32, ldd int, src []float32, lds int) bool {
 // x[b*cbStride + a*rowStep + c*colStep + j*xs + i], in that order.
 func nchwcTile(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int) {
 	const B = nchwcBlock
-	if np < 1 || np > nchwcPositions || fbg < 1 || cbs < 1 || kh < 1 || kw < 1 || bi != 1 && bi != B {
+	if fbg < 1 || fbg > 4 || np < 1 || np > nchwcMaxPositions(fbg) || cbs < 1 || kh < 1 || kw < 1 || bi != 1 && bi != B {
 		panic("onnx: nchwcTile out of its range")
 	}
 	_ = y[(fbg-1)*ldy+np*B-1]
@@ -717,9 +748,9 @@ func nchwcTile(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, row
 // nchwcTileGo is nchwcTile in plain Go.
 func nchwcTileGo(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, accumulate bool, bi int) {
 	const B = nchwcBlock
-	var acc [4 * nchwcPositions * B]float32
-	if fbg > 4 {
-		panic("onnx: nchwcTileGo of more than 4 blocks")
+	var acc [nchwcSums * B]float32
+	if fbg > 4 || fbg*np > nchwcSums {
+		panic("onnx: nchwcTileGo of more than 4 blocks or 24 sums")
 	}
 	for f := range fbg {
 		for j := range np {

@@ -7,7 +7,8 @@
 //
 //	go run ops_conv_nchwc_gen.go
 //
-// Each kernel computes np output positions (1 to 6) of fb blocks of 16
+// Each kernel computes np output positions (1 to 12, 24 sums at most on
+// AVX-512; 1 to 6 on AVX2) of fb blocks of 16
 // output channels (the kernels named ...C1 take the input channels one a
 // step, not 16: an NCHW input's planes, each channel a "block"): it starts every sum at the bias (or, acc nonzero, at
 // the sums already in y: the blocks of input channels taken in chunks),
@@ -21,11 +22,13 @@
 // nchwcTileGo does the same steps.
 //
 // The input positions are np addresses xs bytes apart: SI, SI+R8, SI+2*R8,
-// SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), each input channel a 4-byte
-// displacement from them.
+// SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), then the same from R12
+// (SI+6*R8), each input channel a 4-byte displacement from them.
 //
 // AVX-512 (nchwc512F<fb>P<np>): fb 1 to 4, one register a block, 24
-// accumulators at most (Z0-Z23), the filter in Z24-Z27, the broadcasts in
+// accumulators at most (Z0-Z23: 12 positions of 1 or 2 blocks, 8 of 3, 6
+// of 4; at least 8 sums in flight cover the FMA's latency on both of a
+// core's FMA units), the filter in Z24-Z27, the broadcasts in
 // Z28 and Z29 in turn. AVX2 (nchwc256P<np>): one block of 16 channels as two
 // registers, 12 accumulators at most (Y0-Y11), the filter in Y12-Y13, the
 // broadcasts in Y14 and Y15.
@@ -40,10 +43,33 @@ import (
 	"os"
 )
 
-// pos is the addressing of input position j, displacement d bytes.
+// pos is the addressing of input position j, displacement d bytes:
+// positions 6 to 11 from R12 (SI+6*R8) as 0 to 5 from SI.
 func pos(j, d int) string {
-	base := [...]string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)"}[j]
+	base := [...]string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)", "(SI)(R8*4)", "(SI)(R10*1)",
+		"(R12)", "(R12)(R8*1)", "(R12)(R8*2)", "(R12)(R9*1)", "(R12)(R8*4)", "(R12)(R10*1)"}[j]
 	return fmt.Sprintf("%d%s", d, base)
+}
+
+// Positions a kernel call takes: AVX-512's dense kernels keep fb x np
+// sums in Z0-Z23 (np at most maxPositions), its depthwise kernels np sums
+// in Z0-Z11; AVX2's kernels 6 positions (12 registers of sums).
+const (
+	maxPositions = 12
+	sums512      = 24
+	positions256 = 6
+)
+
+// positions512 is the most positions of an AVX-512 dense kernel of fb
+// blocks.
+func positions512(fb int) int { return min(maxPositions, sums512/fb) }
+
+// base6 sets R12 to the 7th position's address where a kernel takes more
+// than 6.
+func base6(b *bytes.Buffer, np int) {
+	if np > 6 {
+		fmt.Fprintf(b, "\tLEAQ (SI)(R9*2), R12\n")
+	}
 }
 
 const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int"
@@ -70,7 +96,6 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	p("MOVQ ldy+8(FP), BX")
 	load()
 	fmt.Fprintf(b, "%s_loaded:\n", name)
-	p("MOVQ rowStep+64(FP), R12")
 	p("MOVQ colStep+72(FP), R13")
 	p("MOVQ cbs+40(FP), AX")
 	fmt.Fprintf(b, "%s_cb:\n", name)
@@ -80,12 +105,13 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	p("MOVQ R11, SI")
 	p("MOVQ kw+56(FP), CX")
 	fmt.Fprintf(b, "%s_kw:\n", name)
+	base6(b, np)
 	body()
 	p("ADDQ $%d, DI", filterBytes)
 	p("ADDQ R13, SI")
 	p("DECQ CX")
 	p("JNZ %s_kw", name)
-	p("ADDQ R12, R11")
+	p("ADDQ rowStep+64(FP), R11")
 	p("DECQ BX")
 	p("JNZ %s_kh", name)
 	p("ADDQ cbStride+32(FP), DX")
@@ -291,8 +317,8 @@ const dwArgs = "y *float32, x *float32, xs int, kh int, kw int, rowStep int, col
 // depthwise emits the depthwise kernels: np positions of one block of 16
 // channels, each sum started at the bias, then for each tap (rows, then
 // columns) the tap's 16 weights times the 16 channels under each position
-// (one FMA a register: the input a memory operand). AVX-512: Z0-Z5 the
-// sums, Z6 the weights; AVX2: Y0-Y11 (two a position), Y12-Y13.
+// (one FMA a register: the input a memory operand). AVX-512: Z0-Z11 the
+// sums, Z31 the weights; AVX2: Y0-Y11 (two a position), Y12-Y13.
 func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
 	name, isa := fmt.Sprintf("nchwcDw512P%d", np), "AVX512F"
@@ -308,9 +334,9 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p("MOVQ w+56(FP), DI")
 	p("MOVQ bias+64(FP), AX")
 	if wide {
-		p("VMOVUPS (AX), Z6")
+		p("VMOVUPS (AX), Z31")
 		for j := range np {
-			p("VMOVAPS Z6, Z%d", j)
+			p("VMOVAPS Z31, Z%d", j)
 		}
 	} else {
 		p("VMOVUPS (AX), Y12")
@@ -320,17 +346,17 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 			p("VMOVAPS Y13, Y%d", 2*j+1)
 		}
 	}
-	p("MOVQ rowStep+40(FP), R12")
 	p("MOVQ colStep+48(FP), R13")
 	p("MOVQ kh+24(FP), BX")
 	fmt.Fprintf(b, "%s_kh:\n", name)
 	p("MOVQ R11, SI")
 	p("MOVQ kw+32(FP), CX")
 	fmt.Fprintf(b, "%s_kw:\n", name)
+	base6(b, np)
 	if wide {
-		p("VMOVUPS (DI), Z6")
+		p("VMOVUPS (DI), Z31")
 		for j := range np {
-			p("VFMADD231PS %s, Z6, Z%d", pos(j, 0), j)
+			p("VFMADD231PS %s, Z31, Z%d", pos(j, 0), j)
 		}
 	} else {
 		p("VMOVUPS (DI), Y12")
@@ -344,7 +370,7 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p("ADDQ R13, SI")
 	p("DECQ CX")
 	p("JNZ %s_kw", name)
-	p("ADDQ R12, R11")
+	p("ADDQ rowStep+40(FP), R11")
 	p("DECQ BX")
 	p("JNZ %s_kh", name)
 	p("MOVQ y+0(FP), SI")
@@ -368,18 +394,18 @@ func main() {
 	fmt.Fprintf(&b, "// Code generated by ops_conv_nchwc_gen.go; DO NOT EDIT.\n\n//go:build !purego\n\n#include \"textflag.h\"\n")
 	for _, chans := range []int{16, 1} {
 		for fb := 1; fb <= 4; fb++ {
-			for np := 1; np <= 6; np++ {
+			for np := 1; np <= positions512(fb); np++ {
 				avx512(&b, fb, np, chans)
 			}
 		}
-		for np := 1; np <= 6; np++ {
+		for np := 1; np <= positions256; np++ {
 			avx2(&b, np, chans)
 		}
 	}
-	for np := 1; np <= 6; np++ {
+	for np := 1; np <= maxPositions; np++ {
 		depthwise(&b, np, true)
 	}
-	for np := 1; np <= 6; np++ {
+	for np := 1; np <= positions256; np++ {
 		depthwise(&b, np, false)
 	}
 	transposes(&b)
@@ -391,10 +417,10 @@ func main() {
 	fmt.Fprintf(&g, "// nchwcKernel is the signature of the blocked convolution's kernels\n// (strides and ldy in bytes).\ntype nchwcKernel func(%s)\n\n", args)
 	for _, chans := range []int{16, 1} {
 		sfx := suffix(chans)
-		fmt.Fprintf(&g, "// nchwc512%s are the AVX-512 kernels of %d input channels a step by blocks (fb-1) and positions (np-1).\nvar nchwc512%s = [4][6]nchwcKernel{\n", sfx, chans, sfx)
+		fmt.Fprintf(&g, "// nchwc512%s are the AVX-512 kernels of %d input channels a step by blocks (fb-1) and positions (np-1), nil past 24 sums.\nvar nchwc512%s = [4][%d]nchwcKernel{\n", sfx, chans, sfx, maxPositions)
 		for fb := 1; fb <= 4; fb++ {
 			fmt.Fprintf(&g, "\t{")
-			for np := 1; np <= 6; np++ {
+			for np := 1; np <= positions512(fb); np++ {
 				if np > 1 {
 					fmt.Fprintf(&g, ", ")
 				}
@@ -402,8 +428,8 @@ func main() {
 			}
 			fmt.Fprintf(&g, "},\n")
 		}
-		fmt.Fprintf(&g, "}\n\n// nchwc256%s are the AVX2 kernels (one block) of %d input channels a step by positions (np-1).\nvar nchwc256%s = [6]nchwcKernel{", sfx, chans, sfx)
-		for np := 1; np <= 6; np++ {
+		fmt.Fprintf(&g, "}\n\n// nchwc256%s are the AVX2 kernels (one block) of %d input channels a step by positions (np-1).\nvar nchwc256%s = [%d]nchwcKernel{", sfx, chans, sfx, positions256)
+		for np := 1; np <= positions256; np++ {
 			if np > 1 {
 				fmt.Fprintf(&g, ", ")
 			}
@@ -413,8 +439,9 @@ func main() {
 	}
 	fmt.Fprintf(&g, "// nchwcDwKernel is the signature of the depthwise kernels (strides in\n// bytes).\ntype nchwcDwKernel func(%s)\n\n", dwArgs)
 	for _, isa := range []string{"512", "256"} {
-		fmt.Fprintf(&g, "// nchwcDw%s are the depthwise kernels by positions (np-1).\nvar nchwcDw%s = [6]nchwcDwKernel{", isa, isa)
-		for np := 1; np <= 6; np++ {
+		n := map[string]int{"512": maxPositions, "256": positions256}[isa]
+		fmt.Fprintf(&g, "// nchwcDw%s are the depthwise kernels by positions (np-1).\nvar nchwcDw%s = [%d]nchwcDwKernel{", isa, isa, n)
+		for np := 1; np <= n; np++ {
 			if np > 1 {
 				fmt.Fprintf(&g, ", ")
 			}
@@ -424,16 +451,16 @@ func main() {
 	}
 	for _, chans := range []int{16, 1} {
 		for fb := 1; fb <= 4; fb++ {
-			for np := 1; np <= 6; np++ {
+			for np := 1; np <= positions512(fb); np++ {
 				fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwc512F%dP%d%s(%s)\n", fb, np, suffix(chans), args)
 			}
 		}
-		for np := 1; np <= 6; np++ {
+		for np := 1; np <= positions256; np++ {
 			fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwc256P%d%s(%s)\n", np, suffix(chans), args)
 		}
 	}
 	for _, isa := range []string{"512", "256"} {
-		for np := 1; np <= 6; np++ {
+		for np := 1; np <= map[string]int{"512": maxPositions, "256": positions256}[isa]; np++ {
 			fmt.Fprintf(&g, "\n//go:noescape\nfunc nchwcDw%sP%d(%s)\n", isa, np, dwArgs)
 		}
 	}

@@ -19,7 +19,9 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 	defer func() { nchwcWidth = saved }()
 	for _, width := range simdWidths() {
 		for fbg := 1; fbg <= nchwcGroupBlocks(width); fbg++ {
-			for np := 1; np <= nchwcPositions; np++ {
+			nchwcWidth = width
+			maxNP := nchwcMaxPositions(fbg)
+			for np := 1; np <= maxNP; np++ {
 				bi := []int{B, 1}[(np/2+fbg)%2] // 16 input channels a step, or one (NCHW planes)
 				cbs, kh, kw := 1+r.IntN(3), 1+r.IntN(3), 1+r.IntN(3)
 				if bi == 1 {
@@ -31,7 +33,7 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 				x := uniform(r, cbs*cbStride)
 				w := uniform(r, cbs*kh*kw*bi*fbg*B)
 				bias := uniform(r, fbg*B)
-				ldy := 8 * B
+				ldy := nchwcPositions * B
 				want := make([]float32, fbg*ldy)
 				got := make([]float32, fbg*ldy)
 				for i := range got {
@@ -70,15 +72,16 @@ func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 	saved := nchwcWidth
 	defer func() { nchwcWidth = saved }()
 	for _, width := range simdWidths() {
-		for np := 1; np <= nchwcPositions; np++ {
+		nchwcWidth = width
+		for np := 1; np <= nchwcDwMaxPositions(); np++ {
 			kh, kw := 1+r.IntN(5), 1+r.IntN(5)
 			wp := 24
 			xs, rowStep, colStep := B*(1+r.IntN(2)), wp*B*(1+r.IntN(2)), B*(1+r.IntN(2))
 			x := uniform(r, 12*wp*B)
 			w := uniform(r, kh*kw*B)
 			bias := uniform(r, B)
-			want := make([]float32, 8*B)
-			got := make([]float32, 8*B)
+			want := make([]float32, (nchwcPositions+2)*B)
+			got := make([]float32, (nchwcPositions+2)*B)
 			for i := range got {
 				want[i], got[i] = float32(math.NaN()), float32(math.NaN())
 			}
@@ -99,7 +102,7 @@ func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 // The blocked convolution gives the direct loops' results with each
 // kernel this CPU runs and in plain Go, on shapes that exercise channels
 // past a block (17, 40), output channels past a block and past a group of
-// blocks, positions past a kernel call's 6 and past
+// blocks, positions past a kernel call's 12 (6 on AVX2) and past
 // the transposes' blocks of 16, 1x1 to 5x5 kernels, strides 1
 // to 3, dilations, padding asymmetric and wider than the kernel, one
 // image, no bias, and a fused epilogue (the residual and Clip to [0, 6]).

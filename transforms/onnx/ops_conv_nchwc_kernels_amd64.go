@@ -8,22 +8,22 @@ package onnx
 // (strides and ldy in bytes).
 type nchwcKernel func(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
-// nchwc512 are the AVX-512 kernels of 16 input channels a step by blocks (fb-1) and positions (np-1).
-var nchwc512 = [4][6]nchwcKernel{
-	{nchwc512F1P1, nchwc512F1P2, nchwc512F1P3, nchwc512F1P4, nchwc512F1P5, nchwc512F1P6},
-	{nchwc512F2P1, nchwc512F2P2, nchwc512F2P3, nchwc512F2P4, nchwc512F2P5, nchwc512F2P6},
-	{nchwc512F3P1, nchwc512F3P2, nchwc512F3P3, nchwc512F3P4, nchwc512F3P5, nchwc512F3P6},
+// nchwc512 are the AVX-512 kernels of 16 input channels a step by blocks (fb-1) and positions (np-1), nil past 24 sums.
+var nchwc512 = [4][12]nchwcKernel{
+	{nchwc512F1P1, nchwc512F1P2, nchwc512F1P3, nchwc512F1P4, nchwc512F1P5, nchwc512F1P6, nchwc512F1P7, nchwc512F1P8, nchwc512F1P9, nchwc512F1P10, nchwc512F1P11, nchwc512F1P12},
+	{nchwc512F2P1, nchwc512F2P2, nchwc512F2P3, nchwc512F2P4, nchwc512F2P5, nchwc512F2P6, nchwc512F2P7, nchwc512F2P8, nchwc512F2P9, nchwc512F2P10, nchwc512F2P11, nchwc512F2P12},
+	{nchwc512F3P1, nchwc512F3P2, nchwc512F3P3, nchwc512F3P4, nchwc512F3P5, nchwc512F3P6, nchwc512F3P7, nchwc512F3P8},
 	{nchwc512F4P1, nchwc512F4P2, nchwc512F4P3, nchwc512F4P4, nchwc512F4P5, nchwc512F4P6},
 }
 
 // nchwc256 are the AVX2 kernels (one block) of 16 input channels a step by positions (np-1).
 var nchwc256 = [6]nchwcKernel{nchwc256P1, nchwc256P2, nchwc256P3, nchwc256P4, nchwc256P5, nchwc256P6}
 
-// nchwc512C1 are the AVX-512 kernels of 1 input channels a step by blocks (fb-1) and positions (np-1).
-var nchwc512C1 = [4][6]nchwcKernel{
-	{nchwc512F1P1C1, nchwc512F1P2C1, nchwc512F1P3C1, nchwc512F1P4C1, nchwc512F1P5C1, nchwc512F1P6C1},
-	{nchwc512F2P1C1, nchwc512F2P2C1, nchwc512F2P3C1, nchwc512F2P4C1, nchwc512F2P5C1, nchwc512F2P6C1},
-	{nchwc512F3P1C1, nchwc512F3P2C1, nchwc512F3P3C1, nchwc512F3P4C1, nchwc512F3P5C1, nchwc512F3P6C1},
+// nchwc512C1 are the AVX-512 kernels of 1 input channels a step by blocks (fb-1) and positions (np-1), nil past 24 sums.
+var nchwc512C1 = [4][12]nchwcKernel{
+	{nchwc512F1P1C1, nchwc512F1P2C1, nchwc512F1P3C1, nchwc512F1P4C1, nchwc512F1P5C1, nchwc512F1P6C1, nchwc512F1P7C1, nchwc512F1P8C1, nchwc512F1P9C1, nchwc512F1P10C1, nchwc512F1P11C1, nchwc512F1P12C1},
+	{nchwc512F2P1C1, nchwc512F2P2C1, nchwc512F2P3C1, nchwc512F2P4C1, nchwc512F2P5C1, nchwc512F2P6C1, nchwc512F2P7C1, nchwc512F2P8C1, nchwc512F2P9C1, nchwc512F2P10C1, nchwc512F2P11C1, nchwc512F2P12C1},
+	{nchwc512F3P1C1, nchwc512F3P2C1, nchwc512F3P3C1, nchwc512F3P4C1, nchwc512F3P5C1, nchwc512F3P6C1, nchwc512F3P7C1, nchwc512F3P8C1},
 	{nchwc512F4P1C1, nchwc512F4P2C1, nchwc512F4P3C1, nchwc512F4P4C1, nchwc512F4P5C1, nchwc512F4P6C1},
 }
 
@@ -35,7 +35,7 @@ var nchwc256C1 = [6]nchwcKernel{nchwc256P1C1, nchwc256P2C1, nchwc256P3C1, nchwc2
 type nchwcDwKernel func(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
 
 // nchwcDw512 are the depthwise kernels by positions (np-1).
-var nchwcDw512 = [6]nchwcDwKernel{nchwcDw512P1, nchwcDw512P2, nchwcDw512P3, nchwcDw512P4, nchwcDw512P5, nchwcDw512P6}
+var nchwcDw512 = [12]nchwcDwKernel{nchwcDw512P1, nchwcDw512P2, nchwcDw512P3, nchwcDw512P4, nchwcDw512P5, nchwcDw512P6, nchwcDw512P7, nchwcDw512P8, nchwcDw512P9, nchwcDw512P10, nchwcDw512P11, nchwcDw512P12}
 
 // nchwcDw256 are the depthwise kernels by positions (np-1).
 var nchwcDw256 = [6]nchwcDwKernel{nchwcDw256P1, nchwcDw256P2, nchwcDw256P3, nchwcDw256P4, nchwcDw256P5, nchwcDw256P6}
@@ -59,6 +59,24 @@ func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int
 func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
+func nchwc512F1P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
 func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
@@ -77,6 +95,24 @@ func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int
 func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
+func nchwc512F2P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
 func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
@@ -93,6 +129,12 @@ func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int
 
 //go:noescape
 func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
 func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
@@ -149,6 +191,24 @@ func nchwc512F1P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs i
 func nchwc512F1P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
+func nchwc512F1P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F1P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
 func nchwc512F2P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
@@ -167,6 +227,24 @@ func nchwc512F2P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs i
 func nchwc512F2P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
+func nchwc512F2P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F2P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
 func nchwc512F3P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
@@ -183,6 +261,12 @@ func nchwc512F3P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs i
 
 //go:noescape
 func nchwc512F3P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+
+//go:noescape
+func nchwc512F3P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
 
 //go:noescape
 func nchwc512F4P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
@@ -237,6 +321,24 @@ func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, c
 
 //go:noescape
 func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+
+//go:noescape
+func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
 
 //go:noescape
 func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
