@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
@@ -116,12 +117,15 @@ func (p *Plan) blockedStep(s pstep) (*conv, *epilogue) {
 // residual as they are and writes blocked or NCHW; GlobalAveragePool
 // (layoutMean) reads its input as it is and writes NCHW (N x C x 1 x 1);
 // a Mul by a per-channel scale (layoutScale: squeeze-and-excitation's)
-// reads the values it scales as they are and writes them in their layout.
+// reads the values it scales as they are and writes them in their layout;
+// a float32 MaxPool without Indices (layoutPool) reads its input as it is
+// and writes its output in its layout.
 const (
 	layoutNone = iota
 	layoutConv
 	layoutMean
 	layoutScale
+	layoutPool
 )
 
 // layoutStep is a step's part in the layout: its role, and for a
@@ -147,6 +151,12 @@ func (p *Plan) layoutOf(s pstep) layoutStep {
 	case globalAvgPool:
 		if x := p.vals[s.in[0]].meta; x.Type == nd.Float32 && len(x.Shape) >= 3 {
 			return layoutStep{role: layoutMean}
+		}
+	case *pool:
+		if x := p.vals[s.in[0]].meta; k.max && x.Type == nd.Float32 && len(x.Shape) >= 3 && len(x.Shape) <= 4 {
+			if g, err := k.geometry(x.Shape); err == nil && g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1 {
+				return layoutStep{role: layoutPool}
+			}
 		}
 	case *ewBinary:
 		if k.op != ewMul || k.legacy || len(s.in) != 2 || s.in[0] < 0 || s.in[1] < 0 || s.in[0] == s.in[1] || len(y) < 3 {
@@ -189,7 +199,8 @@ func (p *Plan) layout() {
 	// and every step that reads it takes it as it is, blocked or NCHW: a
 	// blocked convolution as its X (but one of fewer channels than a
 	// block, which reads NCHW planes) or residual, GlobalAveragePool, or a
-	// scale the values it scales where its own output is such a value.
+	// scale the values it scales or a MaxPool its input where its own
+	// output is such a value.
 	const unread, yes, no = 0, 1, 2
 	asIs := make([]int8, len(p.vals))
 	for _, o := range p.outputs {
@@ -209,6 +220,8 @@ func (p *Plan) layout() {
 				ok = slot == 0
 			case layoutScale:
 				ok = slot == r.x && asIs[s.out[0]] == yes
+			case layoutPool:
+				ok = slot == 0 && asIs[s.out[0]] == yes
 			}
 			if ok {
 				asIs[id] = yes
@@ -218,12 +231,12 @@ func (p *Plan) layout() {
 		}
 	}
 	// A value is blocked where it is asIs and a blocked convolution makes
-	// it, or a scale of a blocked value: no value is then reordered out of
-	// the layout, and where a chain ends its last convolution writes NCHW
-	// itself, in cache.
+	// it, or a scale or a MaxPool of a blocked value: no value is then
+	// reordered out of the layout, and where a chain ends its last
+	// convolution writes NCHW itself, in cache.
 	for si, s := range p.steps {
 		r := roles[si]
-		if r.role == layoutConv || r.role == layoutScale && p.vals[s.in[r.x]].blocked {
+		if r.role == layoutConv || r.role == layoutScale && p.vals[s.in[r.x]].blocked || r.role == layoutPool && p.vals[s.in[0]].blocked {
 			p.vals[s.out[0]].blocked = asIs[s.out[0]] == yes
 		}
 	}
@@ -266,6 +279,10 @@ func (p *Plan) layout() {
 		case layoutScale:
 			if p.vals[s.in[r.x]].blocked {
 				s.n = &node{Node: s.n.Node, kernel: &nchwcScale{mul: s.n.kernel.(*ewBinary), x: r.x}}
+			}
+		case layoutPool:
+			if p.vals[s.in[0]].blocked {
+				s.n = &node{Node: s.n.Node, kernel: nchwcMaxPool{pool: s.n.kernel.(*pool)}}
 			}
 		}
 		steps = append(steps, s)
@@ -430,6 +447,113 @@ func (r *scaleRun) block(t int) {
 	for q := range r.hw {
 		for l, v := range x[q*B : (q+1)*B] {
 			y[q*B+l] = v * s[l]
+		}
+	}
+}
+
+// nchwcMaxPool is MaxPool of a blocked value (float32, one or two spatial
+// axes, no Indices): each block's window maxima, blocked, as the NCHW
+// kernel takes them (maxPoolVector: NaN where a window holds one, -Inf
+// where it holds only padding). A network's stem (a convolution, then a
+// max pooling, then the first block's convolutions and residual) then
+// stays in blocks: no transpose out of them, no reorder back.
+type nchwcMaxPool struct{ pool *pool }
+
+func (k nchwcMaxPool) Infer(in []Meta) ([]Meta, error) { return k.pool.Infer(in) }
+
+// maxPoolBlockedRun is a run of nchwcMaxPool, what its tasks share.
+type maxPoolBlockedRun struct {
+	g        geometry
+	x, y     []float32
+	hw, ohw  int
+	vector   bool // the layout's vector loops (blockWidth): maxRows
+	negInf32 float32
+}
+
+func (k nchwcMaxPool) Run(in, out []nd.Array) error {
+	const B = nchwcBlock
+	s := in[0].Shape
+	g, err := k.pool.geometry(s)
+	if err != nil {
+		return err
+	}
+	if g.k[0] != 1 || g.in[0] != 1 || g.out[0] != 1 {
+		return fmt.Errorf("onnx: a blocked MaxPool of %v", s)
+	}
+	r := maxPoolBlockedRun{g: g, x: rawFloats(in[0]), y: rawFloats(out[0]), hw: g.inSize(), ohw: g.outSize(), vector: blockWidth != 0, negInf32: float32(math.Inf(-1))}
+	parallel.EachWith(s[0]*((s[1]+B-1)/B), B*(r.hw+r.ohw*g.kSize()/4), r, (*maxPoolBlockedRun).block)
+	return nil
+}
+
+// block pools block t: for each output row, the positions whose windows
+// lie inside the input's columns at one maxRows call (one source a tap,
+// the positions sw pixels apart), each other position at one of its own
+// (its taps inside the input only: the padding is -Inf, never the
+// maximum).
+func (r *maxPoolBlockedRun) block(t int) {
+	const B = nchwcBlock
+	g := r.g
+	x, y := r.x[t*r.hw*B:][:r.hw*B], r.y[t*r.ohw*B:][:r.ohw*B]
+	iw, ow := g.in[2], g.out[2]
+	ss := dwSrcsPool.Get().(*dwSrcs)
+	defer dwSrcsPool.Put(ss)
+	for oh := range g.out[1] {
+		h0 := oh*g.stride[1] - g.padLo[1]
+		hlo, hhi := windowRange(h0, g.k[1], g.dil[1], g.in[1])
+		for o := 0; o < ow; {
+			w0 := o*g.stride[2] - g.padLo[2]
+			wlo, whi := windowRange(w0, g.k[2], g.dil[2], iw)
+			n := 1
+			if wlo == 0 && whi == g.k[2] { // the run of whole windows
+				for o+n < ow && (o+n)*g.stride[2]-g.padLo[2]+(g.k[2]-1)*g.dil[2] < iw {
+					n++
+				}
+			}
+			yo := y[(oh*ow+o)*B : (oh*ow+o+n)*B]
+			switch {
+			case hlo == hhi || wlo == whi: // padding alone
+				for i := range yo {
+					yo[i] = r.negInf32
+				}
+			case r.vector:
+				srcs := ss.s[:0]
+				for a := hlo; a < hhi; a++ {
+					for c := wlo; c < whi; c++ {
+						srcs = append(srcs, &x[((h0+a*g.dil[1])*iw+w0+c*g.dil[2])*B])
+					}
+				}
+				ss.s = srcs
+				ok := maxRows(yo, B, n, B, srcs, g.stride[2]*B)
+				clear(srcs)
+				if !ok {
+					r.positions(yo, x, n, h0, w0, hlo, hhi, wlo, whi)
+				}
+			default:
+				r.positions(yo, x, n, h0, w0, hlo, hhi, wlo, whi)
+			}
+			o += n
+		}
+	}
+}
+
+// positions pools n positions of a block in plain Go: yo's, the windows'
+// taps [hlo, hhi) x [wlo, whi) of the first at input row h0 and column
+// w0 (Go's max: NaN where a window holds one, as maxRows).
+func (r *maxPoolBlockedRun) positions(yo, x []float32, n, h0, w0, hlo, hhi, wlo, whi int) {
+	const B = nchwcBlock
+	g := r.g
+	for j := range n {
+		yj := yo[j*B : (j+1)*B]
+		for i := range yj {
+			yj[i] = r.negInf32
+		}
+		for a := hlo; a < hhi; a++ {
+			for c := wlo; c < whi; c++ {
+				xv := x[((h0+a*g.dil[1])*g.in[2]+w0+j*g.stride[2]+c*g.dil[2])*B:][:B]
+				for i, v := range xv {
+					yj[i] = max(yj[i], v)
+				}
+			}
 		}
 	}
 }

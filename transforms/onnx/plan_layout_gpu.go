@@ -31,7 +31,7 @@ func (nchwcReorder) Launch(d *Device, in, out []DevArray) error {
 	return nil
 }
 
-// The device's GlobalAveragePool and Mul of NCHW values.
+// The device's GlobalAveragePool, Mul and MaxPool of NCHW values.
 
 func (nchwcMean) Launch(d *Device, in, out []DevArray) error {
 	return globalAvgPool{}.Launch(d, in, out)
@@ -42,3 +42,7 @@ func (nchwcMean) nchw() Kernel { return globalAvgPool{} }
 func (k *nchwcScale) Launch(d *Device, in, out []DevArray) error { return k.mul.Launch(d, in, out) }
 
 func (k *nchwcScale) nchw() Kernel { return k.mul }
+
+func (k nchwcMaxPool) Launch(d *Device, in, out []DevArray) error { return k.pool.Launch(d, in, out) }
+
+func (k nchwcMaxPool) nchw() Kernel { return k.pool }

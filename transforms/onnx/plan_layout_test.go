@@ -18,7 +18,7 @@ import (
 // depthwise or one group, an activation ("": none) and a residual value
 // added before it ("": none).
 type layoutLayer struct {
-	op        string   // not a Conv: this operator, of ins
+	op        string   // not a Conv: this operator, of ins (a MaxPool: of k, s, pads and dil)
 	ins       []string // op's inputs
 	in        string
 	m, k, s   int
@@ -54,6 +54,14 @@ func (g layoutGraph) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 	var inits []onnxtest.Named
 	var ns nodes
 	for i, l := range g.layers {
+		if l.op == "MaxPool" {
+			name, x := fmt.Sprintf("l%d", i), shapes[l.ins[0]]
+			ns = append(ns, onnxtest.Node(l.op, l.ins, []string{name}, onnxtest.Ints("kernel_shape", int64(l.k), int64(l.k)),
+				onnxtest.Ints("strides", int64(l.s), int64(l.s)), onnxtest.Ints("dilations", int64(l.dil), int64(l.dil)),
+				onnxtest.Ints("pads", int64(l.pads[0]), int64(l.pads[1]), int64(l.pads[2]), int64(l.pads[3]))))
+			shapes[name] = [4]int{x[0], x[1], (x[2]+l.pads[0]+l.pads[2]-l.dil*(l.k-1)-1)/l.s + 1, (x[3]+l.pads[1]+l.pads[3]-l.dil*(l.k-1)-1)/l.s + 1}
+			continue
+		}
 		if l.op != "" {
 			name := fmt.Sprintf("l%d", i)
 			ns = append(ns, onnxtest.Node(l.op, l.ins, []string{name}))
@@ -110,7 +118,9 @@ func (g layoutGraph) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 // wider than the kernel and asymmetric, depthwise, residuals blocked with
 // blocked and NCHW outputs, a residual from the graph's input (reordered),
 // values read by other operators (NCHW), an activation that is not 0 at 0
-// (the channels past M), batch 1 and batches of thick channels.
+// (the channels past M), batch 1 and batches of thick channels, and max
+// pooling of blocked values (a residual from one, padded and dilated
+// windows, values below 0).
 var layoutGraphs = []layoutGraph{
 	{name: "resnet-like, odd channels", n: 1, c: 17, h: 12, w: 12, layers: []layoutLayer{
 		{in: "X", m: 33, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
@@ -155,6 +165,17 @@ var layoutGraphs = []layoutGraph{
 		{in: "l2", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l3", act: "Relu"},
 		{in: "l4", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true},
 	}, others: [][3]string{{"GlobalAveragePool", "l5", "pool"}}, outputs: []string{"pool"}, blocked: 6},
+	{name: "stem and max pooling: residual from a pooling, padded and dilated windows", n: 2, c: 3, h: 19, w: 21, layers: []layoutLayer{
+		{in: "X", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{op: "MaxPool", ins: []string{"l0"}, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1},
+		{in: "l1", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{in: "l2", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l1"},
+		{op: "MaxPool", ins: []string{"l3"}, k: 2, s: 1, pads: [4]int{1, 0, 0, 1}, dil: 2},
+		{in: "l4", m: 33, k: 1, s: 1, dil: 1, act: "Tanh"},
+		{op: "MaxPool", ins: []string{"l5"}, k: 3, s: 3, pads: [4]int{0, 2, 2, 0}, dil: 1},
+		{in: "l6", m: 16, k: 1, s: 1, dil: 1},
+		{op: "MaxPool", ins: []string{"l7"}, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
+	}, outputs: []string{"l8"}, blocked: 7},
 }
 
 // A plan with the blocked layout gives the NCHW plan's outputs bit for bit
@@ -251,13 +272,13 @@ func TestLayoutModels(t *testing.T) {
 	}
 }
 
-// On the device (the emulator) a blocked plan's steps are the Convs they
-// replace and copies, never the host, and give the NCHW plan's outputs on
+// On the device (the emulator) a blocked plan's steps are the Convs and
+// MaxPools they replace and copies, never the host, and give the NCHW plan's outputs on
 // the device bit for bit.
 func TestLayoutOnDevice(t *testing.T) {
 	dev := emulator(t)
 	r := rand.New(rand.NewPCG(73, 74))
-	for _, g := range layoutGraphs[:2] {
+	for _, g := range append(layoutGraphs[:2:2], layoutGraphs[len(layoutGraphs)-1]) { // the last: max pooling
 		mp, feed := g.model(r)
 		m, err := onnxtest.Load(mp)
 		require.NoError(t, err)
