@@ -301,24 +301,26 @@ func TestSgemmOneWorkerAllocatesNothing(t *testing.T) {
 
 // A product on several goroutines allocates nothing once its buffers are
 // pooled: neither the problem its goroutines share nor the B it packs once
-// for its row blocks.
+// for its row blocks (300 x 200) or the A for its column blocks (60 x 900).
 func TestNoAllocations(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	const m, n, k = 300, 200, 100
-	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
-	for i := range a {
-		a[i] = float32(i%7) - 3
-	}
-	for i := range b {
-		b[i] = float32(i%5) - 2
-	}
-	SgemmWorkers(4, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
-	want := append([]float32{}, c...)
-	allocs := testing.AllocsPerRun(20, func() {
+	for _, dims := range [][3]int{{300, 200, 100}, {60, 900, 100}} {
+		m, n, k := dims[0], dims[1], dims[2]
+		a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+		for i := range a {
+			a[i] = float32(i%7) - 3
+		}
+		for i := range b {
+			b[i] = float32(i%5) - 2
+		}
 		SgemmWorkers(4, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
-	})
-	require.Zero(t, allocs)
-	require.Equal(t, want, c)
+		want := append([]float32{}, c...)
+		allocs := testing.AllocsPerRun(20, func() {
+			SgemmWorkers(4, false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+		})
+		require.Zero(t, allocs, "%v", dims)
+		require.Equal(t, want, c, "%v", dims)
+	}
 }
 
 // A product of few rows takes the short kernel where there is one (16 rows:

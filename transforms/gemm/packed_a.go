@@ -33,13 +33,24 @@ func packAWith(kern *kernel, transA bool, m, k int, a []float32, lda int) *Packe
 	} else {
 		checkMatrix("A", "m x k", m, k, a, lda, "lda")
 	}
+	return new(PackedA).pack(kern, transA, m, k, a, lda)
+}
+
+// pack packs op(A) into pk, reusing its storage where it is large enough
+// (a run's A shared by its column blocks, pooled), and returns pk.
+func (pk *PackedA) pack(kern *kernel, transA bool, m, k int, a []float32, lda int) *PackedA {
 	mr := kern.mr
-	pk := &PackedA{m: m, k: k, mp: roundUp(m, mr), kern: kern}
+	data := pk.data
+	*pk = PackedA{m: m, k: k, mp: roundUp(m, mr), kern: kern}
 	if m == 0 || k == 0 {
 		return pk
 	}
 	pk.kb = kern.kBlock(k)
-	pk.data = aligned(k * pk.mp)
+	if cap(data) >= k*pk.mp {
+		pk.data = data[:k*pk.mp]
+	} else {
+		pk.data = aligned(k * pk.mp)
+	}
 	for pc := 0; pc < k; pc += pk.kb {
 		kc := min(pk.kb, k-pc)
 		packA(pk.data[pc*pk.mp:(pc+kc)*pk.mp], a, lda, transA, 0, m, pc, kc, mr)
