@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/beamgpu/beamgpu/internal/parallel"
 	"github.com/beamgpu/beamgpu/transforms/nd"
@@ -593,9 +594,12 @@ func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums 
 
 // requantRuns requantizes the sums (m rows of n, output channels ch0 on,
 // corr[ch] added to their biases: nil, none) a row at a time into a
-// scratch row, which place copies into the row's plane of y (y[j*P:]).
+// scratch row (pooled: a task's), which place copies into the row's plane
+// of y (y[j*P:]).
 func requantRuns[Y int8 | uint8](y []Y, rq *requant, sums []int32, n, m, ch0, P int, corr []int32, place func(dst, src []Y)) {
-	row := make([]Y, n)
+	buf := requantRows8.get(n)
+	defer requantRows8.put(buf)
+	row := unsafe.Slice((*Y)(unsafe.Pointer(unsafe.SliceData(*buf))), n) // a byte each
 	for j := range m {
 		ch := ch0 + j
 		var bias int32

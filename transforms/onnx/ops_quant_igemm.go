@@ -246,6 +246,7 @@ func (s *scratch[T]) put(b *[]T) { s.p.Put(b) }
 var (
 	panels16, planes16 scratch[int16] // igemm's packed panels, its padded inputs
 	panels8, planes8   scratch[byte]  // ubgemm's
+	requantRows8       scratch[byte]  // a quantized convolution's rows of outputs (requantRuns)
 )
 
 // fill sets every value of s to v, by doubling copies.
