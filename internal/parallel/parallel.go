@@ -19,7 +19,9 @@
 // a helper watches for the next one for a while (200 µs, yielding its core
 // to any other goroutine) before it parks: the loops of a model's run
 // follow each other by microseconds, and waking a parked goroutine costs
-// tens of them on a virtual machine.
+// tens of them on a virtual machine. A caller left waiting for a helper's
+// last task watches for it as long before it parks: a caller woken from a
+// park runs on the helper's core, away from the data its next loop reads.
 // What is left is the caller's function: a function literal that captures
 // variables is allocated at each call. ForWith and EachWith (the loop's
 // arguments copied into a pooled box, its function one that captures
