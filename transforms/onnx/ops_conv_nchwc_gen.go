@@ -25,7 +25,8 @@
 // SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), then the same from R12
 // (SI+6*R8), each input channel a 4-byte displacement from them.
 //
-// AVX-512 (nchwc512F<fb>P<np>): fb 1 to 4, one register a block, 24
+// AVX-512 (nchwc512F<fb>P<np>): fb 1 to 4, one register a block (of one
+// block, the broadcast within the FMA: VFMADD231PS.BCST), 24
 // accumulators at most (Z0-Z23: 12 positions of 1 or 2 blocks, 8 of 3, 6
 // of 4; at least 8 sums in flight cover the FMA's latency on both of a
 // core's FMA units), the filter in Z24-Z27, the broadcasts in
@@ -143,6 +144,10 @@ func avx512(b *bytes.Buffer, fb, np, chans int) {
 				p("VMOVUPS %d(DI), Z%d", (i*fb+f)*64, 24+f)
 			}
 			for j := range np {
+				if fb == 1 { // the broadcast within the FMA: one fused load-and-multiply-add a position
+					p("VFMADD231PS.BCST %s, Z24, %s", pos(j, 4*i), acc(0, j))
+					continue
+				}
 				t := 28 + j%2
 				p("VBROADCASTSS %s, Z%d", pos(j, 4*i), t)
 				for f := range fb {
