@@ -188,10 +188,13 @@ func nextJob() *job {
 	}
 }
 
-// run runs l on the caller and up to workers-1 idle helpers, and returns
-// when every task has run.
+// run runs l on the caller and up to workers-1 idle helpers (no more than
+// GOMAXPROCS less one: a helper offered the loop where no processor is free
+// would run only once the caller stops watching), and returns when every
+// task has run.
 func run(l loop, workers int) {
-	startHelpers(runtime.GOMAXPROCS(0) - 1)
+	procs := runtime.GOMAXPROCS(0)
+	startHelpers(procs - 1)
 	var j *job
 	select {
 	case j = <-idleJobs:
@@ -203,7 +206,7 @@ func run(l loop, workers int) {
 	j.state.Store(running)
 	j.remaining.Store(int64(l.n))
 	j.refs.Store(1)
-	for range min(workers-1, int(helpers.Load())) {
+	for range min(workers-1, int(helpers.Load()), procs-1) {
 		j.refs.Add(1) // before the offer: a helper may let go at once
 		sent := false
 		select {

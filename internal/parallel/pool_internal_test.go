@@ -83,3 +83,18 @@ func TestHelpersTakeTasks(t *testing.T) {
 	}
 	assert.Equal(t, want, sum.Load())
 }
+
+// A loop offers itself to no more helpers than there are other processors:
+// with GOMAXPROCS lowered to 1 after helpers started, the caller runs every
+// task and no offer waits in jobs (the helpers, on the one processor,
+// cannot take one while the caller runs).
+func TestNoOffersPastProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	Do(4, 8, func(int) {}) // the helpers start
+	require.Eventually(t, func() bool { return len(jobs) == 0 }, time.Second, spinFor, "helpers take the offers they were made")
+	runtime.GOMAXPROCS(1)
+	var sum atomic.Int64
+	Do(4, 100, func(i int) { sum.Add(int64(i)) })
+	assert.Zero(t, len(jobs), "offers to helpers with no processor free")
+	assert.EqualValues(t, 99*100/2, sum.Load())
+}
