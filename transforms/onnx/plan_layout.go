@@ -466,6 +466,7 @@ type maxPoolBlockedRun struct {
 	g        geometry
 	x, y     []float32
 	hw, ohw  int
+	c, cb    int  // channels, blocks
 	vector   bool // the layout's vector loops (blockWidth): maxRows
 	negInf32 float32
 }
@@ -480,7 +481,7 @@ func (k nchwcMaxPool) Run(in, out []nd.Array) error {
 	if g.k[0] != 1 || g.in[0] != 1 || g.out[0] != 1 {
 		return fmt.Errorf("onnx: a blocked MaxPool of %v", s)
 	}
-	r := maxPoolBlockedRun{g: g, x: rawFloats(in[0]), y: rawFloats(out[0]), hw: g.inSize(), ohw: g.outSize(), vector: blockWidth != 0, negInf32: float32(math.Inf(-1))}
+	r := maxPoolBlockedRun{g: g, x: rawFloats(in[0]), y: rawFloats(out[0]), hw: g.inSize(), ohw: g.outSize(), c: s[1], cb: (s[1] + B - 1) / B, vector: blockWidth != 0, negInf32: float32(math.Inf(-1))}
 	parallel.EachWith(s[0]*((s[1]+B-1)/B), B*(r.hw+r.ohw*g.kSize()/4), r, (*maxPoolBlockedRun).block)
 	return nil
 }
@@ -511,9 +512,13 @@ func (r *maxPoolBlockedRun) block(t int) {
 			}
 			yo := y[(oh*ow+o)*B : (oh*ow+o+n)*B]
 			switch {
-			case hlo == hhi || wlo == whi: // padding alone
+			case hlo == hhi || wlo == whi: // padding alone: -Inf, the channels past C 0 as in every block
+				chans := min(B, r.c-t%r.cb*B)
 				for i := range yo {
-					yo[i] = r.negInf32
+					yo[i] = 0
+					if i%B < chans {
+						yo[i] = r.negInf32
+					}
 				}
 			case r.vector:
 				srcs := ss.s[:0]

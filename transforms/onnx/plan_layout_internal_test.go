@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
+	"github.com/beamgpu/beamgpu/transforms/nd"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,5 +51,50 @@ func TestBlockLoopsVectorAndGo(t *testing.T) {
 		require.Equal(t, float32(7), y[len(x)])
 		require.True(t, blockScaleVec(x, x, &s))
 		require.Equal(t, wantY, x, "%d pixels in place", n)
+	}
+}
+
+// A blocked MaxPool gives -Inf where a window holds only padding, in the
+// channels that exist; the channels past C stay 0 (a blocked convolution
+// reading them multiplies them by its zero weights: -Inf would make NaN).
+func TestBlockedMaxPoolPaddingAlone(t *testing.T) {
+	const B = nchwcBlock
+	k := ewKernel(t, "MaxPool", 12, 1, intsAttrEW("kernel_shape", 2, 2), intsAttrEW("strides", 2, 2), intsAttrEW("pads", 2, 2, 0, 0))
+	shape := []int{1, 20, 4, 4} // two blocks, the second of 4 channels
+	x := make([]float32, blockedSize(shape))
+	for i := range x {
+		if i/(16*B) == 0 || i%B < 4 { // the channels that exist: 1
+			x[i] = 1
+		}
+	}
+	xa := nd.Array{Type: nd.Float32, Shape: shape, Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))}
+	metas, err := k.Infer([]Meta{{Type: nd.Float32, Shape: shape}})
+	require.NoError(t, err)
+	oshape := metas[0].Shape
+	require.Equal(t, []int{1, 20, 3, 3}, oshape)
+	for _, vector := range []bool{true, false} {
+		old := blockWidth
+		if !vector {
+			blockWidth = 0
+		}
+		ya := nd.Array{Type: nd.Float32, Shape: oshape, Data: make([]byte, 4*blockedSize(oshape))}
+		require.NoError(t, nchwcMaxPool{pool: k.(*pool)}.Run([]nd.Array{xa}, []nd.Array{ya}))
+		blockWidth = old
+		y := rawFloats(ya)
+		for b := range 2 {
+			for q := range 9 {
+				for l := range B {
+					v, exists := y[(b*9+q)*B+l], b*B+l < 20
+					switch {
+					case !exists:
+						require.Zero(t, v, "vector %v: block %d position %d lane %d past C", vector, b, q, l)
+					case q < 3 || q%3 == 0: // the first row or column: padding alone
+						require.True(t, math.IsInf(float64(v), -1), "vector %v: block %d position %d lane %d: %v", vector, b, q, l, v)
+					default:
+						require.Equal(t, float32(1), v, "vector %v: block %d position %d lane %d", vector, b, q, l)
+					}
+				}
+			}
+		}
 	}
 }
