@@ -26,19 +26,7 @@ TEXT ·layerNormRowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ bias+24(FP), BX
 	MOVQ rows+32(FP), CX
 	MOVQ n+40(FP), R8
-	MOVQ R8, R9
-	SHLQ $2, R9 // a row's bytes
-	MOVQ R8, R10
-	SHRQ $4, R10 // whole 16-vectors a row
-	MOVQ R8, R11
-	ANDQ $15, R11 // the last vector's values
-	MOVQ CX, R13
-	MOVQ R11, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	KMOVW AX, K7 // the last vector's lanes
-	MOVQ R13, CX
+	ROWSHAPE(R8) // R9 a row's bytes, R10 its whole 16-vectors, R11 and K7 the last vector's values and lanes
 	VCVTSI2SDQ R8, X15, X15 // n as a float64
 
 lrow:

@@ -23,19 +23,7 @@ TEXT ·softmaxRowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ n+24(FP), BX
 	MOVQ tab+32(FP), R8
 	XORQ DX, DX // rows done
-	MOVQ BX, R9
-	SHLQ $2, R9 // a row's bytes
-	MOVQ BX, R10
-	SHRQ $4, R10 // whole 16-vectors a row
-	MOVQ BX, R11
-	ANDQ $15, R11 // the last vector's values
-	MOVQ CX, R13
-	MOVQ R11, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ R13, CX
-	KMOVW AX, K7 // the last vector's lanes
+	ROWSHAPE(BX) // R9 a row's bytes, R10 its whole 16-vectors, R11 and K7 the last vector's values and lanes
 	MOVL $0xff800000, AX
 	VPBROADCASTD AX, Z31 // -Inf
 

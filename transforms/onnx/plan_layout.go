@@ -463,13 +463,15 @@ func (k nchwcMaxPool) Infer(in []Meta) ([]Meta, error) { return k.pool.Infer(in)
 
 // maxPoolBlockedRun is a run of nchwcMaxPool, what its tasks share.
 type maxPoolBlockedRun struct {
-	g        geometry
-	x, y     []float32
-	hw, ohw  int
-	c, cb    int  // channels, blocks
-	vector   bool // the layout's vector loops (blockWidth): maxRows
-	negInf32 float32
+	g       geometry
+	x, y    []float32
+	hw, ohw int
+	c, cb   int  // channels, blocks
+	vector  bool // the layout's vector loops (blockWidth): maxRows
 }
+
+// negInf32 is float32 -Inf, a window of padding alone's maximum.
+var negInf32 = float32(math.Inf(-1))
 
 func (k nchwcMaxPool) Run(in, out []nd.Array) error {
 	const B = nchwcBlock
@@ -481,7 +483,7 @@ func (k nchwcMaxPool) Run(in, out []nd.Array) error {
 	if g.k[0] != 1 || g.in[0] != 1 || g.out[0] != 1 {
 		return fmt.Errorf("onnx: a blocked MaxPool of %v", s)
 	}
-	r := maxPoolBlockedRun{g: g, x: rawFloats(in[0]), y: rawFloats(out[0]), hw: g.inSize(), ohw: g.outSize(), c: s[1], cb: (s[1] + B - 1) / B, vector: blockWidth != 0, negInf32: float32(math.Inf(-1))}
+	r := maxPoolBlockedRun{g: g, x: rawFloats(in[0]), y: rawFloats(out[0]), hw: g.inSize(), ohw: g.outSize(), c: s[1], cb: (s[1] + B - 1) / B, vector: blockWidth != 0}
 	parallel.EachWith(s[0]*((s[1]+B-1)/B), B*(r.hw+r.ohw*g.kSize()/4), r, (*maxPoolBlockedRun).block)
 	return nil
 }
@@ -517,7 +519,7 @@ func (r *maxPoolBlockedRun) block(t int) {
 				for i := range yo {
 					yo[i] = 0
 					if i%B < chans {
-						yo[i] = r.negInf32
+						yo[i] = negInf32
 					}
 				}
 			case r.vector:
@@ -550,7 +552,7 @@ func (r *maxPoolBlockedRun) positions(yo, x []float32, n, h0, w0, hlo, hhi, wlo,
 	for j := range n {
 		yj := yo[j*B : (j+1)*B]
 		for i := range yj {
-			yj[i] = r.negInf32
+			yj[i] = negInf32
 		}
 		for a := hlo; a < hhi; a++ {
 			for c := wlo; c < whi; c++ {

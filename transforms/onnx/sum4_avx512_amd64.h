@@ -2,7 +2,25 @@
 // (ops_softmax_avx512_amd64.s, ops_norm_avx512_amd64.s): eight running
 // sums over a row's whole 8-vectors (lane j: the values at 8q+j), added as
 // sumAVX2 adds its own, then the last n%8 values as sum4's Go loop adds
-// them, so that a row's sum has sum4's bits.
+// them, so that a row's sum has sum4's bits; and their rows' shape.
+
+// ROWSHAPE(n) sets, for rows of n floats (a register other than CX), R9 to
+// a row's bytes, R10 to its whole 16-vectors, R11 to its last n%16 values
+// and K7 to their lanes. Clobbers AX and R13 (CX kept).
+#define ROWSHAPE(n) \
+	MOVQ  n, R9 \
+	SHLQ  $2, R9 \
+	MOVQ  n, R10 \
+	SHRQ  $4, R10 \
+	MOVQ  n, R11 \
+	ANDQ  $15, R11 \
+	MOVQ  CX, R13 \
+	MOVQ  R11, CX \
+	MOVL  $1, AX \
+	SHLL  CX, AX \
+	DECL  AX \
+	KMOVW AX, K7 \
+	MOVQ  R13, CX
 
 // REDUCE8(acc) leaves in X0 the eight sums of acc added as sumAVX2 adds
 // them: lanes j and j+4, then the 128-bit halves, then the two values.
