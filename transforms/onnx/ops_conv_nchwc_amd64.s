@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -77,13 +77,21 @@ nchwc512F1P1_kw:
 	JNZ nchwc512F1P1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P1_add
+	VMOVUPS Z0, 0(SI)
+	VZEROUPPER
+	RET
+nchwc512F1P1_add:
+	VADDPS 0(R12), Z0, Z0
 	VMOVUPS Z0, 0(SI)
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P2(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P2(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -172,14 +180,24 @@ nchwc512F1P2_kw:
 	JNZ nchwc512F1P2_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P2_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P2_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P3(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P3(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -286,15 +304,27 @@ nchwc512F1P3_kw:
 	JNZ nchwc512F1P3_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P3_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P3_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P4(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P4(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -419,16 +449,30 @@ nchwc512F1P4_kw:
 	JNZ nchwc512F1P4_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P4_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
 	VMOVUPS Z3, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P4_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P5(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P5(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -571,6 +615,9 @@ nchwc512F1P5_kw:
 	JNZ nchwc512F1P5_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P5_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -578,10 +625,23 @@ nchwc512F1P5_kw:
 	VMOVUPS Z4, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P5_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P6(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P6(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -742,6 +802,9 @@ nchwc512F1P6_kw:
 	JNZ nchwc512F1P6_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P6_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -750,10 +813,25 @@ nchwc512F1P6_kw:
 	VMOVUPS Z5, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P6_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P7(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P7(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -933,6 +1011,9 @@ nchwc512F1P7_kw:
 	JNZ nchwc512F1P7_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P7_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -942,10 +1023,27 @@ nchwc512F1P7_kw:
 	VMOVUPS Z6, 384(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P7_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P8(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P8(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -1143,6 +1241,9 @@ nchwc512F1P8_kw:
 	JNZ nchwc512F1P8_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P8_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -1153,10 +1254,29 @@ nchwc512F1P8_kw:
 	VMOVUPS Z7, 448(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P8_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P9(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P9(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -1372,6 +1492,9 @@ nchwc512F1P9_kw:
 	JNZ nchwc512F1P9_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P9_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -1383,10 +1506,31 @@ nchwc512F1P9_kw:
 	VMOVUPS Z8, 512(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P9_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P10(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P10(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -1620,6 +1764,9 @@ nchwc512F1P10_kw:
 	JNZ nchwc512F1P10_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P10_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -1632,10 +1779,33 @@ nchwc512F1P10_kw:
 	VMOVUPS Z9, 576(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P10_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P11(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P11(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -1887,6 +2057,9 @@ nchwc512F1P11_kw:
 	JNZ nchwc512F1P11_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P11_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -1900,10 +2073,35 @@ nchwc512F1P11_kw:
 	VMOVUPS Z10, 640(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P11_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P12(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P12(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -2173,6 +2371,9 @@ nchwc512F1P12_kw:
 	JNZ nchwc512F1P12_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P12_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -2187,10 +2388,37 @@ nchwc512F1P12_kw:
 	VMOVUPS Z11, 704(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P12_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	VADDPS 704(R12), Z11, Z11
+	VMOVUPS Z11, 704(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -2313,15 +2541,27 @@ nchwc512F2P1_kw:
 	JNZ nchwc512F2P1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P1_add
 	VMOVUPS Z0, 0(SI)
 	ADDQ BX, SI
 	VMOVUPS Z1, 0(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z1, Z1
+	VMOVUPS Z1, 0(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P2(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P2(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -2496,6 +2736,9 @@ nchwc512F2P2_kw:
 	JNZ nchwc512F2P2_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P2_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	ADDQ BX, SI
@@ -2503,10 +2746,23 @@ nchwc512F2P2_kw:
 	VMOVUPS Z3, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P2_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VADDPS 64(R12), Z3, Z3
+	VMOVUPS Z3, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P3(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P3(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -2733,6 +2989,9 @@ nchwc512F2P3_kw:
 	JNZ nchwc512F2P3_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P3_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -2742,10 +3001,27 @@ nchwc512F2P3_kw:
 	VMOVUPS Z5, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P3_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VADDPS 64(R12), Z4, Z4
+	VMOVUPS Z4, 64(SI)
+	VADDPS 128(R12), Z5, Z5
+	VMOVUPS Z5, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P4(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P4(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -3024,6 +3300,9 @@ nchwc512F2P4_kw:
 	JNZ nchwc512F2P4_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P4_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -3035,10 +3314,31 @@ nchwc512F2P4_kw:
 	VMOVUPS Z7, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P4_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VADDPS 128(R12), Z6, Z6
+	VMOVUPS Z6, 128(SI)
+	VADDPS 192(R12), Z7, Z7
+	VMOVUPS Z7, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P5(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P5(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -3369,6 +3669,9 @@ nchwc512F2P5_kw:
 	JNZ nchwc512F2P5_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P5_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -3382,10 +3685,35 @@ nchwc512F2P5_kw:
 	VMOVUPS Z9, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P5_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z5, Z5
+	VMOVUPS Z5, 0(SI)
+	VADDPS 64(R12), Z6, Z6
+	VMOVUPS Z6, 64(SI)
+	VADDPS 128(R12), Z7, Z7
+	VMOVUPS Z7, 128(SI)
+	VADDPS 192(R12), Z8, Z8
+	VMOVUPS Z8, 192(SI)
+	VADDPS 256(R12), Z9, Z9
+	VMOVUPS Z9, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P6(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P6(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -3768,6 +4096,9 @@ nchwc512F2P6_kw:
 	JNZ nchwc512F2P6_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P6_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -3783,10 +4114,39 @@ nchwc512F2P6_kw:
 	VMOVUPS Z11, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P6_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VADDPS 192(R12), Z9, Z9
+	VMOVUPS Z9, 192(SI)
+	VADDPS 256(R12), Z10, Z10
+	VMOVUPS Z10, 256(SI)
+	VADDPS 320(R12), Z11, Z11
+	VMOVUPS Z11, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P7(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P7(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -4222,6 +4582,9 @@ nchwc512F2P7_kw:
 	JNZ nchwc512F2P7_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P7_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -4239,10 +4602,43 @@ nchwc512F2P7_kw:
 	VMOVUPS Z13, 384(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P7_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z7, Z7
+	VMOVUPS Z7, 0(SI)
+	VADDPS 64(R12), Z8, Z8
+	VMOVUPS Z8, 64(SI)
+	VADDPS 128(R12), Z9, Z9
+	VMOVUPS Z9, 128(SI)
+	VADDPS 192(R12), Z10, Z10
+	VMOVUPS Z10, 192(SI)
+	VADDPS 256(R12), Z11, Z11
+	VMOVUPS Z11, 256(SI)
+	VADDPS 320(R12), Z12, Z12
+	VMOVUPS Z12, 320(SI)
+	VADDPS 384(R12), Z13, Z13
+	VMOVUPS Z13, 384(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P8(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P8(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -4730,6 +5126,9 @@ nchwc512F2P8_kw:
 	JNZ nchwc512F2P8_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P8_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -4749,10 +5148,47 @@ nchwc512F2P8_kw:
 	VMOVUPS Z15, 448(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P8_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	VADDPS 256(R12), Z12, Z12
+	VMOVUPS Z12, 256(SI)
+	VADDPS 320(R12), Z13, Z13
+	VMOVUPS Z13, 320(SI)
+	VADDPS 384(R12), Z14, Z14
+	VMOVUPS Z14, 384(SI)
+	VADDPS 448(R12), Z15, Z15
+	VMOVUPS Z15, 448(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P9(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P9(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -5292,6 +5728,9 @@ nchwc512F2P9_kw:
 	JNZ nchwc512F2P9_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P9_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -5313,10 +5752,51 @@ nchwc512F2P9_kw:
 	VMOVUPS Z17, 512(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P9_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z9, Z9
+	VMOVUPS Z9, 0(SI)
+	VADDPS 64(R12), Z10, Z10
+	VMOVUPS Z10, 64(SI)
+	VADDPS 128(R12), Z11, Z11
+	VMOVUPS Z11, 128(SI)
+	VADDPS 192(R12), Z12, Z12
+	VMOVUPS Z12, 192(SI)
+	VADDPS 256(R12), Z13, Z13
+	VMOVUPS Z13, 256(SI)
+	VADDPS 320(R12), Z14, Z14
+	VMOVUPS Z14, 320(SI)
+	VADDPS 384(R12), Z15, Z15
+	VMOVUPS Z15, 384(SI)
+	VADDPS 448(R12), Z16, Z16
+	VMOVUPS Z16, 448(SI)
+	VADDPS 512(R12), Z17, Z17
+	VMOVUPS Z17, 512(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P10(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P10(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -5908,6 +6388,9 @@ nchwc512F2P10_kw:
 	JNZ nchwc512F2P10_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P10_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -5931,10 +6414,55 @@ nchwc512F2P10_kw:
 	VMOVUPS Z19, 576(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P10_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z10, Z10
+	VMOVUPS Z10, 0(SI)
+	VADDPS 64(R12), Z11, Z11
+	VMOVUPS Z11, 64(SI)
+	VADDPS 128(R12), Z12, Z12
+	VMOVUPS Z12, 128(SI)
+	VADDPS 192(R12), Z13, Z13
+	VMOVUPS Z13, 192(SI)
+	VADDPS 256(R12), Z14, Z14
+	VMOVUPS Z14, 256(SI)
+	VADDPS 320(R12), Z15, Z15
+	VMOVUPS Z15, 320(SI)
+	VADDPS 384(R12), Z16, Z16
+	VMOVUPS Z16, 384(SI)
+	VADDPS 448(R12), Z17, Z17
+	VMOVUPS Z17, 448(SI)
+	VADDPS 512(R12), Z18, Z18
+	VMOVUPS Z18, 512(SI)
+	VADDPS 576(R12), Z19, Z19
+	VMOVUPS Z19, 576(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P11(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P11(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -6578,6 +7106,9 @@ nchwc512F2P11_kw:
 	JNZ nchwc512F2P11_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P11_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -6603,10 +7134,59 @@ nchwc512F2P11_kw:
 	VMOVUPS Z21, 640(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P11_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z11, Z11
+	VMOVUPS Z11, 0(SI)
+	VADDPS 64(R12), Z12, Z12
+	VMOVUPS Z12, 64(SI)
+	VADDPS 128(R12), Z13, Z13
+	VMOVUPS Z13, 128(SI)
+	VADDPS 192(R12), Z14, Z14
+	VMOVUPS Z14, 192(SI)
+	VADDPS 256(R12), Z15, Z15
+	VMOVUPS Z15, 256(SI)
+	VADDPS 320(R12), Z16, Z16
+	VMOVUPS Z16, 320(SI)
+	VADDPS 384(R12), Z17, Z17
+	VMOVUPS Z17, 384(SI)
+	VADDPS 448(R12), Z18, Z18
+	VMOVUPS Z18, 448(SI)
+	VADDPS 512(R12), Z19, Z19
+	VMOVUPS Z19, 512(SI)
+	VADDPS 576(R12), Z20, Z20
+	VMOVUPS Z20, 576(SI)
+	VADDPS 640(R12), Z21, Z21
+	VMOVUPS Z21, 640(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P12(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P12(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -7302,6 +7882,9 @@ nchwc512F2P12_kw:
 	JNZ nchwc512F2P12_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P12_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -7329,10 +7912,63 @@ nchwc512F2P12_kw:
 	VMOVUPS Z23, 704(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P12_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	VADDPS 704(R12), Z11, Z11
+	VMOVUPS Z11, 704(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VADDPS 256(R12), Z16, Z16
+	VMOVUPS Z16, 256(SI)
+	VADDPS 320(R12), Z17, Z17
+	VMOVUPS Z17, 320(SI)
+	VADDPS 384(R12), Z18, Z18
+	VMOVUPS Z18, 384(SI)
+	VADDPS 448(R12), Z19, Z19
+	VMOVUPS Z19, 448(SI)
+	VADDPS 512(R12), Z20, Z20
+	VMOVUPS Z20, 512(SI)
+	VADDPS 576(R12), Z21, Z21
+	VMOVUPS Z21, 576(SI)
+	VADDPS 640(R12), Z22, Z22
+	VMOVUPS Z22, 640(SI)
+	VADDPS 704(R12), Z23, Z23
+	VMOVUPS Z23, 704(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -7491,6 +8127,9 @@ nchwc512F3P1_kw:
 	JNZ nchwc512F3P1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P1_add
 	VMOVUPS Z0, 0(SI)
 	ADDQ BX, SI
 	VMOVUPS Z1, 0(SI)
@@ -7498,10 +8137,23 @@ nchwc512F3P1_kw:
 	VMOVUPS Z2, 0(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z1, Z1
+	VMOVUPS Z1, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P2(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P2(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -7730,6 +8382,9 @@ nchwc512F3P2_kw:
 	JNZ nchwc512F3P2_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P2_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	ADDQ BX, SI
@@ -7740,10 +8395,29 @@ nchwc512F3P2_kw:
 	VMOVUPS Z5, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P2_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VADDPS 64(R12), Z3, Z3
+	VMOVUPS Z3, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P3(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P3(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -8042,6 +8716,9 @@ nchwc512F3P3_kw:
 	JNZ nchwc512F3P3_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P3_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -8055,10 +8732,35 @@ nchwc512F3P3_kw:
 	VMOVUPS Z8, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P3_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VADDPS 64(R12), Z4, Z4
+	VMOVUPS Z4, 64(SI)
+	VADDPS 128(R12), Z5, Z5
+	VMOVUPS Z5, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P4(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P4(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -8427,6 +9129,9 @@ nchwc512F3P4_kw:
 	JNZ nchwc512F3P4_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P4_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -8443,10 +9148,41 @@ nchwc512F3P4_kw:
 	VMOVUPS Z11, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P4_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VADDPS 128(R12), Z6, Z6
+	VMOVUPS Z6, 128(SI)
+	VADDPS 192(R12), Z7, Z7
+	VMOVUPS Z7, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P5(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P5(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -8885,6 +9621,9 @@ nchwc512F3P5_kw:
 	JNZ nchwc512F3P5_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P5_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -8904,10 +9643,47 @@ nchwc512F3P5_kw:
 	VMOVUPS Z14, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P5_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z5, Z5
+	VMOVUPS Z5, 0(SI)
+	VADDPS 64(R12), Z6, Z6
+	VMOVUPS Z6, 64(SI)
+	VADDPS 128(R12), Z7, Z7
+	VMOVUPS Z7, 128(SI)
+	VADDPS 192(R12), Z8, Z8
+	VMOVUPS Z8, 192(SI)
+	VADDPS 256(R12), Z9, Z9
+	VMOVUPS Z9, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z10, Z10
+	VMOVUPS Z10, 0(SI)
+	VADDPS 64(R12), Z11, Z11
+	VMOVUPS Z11, 64(SI)
+	VADDPS 128(R12), Z12, Z12
+	VMOVUPS Z12, 128(SI)
+	VADDPS 192(R12), Z13, Z13
+	VMOVUPS Z13, 192(SI)
+	VADDPS 256(R12), Z14, Z14
+	VMOVUPS Z14, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P6(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P6(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -9416,6 +10192,9 @@ nchwc512F3P6_kw:
 	JNZ nchwc512F3P6_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P6_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -9438,10 +10217,53 @@ nchwc512F3P6_kw:
 	VMOVUPS Z17, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P6_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VADDPS 192(R12), Z9, Z9
+	VMOVUPS Z9, 192(SI)
+	VADDPS 256(R12), Z10, Z10
+	VMOVUPS Z10, 256(SI)
+	VADDPS 320(R12), Z11, Z11
+	VMOVUPS Z11, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VADDPS 256(R12), Z16, Z16
+	VMOVUPS Z16, 256(SI)
+	VADDPS 320(R12), Z17, Z17
+	VMOVUPS Z17, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P7(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P7(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -10021,6 +10843,9 @@ nchwc512F3P7_kw:
 	JNZ nchwc512F3P7_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P7_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -10046,10 +10871,59 @@ nchwc512F3P7_kw:
 	VMOVUPS Z20, 384(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P7_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z7, Z7
+	VMOVUPS Z7, 0(SI)
+	VADDPS 64(R12), Z8, Z8
+	VMOVUPS Z8, 64(SI)
+	VADDPS 128(R12), Z9, Z9
+	VMOVUPS Z9, 128(SI)
+	VADDPS 192(R12), Z10, Z10
+	VMOVUPS Z10, 192(SI)
+	VADDPS 256(R12), Z11, Z11
+	VMOVUPS Z11, 256(SI)
+	VADDPS 320(R12), Z12, Z12
+	VMOVUPS Z12, 320(SI)
+	VADDPS 384(R12), Z13, Z13
+	VMOVUPS Z13, 384(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z14, Z14
+	VMOVUPS Z14, 0(SI)
+	VADDPS 64(R12), Z15, Z15
+	VMOVUPS Z15, 64(SI)
+	VADDPS 128(R12), Z16, Z16
+	VMOVUPS Z16, 128(SI)
+	VADDPS 192(R12), Z17, Z17
+	VMOVUPS Z17, 192(SI)
+	VADDPS 256(R12), Z18, Z18
+	VMOVUPS Z18, 256(SI)
+	VADDPS 320(R12), Z19, Z19
+	VMOVUPS Z19, 320(SI)
+	VADDPS 384(R12), Z20, Z20
+	VMOVUPS Z20, 384(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P8(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P8(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -10699,6 +11573,9 @@ nchwc512F3P8_kw:
 	JNZ nchwc512F3P8_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P8_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -10727,10 +11604,65 @@ nchwc512F3P8_kw:
 	VMOVUPS Z23, 448(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P8_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	VADDPS 256(R12), Z12, Z12
+	VMOVUPS Z12, 256(SI)
+	VADDPS 320(R12), Z13, Z13
+	VMOVUPS Z13, 320(SI)
+	VADDPS 384(R12), Z14, Z14
+	VMOVUPS Z14, 384(SI)
+	VADDPS 448(R12), Z15, Z15
+	VMOVUPS Z15, 448(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z16, Z16
+	VMOVUPS Z16, 0(SI)
+	VADDPS 64(R12), Z17, Z17
+	VMOVUPS Z17, 64(SI)
+	VADDPS 128(R12), Z18, Z18
+	VMOVUPS Z18, 128(SI)
+	VADDPS 192(R12), Z19, Z19
+	VMOVUPS Z19, 192(SI)
+	VADDPS 256(R12), Z20, Z20
+	VMOVUPS Z20, 256(SI)
+	VADDPS 320(R12), Z21, Z21
+	VMOVUPS Z21, 320(SI)
+	VADDPS 384(R12), Z22, Z22
+	VMOVUPS Z22, 384(SI)
+	VADDPS 448(R12), Z23, Z23
+	VMOVUPS Z23, 448(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -10925,6 +11857,9 @@ nchwc512F4P1_kw:
 	JNZ nchwc512F4P1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P1_add
 	VMOVUPS Z0, 0(SI)
 	ADDQ BX, SI
 	VMOVUPS Z1, 0(SI)
@@ -10934,10 +11869,27 @@ nchwc512F4P1_kw:
 	VMOVUPS Z3, 0(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z1, Z1
+	VMOVUPS Z1, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P2(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P2(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -11220,6 +12172,9 @@ nchwc512F4P2_kw:
 	JNZ nchwc512F4P2_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P2_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	ADDQ BX, SI
@@ -11233,10 +12188,35 @@ nchwc512F4P2_kw:
 	VMOVUPS Z7, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P2_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VADDPS 64(R12), Z3, Z3
+	VMOVUPS Z3, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P3(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P3(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -11607,6 +12587,9 @@ nchwc512F4P3_kw:
 	JNZ nchwc512F4P3_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P3_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -11624,10 +12607,43 @@ nchwc512F4P3_kw:
 	VMOVUPS Z11, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P3_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VADDPS 64(R12), Z4, Z4
+	VMOVUPS Z4, 64(SI)
+	VADDPS 128(R12), Z5, Z5
+	VMOVUPS Z5, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z9, Z9
+	VMOVUPS Z9, 0(SI)
+	VADDPS 64(R12), Z10, Z10
+	VMOVUPS Z10, 64(SI)
+	VADDPS 128(R12), Z11, Z11
+	VMOVUPS Z11, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P4(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P4(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -12086,6 +13102,9 @@ nchwc512F4P4_kw:
 	JNZ nchwc512F4P4_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P4_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -12107,10 +13126,51 @@ nchwc512F4P4_kw:
 	VMOVUPS Z15, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P4_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VADDPS 128(R12), Z6, Z6
+	VMOVUPS Z6, 128(SI)
+	VADDPS 192(R12), Z7, Z7
+	VMOVUPS Z7, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P5(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P5(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -12657,6 +13717,9 @@ nchwc512F4P5_kw:
 	JNZ nchwc512F4P5_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P5_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -12682,10 +13745,59 @@ nchwc512F4P5_kw:
 	VMOVUPS Z19, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P5_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z5, Z5
+	VMOVUPS Z5, 0(SI)
+	VADDPS 64(R12), Z6, Z6
+	VMOVUPS Z6, 64(SI)
+	VADDPS 128(R12), Z7, Z7
+	VMOVUPS Z7, 128(SI)
+	VADDPS 192(R12), Z8, Z8
+	VMOVUPS Z8, 192(SI)
+	VADDPS 256(R12), Z9, Z9
+	VMOVUPS Z9, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z10, Z10
+	VMOVUPS Z10, 0(SI)
+	VADDPS 64(R12), Z11, Z11
+	VMOVUPS Z11, 64(SI)
+	VADDPS 128(R12), Z12, Z12
+	VMOVUPS Z12, 128(SI)
+	VADDPS 192(R12), Z13, Z13
+	VMOVUPS Z13, 192(SI)
+	VADDPS 256(R12), Z14, Z14
+	VMOVUPS Z14, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z15, Z15
+	VMOVUPS Z15, 0(SI)
+	VADDPS 64(R12), Z16, Z16
+	VMOVUPS Z16, 64(SI)
+	VADDPS 128(R12), Z17, Z17
+	VMOVUPS Z17, 128(SI)
+	VADDPS 192(R12), Z18, Z18
+	VMOVUPS Z18, 192(SI)
+	VADDPS 256(R12), Z19, Z19
+	VMOVUPS Z19, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P6(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P6(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -13320,6 +14432,9 @@ nchwc512F4P6_kw:
 	JNZ nchwc512F4P6_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P6_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -13349,10 +14464,67 @@ nchwc512F4P6_kw:
 	VMOVUPS Z23, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P6_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VADDPS 192(R12), Z9, Z9
+	VMOVUPS Z9, 192(SI)
+	VADDPS 256(R12), Z10, Z10
+	VMOVUPS Z10, 256(SI)
+	VADDPS 320(R12), Z11, Z11
+	VMOVUPS Z11, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VADDPS 256(R12), Z16, Z16
+	VMOVUPS Z16, 256(SI)
+	VADDPS 320(R12), Z17, Z17
+	VMOVUPS Z17, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z18, Z18
+	VMOVUPS Z18, 0(SI)
+	VADDPS 64(R12), Z19, Z19
+	VMOVUPS Z19, 64(SI)
+	VADDPS 128(R12), Z20, Z20
+	VMOVUPS Z20, 128(SI)
+	VADDPS 192(R12), Z21, Z21
+	VMOVUPS Z21, 192(SI)
+	VADDPS 256(R12), Z22, Z22
+	VMOVUPS Z22, 256(SI)
+	VADDPS 320(R12), Z23, Z23
+	VMOVUPS Z23, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -13474,14 +14646,24 @@ nchwc256P1_kw:
 	JNZ nchwc256P1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P1_add
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VZEROUPPER
+	RET
+nchwc256P1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VZEROUPPER
 	RET
 
-// func nchwc256P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P2(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P2(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -13655,16 +14837,30 @@ nchwc256P2_kw:
 	JNZ nchwc256P2_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P2_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
 	VMOVUPS Y3, 96(SI)
 	VZEROUPPER
 	RET
+nchwc256P2_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P3(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P3(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -13890,6 +15086,9 @@ nchwc256P3_kw:
 	JNZ nchwc256P3_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P3_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -13898,10 +15097,25 @@ nchwc256P3_kw:
 	VMOVUPS Y5, 160(SI)
 	VZEROUPPER
 	RET
+nchwc256P3_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P4(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P4(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -14179,6 +15393,9 @@ nchwc256P4_kw:
 	JNZ nchwc256P4_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P4_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -14189,10 +15406,29 @@ nchwc256P4_kw:
 	VMOVUPS Y7, 224(SI)
 	VZEROUPPER
 	RET
+nchwc256P4_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VADDPS 192(R12), Y6, Y6
+	VADDPS 224(R12), Y7, Y7
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P5(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P5(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -14522,6 +15758,9 @@ nchwc256P5_kw:
 	JNZ nchwc256P5_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P5_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -14534,10 +15773,33 @@ nchwc256P5_kw:
 	VMOVUPS Y9, 288(SI)
 	VZEROUPPER
 	RET
+nchwc256P5_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VADDPS 192(R12), Y6, Y6
+	VADDPS 224(R12), Y7, Y7
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VADDPS 256(R12), Y8, Y8
+	VADDPS 288(R12), Y9, Y9
+	VMOVUPS Y8, 256(SI)
+	VMOVUPS Y9, 288(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P6(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P6(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -14919,6 +16181,9 @@ nchwc256P6_kw:
 	JNZ nchwc256P6_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P6_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -14933,10 +16198,37 @@ nchwc256P6_kw:
 	VMOVUPS Y11, 352(SI)
 	VZEROUPPER
 	RET
+nchwc256P6_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VADDPS 192(R12), Y6, Y6
+	VADDPS 224(R12), Y7, Y7
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VADDPS 256(R12), Y8, Y8
+	VADDPS 288(R12), Y9, Y9
+	VMOVUPS Y8, 256(SI)
+	VMOVUPS Y9, 288(SI)
+	VADDPS 320(R12), Y10, Y10
+	VADDPS 352(R12), Y11, Y11
+	VMOVUPS Y10, 320(SI)
+	VMOVUPS Y11, 352(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P1C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P1C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -14977,13 +16269,21 @@ nchwc512F1P1C1_kw:
 	JNZ nchwc512F1P1C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P1C1_add
+	VMOVUPS Z0, 0(SI)
+	VZEROUPPER
+	RET
+nchwc512F1P1C1_add:
+	VADDPS 0(R12), Z0, Z0
 	VMOVUPS Z0, 0(SI)
 	VZEROUPPER
 	RET
 
-// func nchwc512F1P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P2C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P2C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15027,14 +16327,24 @@ nchwc512F1P2C1_kw:
 	JNZ nchwc512F1P2C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P2C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P2C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P3C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P3C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15081,15 +16391,27 @@ nchwc512F1P3C1_kw:
 	JNZ nchwc512F1P3C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P3C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P3C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P4C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P4C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15139,16 +16461,30 @@ nchwc512F1P4C1_kw:
 	JNZ nchwc512F1P4C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P4C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
 	VMOVUPS Z3, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P4C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P5C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P5C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15201,6 +16537,9 @@ nchwc512F1P5C1_kw:
 	JNZ nchwc512F1P5C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P5C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15208,10 +16547,23 @@ nchwc512F1P5C1_kw:
 	VMOVUPS Z4, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P5C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P6C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P6C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15267,6 +16619,9 @@ nchwc512F1P6C1_kw:
 	JNZ nchwc512F1P6C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P6C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15275,10 +16630,25 @@ nchwc512F1P6C1_kw:
 	VMOVUPS Z5, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P6C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P7C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P7C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15338,6 +16708,9 @@ nchwc512F1P7C1_kw:
 	JNZ nchwc512F1P7C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P7C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15347,10 +16720,27 @@ nchwc512F1P7C1_kw:
 	VMOVUPS Z6, 384(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P7C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P8C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P8C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15413,6 +16803,9 @@ nchwc512F1P8C1_kw:
 	JNZ nchwc512F1P8C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P8C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15423,10 +16816,29 @@ nchwc512F1P8C1_kw:
 	VMOVUPS Z7, 448(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P8C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P9C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P9C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15492,6 +16904,9 @@ nchwc512F1P9C1_kw:
 	JNZ nchwc512F1P9C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P9C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15503,10 +16918,31 @@ nchwc512F1P9C1_kw:
 	VMOVUPS Z8, 512(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P9C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P10C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P10C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15575,6 +17011,9 @@ nchwc512F1P10C1_kw:
 	JNZ nchwc512F1P10C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P10C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15587,10 +17026,33 @@ nchwc512F1P10C1_kw:
 	VMOVUPS Z9, 576(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P10C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P11C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P11C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15662,6 +17124,9 @@ nchwc512F1P11C1_kw:
 	JNZ nchwc512F1P11C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P11C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15675,10 +17140,35 @@ nchwc512F1P11C1_kw:
 	VMOVUPS Z10, 640(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P11C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F1P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F1P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F1P12C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F1P12C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15753,6 +17243,9 @@ nchwc512F1P12C1_kw:
 	JNZ nchwc512F1P12C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F1P12C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15767,10 +17260,37 @@ nchwc512F1P12C1_kw:
 	VMOVUPS Z11, 704(SI)
 	VZEROUPPER
 	RET
+nchwc512F1P12C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	VADDPS 704(R12), Z11, Z11
+	VMOVUPS Z11, 704(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P1C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P1C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15818,15 +17338,27 @@ nchwc512F2P1C1_kw:
 	JNZ nchwc512F2P1C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P1C1_add
 	VMOVUPS Z0, 0(SI)
 	ADDQ BX, SI
 	VMOVUPS Z1, 0(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P1C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z1, Z1
+	VMOVUPS Z1, 0(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P2C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P2C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15881,6 +17413,9 @@ nchwc512F2P2C1_kw:
 	JNZ nchwc512F2P2C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P2C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	ADDQ BX, SI
@@ -15888,10 +17423,23 @@ nchwc512F2P2C1_kw:
 	VMOVUPS Z3, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P2C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VADDPS 64(R12), Z3, Z3
+	VMOVUPS Z3, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P3C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P3C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -15953,6 +17501,9 @@ nchwc512F2P3C1_kw:
 	JNZ nchwc512F2P3C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P3C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -15962,10 +17513,27 @@ nchwc512F2P3C1_kw:
 	VMOVUPS Z5, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P3C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VADDPS 64(R12), Z4, Z4
+	VMOVUPS Z4, 64(SI)
+	VADDPS 128(R12), Z5, Z5
+	VMOVUPS Z5, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P4C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P4C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16034,6 +17602,9 @@ nchwc512F2P4C1_kw:
 	JNZ nchwc512F2P4C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P4C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16045,10 +17616,31 @@ nchwc512F2P4C1_kw:
 	VMOVUPS Z7, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P4C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VADDPS 128(R12), Z6, Z6
+	VMOVUPS Z6, 128(SI)
+	VADDPS 192(R12), Z7, Z7
+	VMOVUPS Z7, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P5C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P5C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16124,6 +17716,9 @@ nchwc512F2P5C1_kw:
 	JNZ nchwc512F2P5C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P5C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16137,10 +17732,35 @@ nchwc512F2P5C1_kw:
 	VMOVUPS Z9, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P5C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z5, Z5
+	VMOVUPS Z5, 0(SI)
+	VADDPS 64(R12), Z6, Z6
+	VMOVUPS Z6, 64(SI)
+	VADDPS 128(R12), Z7, Z7
+	VMOVUPS Z7, 128(SI)
+	VADDPS 192(R12), Z8, Z8
+	VMOVUPS Z8, 192(SI)
+	VADDPS 256(R12), Z9, Z9
+	VMOVUPS Z9, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P6C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P6C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16223,6 +17843,9 @@ nchwc512F2P6C1_kw:
 	JNZ nchwc512F2P6C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P6C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16238,10 +17861,39 @@ nchwc512F2P6C1_kw:
 	VMOVUPS Z11, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P6C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VADDPS 192(R12), Z9, Z9
+	VMOVUPS Z9, 192(SI)
+	VADDPS 256(R12), Z10, Z10
+	VMOVUPS Z10, 256(SI)
+	VADDPS 320(R12), Z11, Z11
+	VMOVUPS Z11, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P7C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P7C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16332,6 +17984,9 @@ nchwc512F2P7C1_kw:
 	JNZ nchwc512F2P7C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P7C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16349,10 +18004,43 @@ nchwc512F2P7C1_kw:
 	VMOVUPS Z13, 384(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P7C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z7, Z7
+	VMOVUPS Z7, 0(SI)
+	VADDPS 64(R12), Z8, Z8
+	VMOVUPS Z8, 64(SI)
+	VADDPS 128(R12), Z9, Z9
+	VMOVUPS Z9, 128(SI)
+	VADDPS 192(R12), Z10, Z10
+	VMOVUPS Z10, 192(SI)
+	VADDPS 256(R12), Z11, Z11
+	VMOVUPS Z11, 256(SI)
+	VADDPS 320(R12), Z12, Z12
+	VMOVUPS Z12, 320(SI)
+	VADDPS 384(R12), Z13, Z13
+	VMOVUPS Z13, 384(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P8C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P8C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16450,6 +18138,9 @@ nchwc512F2P8C1_kw:
 	JNZ nchwc512F2P8C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P8C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16469,10 +18160,47 @@ nchwc512F2P8C1_kw:
 	VMOVUPS Z15, 448(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P8C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	VADDPS 256(R12), Z12, Z12
+	VMOVUPS Z12, 256(SI)
+	VADDPS 320(R12), Z13, Z13
+	VMOVUPS Z13, 320(SI)
+	VADDPS 384(R12), Z14, Z14
+	VMOVUPS Z14, 384(SI)
+	VADDPS 448(R12), Z15, Z15
+	VMOVUPS Z15, 448(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P9C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P9C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16577,6 +18305,9 @@ nchwc512F2P9C1_kw:
 	JNZ nchwc512F2P9C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P9C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16598,10 +18329,51 @@ nchwc512F2P9C1_kw:
 	VMOVUPS Z17, 512(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P9C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z9, Z9
+	VMOVUPS Z9, 0(SI)
+	VADDPS 64(R12), Z10, Z10
+	VMOVUPS Z10, 64(SI)
+	VADDPS 128(R12), Z11, Z11
+	VMOVUPS Z11, 128(SI)
+	VADDPS 192(R12), Z12, Z12
+	VMOVUPS Z12, 192(SI)
+	VADDPS 256(R12), Z13, Z13
+	VMOVUPS Z13, 256(SI)
+	VADDPS 320(R12), Z14, Z14
+	VMOVUPS Z14, 320(SI)
+	VADDPS 384(R12), Z15, Z15
+	VMOVUPS Z15, 384(SI)
+	VADDPS 448(R12), Z16, Z16
+	VMOVUPS Z16, 448(SI)
+	VADDPS 512(R12), Z17, Z17
+	VMOVUPS Z17, 512(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P10C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P10C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16713,6 +18485,9 @@ nchwc512F2P10C1_kw:
 	JNZ nchwc512F2P10C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P10C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16736,10 +18511,55 @@ nchwc512F2P10C1_kw:
 	VMOVUPS Z19, 576(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P10C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z10, Z10
+	VMOVUPS Z10, 0(SI)
+	VADDPS 64(R12), Z11, Z11
+	VMOVUPS Z11, 64(SI)
+	VADDPS 128(R12), Z12, Z12
+	VMOVUPS Z12, 128(SI)
+	VADDPS 192(R12), Z13, Z13
+	VMOVUPS Z13, 192(SI)
+	VADDPS 256(R12), Z14, Z14
+	VMOVUPS Z14, 256(SI)
+	VADDPS 320(R12), Z15, Z15
+	VMOVUPS Z15, 320(SI)
+	VADDPS 384(R12), Z16, Z16
+	VMOVUPS Z16, 384(SI)
+	VADDPS 448(R12), Z17, Z17
+	VMOVUPS Z17, 448(SI)
+	VADDPS 512(R12), Z18, Z18
+	VMOVUPS Z18, 512(SI)
+	VADDPS 576(R12), Z19, Z19
+	VMOVUPS Z19, 576(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P11C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P11C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -16858,6 +18678,9 @@ nchwc512F2P11C1_kw:
 	JNZ nchwc512F2P11C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P11C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -16883,10 +18706,59 @@ nchwc512F2P11C1_kw:
 	VMOVUPS Z21, 640(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P11C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z11, Z11
+	VMOVUPS Z11, 0(SI)
+	VADDPS 64(R12), Z12, Z12
+	VMOVUPS Z12, 64(SI)
+	VADDPS 128(R12), Z13, Z13
+	VMOVUPS Z13, 128(SI)
+	VADDPS 192(R12), Z14, Z14
+	VMOVUPS Z14, 192(SI)
+	VADDPS 256(R12), Z15, Z15
+	VMOVUPS Z15, 256(SI)
+	VADDPS 320(R12), Z16, Z16
+	VMOVUPS Z16, 320(SI)
+	VADDPS 384(R12), Z17, Z17
+	VMOVUPS Z17, 384(SI)
+	VADDPS 448(R12), Z18, Z18
+	VMOVUPS Z18, 448(SI)
+	VADDPS 512(R12), Z19, Z19
+	VMOVUPS Z19, 512(SI)
+	VADDPS 576(R12), Z20, Z20
+	VMOVUPS Z20, 576(SI)
+	VADDPS 640(R12), Z21, Z21
+	VMOVUPS Z21, 640(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F2P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F2P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F2P12C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F2P12C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17012,6 +18884,9 @@ nchwc512F2P12C1_kw:
 	JNZ nchwc512F2P12C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F2P12C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17039,10 +18914,63 @@ nchwc512F2P12C1_kw:
 	VMOVUPS Z23, 704(SI)
 	VZEROUPPER
 	RET
+nchwc512F2P12C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	VADDPS 512(R12), Z8, Z8
+	VMOVUPS Z8, 512(SI)
+	VADDPS 576(R12), Z9, Z9
+	VMOVUPS Z9, 576(SI)
+	VADDPS 640(R12), Z10, Z10
+	VMOVUPS Z10, 640(SI)
+	VADDPS 704(R12), Z11, Z11
+	VMOVUPS Z11, 704(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VADDPS 256(R12), Z16, Z16
+	VMOVUPS Z16, 256(SI)
+	VADDPS 320(R12), Z17, Z17
+	VMOVUPS Z17, 320(SI)
+	VADDPS 384(R12), Z18, Z18
+	VMOVUPS Z18, 384(SI)
+	VADDPS 448(R12), Z19, Z19
+	VMOVUPS Z19, 448(SI)
+	VADDPS 512(R12), Z20, Z20
+	VMOVUPS Z20, 512(SI)
+	VADDPS 576(R12), Z21, Z21
+	VMOVUPS Z21, 576(SI)
+	VADDPS 640(R12), Z22, Z22
+	VMOVUPS Z22, 640(SI)
+	VADDPS 704(R12), Z23, Z23
+	VMOVUPS Z23, 704(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P1C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P1C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17096,6 +19024,9 @@ nchwc512F3P1C1_kw:
 	JNZ nchwc512F3P1C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P1C1_add
 	VMOVUPS Z0, 0(SI)
 	ADDQ BX, SI
 	VMOVUPS Z1, 0(SI)
@@ -17103,10 +19034,23 @@ nchwc512F3P1C1_kw:
 	VMOVUPS Z2, 0(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P1C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z1, Z1
+	VMOVUPS Z1, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P2C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P2C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17170,6 +19114,9 @@ nchwc512F3P2C1_kw:
 	JNZ nchwc512F3P2C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P2C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	ADDQ BX, SI
@@ -17180,10 +19127,29 @@ nchwc512F3P2C1_kw:
 	VMOVUPS Z5, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P2C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VADDPS 64(R12), Z3, Z3
+	VMOVUPS Z3, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P3C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P3C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17257,6 +19223,9 @@ nchwc512F3P3C1_kw:
 	JNZ nchwc512F3P3C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P3C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17270,10 +19239,35 @@ nchwc512F3P3C1_kw:
 	VMOVUPS Z8, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P3C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VADDPS 64(R12), Z4, Z4
+	VMOVUPS Z4, 64(SI)
+	VADDPS 128(R12), Z5, Z5
+	VMOVUPS Z5, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P4C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P4C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17357,6 +19351,9 @@ nchwc512F3P4C1_kw:
 	JNZ nchwc512F3P4C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P4C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17373,10 +19370,41 @@ nchwc512F3P4C1_kw:
 	VMOVUPS Z11, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P4C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VADDPS 128(R12), Z6, Z6
+	VMOVUPS Z6, 128(SI)
+	VADDPS 192(R12), Z7, Z7
+	VMOVUPS Z7, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P5C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P5C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17470,6 +19498,9 @@ nchwc512F3P5C1_kw:
 	JNZ nchwc512F3P5C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P5C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17489,10 +19520,47 @@ nchwc512F3P5C1_kw:
 	VMOVUPS Z14, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P5C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z5, Z5
+	VMOVUPS Z5, 0(SI)
+	VADDPS 64(R12), Z6, Z6
+	VMOVUPS Z6, 64(SI)
+	VADDPS 128(R12), Z7, Z7
+	VMOVUPS Z7, 128(SI)
+	VADDPS 192(R12), Z8, Z8
+	VMOVUPS Z8, 192(SI)
+	VADDPS 256(R12), Z9, Z9
+	VMOVUPS Z9, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z10, Z10
+	VMOVUPS Z10, 0(SI)
+	VADDPS 64(R12), Z11, Z11
+	VMOVUPS Z11, 64(SI)
+	VADDPS 128(R12), Z12, Z12
+	VMOVUPS Z12, 128(SI)
+	VADDPS 192(R12), Z13, Z13
+	VMOVUPS Z13, 192(SI)
+	VADDPS 256(R12), Z14, Z14
+	VMOVUPS Z14, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P6C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P6C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17596,6 +19664,9 @@ nchwc512F3P6C1_kw:
 	JNZ nchwc512F3P6C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P6C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17618,10 +19689,53 @@ nchwc512F3P6C1_kw:
 	VMOVUPS Z17, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P6C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VADDPS 192(R12), Z9, Z9
+	VMOVUPS Z9, 192(SI)
+	VADDPS 256(R12), Z10, Z10
+	VMOVUPS Z10, 256(SI)
+	VADDPS 320(R12), Z11, Z11
+	VMOVUPS Z11, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VADDPS 256(R12), Z16, Z16
+	VMOVUPS Z16, 256(SI)
+	VADDPS 320(R12), Z17, Z17
+	VMOVUPS Z17, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P7C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P7C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17736,6 +19850,9 @@ nchwc512F3P7C1_kw:
 	JNZ nchwc512F3P7C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P7C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17761,10 +19878,59 @@ nchwc512F3P7C1_kw:
 	VMOVUPS Z20, 384(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P7C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z7, Z7
+	VMOVUPS Z7, 0(SI)
+	VADDPS 64(R12), Z8, Z8
+	VMOVUPS Z8, 64(SI)
+	VADDPS 128(R12), Z9, Z9
+	VMOVUPS Z9, 128(SI)
+	VADDPS 192(R12), Z10, Z10
+	VMOVUPS Z10, 192(SI)
+	VADDPS 256(R12), Z11, Z11
+	VMOVUPS Z11, 256(SI)
+	VADDPS 320(R12), Z12, Z12
+	VMOVUPS Z12, 320(SI)
+	VADDPS 384(R12), Z13, Z13
+	VMOVUPS Z13, 384(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z14, Z14
+	VMOVUPS Z14, 0(SI)
+	VADDPS 64(R12), Z15, Z15
+	VMOVUPS Z15, 64(SI)
+	VADDPS 128(R12), Z16, Z16
+	VMOVUPS Z16, 128(SI)
+	VADDPS 192(R12), Z17, Z17
+	VMOVUPS Z17, 192(SI)
+	VADDPS 256(R12), Z18, Z18
+	VMOVUPS Z18, 256(SI)
+	VADDPS 320(R12), Z19, Z19
+	VMOVUPS Z19, 320(SI)
+	VADDPS 384(R12), Z20, Z20
+	VMOVUPS Z20, 384(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F3P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F3P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F3P8C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F3P8C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17889,6 +20055,9 @@ nchwc512F3P8C1_kw:
 	JNZ nchwc512F3P8C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F3P8C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -17917,10 +20086,65 @@ nchwc512F3P8C1_kw:
 	VMOVUPS Z23, 448(SI)
 	VZEROUPPER
 	RET
+nchwc512F3P8C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	VADDPS 384(R12), Z6, Z6
+	VMOVUPS Z6, 384(SI)
+	VADDPS 448(R12), Z7, Z7
+	VMOVUPS Z7, 448(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	VADDPS 256(R12), Z12, Z12
+	VMOVUPS Z12, 256(SI)
+	VADDPS 320(R12), Z13, Z13
+	VMOVUPS Z13, 320(SI)
+	VADDPS 384(R12), Z14, Z14
+	VMOVUPS Z14, 384(SI)
+	VADDPS 448(R12), Z15, Z15
+	VMOVUPS Z15, 448(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z16, Z16
+	VMOVUPS Z16, 0(SI)
+	VADDPS 64(R12), Z17, Z17
+	VMOVUPS Z17, 64(SI)
+	VADDPS 128(R12), Z18, Z18
+	VMOVUPS Z18, 128(SI)
+	VADDPS 192(R12), Z19, Z19
+	VMOVUPS Z19, 192(SI)
+	VADDPS 256(R12), Z20, Z20
+	VMOVUPS Z20, 256(SI)
+	VADDPS 320(R12), Z21, Z21
+	VMOVUPS Z21, 320(SI)
+	VADDPS 384(R12), Z22, Z22
+	VMOVUPS Z22, 384(SI)
+	VADDPS 448(R12), Z23, Z23
+	VMOVUPS Z23, 448(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P1C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P1C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -17980,6 +20204,9 @@ nchwc512F4P1C1_kw:
 	JNZ nchwc512F4P1C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P1C1_add
 	VMOVUPS Z0, 0(SI)
 	ADDQ BX, SI
 	VMOVUPS Z1, 0(SI)
@@ -17989,10 +20216,27 @@ nchwc512F4P1C1_kw:
 	VMOVUPS Z3, 0(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P1C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z1, Z1
+	VMOVUPS Z1, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P2C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P2C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18065,6 +20309,9 @@ nchwc512F4P2C1_kw:
 	JNZ nchwc512F4P2C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P2C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	ADDQ BX, SI
@@ -18078,10 +20325,35 @@ nchwc512F4P2C1_kw:
 	VMOVUPS Z7, 64(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P2C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z2, Z2
+	VMOVUPS Z2, 0(SI)
+	VADDPS 64(R12), Z3, Z3
+	VMOVUPS Z3, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P3C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P3C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18167,6 +20439,9 @@ nchwc512F4P3C1_kw:
 	JNZ nchwc512F4P3C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P3C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -18184,10 +20459,43 @@ nchwc512F4P3C1_kw:
 	VMOVUPS Z11, 128(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P3C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z3, Z3
+	VMOVUPS Z3, 0(SI)
+	VADDPS 64(R12), Z4, Z4
+	VMOVUPS Z4, 64(SI)
+	VADDPS 128(R12), Z5, Z5
+	VMOVUPS Z5, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z9, Z9
+	VMOVUPS Z9, 0(SI)
+	VADDPS 64(R12), Z10, Z10
+	VMOVUPS Z10, 64(SI)
+	VADDPS 128(R12), Z11, Z11
+	VMOVUPS Z11, 128(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P4C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P4C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18286,6 +20594,9 @@ nchwc512F4P4C1_kw:
 	JNZ nchwc512F4P4C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P4C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -18307,10 +20618,51 @@ nchwc512F4P4C1_kw:
 	VMOVUPS Z15, 192(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P4C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z4, Z4
+	VMOVUPS Z4, 0(SI)
+	VADDPS 64(R12), Z5, Z5
+	VMOVUPS Z5, 64(SI)
+	VADDPS 128(R12), Z6, Z6
+	VMOVUPS Z6, 128(SI)
+	VADDPS 192(R12), Z7, Z7
+	VMOVUPS Z7, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z8, Z8
+	VMOVUPS Z8, 0(SI)
+	VADDPS 64(R12), Z9, Z9
+	VMOVUPS Z9, 64(SI)
+	VADDPS 128(R12), Z10, Z10
+	VMOVUPS Z10, 128(SI)
+	VADDPS 192(R12), Z11, Z11
+	VMOVUPS Z11, 192(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P5C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P5C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18422,6 +20774,9 @@ nchwc512F4P5C1_kw:
 	JNZ nchwc512F4P5C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P5C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -18447,10 +20802,59 @@ nchwc512F4P5C1_kw:
 	VMOVUPS Z19, 256(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P5C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z5, Z5
+	VMOVUPS Z5, 0(SI)
+	VADDPS 64(R12), Z6, Z6
+	VMOVUPS Z6, 64(SI)
+	VADDPS 128(R12), Z7, Z7
+	VMOVUPS Z7, 128(SI)
+	VADDPS 192(R12), Z8, Z8
+	VMOVUPS Z8, 192(SI)
+	VADDPS 256(R12), Z9, Z9
+	VMOVUPS Z9, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z10, Z10
+	VMOVUPS Z10, 0(SI)
+	VADDPS 64(R12), Z11, Z11
+	VMOVUPS Z11, 64(SI)
+	VADDPS 128(R12), Z12, Z12
+	VMOVUPS Z12, 128(SI)
+	VADDPS 192(R12), Z13, Z13
+	VMOVUPS Z13, 192(SI)
+	VADDPS 256(R12), Z14, Z14
+	VMOVUPS Z14, 256(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z15, Z15
+	VMOVUPS Z15, 0(SI)
+	VADDPS 64(R12), Z16, Z16
+	VMOVUPS Z16, 64(SI)
+	VADDPS 128(R12), Z17, Z17
+	VMOVUPS Z17, 128(SI)
+	VADDPS 192(R12), Z18, Z18
+	VMOVUPS Z18, 192(SI)
+	VADDPS 256(R12), Z19, Z19
+	VMOVUPS Z19, 256(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc512F4P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc512F4P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX512F
-TEXT ·nchwc512F4P6C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc512F4P6C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18575,6 +20979,9 @@ nchwc512F4P6C1_kw:
 	JNZ nchwc512F4P6C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc512F4P6C1_add
 	VMOVUPS Z0, 0(SI)
 	VMOVUPS Z1, 64(SI)
 	VMOVUPS Z2, 128(SI)
@@ -18604,10 +21011,67 @@ nchwc512F4P6C1_kw:
 	VMOVUPS Z23, 320(SI)
 	VZEROUPPER
 	RET
+nchwc512F4P6C1_add:
+	VADDPS 0(R12), Z0, Z0
+	VMOVUPS Z0, 0(SI)
+	VADDPS 64(R12), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VADDPS 128(R12), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VADDPS 192(R12), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VADDPS 256(R12), Z4, Z4
+	VMOVUPS Z4, 256(SI)
+	VADDPS 320(R12), Z5, Z5
+	VMOVUPS Z5, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z6, Z6
+	VMOVUPS Z6, 0(SI)
+	VADDPS 64(R12), Z7, Z7
+	VMOVUPS Z7, 64(SI)
+	VADDPS 128(R12), Z8, Z8
+	VMOVUPS Z8, 128(SI)
+	VADDPS 192(R12), Z9, Z9
+	VMOVUPS Z9, 192(SI)
+	VADDPS 256(R12), Z10, Z10
+	VMOVUPS Z10, 256(SI)
+	VADDPS 320(R12), Z11, Z11
+	VMOVUPS Z11, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z12, Z12
+	VMOVUPS Z12, 0(SI)
+	VADDPS 64(R12), Z13, Z13
+	VMOVUPS Z13, 64(SI)
+	VADDPS 128(R12), Z14, Z14
+	VMOVUPS Z14, 128(SI)
+	VADDPS 192(R12), Z15, Z15
+	VMOVUPS Z15, 192(SI)
+	VADDPS 256(R12), Z16, Z16
+	VMOVUPS Z16, 256(SI)
+	VADDPS 320(R12), Z17, Z17
+	VMOVUPS Z17, 320(SI)
+	ADDQ BX, SI
+	ADDQ BX, R12
+	VADDPS 0(R12), Z18, Z18
+	VMOVUPS Z18, 0(SI)
+	VADDPS 64(R12), Z19, Z19
+	VMOVUPS Z19, 64(SI)
+	VADDPS 128(R12), Z20, Z20
+	VMOVUPS Z20, 128(SI)
+	VADDPS 192(R12), Z21, Z21
+	VMOVUPS Z21, 192(SI)
+	VADDPS 256(R12), Z22, Z22
+	VMOVUPS Z22, 256(SI)
+	VADDPS 320(R12), Z23, Z23
+	VMOVUPS Z23, 320(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P1C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P1C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18654,14 +21118,24 @@ nchwc256P1C1_kw:
 	JNZ nchwc256P1C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P1C1_add
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VZEROUPPER
+	RET
+nchwc256P1C1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VZEROUPPER
 	RET
 
-// func nchwc256P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P2C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P2C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18715,16 +21189,30 @@ nchwc256P2C1_kw:
 	JNZ nchwc256P2C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P2C1_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
 	VMOVUPS Y3, 96(SI)
 	VZEROUPPER
 	RET
+nchwc256P2C1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P3C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P3C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18785,6 +21273,9 @@ nchwc256P3C1_kw:
 	JNZ nchwc256P3C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P3C1_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -18793,10 +21284,25 @@ nchwc256P3C1_kw:
 	VMOVUPS Y5, 160(SI)
 	VZEROUPPER
 	RET
+nchwc256P3C1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P4C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P4C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18864,6 +21370,9 @@ nchwc256P4C1_kw:
 	JNZ nchwc256P4C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P4C1_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -18874,10 +21383,29 @@ nchwc256P4C1_kw:
 	VMOVUPS Y7, 224(SI)
 	VZEROUPPER
 	RET
+nchwc256P4C1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VADDPS 192(R12), Y6, Y6
+	VADDPS 224(R12), Y7, Y7
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P5C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P5C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -18952,6 +21480,9 @@ nchwc256P5C1_kw:
 	JNZ nchwc256P5C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P5C1_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -18964,10 +21495,33 @@ nchwc256P5C1_kw:
 	VMOVUPS Y9, 288(SI)
 	VZEROUPPER
 	RET
+nchwc256P5C1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VADDPS 192(R12), Y6, Y6
+	VADDPS 224(R12), Y7, Y7
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VADDPS 256(R12), Y8, Y8
+	VADDPS 288(R12), Y9, Y9
+	VMOVUPS Y8, 256(SI)
+	VMOVUPS Y9, 288(SI)
+	VZEROUPPER
+	RET
 
-// func nchwc256P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int)
+// func nchwc256P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32)
 // Requires: AVX2, FMA
-TEXT ·nchwc256P6C1(SB), NOSPLIT, $0-104
+TEXT ·nchwc256P6C1(SB), NOSPLIT, $0-112
 	MOVQ x+16(FP), DX
 	MOVQ xs+24(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -19049,6 +21603,9 @@ nchwc256P6C1_kw:
 	JNZ nchwc256P6C1_cb
 	MOVQ y+0(FP), SI
 	MOVQ ldy+8(FP), BX
+	MOVQ z+104(FP), R12
+	TESTQ R12, R12
+	JNZ nchwc256P6C1_add
 	VMOVUPS Y0, 0(SI)
 	VMOVUPS Y1, 32(SI)
 	VMOVUPS Y2, 64(SI)
@@ -19059,6 +21616,33 @@ nchwc256P6C1_kw:
 	VMOVUPS Y7, 224(SI)
 	VMOVUPS Y8, 256(SI)
 	VMOVUPS Y9, 288(SI)
+	VMOVUPS Y10, 320(SI)
+	VMOVUPS Y11, 352(SI)
+	VZEROUPPER
+	RET
+nchwc256P6C1_add:
+	VADDPS 0(R12), Y0, Y0
+	VADDPS 32(R12), Y1, Y1
+	VMOVUPS Y0, 0(SI)
+	VMOVUPS Y1, 32(SI)
+	VADDPS 64(R12), Y2, Y2
+	VADDPS 96(R12), Y3, Y3
+	VMOVUPS Y2, 64(SI)
+	VMOVUPS Y3, 96(SI)
+	VADDPS 128(R12), Y4, Y4
+	VADDPS 160(R12), Y5, Y5
+	VMOVUPS Y4, 128(SI)
+	VMOVUPS Y5, 160(SI)
+	VADDPS 192(R12), Y6, Y6
+	VADDPS 224(R12), Y7, Y7
+	VMOVUPS Y6, 192(SI)
+	VMOVUPS Y7, 224(SI)
+	VADDPS 256(R12), Y8, Y8
+	VADDPS 288(R12), Y9, Y9
+	VMOVUPS Y8, 256(SI)
+	VMOVUPS Y9, 288(SI)
+	VADDPS 320(R12), Y10, Y10
+	VADDPS 352(R12), Y11, Y11
 	VMOVUPS Y10, 320(SI)
 	VMOVUPS Y11, 352(SI)
 	VZEROUPPER

@@ -19,7 +19,9 @@
 // multiplies-adds (one FMA, rounded once) into the fb x np accumulators.
 // Every sum is thus taken in the same order (blocks, rows, columns,
 // channels) whatever the kernel, the tile or the thread: the Go loop
-// nchwcTileGo does the same steps.
+// nchwcTileGo does the same steps. Where z is not nil, each sum has z's
+// value at its place (z's blocks ldy bytes apart, as y's) added as it is
+// stored: a residual read while the sums are made, not in a pass after.
 //
 // The input positions are np addresses xs bytes apart: SI, SI+R8, SI+2*R8,
 // SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), then the same from R12
@@ -73,13 +75,13 @@ func base6(b *bytes.Buffer, np int) {
 	}
 }
 
-const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int"
+const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32"
 
 // prologue loads the pointers and strides and starts the loops; body
 // emits the 16 channel steps.
-func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, load func(), store func(), filterBytes int) {
+func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, load func(), store func(add bool), filterBytes int) {
 	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, args, isa)
-	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-104\n", name)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-112\n", name)
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
 	p("MOVQ x+16(FP), DX")
 	p("MOVQ xs+24(FP), R8")
@@ -120,7 +122,14 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	p("JNZ %s_cb", name)
 	p("MOVQ y+0(FP), SI")
 	p("MOVQ ldy+8(FP), BX")
-	store()
+	p("MOVQ z+104(FP), R12")
+	p("TESTQ R12, R12")
+	p("JNZ %s_add", name)
+	store(false)
+	p("VZEROUPPER")
+	p("RET")
+	fmt.Fprintf(b, "%s_add:\n", name)
+	store(true)
 	p("VZEROUPPER")
 	p("RET")
 }
@@ -171,12 +180,18 @@ func avx512(b *bytes.Buffer, fb, np, chans int) {
 				p("VMOVUPS %d(SI), %s", j*64, acc(f, j))
 			}
 		}
-	}, func() {
+	}, func(add bool) {
 		for f := range fb {
 			if f > 0 {
 				p("ADDQ BX, SI")
+				if add {
+					p("ADDQ BX, R12")
+				}
 			}
 			for j := range np {
+				if add {
+					p("VADDPS %d(R12), %s, %s", j*64, acc(f, j), acc(f, j))
+				}
 				p("VMOVUPS %s, %d(SI)", acc(f, j), j*64)
 			}
 		}
@@ -209,8 +224,12 @@ func avx2(b *bytes.Buffer, np, chans int) {
 			p("VMOVUPS %d(SI), Y%d", j*64, 2*j)
 			p("VMOVUPS %d(SI), Y%d", j*64+32, 2*j+1)
 		}
-	}, func() {
+	}, func(add bool) {
 		for j := range np {
+			if add {
+				p("VADDPS %d(R12), Y%d, Y%d", j*64, 2*j, 2*j)
+				p("VADDPS %d(R12), Y%d, Y%d", j*64+32, 2*j+1, 2*j+1)
+			}
 			p("VMOVUPS Y%d, %d(SI)", 2*j, j*64)
 			p("VMOVUPS Y%d, %d(SI)", 2*j+1, j*64+32)
 		}

@@ -11,7 +11,8 @@ import (
 // Each blocked kernel this CPU runs gives the plain Go loop's sums, for
 // every number of blocks and positions it has, over several channel
 // blocks, taps, strides and dilations, started at the bias or at the sums
-// in its output, and writes nothing outside its tile.
+// in its output, with a residual added or none, and writes nothing outside
+// its tile (nor to the residual).
 func TestNCHWcTileVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(71, 72))
@@ -48,9 +49,15 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 						}
 					}
 				}
-				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi)
+				var z, z0 []float32 // a residual added as the sums are stored, laid out as y, for some
+				if (np+fbg)%3 != 0 {
+					z = uniform(r, fbg*ldy)
+					z0 = append([]float32(nil), z...)
+				}
+				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z)
 				nchwcWidth = width
-				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi)
+				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z)
+				require.Equal(t, z0, z, "%d lanes, %d blocks, %d positions: the residual written", width, fbg, np)
 				for i := range want {
 					if math.IsNaN(float64(want[i])) {
 						require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d blocks, %d positions, %d channels a step: written outside the tile at %d", width, fbg, np, bi, i)
