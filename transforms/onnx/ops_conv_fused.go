@@ -67,6 +67,25 @@ func (e *epilogue) apply(y, z []float32) {
 	}
 }
 
+// nchwcNoClamp are the bounds of no clamp, -Inf and +Inf.
+var nchwcNoClamp = [2]float32{float32(math.Inf(-1)), float32(math.Inf(1))}
+
+// clamp returns the epilogue's activation as bounds that the blocked
+// kernels clamp their sums to (nchwcTile) and ok, where it is one: none
+// (-Inf, +Inf), Relu (0, +Inf) or Clip of bounds that are not NaN. A
+// nil epilogue is none.
+func (e *epilogue) clamp() (lo, hi float32, ok bool) {
+	switch {
+	case e == nil || e.unary == nil && !e.clip && e.gelu == nil && !e.silu:
+		return nchwcNoClamp[0], nchwcNoClamp[1], true
+	case e.unary != nil && e.unary.op == unRelu:
+		return 0, nchwcNoClamp[1], true
+	case e.clip && e.lo == e.lo && e.hi == e.hi:
+		return e.lo, e.hi, true
+	}
+	return 0, 0, false
+}
+
 // geluErf is GELU, x Φ(x), in the five operators that PyTorch's exports
 // (opsets before 20's Gelu) write for it: d = x / √2 (or x times 1/√2),
 // Erf, + 1, then x times that, times ½, or ½ x times that

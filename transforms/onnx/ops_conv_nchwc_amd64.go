@@ -15,7 +15,7 @@ var nchwcWidth = simdWidth
 
 // nchwcVector runs nchwcTile (bounds checked by the caller) on the kernel
 // of this width and reports whether there was one.
-func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32) bool {
+func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32, lo, hi float32) bool {
 	var k nchwcKernel
 	switch {
 	case nchwcWidth == 16 && fbg <= 4 && bi == 1:
@@ -33,7 +33,7 @@ func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 	if acc {
 		a = 1
 	}
-	k(unsafe.SliceData(y), 4*ldy, unsafe.SliceData(x), 4*xs, 4*cbStride, cbs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), a, unsafe.SliceData(z))
+	k(unsafe.SliceData(y), 4*ldy, unsafe.SliceData(x), 4*xs, 4*cbStride, cbs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), a, unsafe.SliceData(z), lo, hi)
 	return true
 }
 

@@ -22,6 +22,10 @@
 // nchwcTileGo does the same steps. Where z is not nil, each sum has z's
 // value at its place (z's blocks ldy bytes apart, as y's) added as it is
 // stored: a residual read while the sums are made, not in a pass after.
+// Each sum is then clamped to [lo, hi] as the activation kernels clamp
+// (VMAXPS with lo, VMINPS with hi, the sum the second source: a NaN sum
+// stays NaN, -0 stays -0): Relu is [0, +Inf], Clip its bounds, none
+// [-Inf, +Inf], which changes no value.
 //
 // The input positions are np addresses xs bytes apart: SI, SI+R8, SI+2*R8,
 // SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), then the same from R12
@@ -75,13 +79,13 @@ func base6(b *bytes.Buffer, np int) {
 	}
 }
 
-const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32"
+const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32"
 
 // prologue loads the pointers and strides and starts the loops; body
 // emits the 16 channel steps.
 func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, load func(), store func(add bool), filterBytes int) {
 	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, args, isa)
-	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-112\n", name)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-120\n", name)
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
 	p("MOVQ x+16(FP), DX")
 	p("MOVQ xs+24(FP), R8")
@@ -181,6 +185,8 @@ func avx512(b *bytes.Buffer, fb, np, chans int) {
 			}
 		}
 	}, func(add bool) {
+		p("VBROADCASTSS lo+112(FP), Z24")
+		p("VBROADCASTSS hi+116(FP), Z25")
 		for f := range fb {
 			if f > 0 {
 				p("ADDQ BX, SI")
@@ -189,10 +195,13 @@ func avx512(b *bytes.Buffer, fb, np, chans int) {
 				}
 			}
 			for j := range np {
+				a := acc(f, j)
 				if add {
-					p("VADDPS %d(R12), %s, %s", j*64, acc(f, j), acc(f, j))
+					p("VADDPS %d(R12), %s, %s", j*64, a, a)
 				}
-				p("VMOVUPS %s, %d(SI)", acc(f, j), j*64)
+				p("VMAXPS %s, Z24, %s", a, a)
+				p("VMINPS %s, Z25, %s", a, a)
+				p("VMOVUPS %s, %d(SI)", a, j*64)
 			}
 		}
 	}, chans*fb*64)
@@ -225,13 +234,18 @@ func avx2(b *bytes.Buffer, np, chans int) {
 			p("VMOVUPS %d(SI), Y%d", j*64+32, 2*j+1)
 		}
 	}, func(add bool) {
+		p("VBROADCASTSS lo+112(FP), Y12")
+		p("VBROADCASTSS hi+116(FP), Y13")
 		for j := range np {
-			if add {
-				p("VADDPS %d(R12), Y%d, Y%d", j*64, 2*j, 2*j)
-				p("VADDPS %d(R12), Y%d, Y%d", j*64+32, 2*j+1, 2*j+1)
+			for h := range 2 {
+				a := 2*j + h
+				if add {
+					p("VADDPS %d(R12), Y%d, Y%d", j*64+32*h, a, a)
+				}
+				p("VMAXPS Y%d, Y12, Y%d", a, a)
+				p("VMINPS Y%d, Y13, Y%d", a, a)
+				p("VMOVUPS Y%d, %d(SI)", a, j*64+32*h)
 			}
-			p("VMOVUPS Y%d, %d(SI)", 2*j, j*64)
-			p("VMOVUPS Y%d, %d(SI)", 2*j+1, j*64+32)
 		}
 	}, chans*64)
 }

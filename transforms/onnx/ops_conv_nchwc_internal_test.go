@@ -11,8 +11,8 @@ import (
 // Each blocked kernel this CPU runs gives the plain Go loop's sums, for
 // every number of blocks and positions it has, over several channel
 // blocks, taps, strides and dilations, started at the bias or at the sums
-// in its output, with a residual added or none, and writes nothing outside
-// its tile (nor to the residual).
+// in its output, with a residual added or none, clamped (Relu, Clip) or
+// not, and writes nothing outside its tile (nor to the residual).
 func TestNCHWcTileVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(71, 72))
@@ -54,9 +54,12 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 					z = uniform(r, fbg*ldy)
 					z0 = append([]float32(nil), z...)
 				}
-				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z)
+				// Clamped as Relu, as a Clip, or not.
+				bounds := [3][2]float32{nchwcNoClamp, {0, nchwcNoClamp[1]}, {-0.5, 0.7}}[(np+2*fbg)%3]
+				lo, hi := bounds[0], bounds[1]
+				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z, lo, hi)
 				nchwcWidth = width
-				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z)
+				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z, lo, hi)
 				require.Equal(t, z0, z, "%d lanes, %d blocks, %d positions: the residual written", width, fbg, np)
 				for i := range want {
 					if math.IsNaN(float64(want[i])) {

@@ -10,7 +10,7 @@ package onnx
 var nchwcWidth = 0
 
 // nchwcVector reports that no kernel runs nchwcTile here.
-func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32) bool {
+func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32, lo, hi float32) bool {
 	return false
 }
 
