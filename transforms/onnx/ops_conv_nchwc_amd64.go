@@ -39,7 +39,7 @@ func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 
 // nchwcDwVector runs nchwcDwTile (bounds checked by the caller) on the
 // kernel of this width and reports whether there was one.
-func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int) bool {
+func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int, lo, hi float32) bool {
 	var k nchwcDwKernel
 	switch nchwcWidth {
 	case 16:
@@ -49,7 +49,7 @@ func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []f
 	default:
 		return false
 	}
-	k(unsafe.SliceData(y), unsafe.SliceData(x), 4*xs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias))
+	k(unsafe.SliceData(y), unsafe.SliceData(x), 4*xs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), lo, hi)
 	return true
 }
 

@@ -25744,9 +25744,9 @@ nchwc256P6C1_add:
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P1(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P1(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -25771,13 +25771,17 @@ nchwcDw512P1_kw:
 	DECQ BX
 	JNZ nchwcDw512P1_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P2(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P2(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -25804,14 +25808,20 @@ nchwcDw512P2_kw:
 	DECQ BX
 	JNZ nchwcDw512P2_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P3(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P3(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -25840,15 +25850,23 @@ nchwcDw512P3_kw:
 	DECQ BX
 	JNZ nchwcDw512P3_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P4(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P4(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -25879,16 +25897,26 @@ nchwcDw512P4_kw:
 	DECQ BX
 	JNZ nchwcDw512P4_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P5(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P5(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -25921,17 +25949,29 @@ nchwcDw512P5_kw:
 	DECQ BX
 	JNZ nchwcDw512P5_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P6(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P6(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -25966,18 +26006,32 @@ nchwcDw512P6_kw:
 	DECQ BX
 	JNZ nchwcDw512P6_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P7(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P7(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26015,19 +26069,35 @@ nchwcDw512P7_kw:
 	DECQ BX
 	JNZ nchwcDw512P7_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
+	VMAXPS Z6, Z30, Z6
+	VMINPS Z6, Z31, Z6
 	VMOVUPS Z6, 384(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P8(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P8(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26067,20 +26137,38 @@ nchwcDw512P8_kw:
 	DECQ BX
 	JNZ nchwcDw512P8_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
+	VMAXPS Z6, Z30, Z6
+	VMINPS Z6, Z31, Z6
 	VMOVUPS Z6, 384(SI)
+	VMAXPS Z7, Z30, Z7
+	VMINPS Z7, Z31, Z7
 	VMOVUPS Z7, 448(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P9(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P9(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26122,21 +26210,41 @@ nchwcDw512P9_kw:
 	DECQ BX
 	JNZ nchwcDw512P9_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
+	VMAXPS Z6, Z30, Z6
+	VMINPS Z6, Z31, Z6
 	VMOVUPS Z6, 384(SI)
+	VMAXPS Z7, Z30, Z7
+	VMINPS Z7, Z31, Z7
 	VMOVUPS Z7, 448(SI)
+	VMAXPS Z8, Z30, Z8
+	VMINPS Z8, Z31, Z8
 	VMOVUPS Z8, 512(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P10(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P10(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26180,22 +26288,44 @@ nchwcDw512P10_kw:
 	DECQ BX
 	JNZ nchwcDw512P10_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
+	VMAXPS Z6, Z30, Z6
+	VMINPS Z6, Z31, Z6
 	VMOVUPS Z6, 384(SI)
+	VMAXPS Z7, Z30, Z7
+	VMINPS Z7, Z31, Z7
 	VMOVUPS Z7, 448(SI)
+	VMAXPS Z8, Z30, Z8
+	VMINPS Z8, Z31, Z8
 	VMOVUPS Z8, 512(SI)
+	VMAXPS Z9, Z30, Z9
+	VMINPS Z9, Z31, Z9
 	VMOVUPS Z9, 576(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P11(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P11(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26241,23 +26371,47 @@ nchwcDw512P11_kw:
 	DECQ BX
 	JNZ nchwcDw512P11_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
+	VMAXPS Z6, Z30, Z6
+	VMINPS Z6, Z31, Z6
 	VMOVUPS Z6, 384(SI)
+	VMAXPS Z7, Z30, Z7
+	VMINPS Z7, Z31, Z7
 	VMOVUPS Z7, 448(SI)
+	VMAXPS Z8, Z30, Z8
+	VMINPS Z8, Z31, Z8
 	VMOVUPS Z8, 512(SI)
+	VMAXPS Z9, Z30, Z9
+	VMINPS Z9, Z31, Z9
 	VMOVUPS Z9, 576(SI)
+	VMAXPS Z10, Z30, Z10
+	VMINPS Z10, Z31, Z10
 	VMOVUPS Z10, 640(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX512F
-TEXT ·nchwcDw512P12(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw512P12(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26305,24 +26459,50 @@ nchwcDw512P12_kw:
 	DECQ BX
 	JNZ nchwcDw512P12_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Z30
+	VBROADCASTSS hi+76(FP), Z31
+	VMAXPS Z0, Z30, Z0
+	VMINPS Z0, Z31, Z0
 	VMOVUPS Z0, 0(SI)
+	VMAXPS Z1, Z30, Z1
+	VMINPS Z1, Z31, Z1
 	VMOVUPS Z1, 64(SI)
+	VMAXPS Z2, Z30, Z2
+	VMINPS Z2, Z31, Z2
 	VMOVUPS Z2, 128(SI)
+	VMAXPS Z3, Z30, Z3
+	VMINPS Z3, Z31, Z3
 	VMOVUPS Z3, 192(SI)
+	VMAXPS Z4, Z30, Z4
+	VMINPS Z4, Z31, Z4
 	VMOVUPS Z4, 256(SI)
+	VMAXPS Z5, Z30, Z5
+	VMINPS Z5, Z31, Z5
 	VMOVUPS Z5, 320(SI)
+	VMAXPS Z6, Z30, Z6
+	VMINPS Z6, Z31, Z6
 	VMOVUPS Z6, 384(SI)
+	VMAXPS Z7, Z30, Z7
+	VMINPS Z7, Z31, Z7
 	VMOVUPS Z7, 448(SI)
+	VMAXPS Z8, Z30, Z8
+	VMINPS Z8, Z31, Z8
 	VMOVUPS Z8, 512(SI)
+	VMAXPS Z9, Z30, Z9
+	VMINPS Z9, Z31, Z9
 	VMOVUPS Z9, 576(SI)
+	VMAXPS Z10, Z30, Z10
+	VMINPS Z10, Z31, Z10
 	VMOVUPS Z10, 640(SI)
+	VMAXPS Z11, Z30, Z11
+	VMINPS Z11, Z31, Z11
 	VMOVUPS Z11, 704(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX2, FMA
-TEXT ·nchwcDw256P1(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw256P1(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26351,14 +26531,20 @@ nchwcDw256P1_kw:
 	DECQ BX
 	JNZ nchwcDw256P1_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Y12
+	VBROADCASTSS hi+76(FP), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
 	VMOVUPS Y0, 0(SI)
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
 	VMOVUPS Y1, 32(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX2, FMA
-TEXT ·nchwcDw256P2(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw256P2(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26391,16 +26577,26 @@ nchwcDw256P2_kw:
 	DECQ BX
 	JNZ nchwcDw256P2_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Y12
+	VBROADCASTSS hi+76(FP), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
 	VMOVUPS Y0, 0(SI)
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
 	VMOVUPS Y1, 32(SI)
+	VMAXPS Y2, Y12, Y2
+	VMINPS Y2, Y13, Y2
 	VMOVUPS Y2, 64(SI)
+	VMAXPS Y3, Y12, Y3
+	VMINPS Y3, Y13, Y3
 	VMOVUPS Y3, 96(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX2, FMA
-TEXT ·nchwcDw256P3(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw256P3(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26437,18 +26633,32 @@ nchwcDw256P3_kw:
 	DECQ BX
 	JNZ nchwcDw256P3_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Y12
+	VBROADCASTSS hi+76(FP), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
 	VMOVUPS Y0, 0(SI)
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
 	VMOVUPS Y1, 32(SI)
+	VMAXPS Y2, Y12, Y2
+	VMINPS Y2, Y13, Y2
 	VMOVUPS Y2, 64(SI)
+	VMAXPS Y3, Y12, Y3
+	VMINPS Y3, Y13, Y3
 	VMOVUPS Y3, 96(SI)
+	VMAXPS Y4, Y12, Y4
+	VMINPS Y4, Y13, Y4
 	VMOVUPS Y4, 128(SI)
+	VMAXPS Y5, Y12, Y5
+	VMINPS Y5, Y13, Y5
 	VMOVUPS Y5, 160(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX2, FMA
-TEXT ·nchwcDw256P4(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw256P4(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26489,20 +26699,38 @@ nchwcDw256P4_kw:
 	DECQ BX
 	JNZ nchwcDw256P4_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Y12
+	VBROADCASTSS hi+76(FP), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
 	VMOVUPS Y0, 0(SI)
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
 	VMOVUPS Y1, 32(SI)
+	VMAXPS Y2, Y12, Y2
+	VMINPS Y2, Y13, Y2
 	VMOVUPS Y2, 64(SI)
+	VMAXPS Y3, Y12, Y3
+	VMINPS Y3, Y13, Y3
 	VMOVUPS Y3, 96(SI)
+	VMAXPS Y4, Y12, Y4
+	VMINPS Y4, Y13, Y4
 	VMOVUPS Y4, 128(SI)
+	VMAXPS Y5, Y12, Y5
+	VMINPS Y5, Y13, Y5
 	VMOVUPS Y5, 160(SI)
+	VMAXPS Y6, Y12, Y6
+	VMINPS Y6, Y13, Y6
 	VMOVUPS Y6, 192(SI)
+	VMAXPS Y7, Y12, Y7
+	VMINPS Y7, Y13, Y7
 	VMOVUPS Y7, 224(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX2, FMA
-TEXT ·nchwcDw256P5(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw256P5(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26547,22 +26775,44 @@ nchwcDw256P5_kw:
 	DECQ BX
 	JNZ nchwcDw256P5_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Y12
+	VBROADCASTSS hi+76(FP), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
 	VMOVUPS Y0, 0(SI)
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
 	VMOVUPS Y1, 32(SI)
+	VMAXPS Y2, Y12, Y2
+	VMINPS Y2, Y13, Y2
 	VMOVUPS Y2, 64(SI)
+	VMAXPS Y3, Y12, Y3
+	VMINPS Y3, Y13, Y3
 	VMOVUPS Y3, 96(SI)
+	VMAXPS Y4, Y12, Y4
+	VMINPS Y4, Y13, Y4
 	VMOVUPS Y4, 128(SI)
+	VMAXPS Y5, Y12, Y5
+	VMINPS Y5, Y13, Y5
 	VMOVUPS Y5, 160(SI)
+	VMAXPS Y6, Y12, Y6
+	VMINPS Y6, Y13, Y6
 	VMOVUPS Y6, 192(SI)
+	VMAXPS Y7, Y12, Y7
+	VMINPS Y7, Y13, Y7
 	VMOVUPS Y7, 224(SI)
+	VMAXPS Y8, Y12, Y8
+	VMINPS Y8, Y13, Y8
 	VMOVUPS Y8, 256(SI)
+	VMAXPS Y9, Y12, Y9
+	VMINPS Y9, Y13, Y9
 	VMOVUPS Y9, 288(SI)
 	VZEROUPPER
 	RET
 
-// func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+// func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 // Requires: AVX2, FMA
-TEXT ·nchwcDw256P6(SB), NOSPLIT, $0-72
+TEXT ·nchwcDw256P6(SB), NOSPLIT, $0-80
 	MOVQ x+8(FP), R11
 	MOVQ xs+16(FP), R8
 	LEAQ (R8)(R8*2), R9
@@ -26611,17 +26861,43 @@ nchwcDw256P6_kw:
 	DECQ BX
 	JNZ nchwcDw256P6_kh
 	MOVQ y+0(FP), SI
+	VBROADCASTSS lo+72(FP), Y12
+	VBROADCASTSS hi+76(FP), Y13
+	VMAXPS Y0, Y12, Y0
+	VMINPS Y0, Y13, Y0
 	VMOVUPS Y0, 0(SI)
+	VMAXPS Y1, Y12, Y1
+	VMINPS Y1, Y13, Y1
 	VMOVUPS Y1, 32(SI)
+	VMAXPS Y2, Y12, Y2
+	VMINPS Y2, Y13, Y2
 	VMOVUPS Y2, 64(SI)
+	VMAXPS Y3, Y12, Y3
+	VMINPS Y3, Y13, Y3
 	VMOVUPS Y3, 96(SI)
+	VMAXPS Y4, Y12, Y4
+	VMINPS Y4, Y13, Y4
 	VMOVUPS Y4, 128(SI)
+	VMAXPS Y5, Y12, Y5
+	VMINPS Y5, Y13, Y5
 	VMOVUPS Y5, 160(SI)
+	VMAXPS Y6, Y12, Y6
+	VMINPS Y6, Y13, Y6
 	VMOVUPS Y6, 192(SI)
+	VMAXPS Y7, Y12, Y7
+	VMINPS Y7, Y13, Y7
 	VMOVUPS Y7, 224(SI)
+	VMAXPS Y8, Y12, Y8
+	VMINPS Y8, Y13, Y8
 	VMOVUPS Y8, 256(SI)
+	VMAXPS Y9, Y12, Y9
+	VMINPS Y9, Y13, Y9
 	VMOVUPS Y9, 288(SI)
+	VMAXPS Y10, Y12, Y10
+	VMINPS Y10, Y13, Y10
 	VMOVUPS Y10, 320(SI)
+	VMAXPS Y11, Y12, Y11
+	VMINPS Y11, Y13, Y11
 	VMOVUPS Y11, 352(SI)
 	VZEROUPPER
 	RET

@@ -350,12 +350,13 @@ func transposes(b *bytes.Buffer) {
 	p("RET")
 }
 
-const dwArgs = "y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32"
+const dwArgs = "y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32"
 
 // depthwise emits the depthwise kernels: np positions of one block of 16
 // channels, each sum started at the bias, then for each tap (rows, then
 // columns) the tap's 16 weights times the 16 channels under each position
-// (one FMA a register: the input a memory operand). AVX-512: Z0-Z11 the
+// (one FMA a register: the input a memory operand), then clamped to [lo,
+// hi] as the dense kernels clamp. AVX-512: Z0-Z11 the
 // sums, Z31 the weights; AVX2: Y0-Y11 (two a position), Y12-Y13.
 func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
@@ -364,7 +365,7 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 		name, isa = fmt.Sprintf("nchwcDw256P%d", np), "AVX2, FMA"
 	}
 	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, dwArgs, isa)
-	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
 	p("MOVQ x+8(FP), R11")
 	p("MOVQ xs+16(FP), R8")
 	p("LEAQ (R8)(R8*2), R9")
@@ -412,12 +413,24 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p("DECQ BX")
 	p("JNZ %s_kh", name)
 	p("MOVQ y+0(FP), SI")
+	if wide {
+		p("VBROADCASTSS lo+72(FP), Z30")
+		p("VBROADCASTSS hi+76(FP), Z31")
+	} else {
+		p("VBROADCASTSS lo+72(FP), Y12")
+		p("VBROADCASTSS hi+76(FP), Y13")
+	}
 	for j := range np {
 		if wide {
+			p("VMAXPS Z%d, Z30, Z%d", j, j)
+			p("VMINPS Z%d, Z31, Z%d", j, j)
 			p("VMOVUPS Z%d, %d(SI)", j, 64*j)
 		} else {
-			p("VMOVUPS Y%d, %d(SI)", 2*j, 64*j)
-			p("VMOVUPS Y%d, %d(SI)", 2*j+1, 64*j+32)
+			for h := range 2 {
+				p("VMAXPS Y%d, Y12, Y%d", 2*j+h, 2*j+h)
+				p("VMINPS Y%d, Y13, Y%d", 2*j+h, 2*j+h)
+				p("VMOVUPS Y%d, %d(SI)", 2*j+h, 64*j+32*h)
+			}
 		}
 	}
 	p("VZEROUPPER")

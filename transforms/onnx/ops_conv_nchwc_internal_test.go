@@ -74,8 +74,8 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 }
 
 // Each depthwise blocked kernel this CPU runs gives the plain Go loop's
-// sums, for every number of positions, and writes nothing outside its
-// tile.
+// sums, for every number of positions, clamped (Relu, Clip) or not, and
+// writes nothing outside its tile.
 func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(77, 78))
@@ -95,9 +95,11 @@ func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 			for i := range got {
 				want[i], got[i] = float32(math.NaN()), float32(math.NaN())
 			}
-			nchwcDwTileGo(want, x, xs, kh, kw, rowStep, colStep, w, bias, np)
+			// Clamped as Relu, as a Clip, or not.
+			bounds := [3][2]float32{nchwcNoClamp, {0, nchwcNoClamp[1]}, {-0.5, 0.7}}[np%3]
+			nchwcDwTileGo(want, x, xs, kh, kw, rowStep, colStep, w, bias, np, bounds[0], bounds[1])
 			nchwcWidth = width
-			nchwcDwTile(got, x, xs, kh, kw, rowStep, colStep, w, bias, np)
+			nchwcDwTile(got, x, xs, kh, kw, rowStep, colStep, w, bias, np, bounds[0], bounds[1])
 			for i := range want {
 				if math.IsNaN(float64(want[i])) {
 					require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d positions: written outside the tile at %d", width, np, i)

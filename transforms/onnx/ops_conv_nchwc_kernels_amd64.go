@@ -32,7 +32,7 @@ var nchwc256C1 = [6]nchwcKernel{nchwc256P1C1, nchwc256P2C1, nchwc256P3C1, nchwc2
 
 // nchwcDwKernel is the signature of the depthwise kernels (strides in
 // bytes).
-type nchwcDwKernel func(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+type nchwcDwKernel func(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 // nchwcDw512 are the depthwise kernels by positions (np-1).
 var nchwcDw512 = [12]nchwcDwKernel{nchwcDw512P1, nchwcDw512P2, nchwcDw512P3, nchwcDw512P4, nchwcDw512P5, nchwcDw512P6, nchwcDw512P7, nchwcDw512P8, nchwcDw512P9, nchwcDw512P10, nchwcDw512P11, nchwcDw512P12}
@@ -305,58 +305,58 @@ func nchwc256P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int
 func nchwc256P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
-func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32)
+func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
 
 //go:noescape
 func transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)

@@ -18,6 +18,6 @@ func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 func transpose16Vector(dst []float32, ldd int, src []float32, lds int) bool { return false }
 
 // nchwcDwVector reports that no kernel runs nchwcDwTile here.
-func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int) bool {
+func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int, lo, hi float32) bool {
 	return false
 }

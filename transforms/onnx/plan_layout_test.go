@@ -115,12 +115,12 @@ func (g layoutGraph) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 
 // layoutGraphs are chains of blocked convolutions: channels not a multiple
 // of the block, 1x1 convolutions read in place, stride 2, dilation, pads
-// wider than the kernel and asymmetric, depthwise, residuals blocked with
-// blocked and NCHW outputs, a residual from the graph's input (reordered),
-// values read by other operators (NCHW), an activation that is not 0 at 0
-// (the channels past M), batch 1 and batches of thick channels, and max
-// pooling of blocked values (a residual from one, padded and dilated
-// windows, values below 0).
+// wider than the kernel and asymmetric, depthwise (one with a residual),
+// residuals blocked with blocked and NCHW outputs, a residual from the
+// graph's input (reordered), values read by other operators (NCHW), an
+// activation that is not 0 at 0 (the channels past M), batch 1 and
+// batches of thick channels, and max pooling of blocked values (a residual
+// from one, padded and dilated windows, values below 0).
 var layoutGraphs = []layoutGraph{
 	{name: "resnet-like, odd channels", n: 1, c: 17, h: 12, w: 12, layers: []layoutLayer{
 		{in: "X", m: 33, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
@@ -163,7 +163,7 @@ var layoutGraphs = []layoutGraph{
 		{in: "l1", m: 96, k: 1, s: 1, dil: 1},
 		{in: "l0", m: 96, k: 1, s: 2, dil: 1},
 		{in: "l2", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l3", act: "Relu"},
-		{in: "l4", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true},
+		{in: "l4", m: 96, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, res: "l3", act: "Relu"},
 	}, others: [][3]string{{"GlobalAveragePool", "l5", "pool"}}, outputs: []string{"pool"}, blocked: 6},
 	{name: "stem and max pooling: residual from a pooling, padded and dilated windows", n: 2, c: 3, h: 19, w: 21, layers: []layoutLayer{
 		{in: "X", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
