@@ -13,6 +13,7 @@ import (
 	"github.com/beamgpu/beamgpu/runtime/executor"
 	"github.com/beamgpu/beamgpu/runtime/executor/client"
 	"github.com/beamgpu/beamgpu/runtime/executor/executortest"
+	"github.com/beamgpu/beamgpu/runtime/executor/protocol"
 	"github.com/beamgpu/beamgpu/transforms/step"
 	"github.com/beamgpu/beamgpu/transforms/step/steptest"
 	"github.com/beamgpu/beamgpu/transforms/tensor"
@@ -146,18 +147,27 @@ func TestVirtualDevicesPlaceBalanceAndFillOncePerDevice(t *testing.T) {
 // after 4 batches (as a GPU with a sticky error): it is taken out, its
 // batches finish on the others, no batch is lost or run twice (the
 // executor is never restarted, the client retries nothing), the outputs
-// are the CPU's and the counts reconcile.
+// are the CPU's and the counts reconcile. The batches go in rounds until
+// device 1 has failed: the least-loaded placement gives it about a third
+// of a round, but a batch of its stalled by a busy machine (make test's
+// packages in parallel) holds it out of most of one (seen: 2 of 45).
 func TestVirtualDeviceLostMidRun(t *testing.T) {
 	cl := withVirtualDevices(t, 3, executor.EnvReferenceFailDevice+"=1:4")
-	const n = 45
-	ins := knnBatches(t, n)
+	const round = 45
+	ins := knnBatches(t, round)
 	placed := runAll(t, ins[:1], 1)
-	for d, k := range runAll(t, ins[1:], 6) {
-		placed[d] += k
+	n := 1
+	var stats []protocol.DeviceStats
+	for r := 0; r < 20 && (stats == nil || stats[1].Serving); r++ {
+		for d, k := range runAll(t, ins[1:], 6) {
+			placed[d] += k
+		}
+		n += round - 1
+		var err error
+		stats, err = cl.DeviceStats(t.Context())
+		require.NoError(t, err)
+		require.Len(t, stats, 3)
 	}
-	stats, err := cl.DeviceStats(t.Context())
-	require.NoError(t, err)
-	require.Len(t, stats, 3)
 	assert.False(t, stats[1].Serving, "device 1 taken out")
 	assert.Contains(t, stats[1].Failure, "virtual device 1 failed after 4 batch(es)")
 	assert.Equal(t, uint64(4), stats[1].Batches, "device 1 ran its 4 batches, then none")
