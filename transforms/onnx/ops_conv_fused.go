@@ -67,23 +67,51 @@ func (e *epilogue) apply(y, z []float32) {
 	}
 }
 
-// nchwcNoClamp are the bounds of no clamp, -Inf and +Inf.
-var nchwcNoClamp = [2]float32{float32(math.Inf(-1)), float32(math.Inf(1))}
+// nchwcAct is the activation the blocked kernels apply as they store
+// their sums (nchwcTile, nchwcDwTile): a clamp to [lo, hi] (Relu [0,
+// +Inf], Clip its bounds, none [-Inf, +Inf]), or, swish, HardSwish: x
+// times min(max(x*alpha + beta, lo), hi), lo and hi 0 and 1.
+// The kernels read its fields at their offsets (0, 4, 8, 12, 16: keep
+// the order).
+type nchwcAct struct {
+	lo, hi, alpha, beta float32
+	swish               bool
+}
 
-// clamp returns the epilogue's activation as bounds that the blocked
-// kernels clamp their sums to (nchwcTile) and ok, where it is one: none
-// (-Inf, +Inf), Relu (0, +Inf) or Clip of bounds that are not NaN. A
-// nil epilogue is none.
-func (e *epilogue) clamp() (lo, hi float32, ok bool) {
+// nchwcNoAct is no activation: the clamp to [-Inf, +Inf].
+var nchwcNoAct = nchwcAct{lo: float32(math.Inf(-1)), hi: float32(math.Inf(1))}
+
+// apply computes a on s in place in Go, as the kernels do (the product and
+// the sum of HardSwish each rounded).
+func (a nchwcAct) apply(s []float32) {
+	switch {
+	case a.swish:
+		for o, v := range s {
+			t := float32(v*a.alpha) + a.beta
+			s[o] = v * min(max(t, a.lo), a.hi)
+		}
+	case a.lo > nchwcNoAct.lo || a.hi < nchwcNoAct.hi:
+		for o, v := range s {
+			s[o] = min(max(v, a.lo), a.hi)
+		}
+	}
+}
+
+// act returns the epilogue's activation as the blocked kernels apply it
+// and ok, where they can: none, Relu, Clip of bounds that are not NaN, and
+// on AVX-512 (nchwcWidth 16) HardSwish. A nil epilogue is none.
+func (e *epilogue) act() (nchwcAct, bool) {
 	switch {
 	case e == nil || e.unary == nil && !e.clip && e.gelu == nil && !e.silu:
-		return nchwcNoClamp[0], nchwcNoClamp[1], true
+		return nchwcNoAct, true
 	case e.unary != nil && e.unary.op == unRelu:
-		return 0, nchwcNoClamp[1], true
+		return nchwcAct{lo: 0, hi: nchwcNoAct.hi}, true
+	case e.unary != nil && e.unary.op == unHardSwish && nchwcWidth == 16:
+		return nchwcAct{lo: 0, hi: 1, alpha: e.unary.alpha, beta: e.unary.beta, swish: true}, true
 	case e.clip && e.lo == e.lo && e.hi == e.hi:
-		return e.lo, e.hi, true
+		return nchwcAct{lo: e.lo, hi: e.hi}, true
 	}
-	return 0, 0, false
+	return nchwcAct{}, false
 }
 
 // geluErf is GELU, x Φ(x), in the five operators that PyTorch's exports

@@ -15,7 +15,7 @@ var nchwcWidth = simdWidth
 
 // nchwcVector runs nchwcTile (bounds checked by the caller) on the kernel
 // of this width and reports whether there was one.
-func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32, lo, hi float32) bool {
+func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32, act *nchwcAct) bool {
 	var k nchwcKernel
 	switch {
 	case nchwcWidth == 16 && fbg <= 4 && bi == 1:
@@ -33,13 +33,13 @@ func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 	if acc {
 		a = 1
 	}
-	k(unsafe.SliceData(y), 4*ldy, unsafe.SliceData(x), 4*xs, 4*cbStride, cbs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), a, unsafe.SliceData(z), lo, hi)
+	k(unsafe.SliceData(y), 4*ldy, unsafe.SliceData(x), 4*xs, 4*cbStride, cbs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), a, unsafe.SliceData(z), act)
 	return true
 }
 
 // nchwcDwVector runs nchwcDwTile (bounds checked by the caller) on the
 // kernel of this width and reports whether there was one.
-func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int, lo, hi float32) bool {
+func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int, act *nchwcAct) bool {
 	var k nchwcDwKernel
 	switch nchwcWidth {
 	case 16:
@@ -49,7 +49,7 @@ func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []f
 	default:
 		return false
 	}
-	k(unsafe.SliceData(y), unsafe.SliceData(x), 4*xs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), lo, hi)
+	k(unsafe.SliceData(y), unsafe.SliceData(x), 4*xs, kh, kw, 4*rowStep, 4*colStep, unsafe.SliceData(w), unsafe.SliceData(bias), act)
 	return true
 }
 

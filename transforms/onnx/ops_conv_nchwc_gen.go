@@ -22,10 +22,13 @@
 // nchwcTileGo does the same steps. Where z is not nil, each sum has z's
 // value at its place (z's blocks ldy bytes apart, as y's) added as it is
 // stored: a residual read while the sums are made, not in a pass after.
-// Each sum is then clamped to [lo, hi] as the activation kernels clamp
-// (VMAXPS with lo, VMINPS with hi, the sum the second source: a NaN sum
-// stays NaN, -0 stays -0): Relu is [0, +Inf], Clip its bounds, none
-// [-Inf, +Inf], which changes no value.
+// Each sum is then activated by *act (nchwcAct: lo, hi, alpha, beta
+// float32s, then swish, a byte): clamped to [lo, hi] as the activation
+// kernels clamp (VMAXPS with lo, VMINPS with hi, the sum the second
+// source: a NaN sum stays NaN, -0 stays -0; Relu is [0, +Inf], Clip its
+// bounds, none [-Inf, +Inf], which changes no value), or, swish set
+// (AVX-512, no z), HardSwish: x times min(max(x*alpha + beta, lo), hi),
+// lo and hi 0 and 1, as the activation kernel computes it.
 //
 // The input positions are np addresses xs bytes apart: SI, SI+R8, SI+2*R8,
 // SI+R9 (3*R8), SI+4*R8 and SI+R10 (5*R8), then the same from R12
@@ -36,7 +39,7 @@
 // accumulators at most (Z0-Z23: 12 positions of 1 or 2 blocks, 8 of 3, 6
 // of 4; at least 8 sums in flight cover the FMA's latency on both of a
 // core's FMA units), the filter in Z24-Z27, the broadcasts in
-// Z28 and Z29 in turn. AVX2 (nchwc256P<np>): one block of 16 channels as two
+// Z28 and Z29 in turn, the activation's bounds in Z30 and Z31. AVX2 (nchwc256P<np>): one block of 16 channels as two
 // registers, 12 accumulators at most (Y0-Y11), the filter in Y12-Y13, the
 // broadcasts in Y14 and Y15.
 package main
@@ -79,11 +82,11 @@ func base6(b *bytes.Buffer, np int) {
 	}
 }
 
-const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32"
+const args = "y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct"
 
 // prologue loads the pointers and strides and starts the loops; body
 // emits the 16 channel steps.
-func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, load func(), store func(add bool), filterBytes int) {
+func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, load func(), store func(mode int), filterBytes int) {
 	fmt.Fprintf(b, "\n// func %s(%s)\n// Requires: %s\n", name, args, isa)
 	fmt.Fprintf(b, "TEXT ·%s(SB), NOSPLIT, $0-120\n", name)
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
@@ -93,6 +96,16 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	p("LEAQ (R8)(R8*4), R10")
 	p("MOVQ w+80(FP), DI")
 	p("MOVQ bias+88(FP), AX")
+	// The activation's bounds, loaded now (their latency under the
+	// sums'): AVX-512 keeps them in Z30 and Z31, AVX2 its pointer in R12
+	// (its kernels of 6 positions at most use no second base).
+	if isa == "AVX512F" {
+		p("MOVQ act+112(FP), R13")
+		p("VBROADCASTSS (R13), Z30")
+		p("VBROADCASTSS 4(R13), Z31")
+	} else {
+		p("MOVQ act+112(FP), R12")
+	}
 	p("MOVQ acc+96(FP), CX")
 	p("TESTQ CX, CX")
 	p("JNZ %s_load", name)
@@ -126,17 +139,36 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	p("JNZ %s_cb", name)
 	p("MOVQ y+0(FP), SI")
 	p("MOVQ ldy+8(FP), BX")
-	p("MOVQ z+104(FP), R12")
-	p("TESTQ R12, R12")
+	p("MOVQ act+112(FP), R13")
+	p("MOVBLZX 16(R13), AX")
+	p("TESTL AX, AX")
+	p("JNZ %s_swish", name)
+	p("MOVQ z+104(FP), R11")
+	p("TESTQ R11, R11")
 	p("JNZ %s_add", name)
-	store(false)
+	store(storeClamp)
 	p("VZEROUPPER")
 	p("RET")
 	fmt.Fprintf(b, "%s_add:\n", name)
-	store(true)
+	store(storeAdd)
+	p("VZEROUPPER")
+	p("RET")
+	fmt.Fprintf(b, "%s_swish:\n", name)
+	store(storeSwish)
 	p("VZEROUPPER")
 	p("RET")
 }
+
+// The kernels' write-outs: the sums clamped to [lo, hi]; z added, then
+// clamped; HardSwish of the sums (x times x*alpha + beta clamped to [lo,
+// hi] = [0, 1], each product and sum rounded, as the activation kernel
+// computes it; AVX-512 only: AVX2's kernels have too few registers free,
+// and the caller passes swish only to AVX-512's).
+const (
+	storeClamp = iota
+	storeAdd
+	storeSwish
+)
 
 // suffix names the kernels of chans input channels a step: "" for 16 (a
 // block), "C1" for one (an NCHW input's planes, nchwcIn1).
@@ -184,27 +216,44 @@ func avx512(b *bytes.Buffer, fb, np, chans int) {
 				p("VMOVUPS %d(SI), %s", j*64, acc(f, j))
 			}
 		}
-	}, func(add bool) {
-		p("VBROADCASTSS lo+112(FP), Z24")
-		p("VBROADCASTSS hi+116(FP), Z25")
+	}, func(mode int) {
+		if mode == storeSwish {
+			p("VBROADCASTSS 8(R13), Z26")
+			p("VBROADCASTSS 12(R13), Z27")
+		}
 		for f := range fb {
 			if f > 0 {
 				p("ADDQ BX, SI")
-				if add {
-					p("ADDQ BX, R12")
+				if mode == storeAdd {
+					p("ADDQ BX, R11")
 				}
 			}
 			for j := range np {
 				a := acc(f, j)
-				if add {
-					p("VADDPS %d(R12), %s, %s", j*64, a, a)
+				switch mode {
+				case storeSwish:
+					swish512(p, a)
+				case storeAdd:
+					p("VADDPS %d(R11), %s, %s", j*64, a, a)
+					fallthrough
+				default:
+					p("VMAXPS %s, Z30, %s", a, a)
+					p("VMINPS %s, Z31, %s", a, a)
 				}
-				p("VMAXPS %s, Z24, %s", a, a)
-				p("VMINPS %s, Z25, %s", a, a)
 				p("VMOVUPS %s, %d(SI)", a, j*64)
 			}
 		}
 	}, chans*fb*64)
+}
+
+// swish512 emits HardSwish of register a in place: t = a*alpha (Z26) +
+// beta (Z27), clamped to [Z30, Z31], then a*t (Z28 the temporary).
+func swish512(p func(string, ...any), a string) {
+	p("VMULPS Z26, %s, Z28", a)
+	p("VADDPS Z27, Z28, Z28")
+	p("VMAXPS Z28, Z30, Z28")
+	p("VMINPS Z28, Z31, Z28")
+	p("VMULPS Z28, %s, %s", a, a)
 }
 
 func avx2(b *bytes.Buffer, np, chans int) {
@@ -233,14 +282,18 @@ func avx2(b *bytes.Buffer, np, chans int) {
 			p("VMOVUPS %d(SI), Y%d", j*64, 2*j)
 			p("VMOVUPS %d(SI), Y%d", j*64+32, 2*j+1)
 		}
-	}, func(add bool) {
-		p("VBROADCASTSS lo+112(FP), Y12")
-		p("VBROADCASTSS hi+116(FP), Y13")
+	}, func(mode int) {
+		if mode == storeSwish { // not AVX2's: the clamp's write-out (the caller passes no swish)
+			mode = storeClamp
+		}
+		add := mode == storeAdd
+		p("VBROADCASTSS (R12), Y12")
+		p("VBROADCASTSS 4(R12), Y13")
 		for j := range np {
 			for h := range 2 {
 				a := 2*j + h
 				if add {
-					p("VADDPS %d(R12), Y%d, Y%d", j*64+32*h, a, a)
+					p("VADDPS %d(R11), Y%d, Y%d", j*64+32*h, a, a)
 				}
 				p("VMAXPS Y%d, Y12, Y%d", a, a)
 				p("VMINPS Y%d, Y13, Y%d", a, a)
@@ -350,14 +403,15 @@ func transposes(b *bytes.Buffer) {
 	p("RET")
 }
 
-const dwArgs = "y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32"
+const dwArgs = "y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct"
 
 // depthwise emits the depthwise kernels: np positions of one block of 16
 // channels, each sum started at the bias, then for each tap (rows, then
 // columns) the tap's 16 weights times the 16 channels under each position
-// (one FMA a register: the input a memory operand), then clamped to [lo,
-// hi] as the dense kernels clamp. AVX-512: Z0-Z11 the
-// sums, Z31 the weights; AVX2: Y0-Y11 (two a position), Y12-Y13.
+// (one FMA a register: the input a memory operand), then activated by
+// *act as the dense kernels (HardSwish on AVX-512 only). AVX-512: Z0-Z11
+// the sums, Z29 the weights, Z30-Z31 the activation's bounds; AVX2:
+// Y0-Y11 (two a position), Y12-Y13 the weights, Y14-Y15 the bounds.
 func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p := func(f string, a ...any) { fmt.Fprintf(b, "\t"+f+"\n", a...) }
 	name, isa := fmt.Sprintf("nchwcDw512P%d", np), "AVX512F"
@@ -372,10 +426,20 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p("LEAQ (R8)(R8*4), R10")
 	p("MOVQ w+56(FP), DI")
 	p("MOVQ bias+64(FP), AX")
+	// The activation's bounds, loaded now (their latency under the
+	// sums'): Z30 and Z31, or Y14 and Y15.
+	p("MOVQ act+72(FP), R13")
 	if wide {
-		p("VMOVUPS (AX), Z31")
+		p("VBROADCASTSS (R13), Z30")
+		p("VBROADCASTSS 4(R13), Z31")
+	} else {
+		p("VBROADCASTSS (R13), Y14")
+		p("VBROADCASTSS 4(R13), Y15")
+	}
+	if wide {
+		p("VMOVUPS (AX), Z29")
 		for j := range np {
-			p("VMOVAPS Z31, Z%d", j)
+			p("VMOVAPS Z29, Z%d", j)
 		}
 	} else {
 		p("VMOVUPS (AX), Y12")
@@ -393,9 +457,9 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 	fmt.Fprintf(b, "%s_kw:\n", name)
 	base6(b, np)
 	if wide {
-		p("VMOVUPS (DI), Z31")
+		p("VMOVUPS (DI), Z29")
 		for j := range np {
-			p("VFMADD231PS %s, Z31, Z%d", pos(j, 0), j)
+			p("VFMADD231PS %s, Z29, Z%d", pos(j, 0), j)
 		}
 	} else {
 		p("VMOVUPS (DI), Y12")
@@ -413,12 +477,20 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 	p("DECQ BX")
 	p("JNZ %s_kh", name)
 	p("MOVQ y+0(FP), SI")
+	p("MOVQ act+72(FP), R13")
 	if wide {
-		p("VBROADCASTSS lo+72(FP), Z30")
-		p("VBROADCASTSS hi+76(FP), Z31")
-	} else {
-		p("VBROADCASTSS lo+72(FP), Y12")
-		p("VBROADCASTSS hi+76(FP), Y13")
+		p("MOVBLZX 16(R13), AX")
+		p("TESTL AX, AX")
+		p("JZ %s_clamp", name)
+		p("VBROADCASTSS 8(R13), Z26")
+		p("VBROADCASTSS 12(R13), Z27")
+		for j := range np {
+			swish512(p, fmt.Sprintf("Z%d", j))
+			p("VMOVUPS Z%d, %d(SI)", j, 64*j)
+		}
+		p("VZEROUPPER")
+		p("RET")
+		fmt.Fprintf(b, "%s_clamp:\n", name)
 	}
 	for j := range np {
 		if wide {
@@ -427,8 +499,8 @@ func depthwise(b *bytes.Buffer, np int, wide bool) {
 			p("VMOVUPS Z%d, %d(SI)", j, 64*j)
 		} else {
 			for h := range 2 {
-				p("VMAXPS Y%d, Y12, Y%d", 2*j+h, 2*j+h)
-				p("VMINPS Y%d, Y13, Y%d", 2*j+h, 2*j+h)
+				p("VMAXPS Y%d, Y14, Y%d", 2*j+h, 2*j+h)
+				p("VMINPS Y%d, Y15, Y%d", 2*j+h, 2*j+h)
 				p("VMOVUPS Y%d, %d(SI)", 2*j+h, 64*j+32*h)
 			}
 		}

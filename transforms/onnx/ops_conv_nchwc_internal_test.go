@@ -11,8 +11,8 @@ import (
 // Each blocked kernel this CPU runs gives the plain Go loop's sums, for
 // every number of blocks and positions it has, over several channel
 // blocks, taps, strides and dilations, started at the bias or at the sums
-// in its output, with a residual added or none, clamped (Relu, Clip) or
-// not, and writes nothing outside its tile (nor to the residual).
+// in its output, with a residual added or none, activated (Relu, Clip,
+// HardSwish) or not, and writes nothing outside its tile (nor to the residual).
 func TestNCHWcTileVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(71, 72))
@@ -55,11 +55,10 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 					z0 = append([]float32(nil), z...)
 				}
 				// Clamped as Relu, as a Clip, or not.
-				bounds := [3][2]float32{nchwcNoClamp, {0, nchwcNoClamp[1]}, {-0.5, 0.7}}[(np+2*fbg)%3]
-				lo, hi := bounds[0], bounds[1]
-				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z, lo, hi)
+				act := testActs(width, z == nil)[(np+2*fbg)%4]
+				nchwcTileGo(want, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z, &act)
 				nchwcWidth = width
-				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z, lo, hi)
+				nchwcTile(got, ldy, x, xs, cbStride, cbs, kh, kw, rowStep, colStep, w, bias, fbg, np, acc, bi, z, &act)
 				require.Equal(t, z0, z, "%d lanes, %d blocks, %d positions: the residual written", width, fbg, np)
 				for i := range want {
 					if math.IsNaN(float64(want[i])) {
@@ -73,9 +72,20 @@ func TestNCHWcTileVectorAndGo(t *testing.T) {
 	}
 }
 
+// testActs are the activations the kernels' tests apply: none, Relu, a
+// Clip, and HardSwish where the kernels of width take it (AVX-512, no
+// residual; else Relu again).
+func testActs(width int, swish bool) [4]nchwcAct {
+	hs := nchwcAct{lo: 0, hi: 1, alpha: 1.0 / 6, beta: 0.5, swish: true}
+	if width != 16 || !swish {
+		hs = nchwcAct{lo: 0, hi: nchwcNoAct.hi}
+	}
+	return [4]nchwcAct{nchwcNoAct, {lo: 0, hi: nchwcNoAct.hi}, {lo: -0.5, hi: 0.7}, hs}
+}
+
 // Each depthwise blocked kernel this CPU runs gives the plain Go loop's
-// sums, for every number of positions, clamped (Relu, Clip) or not, and
-// writes nothing outside its tile.
+// sums, for every number of positions, activated (Relu, Clip, HardSwish) or
+// not, and writes nothing outside its tile.
 func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(77, 78))
@@ -95,11 +105,10 @@ func TestNCHWcDwTileVectorAndGo(t *testing.T) {
 			for i := range got {
 				want[i], got[i] = float32(math.NaN()), float32(math.NaN())
 			}
-			// Clamped as Relu, as a Clip, or not.
-			bounds := [3][2]float32{nchwcNoClamp, {0, nchwcNoClamp[1]}, {-0.5, 0.7}}[np%3]
-			nchwcDwTileGo(want, x, xs, kh, kw, rowStep, colStep, w, bias, np, bounds[0], bounds[1])
+			act := testActs(width, true)[np%4]
+			nchwcDwTileGo(want, x, xs, kh, kw, rowStep, colStep, w, bias, np, &act)
 			nchwcWidth = width
-			nchwcDwTile(got, x, xs, kh, kw, rowStep, colStep, w, bias, np, bounds[0], bounds[1])
+			nchwcDwTile(got, x, xs, kh, kw, rowStep, colStep, w, bias, np, &act)
 			for i := range want {
 				if math.IsNaN(float64(want[i])) {
 					require.True(t, math.IsNaN(float64(got[i])), "%d lanes, %d positions: written outside the tile at %d", width, np, i)

@@ -6,7 +6,7 @@ package onnx
 
 // nchwcKernel is the signature of the blocked convolution's kernels
 // (strides and ldy in bytes).
-type nchwcKernel func(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+type nchwcKernel func(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 // nchwc512 are the AVX-512 kernels of 16 input channels a step by blocks (fb-1) and positions (np-1), nil past 24 sums.
 var nchwc512 = [4][12]nchwcKernel{
@@ -32,7 +32,7 @@ var nchwc256C1 = [6]nchwcKernel{nchwc256P1C1, nchwc256P2C1, nchwc256P3C1, nchwc2
 
 // nchwcDwKernel is the signature of the depthwise kernels (strides in
 // bytes).
-type nchwcDwKernel func(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+type nchwcDwKernel func(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 // nchwcDw512 are the depthwise kernels by positions (np-1).
 var nchwcDw512 = [12]nchwcDwKernel{nchwcDw512P1, nchwcDw512P2, nchwcDw512P3, nchwcDw512P4, nchwcDw512P5, nchwcDw512P6, nchwcDw512P7, nchwcDw512P8, nchwcDw512P9, nchwcDw512P10, nchwcDw512P11, nchwcDw512P12}
@@ -41,322 +41,322 @@ var nchwcDw512 = [12]nchwcDwKernel{nchwcDw512P1, nchwcDw512P2, nchwcDw512P3, nch
 var nchwcDw256 = [6]nchwcDwKernel{nchwcDw256P1, nchwcDw256P2, nchwcDw256P3, nchwcDw256P4, nchwcDw256P5, nchwcDw256P6}
 
 //go:noescape
-func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P9(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P10(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P11(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P12(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P7(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P8(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P2(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P3(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P4(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P5(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P6(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F1P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F1P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P9C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P10C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P11C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F2P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F2P12C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P7C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F3P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F3P8C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc512F4P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc512F4P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P1C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P2C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P3C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P4C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P5C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwc256P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, lo float32, hi float32)
+func nchwc256P6C1(y *float32, ldy int, x *float32, xs int, cbStride int, cbs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, acc int, z *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P7(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P8(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P9(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P10(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P11(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw512P12(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw256P1(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw256P2(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw256P3(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw256P4(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw256P5(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
-func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, lo float32, hi float32)
+func nchwcDw256P6(y *float32, x *float32, xs int, kh int, kw int, rowStep int, colStep int, w *float32, bias *float32, act *nchwcAct)
 
 //go:noescape
 func transpose16x16AVX512(dst *float32, ldd int, src *float32, lds int)

@@ -10,7 +10,7 @@ package onnx
 var nchwcWidth = 0
 
 // nchwcVector reports that no kernel runs nchwcTile here.
-func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32, lo, hi float32) bool {
+func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, rowStep, colStep int, w, bias []float32, fbg, np int, acc bool, bi int, z []float32, act *nchwcAct) bool {
 	return false
 }
 
@@ -18,6 +18,6 @@ func nchwcVector(y []float32, ldy int, x []float32, xs, cbStride, cbs, kh, kw, r
 func transpose16Vector(dst []float32, ldd int, src []float32, lds int) bool { return false }
 
 // nchwcDwVector reports that no kernel runs nchwcDwTile here.
-func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int, lo, hi float32) bool {
+func nchwcDwVector(y, x []float32, xs, kh, kw, rowStep, colStep int, w, bias []float32, np int, act *nchwcAct) bool {
 	return false
 }

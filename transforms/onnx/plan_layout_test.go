@@ -140,7 +140,7 @@ var layoutGraphs = []layoutGraph{
 	{name: "mobile-like: thin 1x1, wide depthwise, input residual", n: 2, c: 24, h: 20, w: 20, layers: []layoutLayer{
 		{in: "X", m: 48, k: 1, s: 1, dil: 1, act: "HardSwish"},
 		{in: "l0", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
-		{in: "l1", m: 24, k: 1, s: 1, dil: 1, res: "X"},
+		{in: "l1", m: 24, k: 1, s: 1, dil: 1, res: "X", act: "HardSwish"},
 		{in: "l2", m: 48, k: 1, s: 1, dil: 1},
 	}, others: [][3]string{{"GlobalAveragePool", "l3", "pool"}}, outputs: []string{"pool"}, blocked: 5, reorders: 1},
 	{name: "squeeze and excitation", n: 2, c: 24, h: 14, w: 14, layers: []layoutLayer{
