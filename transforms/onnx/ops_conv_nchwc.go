@@ -583,23 +583,22 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	if r.nw.depthwise {
 		xi += grp * r.plane
 	}
-	// A blocked Y's activation, where it is a clamp (Relu, Clip), is
-	// applied by the dense kernels as they store the last sums, with the
-	// residual: no pass over Y after. Measured at one thread (fastest of
-	// 40 runs a step, alternating binaries, two pairs): ResNet-50 at batch
-	// 8, its stem 13.4 -> 12.3 ms, its residual 64->256 layers 21.9 ->
-	// 20.5, the rest within 2% either way (445.5 -> 444.7 in all); the test
-	// ResNet at batch 64, its stem 3.82 -> 3.55, in all 30.1 -> 29.6; the
-	// test MobileNetV2 (Clip) 11.97 -> 11.93, and with its depthwise layers
-	// clamped too 11.72 -> 11.59 (those layers 0.95 to 0.99 of their time).
+	// A blocked Y's activation, where the kernels take it (Relu, Clip,
+	// HardSwish on AVX-512: epilogue.act), is applied by them as they store
+	// the last sums, after the residual: no pass over Y after. A depthwise
+	// kernel adds no residual, nor does a dense one that applies HardSwish:
+	// with a residual, their epilogue adds it, then applies the activation.
+	// Measured at one thread (fastest of 40 runs a step, alternating
+	// binaries, two pairs): the clamps, ResNet-50 at batch 8 its stem 13.4
+	// -> 12.3 ms and its residual 64->256 layers 21.9 -> 20.5, the rest
+	// within 2% either way (445.5 -> 444.7 in all); the test ResNet at
+	// batch 64 its stem 3.82 -> 3.55, in all 30.1 -> 29.6; the test
+	// MobileNetV2 (Clip) 11.97 -> 11.93, with its depthwise layers clamped
+	// too 11.72 -> 11.59 (those layers 0.95 to 0.99 of their time);
+	// HardSwish, mobilenet_v3_small at batch 32 59.7 -> 54.5 ms in all, its
+	// HardSwish layers 0.78 to 0.89 of their time.
 	epAct, epIn := r.act, r.actIn
-	// A depthwise kernel adds no residual, nor does a dense one that
-	// applies HardSwish: their epilogue does, then the activation.
-	// HardSwish in the kernels (AVX-512), measured at one thread (fastest
-	// of 40 runs a step, alternating binaries, two pairs):
-	// mobilenet_v3_small at batch 32 59.7 -> 54.5 ms in all, its HardSwish
-	// layers 0.78 to 0.89 of their time.
-	clampIn := epIn && (p.z == nil || !r.nw.depthwise && !epAct.swish)
+	kernelAct := epIn && (p.z == nil || !r.nw.depthwise && !epAct.swish)
 	co0 := grp * nw.fb * B
 	chans := min(fbg*B, p.m-co0)
 	for pass := row0; pass < row1; pass += rp {
@@ -630,7 +629,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 					zr = p.z[(img*r.mb+grp*nw.fb)*P*B+row*r.len*B:]
 				}
 				act := &nchwcNoAct
-				if last && clampIn {
+				if last && kernelAct {
 					act = &r.act
 				}
 				// Calls of nearly equal positions: 13 as 7 and 6, not 12 and 1.
@@ -697,7 +696,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	}
 	for f := range fbg {
 		blk := sums[f*ldy:]
-		if !clampIn { // else the kernels applied it (last)
+		if !kernelAct { // else the kernels applied it (last)
 			var z []float32
 			if p.z != nil && (r.nw.depthwise || epAct.swish) { // else the dense kernels added it (zIn)
 				z = p.z[(img*r.mb+grp*nw.fb+f)*P*B:][q0*B : q1*B]
