@@ -139,10 +139,13 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	p("JNZ %s_cb", name)
 	p("MOVQ y+0(FP), SI")
 	p("MOVQ ldy+8(FP), BX")
-	p("MOVQ act+112(FP), R13")
-	p("MOVBLZX 16(R13), AX")
-	p("TESTL AX, AX")
-	p("JNZ %s_swish", name)
+	wide := isa == "AVX512F" // HardSwish's write-out: AVX-512's kernels only
+	if wide {
+		p("MOVQ act+112(FP), R13")
+		p("MOVBLZX 16(R13), AX")
+		p("TESTL AX, AX")
+		p("JNZ %s_swish", name)
+	}
 	p("MOVQ z+104(FP), R11")
 	p("TESTQ R11, R11")
 	p("JNZ %s_add", name)
@@ -153,10 +156,12 @@ func emit(b *bytes.Buffer, name string, np int, isa string, body func(), init, l
 	store(storeAdd)
 	p("VZEROUPPER")
 	p("RET")
-	fmt.Fprintf(b, "%s_swish:\n", name)
-	store(storeSwish)
-	p("VZEROUPPER")
-	p("RET")
+	if wide {
+		fmt.Fprintf(b, "%s_swish:\n", name)
+		store(storeSwish)
+		p("VZEROUPPER")
+		p("RET")
+	}
 }
 
 // The kernels' write-outs: the sums clamped to [lo, hi]; z added, then
@@ -283,9 +288,6 @@ func avx2(b *bytes.Buffer, np, chans int) {
 			p("VMOVUPS %d(SI), Y%d", j*64+32, 2*j+1)
 		}
 	}, func(mode int) {
-		if mode == storeSwish { // not AVX2's: the clamp's write-out (the caller passes no swish)
-			mode = storeClamp
-		}
 		add := mode == storeAdd
 		p("VBROADCASTSS (R12), Y12")
 		p("VBROADCASTSS 4(R12), Y13")

@@ -484,7 +484,7 @@ func (k nchwcMaxPool) Run(in, out []nd.Array) error {
 		return fmt.Errorf("onnx: a blocked MaxPool of %v", s)
 	}
 	r := maxPoolBlockedRun{g: g, x: rawFloats(in[0]), y: rawFloats(out[0]), hw: g.inSize(), ohw: g.outSize(), c: s[1], cb: (s[1] + B - 1) / B, vector: blockWidth != 0}
-	parallel.EachWith(s[0]*((s[1]+B-1)/B), B*(r.hw+r.ohw*g.kSize()/4), r, (*maxPoolBlockedRun).block)
+	parallel.EachWith(s[0]*r.cb, B*(r.hw+r.ohw*g.kSize()/4), r, (*maxPoolBlockedRun).block)
 	return nil
 }
 
