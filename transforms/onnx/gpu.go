@@ -58,6 +58,9 @@ type Device struct {
 	// scratch is device memory for a launch's temporaries (scratch).
 	scratchPtr  gpu.Ptr
 	scratchSize int64
+	// aside is device memory for an input copied aside (aside).
+	asidePtr  gpu.Ptr
+	asideSize int64
 	// mem is the run's host memory, node the node launched (named where
 	// its host copies are over the budget).
 	mem  *memory
@@ -207,7 +210,7 @@ func (p *Plan) execDevice(c gpu.Call, inputs []nd.Array, mem *memory, run *Devic
 				continue
 			}
 			if p.vals[id].st == stView {
-				vals[id].Ptr = in[mustView(viewer, i)].Ptr
+				vals[id].Ptr = in[p.vals[id].in].Ptr
 			} else if viewer != nil {
 				if j, ok := viewer.View(i); ok {
 					copies = append(copies, [2]int{i, j})

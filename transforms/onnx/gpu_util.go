@@ -51,6 +51,21 @@ func (d *Device) scratch(n int64) (gpu.Ptr, error) {
 	return p, nil
 }
 
+// aside copies a to device memory of the run's kept for it (grown to the
+// largest, as scratch is) and returns the copy: an input that the step's
+// output is written over (Overwriter), read after the output is.
+func (d *Device) aside(a DevArray) (gpu.Ptr, error) {
+	n := a.Bytes()
+	if n > d.asideSize {
+		p, err := d.Call.Alloc(n)
+		if err != nil {
+			return 0, err
+		}
+		d.asidePtr, d.asideSize = p, n
+	}
+	return d.asidePtr, d.Call.CopyDevice(d.asidePtr, a.Ptr, n)
+}
+
 // errorFlag returns the device word that kernels set for an input out of
 // their domain, zeroed the first time.
 func (d *Device) errorFlag() (gpu.Ptr, error) {

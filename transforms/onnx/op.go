@@ -136,6 +136,20 @@ type Viewer interface {
 	View(out int) (in int, ok bool)
 }
 
+// Overwriter is a Kernel that can write an output over one of its inputs:
+// it reads each element of that input before it writes the same element
+// of the output, and no other. Where no later step reads that input (nor
+// a view of it) and it is the run's own (in the workspace, of the output's
+// size), the plan puts the output in its memory: one buffer less in the
+// workspace, and a kernel that reads and writes the same cache lines
+// instead of streaming a third array (a convolution that adds a residual:
+// ResNet's 1x1 expansions). A Launch is given the same buffer for both.
+type Overwriter interface {
+	// Overwrites returns the input that output out may be written over,
+	// or ok false.
+	Overwrites(out int) (in int, ok bool)
+}
+
 // Nondeterministic is a Kernel whose outputs are not a function of its
 // inputs (random numbers): it is never computed ahead of a run.
 type Nondeterministic interface {

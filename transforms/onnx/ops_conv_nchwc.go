@@ -291,6 +291,7 @@ type nchwcRun struct {
 	copies                *heldBuffers // the padded copies of the tasks of an image each
 	act                   nchwcAct     // the epilogue's activation as the kernels apply it, where actIn (epilogue.act)
 	actIn                 bool
+	over                  bool // Y is written over Z (Overwriter): the same memory
 }
 
 // nchwcHeld is the blocked path's run state between runs (convNCHWc).
@@ -324,6 +325,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	defer nchwcHeld.Store(r)
 	r.p, r.x, r.y, r.nw = p, x, y, nw
 	r.act, r.actIn = p.ep.act()
+	r.over = p.layout.y && len(p.z) > 0 && len(y) > 0 && &p.z[0] == &y[0]
 	r.bi = nw.bi
 	r.cb, r.mb = (p.c+r.bi-1)/r.bi, (p.m+B-1)/B
 	r.hp, r.wp = nchwcPadded(g)
@@ -599,10 +601,26 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	// HardSwish layers 0.78 to 0.89 of their time.
 	epAct, epIn := r.act, r.actIn
 	kernelAct := epIn && (p.z == nil || !r.nw.depthwise && !epAct.swish)
+	// Y written over Z (r.over) where the kernels do not read Z as they
+	// store the last sums (input blocks in chunks: the first chunk's sums
+	// land on Z; an epilogue that adds it after the kernels): the pass's Z
+	// is copied aside first, and the epilogue adds it after the pass.
+	var stash *[]float32
+	if r.over && (cc < r.cb || r.nw.depthwise || epAct.swish) {
+		stash = nchwcScratch.Get().(*[]float32)
+		*stash = grow(*stash, fbg*rp*r.len*B)
+		kernelAct = false
+	}
 	co0 := grp * nw.fb * B
 	chans := min(fbg*B, p.m-co0)
 	for pass := row0; pass < row1; pass += rp {
 		pe := min(row1, pass+rp)
+		pq0, pq1 := pass*r.len, min(P, pe*r.len)
+		if stash != nil {
+			for f := range fbg {
+				copy((*stash)[f*(pq1-pq0)*B:(f+1)*(pq1-pq0)*B], p.z[(img*r.mb+grp*nw.fb+f)*P*B:][pq0*B:pq1*B])
+			}
+		}
 		for c0 := 0; c0 < r.cb; c0 += cc {
 			cbs := min(cc, r.cb-c0)
 			wc := w[c0*taps*r.bi*fbg*B:]
@@ -624,7 +642,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 				// 5.02.
 				var zr []float32
 				last := p.layout.y && c0+cbs == r.cb
-				zIn := last && p.z != nil && !r.nw.depthwise && !epAct.swish
+				zIn := last && p.z != nil && !r.nw.depthwise && !epAct.swish && stash == nil
 				if zIn {
 					zr = p.z[(img*r.mb+grp*nw.fb)*P*B+row*r.len*B:]
 				}
@@ -652,11 +670,15 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 				}
 			}
 		}
+		if stash != nil { // Y over Z: the epilogue with the pass's Z copied aside
+			for f := range fbg {
+				p.ep.apply(sums[f*ldy:][pq0*B:pq1*B], (*stash)[f*(pq1-pq0)*B:(f+1)*(pq1-pq0)*B])
+			}
+		}
 		if p.layout.y {
 			continue
 		}
 		if p.layout.z && p.ep != nil { // a blocked residual: the epilogue on the blocked sums
-			pq0, pq1 := pass*r.len, min(P, pe*r.len)
 			for f := range fbg {
 				z := p.z[(img*r.mb+grp*nw.fb+f)*P*B:][pq0*B : pq1*B]
 				p.ep.apply(sums[f*ldy:][:(pq1-pq0)*B], z)
@@ -691,12 +713,15 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 		}
 		return
 	}
+	if stash != nil {
+		nchwcScratch.Put(stash)
+	}
 	if p.ep == nil {
 		return // the channels past M are 0: their bias and weights are
 	}
 	for f := range fbg {
 		blk := sums[f*ldy:]
-		if !kernelAct { // else the kernels applied it (last)
+		if !kernelAct && stash == nil { // else the kernels applied it (last), or it was applied a pass at a time
 			var z []float32
 			if p.z != nil && (r.nw.depthwise || epAct.swish) { // else the dense kernels added it (zIn)
 				z = p.z[(img*r.mb+grp*nw.fb+f)*P*B:][q0*B : q1*B]

@@ -66,6 +66,9 @@ type pval struct {
 	off  int
 	size int
 	base int
+	// in is the input of the step that makes the value that it views or
+	// is written over (stView): the step's in[in] holds base's data.
+	in int
 	// first and last are the steps that make and last read the value.
 	first, last int
 	// by is the node that makes the value (nil for a graph input or a
@@ -459,11 +462,10 @@ func (p *Plan) place() {
 		if v, ok := s.n.kernel.(Viewer); ok {
 			viewer = v
 		}
-		for i, id := range s.in {
+		for _, id := range s.in {
 			if id >= 0 {
 				p.vals[id].last = si
 			}
-			_ = i
 		}
 		for i, id := range s.out {
 			if id < 0 || p.vals[id].st == stConst {
@@ -473,7 +475,7 @@ func (p *Plan) place() {
 			v.first, v.last, v.by = si, si, s.n
 			if viewer != nil {
 				if j, ok := viewer.View(i); ok && s.in[j] >= 0 && !isOutput[id] {
-					v.st, v.base = stView, s.in[j]
+					v.st, v.base, v.in = stView, s.in[j], j
 					continue
 				}
 			}
@@ -505,6 +507,7 @@ func (p *Plan) place() {
 			p.vals[b].last = v.last
 		}
 	}
+	p.overwrite()
 	var work []int
 	for i, v := range p.vals {
 		if v.st == stWork {
@@ -545,6 +548,60 @@ func (p *Plan) place() {
 		p.work = max(p.work, off+align(v.size))
 		placed[id] = true
 	}
+}
+
+// overwrite puts each output that its step may write over an input
+// (Overwriter) in that input's memory where the input is a workspace value
+// (or a view of one) of the output's size that no later step reads: the
+// output becomes a view of the input's base, which lives on as long as it
+// is read. Chains follow: a residual written over by one block's output,
+// which the next block's reads and writes over in turn, is one buffer.
+func (p *Plan) overwrite() {
+	for si, s := range p.steps {
+		ow, ok := s.n.kernel.(Overwriter)
+		if !ok {
+			continue
+		}
+		for i, id := range s.out {
+			j, ok := ow.Overwrites(i)
+			if !ok || id < 0 || j >= len(s.in) || s.in[j] < 0 || p.vals[id].st != stWork {
+				continue
+			}
+			b := s.in[j]
+			for p.vals[b].st == stView { // a view of an output written over: two steps
+				b = p.vals[b].base
+			}
+			base, v := &p.vals[b], &p.vals[id]
+			if base.st != stWork || base.last != si || base.size != v.size || base.meta.Type != v.meta.Type || base.blocked != v.blocked || p.readsElsewhere(s, j, b) {
+				continue
+			}
+			v.st, v.base, v.in = stView, b, j
+			base.last = max(base.last, v.last) // v.last is its views' last read too
+		}
+	}
+	for k := range p.vals { // the views of an output written over: of its base
+		if w := &p.vals[k]; w.st == stView && p.vals[w.base].st == stView {
+			w.base = p.vals[w.base].base
+		}
+	}
+}
+
+// readsElsewhere reports whether step s reads base b (or a view of it)
+// through an input other than j: Conv(X) + X, whose X the output must not
+// overwrite while the step reads it.
+func (p *Plan) readsElsewhere(s pstep, j, b int) bool {
+	for k, id := range s.in {
+		if k == j || id < 0 {
+			continue
+		}
+		for p.vals[id].st == stView {
+			id = p.vals[id].base
+		}
+		if id == b {
+			return true
+		}
+	}
+	return false
 }
 
 // lifetimes is a static interval tree of the values' lifetimes [first,

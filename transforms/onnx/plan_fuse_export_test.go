@@ -72,3 +72,18 @@ func SetNCHWcTasks(n int) int {
 	nchwcTasks = n
 	return old
 }
+
+// Overwritten is the number of p's values that their step writes over one
+// of its inputs (Overwriter).
+func Overwritten(p *Plan) int {
+	n := 0
+	for _, v := range p.vals {
+		if v.st != stView || v.by == nil {
+			continue
+		}
+		if _, ok := v.by.kernel.(Overwriter); ok {
+			n++
+		}
+	}
+	return n
+}

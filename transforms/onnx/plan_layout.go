@@ -318,6 +318,18 @@ func (k *nchwcConv) Run(in, out []nd.Array) error {
 	return k.conv.runIn(in[:min(3, len(in))], out, k.ep, z, k.layout)
 }
 
+// Overwrites reports that Y may be written over a blocked residual Z: the
+// dense kernels read each sum's residual at its place as they store the
+// sum there (convNCHWc), where Y is blocked too. Not where an epilogue adds
+// Z after the kernels stored the sums (a depthwise or grouped convolution,
+// HardSwish within the kernels).
+func (k *nchwcConv) Overwrites(out int) (int, bool) {
+	if act, _ := k.ep.act(); out != 0 || k.ep == nil || !k.ep.residual || !k.layout.y || !k.layout.z || k.conv.group != 1 || act.swish {
+		return 0, false
+	}
+	return 3, true
+}
+
 // nchwcReorder is the kernel of a reorder step: its one input, NCHW,
 // copied into the blocked layout.
 type nchwcReorder struct{}

@@ -11,6 +11,12 @@ func (k *nchwcConv) Launch(d *Device, in, out []DevArray) error {
 		if !allFloat32(z) {
 			return ErrOnHost
 		}
+		if z.Ptr == out[0].Ptr && z.Bytes() > 0 { // Y over Z (Overwrites): the product writes Y before the epilogue reads Z
+			var err error
+			if z.Ptr, err = d.aside(z); err != nil {
+				return err
+			}
+		}
 	}
 	return k.conv.launch(d, in[:min(3, len(in))], out, k.ep, z)
 }

@@ -39,6 +39,10 @@ type layoutGraph struct {
 	outputs    []string
 	blocked    int // values the plan blocks (at batch n, with the blocked kernel)
 	reorders   int // ReorderNCHWc steps
+	// overwritten: the convolutions written over their residual
+	// (Overwriter), with kernels of 16 and of 8 lanes (HardSwish within
+	// the kernels of 16 lanes only: not over its residual).
+	overwritten [2]int
 }
 
 // model builds g's model and its inputs.
@@ -129,20 +133,29 @@ var layoutGraphs = []layoutGraph{
 		{in: "l2", m: 64, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "HardSwish"},
 		{in: "l3", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
 		{in: "l4", m: 64, k: 1, s: 1, dil: 1, res: "l3"},
-	}, outputs: []string{"l5"}, blocked: 5},
+	}, outputs: []string{"l5"}, blocked: 5, overwritten: [2]int{1, 1}},
 	{name: "reordered residual, other readers, pads", n: 1, c: 24, h: 9, w: 11, z: []int{1, 21, 9, 11}, layers: []layoutLayer{
 		{in: "X", m: 21, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Reciprocal"},
 		{in: "l0", m: 21, k: 3, s: 1, pads: [4]int{3, 1, 1, 3}, dil: 2, res: "Z", act: "Relu"},
 		{in: "l1", m: 16, k: 3, s: 1, pads: [4]int{4, 4, 4, 4}, dil: 1},
 		{in: "l2", m: 16, k: 5, s: 3, pads: [4]int{2, 0, 1, 2}, dil: 1, act: "Tanh"},
 		{in: "l3", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
-	}, others: [][3]string{{"Sigmoid", "l2", "s2"}}, outputs: []string{"l4", "s2"}, blocked: 4, reorders: 1},
+	}, others: [][3]string{{"Sigmoid", "l2", "s2"}}, outputs: []string{"l4", "s2"}, blocked: 4, reorders: 1, overwritten: [2]int{1, 1}},
+	{name: "narrow rows, residuals written over in a chain, Conv(X) + X", n: 2, c: 48, h: 7, w: 7, layers: []layoutLayer{
+		{in: "X", m: 64, k: 1, s: 1, dil: 1, act: "Relu"},
+		{in: "X", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{in: "l1", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l0", act: "Relu"},
+		{in: "l2", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{in: "l3", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l2", act: "Clip"},
+		{in: "l4", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l4"},
+		{in: "l5", m: 32, k: 1, s: 1, dil: 1, act: "Relu"},
+	}, outputs: []string{"l6"}, blocked: 6, overwritten: [2]int{2, 2}},
 	{name: "mobile-like: thin 1x1, wide depthwise, input residual", n: 2, c: 24, h: 20, w: 20, layers: []layoutLayer{
 		{in: "X", m: 48, k: 1, s: 1, dil: 1, act: "HardSwish"},
 		{in: "l0", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
 		{in: "l1", m: 24, k: 1, s: 1, dil: 1, res: "X", act: "HardSwish"},
 		{in: "l2", m: 48, k: 1, s: 1, dil: 1},
-	}, others: [][3]string{{"GlobalAveragePool", "l3", "pool"}}, outputs: []string{"pool"}, blocked: 5, reorders: 1},
+	}, others: [][3]string{{"GlobalAveragePool", "l3", "pool"}}, outputs: []string{"pool"}, blocked: 5, reorders: 1, overwritten: [2]int{0, 1}},
 	{name: "squeeze and excitation", n: 2, c: 24, h: 14, w: 14, layers: []layoutLayer{
 		{in: "X", m: 40, k: 1, s: 1, dil: 1, act: "Relu"},
 		{in: "l0", m: 40, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
@@ -156,7 +169,7 @@ var layoutGraphs = []layoutGraph{
 		{op: "GlobalAveragePool", ins: []string{"l8"}},
 		{op: "Mul", ins: []string{"l9", "l1"}},
 		{in: "l10", m: 16, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
-	}, outputs: []string{"l8", "l11"}, blocked: 6, reorders: 1},
+	}, outputs: []string{"l8", "l11"}, blocked: 6, reorders: 1, overwritten: [2]int{1, 1}},
 	{name: "batch, thick channels", n: 3, c: 67, h: 10, w: 10, layers: []layoutLayer{
 		{in: "X", m: 70, k: 1, s: 1, dil: 1, act: "Relu"},
 		{in: "l0", m: 70, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
@@ -175,7 +188,7 @@ var layoutGraphs = []layoutGraph{
 		{op: "MaxPool", ins: []string{"l5"}, k: 3, s: 3, pads: [4]int{0, 2, 2, 0}, dil: 1},
 		{in: "l6", m: 16, k: 1, s: 1, dil: 1},
 		{op: "MaxPool", ins: []string{"l7"}, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
-	}, outputs: []string{"l8"}, blocked: 7},
+	}, outputs: []string{"l8"}, blocked: 7, overwritten: [2]int{1, 1}},
 }
 
 // A plan with the blocked layout gives the NCHW plan's outputs bit for bit
@@ -201,10 +214,16 @@ func TestLayoutEqualsNCHW(t *testing.T) {
 			if onnx.BlockedKernel() {
 				require.Equal(t, g.blocked, onnx.BlockedValues(pb), "%s: blocked values; steps %v", what, pb.StepOps())
 				require.Equal(t, g.reorders, strings.Count(strings.Join(pb.StepOps(), " "), "ReorderNCHWc"), "%s: %v", what, pb.StepOps())
+				over := g.overwritten[0]
+				if width < 16 {
+					over = g.overwritten[1]
+				}
+				require.Equal(t, over, onnx.Overwritten(pb), "%s: outputs written over their residual", what)
 			} else {
 				require.Zero(t, onnx.BlockedValues(pb), what)
 			}
 			require.Zero(t, onnx.BlockedValues(pp), what)
+			require.Zero(t, onnx.Overwritten(pp), what)
 			requireSameOutputs(t, pb, pp, feed, what)
 		}
 	}
@@ -278,7 +297,7 @@ func TestLayoutModels(t *testing.T) {
 func TestLayoutOnDevice(t *testing.T) {
 	dev := emulator(t)
 	r := rand.New(rand.NewPCG(73, 74))
-	for _, g := range append(layoutGraphs[:2:2], layoutGraphs[len(layoutGraphs)-1]) { // the last: max pooling
+	for _, g := range append(layoutGraphs[:3:3], layoutGraphs[len(layoutGraphs)-1]) { // the third: residuals written over; the last: max pooling
 		mp, feed := g.model(r)
 		m, err := onnxtest.Load(mp)
 		require.NoError(t, err)

@@ -165,7 +165,7 @@ func (p *Plan) exec(inputs, outputs []nd.Array, mem *memory) ([]nd.Array, error)
 			}
 			v := p.vals[id]
 			if v.st == stView {
-				b := in[mustView(viewer, i)]
+				b := in[v.in]
 				arrays[id] = nd.Array{Type: v.meta.Type, Shape: v.meta.Shape, Data: b.Data}
 			} else if viewer != nil {
 				if j, ok := viewer.View(i); ok {
@@ -229,11 +229,6 @@ func (p *Plan) workspaceWhat() string {
 	v := p.vals[p.largest]
 	return fmt.Sprintf("the run's workspace (its largest value: output %q %v%s of %d bytes)",
 		p.valueName(p.largest), v.meta.Type, nd.ShapeString(v.meta.Shape), v.size)
-}
-
-func mustView(v Viewer, out int) int {
-	j, _ := v.View(out)
-	return j
 }
 
 // handOn goes on from a plan that ends early: given its outputs (the values
