@@ -146,8 +146,8 @@ type Viewer interface {
 // ResNet's 1x1 expansions). A Launch is given the same buffer for both.
 type Overwriter interface {
 	// Overwrites returns the input that output out may be written over,
-	// or ok false.
-	Overwrites(out int) (in int, ok bool)
+	// or ok false, given the step's inputs' types and shapes.
+	Overwrites(out int, in []Meta) (int, bool)
 }
 
 // Nondeterministic is a Kernel whose outputs are not a function of its

@@ -330,11 +330,9 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.cb, r.mb = (p.c+r.bi-1)/r.bi, (p.m+B-1)/B
 	r.hp, r.wp = nchwcPadded(g)
 	r.plane = r.hp * r.wp * r.bi
-	r.len, r.rowX, r.vrows = g.out[2], g.stride[1]*r.wp*r.bi, g.out[1]
+	r.len, r.rowX, r.vrows = nchwcRowOf(p), g.stride[1]*r.wp*r.bi, g.out[1]
 	if p.pointwise() {
-		P := g.outSize()
-		r.len = min(P, nchwcRowLen)
-		r.rowX, r.vrows = r.len*r.bi, (P+r.len-1)/r.len
+		r.rowX, r.vrows = r.len*r.bi, (g.outSize()+r.len-1)/r.len
 	}
 	r.groups = (r.mb + nw.fb - 1) / nw.fb
 	r.bias = grow(r.bias, r.mb*B)
@@ -558,10 +556,10 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	rp := max(1, min(row1-row0, nchwcPassBytes/rowBytes))
 	cc := r.cb // input blocks a chunk
 	if !r.nw.depthwise {
-		cc = max(1, min(r.cb, nchwcChunkBytes/(taps*r.bi*fbg*B*4)))
+		cc = nchwcChunkBlocks(r.cb, r.len, taps, r.bi, fbg)
 	}
 	if r.len >= nchwcChunkRow {
-		cc, rp = r.cb, 1
+		rp = 1
 	}
 	// The sums land in a scratch of the pass's rows, blocked, or, for a
 	// blocked Y, in Y itself (its blocks P positions of 16 apart).
@@ -603,8 +601,10 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	kernelAct := epIn && (p.z == nil || !r.nw.depthwise && !epAct.swish)
 	// Y written over Z (r.over) where the kernels do not read Z as they
 	// store the last sums (input blocks in chunks: the first chunk's sums
-	// land on Z; an epilogue that adds it after the kernels): the pass's Z
-	// is copied aside first, and the epilogue adds it after the pass.
+	// land on Z; an epilogue that adds it after the kernels), which
+	// nchwcConv.Overwrites refuses but a plan made with other chunks may
+	// hold: the pass's Z is copied aside first, and the epilogue adds it
+	// after the pass.
 	var stash *[]float32
 	if r.over && (cc < r.cb || r.nw.depthwise || epAct.swish) {
 		stash = nchwcScratch.Get().(*[]float32)
@@ -739,6 +739,26 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 // nchwcChunkRow is the narrowest row of outputs taken whole, every input
 // block in one kernel call.
 const nchwcChunkRow = 12
+
+// nchwcRowOf is the positions of a row of the blocked kernel's tasks: an
+// output row, or, pointwise, up to nchwcRowLen positions of the image.
+func nchwcRowOf(p convProblem) int {
+	if p.pointwise() {
+		return min(p.geo.outSize(), nchwcRowLen)
+	}
+	return p.geo.out[2]
+}
+
+// nchwcChunkBlocks is the input blocks (of cb) that a dense kernel call
+// takes for fbg blocks of outputs on rows of rowLen positions, taps taps
+// and bi channels an input block: every one on rows of nchwcChunkRow and
+// more, else as many as keep their weights within nchwcChunkBytes.
+func nchwcChunkBlocks(cb, rowLen, taps, bi, fbg int) int {
+	if rowLen >= nchwcChunkRow {
+		return cb
+	}
+	return max(1, min(cb, nchwcChunkBytes/(taps*bi*fbg*nchwcBlock*4)))
+}
 
 // nchwcPassBytes bounds a pass's sums (bytes), nchwcChunkBytes a chunk's
 // weights: within the L2 and L1 of the cores (2 MiB and 48 KiB on Intel's

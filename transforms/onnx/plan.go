@@ -557,13 +557,22 @@ func (p *Plan) place() {
 // is read. Chains follow: a residual written over by one block's output,
 // which the next block's reads and writes over in turn, is one buffer.
 func (p *Plan) overwrite() {
+	var metas []Meta
 	for si, s := range p.steps {
 		ow, ok := s.n.kernel.(Overwriter)
 		if !ok {
 			continue
 		}
+		metas = metas[:0]
+		for _, id := range s.in {
+			m := Meta{}
+			if id >= 0 {
+				m = p.vals[id].meta
+			}
+			metas = append(metas, m)
+		}
 		for i, id := range s.out {
-			j, ok := ow.Overwrites(i)
+			j, ok := ow.Overwrites(i, metas)
 			if !ok || id < 0 || j >= len(s.in) || s.in[j] < 0 || p.vals[id].st != stWork {
 				continue
 			}

@@ -73,6 +73,14 @@ func SetNCHWcTasks(n int) int {
 	return old
 }
 
+// SetNCHWcChunkBytes sets the bytes of weights that a blocked kernel call
+// on narrow rows takes at most (nchwcChunkBytes) and returns the old value.
+func SetNCHWcChunkBytes(n int) int {
+	old := nchwcChunkBytes
+	nchwcChunkBytes = n
+	return old
+}
+
 // Overwritten is the number of p's values that their step writes over one
 // of its inputs (Overwriter).
 func Overwritten(p *Plan) int {

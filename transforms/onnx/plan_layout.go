@@ -320,14 +320,30 @@ func (k *nchwcConv) Run(in, out []nd.Array) error {
 
 // Overwrites reports that Y may be written over a blocked residual Z: the
 // dense kernels read each sum's residual at its place as they store the
-// sum there (convNCHWc), where Y is blocked too. Not where an epilogue adds
-// Z after the kernels stored the sums (a depthwise or grouped convolution,
-// HardSwish within the kernels).
-func (k *nchwcConv) Overwrites(out int) (int, bool) {
-	if act, _ := k.ep.act(); out != 0 || k.ep == nil || !k.ep.residual || !k.layout.y || !k.layout.z || k.conv.group != 1 || act.swish {
+// sum there (convNCHWc), where Y is blocked too and a kernel call takes
+// every input block. Not where an epilogue adds Z after the kernels stored
+// the sums (a depthwise or grouped convolution, HardSwish within the
+// kernels), nor on narrow rows whose input blocks come in chunks (the
+// first chunk's sums land where Z is: convNCHWc would copy Z aside and add
+// it in a pass after; the test ResNet's 64-channel layers at 8x8 4%
+// slower so).
+func (k *nchwcConv) Overwrites(out int, in []Meta) (int, bool) {
+	if act, _ := k.ep.act(); out != 0 || k.ep == nil || !k.ep.residual || !k.layout.y || !k.layout.z || k.conv.group != 1 || act.swish || len(in) < 4 {
 		return 0, false
 	}
-	return 3, true
+	x, w := in[0].Shape, in[1].Shape
+	geo, err := k.conv.shapes(x, w, in[2].Shape, in[2].Type != nd.Undefined)
+	if err != nil {
+		return 0, false
+	}
+	p := convProblem{geo: geo, n: x[0], c: x[1], m: w[0], group: 1}
+	bi := nchwcBlock
+	if nchwcIn1(p) {
+		bi = 1
+	}
+	cb := (p.c + bi - 1) / bi
+	fbg := min(nchwcGroupBlocks(nchwcWidth), (p.m+nchwcBlock-1)/nchwcBlock) // the most: the fewest blocks a chunk
+	return 3, nchwcChunkBlocks(cb, nchwcRowOf(p), geo.kSize(), bi, fbg) == cb
 }
 
 // nchwcReorder is the kernel of a reorder step: its one input, NCHW,

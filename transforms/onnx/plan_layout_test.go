@@ -140,16 +140,18 @@ var layoutGraphs = []layoutGraph{
 		{in: "l1", m: 16, k: 3, s: 1, pads: [4]int{4, 4, 4, 4}, dil: 1},
 		{in: "l2", m: 16, k: 5, s: 3, pads: [4]int{2, 0, 1, 2}, dil: 1, act: "Tanh"},
 		{in: "l3", m: 20, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
-	}, others: [][3]string{{"Sigmoid", "l2", "s2"}}, outputs: []string{"l4", "s2"}, blocked: 4, reorders: 1, overwritten: [2]int{1, 1}},
+	}, others: [][3]string{{"Sigmoid", "l2", "s2"}}, outputs: []string{"l4", "s2"}, blocked: 4, reorders: 1, overwritten: [2]int{0, 1}},
 	{name: "narrow rows, residuals written over in a chain, Conv(X) + X", n: 2, c: 48, h: 7, w: 7, layers: []layoutLayer{
 		{in: "X", m: 64, k: 1, s: 1, dil: 1, act: "Relu"},
 		{in: "X", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
-		{in: "l1", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l0", act: "Relu"},
+		{in: "l1", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l0", act: "Relu"}, // input blocks in chunks: not over l0
 		{in: "l2", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
-		{in: "l3", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l2", act: "Clip"},
-		{in: "l4", m: 64, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, res: "l4"},
-		{in: "l5", m: 32, k: 1, s: 1, dil: 1, act: "Relu"},
-	}, outputs: []string{"l6"}, blocked: 6, overwritten: [2]int{2, 2}},
+		{in: "l3", m: 64, k: 1, s: 1, dil: 1, res: "l2", act: "Clip"}, // over l2
+		{in: "l4", m: 64, k: 1, s: 1, dil: 1, act: "Relu"},
+		{in: "l5", m: 64, k: 1, s: 1, dil: 1, res: "l4"}, // over l4, over l2
+		{in: "l6", m: 64, k: 1, s: 1, dil: 1, res: "l6"}, // Conv(X) + X: not over X
+		{in: "l7", m: 32, k: 1, s: 1, dil: 1, act: "Relu"},
+	}, outputs: []string{"l8"}, blocked: 8, overwritten: [2]int{2, 3}},
 	{name: "mobile-like: thin 1x1, wide depthwise, input residual", n: 2, c: 24, h: 20, w: 20, layers: []layoutLayer{
 		{in: "X", m: 48, k: 1, s: 1, dil: 1, act: "HardSwish"},
 		{in: "l0", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
@@ -188,7 +190,7 @@ var layoutGraphs = []layoutGraph{
 		{op: "MaxPool", ins: []string{"l5"}, k: 3, s: 3, pads: [4]int{0, 2, 2, 0}, dil: 1},
 		{in: "l6", m: 16, k: 1, s: 1, dil: 1},
 		{op: "MaxPool", ins: []string{"l7"}, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
-	}, outputs: []string{"l8"}, blocked: 7, overwritten: [2]int{1, 1}},
+	}, outputs: []string{"l8"}, blocked: 7, overwritten: [2]int{0, 1}},
 }
 
 // A plan with the blocked layout gives the NCHW plan's outputs bit for bit
@@ -227,6 +229,25 @@ func TestLayoutEqualsNCHW(t *testing.T) {
 			requireSameOutputs(t, pb, pp, feed, what)
 		}
 	}
+}
+
+// A plan that writes a convolution's output over its residual where the
+// input blocks come in chunks on narrow rows (planned for other chunks
+// than the run takes: the plan would not, Overwriter) gives the NCHW
+// plan's outputs: the run copies the residual aside before the first
+// chunk's sums land on it.
+func TestOverwriteChunked(t *testing.T) {
+	if !onnx.BlockedKernel() {
+		t.Skip("no blocked kernel here")
+	}
+	g := layoutGraphs[2]
+	require.Contains(t, g.name, "narrow rows")
+	mp, feed := g.model(rand.New(rand.NewPCG(75, 76)))
+	saved := onnx.SetNCHWcChunkBytes(1 << 30) // every input block a call: the narrow layer written over l0 too
+	pb, pp := layoutAndPlain(t, mp, feed, g.name)
+	onnx.SetNCHWcChunkBytes(saved)
+	require.Equal(t, 3, onnx.Overwritten(pb), "%s: %v", g.name, pb.StepOps())
+	requireSameOutputs(t, pb, pp, feed, g.name)
 }
 
 // layoutAndPlain plans model mp for feed twice, with the blocked layout and
