@@ -51,10 +51,12 @@ func (d *Device) scratch(n int64) (gpu.Ptr, error) {
 	return p, nil
 }
 
-// aside copies a to device memory of the run's kept for it (grown to the
-// largest, as scratch is) and returns the copy: an input that the step's
-// output is written over (Overwriter), read after the output is.
-func (d *Device) aside(a DevArray) (gpu.Ptr, error) {
+// aside returns device memory of the run's for a's bytes (grown to the
+// largest, as scratch is, and apart from it), with a's data copied there
+// where copyData: an input that the step's output is written over
+// (Overwriter), read after the output is, or a step's result before its
+// last copy (a convolution's NCHW sums before channels last).
+func (d *Device) aside(a DevArray, copyData bool) (gpu.Ptr, error) {
 	n := a.Bytes()
 	if n > d.asideSize {
 		p, err := d.Call.Alloc(n)
@@ -62,6 +64,9 @@ func (d *Device) aside(a DevArray) (gpu.Ptr, error) {
 			return 0, err
 		}
 		d.asidePtr, d.asideSize = p, n
+	}
+	if !copyData || n == 0 {
+		return d.asidePtr, nil
 	}
 	return d.asidePtr, d.Call.CopyDevice(d.asidePtr, a.Ptr, n)
 }

@@ -276,8 +276,9 @@ type convProblem struct {
 
 // convLayout says which of a blocked convolution's X, Y and Z (its
 // residual) are in the plan's blocked layout (plan_layout.go): the zero
-// value, none.
-type convLayout struct{ x, y, z bool }
+// value, none. nhwc: Y is written N x H x W x C (a Transpose to channels
+// last that read it taken in; y false, no residual).
+type convLayout struct{ x, y, z, nhwc bool }
 
 // pointwise reports whether the patches matrix is the input itself: a 1x1
 // kernel, stride 1, no padding.

@@ -678,6 +678,18 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 		if p.layout.y {
 			continue
 		}
+		if p.layout.nhwc { // the epilogue on the blocked sums, then each position's channels (16 floats a block) in place
+			for f := 0; p.ep != nil && f < fbg; f++ {
+				p.ep.apply(sums[f*ldy:][:(pq1-pq0)*B], nil)
+			}
+			for q := pq0; q < pq1; q++ {
+				yq := r.y[(img*P+q)*p.m+co0:][:chans]
+				for f := 0; f*B < chans; f++ {
+					copy(yq[f*B:min(chans, (f+1)*B)], sums[f*ldy+(q-pq0)*B:])
+				}
+			}
+			continue
+		}
 		if p.layout.z && p.ep != nil { // a blocked residual: the epilogue on the blocked sums
 			for f := range fbg {
 				z := p.z[(img*r.mb+grp*nw.fb+f)*P*B:][pq0*B : pq1*B]
@@ -708,7 +720,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	q0, q1 := row0*r.len, min(P, row1*r.len)
 	if !p.layout.y {
 		nchwcScratch.Put(buf)
-		if !p.layout.z {
+		if !p.layout.z && !p.layout.nhwc {
 			p.finish(r.y, (img*p.m+co0)*P+q0, chans, q1-q0, P)
 		}
 		return

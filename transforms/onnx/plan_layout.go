@@ -243,11 +243,17 @@ func (p *Plan) layout() {
 	// The steps again, a blocked output's residual made NCHW (by a step
 	// other than a blocked convolution: a graph input, a pooling)
 	// reordered into blocks once, by a step just before its first such
-	// reader; every other input is read as it is.
+	// reader; every other input is read as it is. A convolution whose
+	// NCHW output only a Transpose to channels last reads writes that
+	// Transpose's output itself (nhwc), and the Transpose goes.
 	reordered := map[int]int{} // value -> its blocked copy
+	taken := p.channelsLast(roles)
 	steps := make([]pstep, 0, len(p.steps)+4)
 	for si, s := range p.steps {
 		r := roles[si]
+		if taken[si] == -1 {
+			continue // the Transpose a convolution took in
+		}
 		switch r.role {
 		case layoutConv:
 			yBlocked := p.vals[s.out[0]].blocked
@@ -269,8 +275,15 @@ func (p *Plan) layout() {
 			}
 			l := convLayout{x: p.vals[s.in[0]].blocked, y: yBlocked}
 			l.z = r.ep != nil && r.ep.residual && p.vals[s.in[3]].blocked
+			n := s.n.Node
+			if t := taken[si]; t > 0 {
+				l.nhwc = true
+				s.out = []int{p.steps[t].out[0]}
+				n.Op += "+Transpose"
+				n.Outputs = p.steps[t].n.Outputs
+			}
 			if l != (convLayout{}) {
-				s.n = &node{Node: s.n.Node, kernel: &nchwcConv{conv: r.c, ep: r.ep, layout: l}}
+				s.n = &node{Node: n, kernel: &nchwcConv{conv: r.c, ep: r.ep, layout: l}}
 			}
 		case layoutMean:
 			if p.vals[s.in[0]].blocked {
@@ -288,6 +301,50 @@ func (p *Plan) layout() {
 		steps = append(steps, s)
 	}
 	p.steps = steps
+}
+
+// channelsLast finds the blocked convolutions (roles) whose NCHW output
+// (4-D, no residual added) is read by one step only, a Transpose to
+// channels last (perm 0, 2, 3, 1; ConvNeXt's after each depthwise
+// convolution), and not an output of the plan: taken[si] is, for such a
+// convolution, the Transpose's step, and -1 for that step (0 elsewhere).
+// The convolution writes its sums a position's channels at a time, as
+// ONNX Runtime's NCHWc reorder writes channels last: no transpose pass.
+func (p *Plan) channelsLast(roles []layoutStep) []int {
+	taken := make([]int, len(p.steps))
+	readers := make([]int, len(p.vals)) // steps that read a value; the last of them in by
+	by := make([]int, len(p.vals))
+	for si, s := range p.steps {
+		for _, id := range s.in {
+			if id >= 0 {
+				readers[id]++
+				by[id] = si
+			}
+		}
+	}
+	for _, o := range p.outputs {
+		readers[o] += 2 // never taken
+	}
+	for si, s := range p.steps {
+		r := roles[si]
+		if r.role != layoutConv || r.ep != nil && r.ep.residual {
+			continue
+		}
+		y := s.out[0]
+		if readers[y] != 1 || p.vals[y].blocked || len(p.vals[y].meta.Shape) != 4 {
+			continue
+		}
+		t := p.steps[by[y]]
+		tr, ok := t.n.kernel.(*transpose)
+		if !ok || len(t.out) != 1 || t.out[0] < 0 || t.in[0] != y {
+			continue
+		}
+		if perm, err := tr.permOf(4); err != nil || !slices.Equal(perm, []int{0, 2, 3, 1}) {
+			continue
+		}
+		taken[si], taken[by[y]] = by[y], -1
+	}
+	return taken
 }
 
 // valueName is value id's name: the graph's, or for a value the plan
@@ -308,7 +365,14 @@ type nchwcConv struct {
 	layout convLayout
 }
 
-func (k *nchwcConv) Infer(in []Meta) ([]Meta, error) { return k.conv.Infer(in[:min(3, len(in))]) }
+func (k *nchwcConv) Infer(in []Meta) ([]Meta, error) {
+	out, err := k.conv.Infer(in[:min(3, len(in))])
+	if err == nil && k.layout.nhwc {
+		s := out[0].Shape
+		out[0].Shape = []int{s[0], s[2], s[3], s[1]}
+	}
+	return out, err
+}
 
 func (k *nchwcConv) Run(in, out []nd.Array) error {
 	var z []float32

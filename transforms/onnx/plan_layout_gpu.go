@@ -13,17 +13,38 @@ func (k *nchwcConv) Launch(d *Device, in, out []DevArray) error {
 		}
 		if z.Ptr == out[0].Ptr && z.Bytes() > 0 { // Y over Z (Overwrites): the product writes Y before the epilogue reads Z
 			var err error
-			if z.Ptr, err = d.aside(z); err != nil {
+			if z.Ptr, err = d.aside(z, true); err != nil {
 				return err
 			}
 		}
+	}
+	if k.layout.nhwc { // the convolution NCHW into memory aside, then to channels last
+		y := out[0]
+		s := y.Shape
+		y.Shape = []int{s[0], s[3], s[1], s[2]}
+		var err error
+		if y.Ptr, err = d.aside(DevArray{Type: y.Type, Shape: y.Shape}, false); err != nil {
+			return err
+		}
+		if err := k.conv.launch(d, in[:min(3, len(in))], []DevArray{y}, k.ep, z); err != nil {
+			return err
+		}
+		c, err := (&transpose{perm: []int{0, 2, 3, 1}}).copyPlan(y.Shape, s)
+		if err != nil {
+			return err
+		}
+		return d.copyStrided(out[0].Ptr, y.Ptr, y.Type.Size(), c)
 	}
 	return k.conv.launch(d, in[:min(3, len(in))], out, k.ep, z)
 }
 
 // nchw is the step's kernel in NCHW, what the device runs on the host
-// where it does not launch.
+// where it does not launch: X and Z NCHW, Y NCHW or, nhwc, channels last
+// (the blocked kernel's Run).
 func (k *nchwcConv) nchw() Kernel {
+	if k.layout.nhwc {
+		return &nchwcConv{conv: k.conv, ep: k.ep, layout: convLayout{nhwc: true}}
+	}
 	if k.ep != nil {
 		return &fusedConv{conv: k.conv, ep: k.ep}
 	}

@@ -35,7 +35,7 @@ type layoutGraph struct {
 	n, c, h, w int
 	z          []int // a second input Z of this shape ([n c h w]), or nil
 	layers     []layoutLayer
-	others     [][3]string
+	others     [][3]string // a Transpose's perm is 0, 2, 3, 1 (channels last)
 	outputs    []string
 	blocked    int // values the plan blocks (at batch n, with the blocked kernel)
 	reorders   int // ReorderNCHWc steps
@@ -43,6 +43,9 @@ type layoutGraph struct {
 	// (Overwriter), with kernels of 16 and of 8 lanes (HardSwish within
 	// the kernels of 16 lanes only: not over its residual).
 	overwritten [2]int
+	// channelsLast: the convolutions that write channels last (a
+	// Transpose taken in).
+	channelsLast int
 }
 
 // model builds g's model and its inputs.
@@ -108,7 +111,11 @@ func (g layoutGraph) model(r *rand.Rand) (*onnxpb.ModelProto, []nd.Array) {
 		shapes[name] = [4]int{x[0], l.m, oh, ow}
 	}
 	for _, o := range g.others {
-		ns = append(ns, onnxtest.Node(o[0], []string{o[1]}, []string{o[2]}))
+		var attrs []*onnxpb.AttributeProto
+		if o[0] == "Transpose" { // to channels last
+			attrs = append(attrs, onnxtest.Ints("perm", 0, 2, 3, 1))
+		}
+		ns = append(ns, onnxtest.Node(o[0], []string{o[1]}, []string{o[2]}, attrs...))
 	}
 	var outs []*onnxpb.ValueInfoProto
 	for _, o := range g.outputs {
@@ -152,6 +159,13 @@ var layoutGraphs = []layoutGraph{
 		{in: "l6", m: 64, k: 1, s: 1, dil: 1, res: "l6"}, // Conv(X) + X: not over X
 		{in: "l7", m: 32, k: 1, s: 1, dil: 1, act: "Relu"},
 	}, outputs: []string{"l8"}, blocked: 8, overwritten: [2]int{2, 3}},
+	{name: "channels last after convolutions (ConvNeXt), a Transpose not taken", n: 2, c: 32, h: 10, w: 9, layers: []layoutLayer{
+		{in: "X", m: 32, k: 7, s: 1, pads: [4]int{3, 3, 3, 3}, dil: 1, depthwise: true},
+		{in: "X", m: 40, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+		{in: "l1", m: 24, k: 1, s: 1, dil: 1, act: "HardSwish"},
+		{in: "l1", m: 24, k: 1, s: 2, dil: 1},
+	}, others: [][3]string{{"Transpose", "l0", "t0"}, {"Transpose", "l2", "t2"}, {"Sigmoid", "t2", "s2"}, {"Transpose", "l3", "t3"}, {"GlobalAveragePool", "l3", "p3"}},
+		outputs: []string{"t0", "s2", "t3", "p3"}, blocked: 1, channelsLast: 2},
 	{name: "mobile-like: thin 1x1, wide depthwise, input residual", n: 2, c: 24, h: 20, w: 20, layers: []layoutLayer{
 		{in: "X", m: 48, k: 1, s: 1, dil: 1, act: "HardSwish"},
 		{in: "l0", m: 48, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, depthwise: true, act: "Relu"},
@@ -221,6 +235,7 @@ func TestLayoutEqualsNCHW(t *testing.T) {
 					over = g.overwritten[1]
 				}
 				require.Equal(t, over, onnx.Overwritten(pb), "%s: outputs written over their residual", what)
+				require.Equal(t, g.channelsLast, strings.Count(strings.Join(pb.StepOps(), " "), "+Transpose"), "%s: %v", what, pb.StepOps())
 			} else {
 				require.Zero(t, onnx.BlockedValues(pb), what)
 			}
@@ -318,7 +333,7 @@ func TestLayoutModels(t *testing.T) {
 func TestLayoutOnDevice(t *testing.T) {
 	dev := emulator(t)
 	r := rand.New(rand.NewPCG(73, 74))
-	for _, g := range append(layoutGraphs[:3:3], layoutGraphs[len(layoutGraphs)-1]) { // the third: residuals written over; the last: max pooling
+	for _, g := range append(layoutGraphs[:4:4], layoutGraphs[len(layoutGraphs)-1]) { // the third: residuals written over; the fourth: channels last; the last: max pooling
 		mp, feed := g.model(r)
 		m, err := onnxtest.Load(mp)
 		require.NoError(t, err)
