@@ -16,6 +16,10 @@
 # thread count, is the median over the rounds of:
 #
 #   ours ms, ORT ms, ratio (ours / ORT: under 1 is faster than ONNX Runtime),
+#   then each side's fastest run over every round and their ratio (on a
+#   shared or virtual machine, whose other load only adds time, the runs
+#   least disturbed: the medians of this project's two-core VM moved by up
+#   to 30% within an hour, on both sides),
 #   GFLOP/s of the products (Conv, MatMul, Gemm) and their share of the FMA
 #   peak measured in the same process (internal/peak), bytes allocated by a run
 #   after the first, and the largest difference from ONNX Runtime's output
@@ -124,13 +128,13 @@ for round in $(seq "$rounds"); do
 			echo "bench-onnx: round $round: $name/$label at $t thread(s)" >&2
 			containers/onnx/ort.sh --quiet -- containers/onnx/ort_run.js zoo --threads "$t" --warmup "$warmup" --warmup-ms "$warmup_ms" --runs "$runs" --ref "$out" "$manifest" "$name/$label" 2>>"$log" |
 				tee -a "$log" | awk -v t="$t" '$1 == "ort" { line = "ort " $2 " " t
-					for (i = 3; i <= NF; i++) if ($i ~ /^(ms|cpu_ms)=/) line = line " " $i
+					for (i = 3; i <= NF; i++) if ($i ~ /^(ms|min_ms|cpu_ms)=/) line = line " " $i
 					print line }' >>"$out/results.txt" || true
 			(cd transforms/onnx && GOMAXPROCS=$t "$bin" -test.run '^$' -test.bench "$(pattern "$name" "$label")" \
 				-test.benchtime "${runs}x" -zoo-warmup "$warmup" -zoo-warmup-ms "$warmup_ms" -zoo "$manifest" 2>&1) | tee -a "$log" |
 				awk -v t="$t" -v n="$name/$label" '/^BenchmarkZoo\// {
 					line = "ours " n " " t
-					for (i = 2; i < NF; i++) if ($(i+1) ~ /^(ms\/run|cpu_ms\/run|GFLOP\/s|peak_share|B\/run|max_rel_diff)$/) line = line " " $(i+1) "=" $i
+					for (i = 2; i < NF; i++) if ($(i+1) ~ /^(ms\/run|min_ms\/run|cpu_ms\/run|GFLOP\/s|peak_share|B\/run|max_rel_diff)$/) line = line " " $(i+1) "=" $i
 					print line }' >>"$out/results.txt" || true
 		done
 	done <"$manifest"
@@ -149,6 +153,12 @@ function median(list,   n, a, i, j, tmp) {
 	return (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
 }
 function med(side, key, metric) { return median(v[side, key, metric]) }
+function least(list,   n, a, i, m) {
+	n = split(list, a, " ")
+	for (i = 1; i <= n; i++) if (i == 1 || a[i] + 0 < m + 0) m = a[i]
+	return n ? m : ""
+}
+function fastest(side, key) { return least(v[side, key, "min_ms"]) }
 function ratio(a, b) { return (a != "" && b != "" && b > 0) ? sprintf("%.2f", a / b) : "n/a" }
 function ms(x) { return x == "" ? "failed" : sprintf(x < 10 ? "%.2f" : "%.1f", x) }
 {
@@ -163,16 +173,18 @@ machine="$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 	echo "ONNX models on the CPU: beamgpu against ONNX Runtime $ortv, $machine"
 	echo "FMA peak: 1 thread $(cut -d' ' -f2- "$out/peak-1.txt"); $threads threads $(cut -d' ' -f2- "$out/peak-all.txt")"
 	echo
-	echo "| model | batch | threads | ours ms | ORT ms | ratio | GFLOP/s | peak share | B/run | max rel diff |"
-	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	echo "| model | batch | threads | ours ms | ORT ms | ratio | ours fastest | ORT fastest | ratio (fastest) | GFLOP/s | peak share | B/run | max rel diff |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	awk -f "$out/medians.awk" -f /dev/stdin "$out/results.txt" <<'AWK'
 	END {
 		for (k = 1; k <= keys; k++) {
 			key = order[k]; split(key, p, " "); split(p[1], nl, "/")
 			if (nl[2] == "op") continue
 			o = med("ours", key, "ms"); r = med("ort", key, "ms")
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", nl[1], nl[2], p[2],
+			fo = fastest("ours", key); fr = fastest("ort", key)
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", nl[1], nl[2], p[2],
 				(o == "" ? "failed" : sprintf("%.1f", o)), (r == "" ? "failed" : sprintf("%.1f", r)), ratio(o, r),
+				(fo == "" ? "" : sprintf("%.1f", fo)), (fr == "" ? "" : sprintf("%.1f", fr)), ratio(fo, fr),
 				(med("ours", key, "GFLOP/s") == "" ? "" : sprintf("%.1f", med("ours", key, "GFLOP/s"))),
 				(med("ours", key, "peak_share") == "" ? "" : sprintf("%.0f%%", 100 * med("ours", key, "peak_share"))),
 				med("ours", key, "B"),
