@@ -222,6 +222,21 @@ func (p *Plan) fuse() {
 		p.steps[r] = pstep{n: n, in: append([]int{s.in[0], s.in[1]}, lnIn...), out: []int{out}}
 		fused++
 	}
+	for si := range p.steps { // Transpose + Mul + Add (ops_scale_fused.go)
+		if gone[si] {
+			continue
+		}
+		if k, in, members := p.scaleAdd(si, only); k != nil {
+			last := members[2]
+			out := p.steps[last].out[0]
+			n := &node{Node: p.steps[si].n.Node, kernel: k}
+			n.Op = "Transpose+Mul+Add"
+			n.Outputs = []string{p.m.g.values[out].name}
+			gone[members[0]], gone[members[1]] = true, true
+			p.steps[last] = pstep{n: n, in: in, out: []int{out}}
+			fused++
+		}
+	}
 	if fused == 0 {
 		return
 	}
@@ -435,6 +450,67 @@ func (p *Plan) rowAdd(s pstep, y int) bool {
 		}
 	}
 	return true
+}
+
+// scaleAdd returns the kernel, the inputs (U, S, X) and the steps
+// (Transpose, Mul, Add) of a Transpose back from channels last whose
+// output only a Mul by a float32 constant of one value a channel (C x 1 x
+// 1 or 1 x C x 1 x 1) reads, whose output only an Add of a float32 value
+// of its shape reads: ConvNeXt's block end (ops_scale_fused.go). nil
+// elsewhere.
+func (p *Plan) scaleAdd(si int, only func(id int) int) (*fusedScaleAdd, []int, []int) {
+	s := p.steps[si]
+	tr, ok := s.n.kernel.(*transpose)
+	if !ok || len(s.in) != 1 || s.in[0] < 0 || len(s.out) != 1 || s.out[0] < 0 {
+		return nil, nil, nil
+	}
+	u, t := p.vals[s.in[0]].meta, s.out[0]
+	if perm, err := tr.permOf(len(u.Shape)); err != nil || !slices.Equal(perm, []int{0, 3, 1, 2}) || u.Type != nd.Float32 {
+		return nil, nil, nil
+	}
+	shape := p.vals[t].meta.Shape
+	ms := only(t)
+	if ms < 0 {
+		return nil, nil, nil
+	}
+	mul, ok := p.steps[ms].n.kernel.(*ewBinary)
+	m := p.steps[ms]
+	if !ok || mul.op != ewMul || mul.legacy || len(m.in) != 2 || m.in[0] == m.in[1] || len(m.out) != 1 || m.out[0] < 0 {
+		return nil, nil, nil
+	}
+	k := &fusedScaleAdd{mul: mul}
+	if m.in[1] == t {
+		k.mulT = 1
+	}
+	sc := m.in[1-k.mulT]
+	if sc < 0 || p.vals[sc].st != stConst || p.vals[sc].meta.Type != nd.Float32 {
+		return nil, nil, nil
+	}
+	ss := p.vals[sc].meta.Shape
+	if len(ss) == 4 && ss[0] == 1 {
+		ss = ss[1:]
+	}
+	if len(ss) != 3 || ss[0] != shape[1] || ss[1] != 1 || ss[2] != 1 || !nd.SameShape(p.vals[m.out[0]].meta.Shape, shape) {
+		return nil, nil, nil
+	}
+	as := only(m.out[0])
+	if as < 0 {
+		return nil, nil, nil
+	}
+	add, ok := p.steps[as].n.kernel.(*ewBinary)
+	a := p.steps[as]
+	if !ok || add.op != ewAdd || add.legacy || len(a.in) != 2 || a.in[0] == a.in[1] || len(a.out) != 1 || a.out[0] < 0 {
+		return nil, nil, nil
+	}
+	k.add = add
+	if a.in[1] == m.out[0] {
+		k.addM = 1
+	}
+	x := a.in[1-k.addM]
+	if x < 0 || p.vals[x].meta.Type != nd.Float32 || !nd.SameShape(p.vals[x].meta.Shape, shape) || !nd.SameShape(p.vals[a.out[0]].meta.Shape, shape) {
+		return nil, nil, nil
+	}
+	return k, []int{s.in[0], sc, x}, []int{si, ms, as}
 }
 
 // bias returns the other operand of s when s is an Add of value y (a

@@ -257,3 +257,94 @@ func requireSameBits(t *testing.T, fused, plain *onnx.Plan, feed []nd.Array, wha
 		}
 	}
 }
+
+// A Transpose back from channels last, a Mul by a per-channel constant and
+// an Add of the residual (ConvNeXt's block end) plan as one step
+// (Transpose+Mul+Add) that gives the unfused plan's bits, on channels that
+// fill blocks of 16 and that do not, positions that do not, each operand
+// order, NaN and -0 among the values; and on the device (the emulator)
+// its outputs, never the host. One that the Mul's other operand is not a
+// per-channel constant of, or whose Add broadcasts, is left alone.
+func TestFusedScaleAdd(t *testing.T) {
+	dev := emulator(t)
+	r := rand.New(rand.NewPCG(81, 82))
+	type scaleCase struct {
+		n, h, w, c    int
+		scale         []int // the constant's shape
+		mulSwap, swap bool  // Mul(S, T), Add(X, M)
+		xShape        []int // the residual's shape (nil: the output's)
+		fused         bool
+	}
+	cases := []scaleCase{
+		{n: 2, h: 7, w: 9, c: 96, scale: []int{96, 1, 1}, fused: true},
+		{n: 1, h: 5, w: 5, c: 20, scale: []int{1, 20, 1, 1}, mulSwap: true, swap: true, fused: true},
+		{n: 3, h: 4, w: 8, c: 32, scale: []int{32, 1, 1}, swap: true, fused: true},
+		{n: 1, h: 3, w: 3, c: 7, scale: []int{7, 1, 1}, mulSwap: true, fused: true},
+		{n: 2, h: 4, w: 4, c: 16, scale: []int{16, 4, 4}},                             // not one value a channel
+		{n: 2, h: 4, w: 4, c: 16, scale: []int{16, 1, 1}, xShape: []int{1, 16, 4, 4}}, // the Add broadcasts
+	}
+	for i, sc := range cases {
+		what := fmt.Sprintf("case %d: %+v", i, sc)
+		u := randF32(r, sc.n, sc.h, sc.w, sc.c)
+		us := nd.MustAs[float32](u)
+		us[0], us[len(us)-1] = float32(math.NaN()), float32(math.Copysign(0, -1))
+		xShape := sc.xShape
+		if xShape == nil {
+			xShape = []int{sc.n, sc.c, sc.h, sc.w}
+		}
+		mulIn, addIn := []string{"t", "s"}, []string{"m", "x"}
+		if sc.mulSwap {
+			mulIn = []string{"s", "t"}
+		}
+		if sc.swap {
+			addIn = []string{"x", "m"}
+		}
+		xIn := "x"
+		if i%2 == 0 { // the residual the run's own (the output written over it), else the graph's input
+			xIn = "xin"
+		}
+		ns := nodes{
+			onnxtest.Node("Abs", []string{xIn}, []string{xIn + ".abs"}),
+			onnxtest.Node("Neg", []string{xIn + ".abs"}, []string{"x"}),
+			onnxtest.Node("Transpose", []string{"u"}, []string{"t"}, onnxtest.Ints("perm", 0, 3, 1, 2)),
+			onnxtest.Node("Mul", mulIn, []string{"m"}),
+			onnxtest.Node("Add", addIn, []string{"y"}),
+			onnxtest.Node("Relu", []string{"y"}, []string{"out"}), // y the run's own
+		}
+		if xIn == "x" {
+			ns = ns[2:]
+		}
+		inputs := []*onnxpb.ValueInfoProto{onnxtest.Value("u", nd.Float32, sc.n, sc.h, sc.w, sc.c), onnxtest.Value(xIn, nd.Float32, xShape...)}
+		mp := onnxtest.Model(17, ns, inputs, []*onnxpb.ValueInfoProto{onnxtest.ValueNoShape("out", nd.Float32)}, onnxtest.Init("s", randF32(r, sc.scale...)))
+		feed := []nd.Array{u, randF32(r, xShape...)}
+		pf, pp := fusedAndPlain(t, mp, feed, what)
+		ops := []string{"Transpose", "Mul", "Add", "Relu"}
+		if sc.fused {
+			ops = []string{"Transpose+Mul+Add", "Relu"}
+		}
+		if xIn != "x" {
+			ops = append([]string{"Abs", "Neg"}, ops...)
+		}
+		require.Equal(t, ops, pf.StepOps(), what)
+		if !sc.fused {
+			continue
+		}
+		require.Equal(t, boolInt(xIn != "x"), onnx.Overwritten(pf), "%s: the output written over the residual", what)
+		requireSameBits(t, pf, pp, feed, what)
+		model, err := onnxtest.Load(mp)
+		require.NoError(t, err)
+		want, err := model.Run(feed)
+		require.NoError(t, err)
+		got, onHost, err := runOnDevice(dev, model, feed)
+		require.NoError(t, err, what)
+		require.Empty(t, onHost, what)
+		w := nd.MustAs[float32](want[0])
+		for j, v := range nd.MustAs[float32](got[0]) {
+			if math.IsNaN(float64(w[j])) {
+				require.True(t, math.IsNaN(float64(v)), "%s: element %d", what, j)
+				continue
+			}
+			require.InDelta(t, w[j], v, 1e-5*(1+math.Abs(float64(w[j]))), "%s: element %d", what, j)
+		}
+	}
+}
