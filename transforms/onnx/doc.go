@@ -17,8 +17,11 @@
 // ops_quant_gemm.go), the values between convolutions that take the
 // blocked kernel kept in its layout of 16-channel blocks, as ONNX
 // Runtime's NCHWc layout, changed only where such a chain meets another
-// operator (plan_layout.go, ops_conv_nchwc.go), the rest placed in one
-// workspace) and runs it. A model with operators outside
+// operator (plan_layout.go, ops_conv_nchwc.go; a Transpose to channels
+// last after such a convolution is its way of writing), ConvNeXt's
+// block end (Transpose, layer scale, residual Add) as one step
+// (ops_scale_fused.go), the rest placed in one workspace, where a step
+// that adds a residual (Overwriter) may write over it) and runs it. A model with operators outside
 // the set is refused at load by one error that names each of them, with
 // its first node and the opset (ops_check.go).
 //
