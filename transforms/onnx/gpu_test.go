@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -53,6 +54,29 @@ func runOnDevice(dev *gpuemu.Device, m *onnx.Model, in []nd.Array) ([]nd.Array, 
 		outs[i] = outs[i].Clone()
 	}
 	return outs, run.OnHost, err
+}
+
+// requireDeviceAsCPU runs model mp on feed on the device (the emulator)
+// and on the CPU and requires no node on the host and each value of the
+// device's first output within tol (relative, and absolute near 0) of the
+// CPU's: NaN where the CPU's is NaN.
+func requireDeviceAsCPU(t *testing.T, dev *gpuemu.Device, mp *onnxpb.ModelProto, feed []nd.Array, tol float64, what string) {
+	t.Helper()
+	model, err := onnxtest.Load(mp)
+	require.NoError(t, err, what)
+	want, err := model.Run(feed)
+	require.NoError(t, err, what)
+	got, onHost, err := runOnDevice(dev, model, feed)
+	require.NoError(t, err, what)
+	require.Empty(t, onHost, what)
+	w := nd.MustAs[float32](want[0])
+	for j, v := range nd.MustAs[float32](got[0]) {
+		if math.IsNaN(float64(w[j])) {
+			require.True(t, math.IsNaN(float64(v)), "%s: element %d", what, j)
+			continue
+		}
+		require.InDelta(t, w[j], v, tol*(1+math.Abs(float64(w[j]))), "%s: element %d", what, j)
+	}
 }
 
 func TestKernelEmulatorServesEveryKernel(t *testing.T) {

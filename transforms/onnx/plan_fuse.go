@@ -35,19 +35,7 @@ func (p *Plan) fuse() {
 		return
 	}
 	p.fuseQDQ() // a QDQ model's groups to integer products (plan_fuse_quant.go)
-	readers := make([]int, len(p.vals))
-	readBy := make([]int, len(p.vals)) // the step that reads a value (the last one)
-	for si, s := range p.steps {
-		for _, id := range s.in {
-			if id >= 0 {
-				readers[id]++
-				readBy[id] = si
-			}
-		}
-	}
-	for _, o := range p.outputs {
-		readers[o] += 2 // a graph output stays
-	}
+	readers, readBy := p.reads()
 	// readerList[id] are the steps that read value id, each once, in order
 	// (made in one pass: a plan of 100,000 steps fuses in linear time).
 	readerList := make([][]int, len(p.vals))
@@ -452,6 +440,43 @@ func (p *Plan) rowAdd(s pstep, y int) bool {
 	return true
 }
 
+// binaryOf returns step si's kernel and step, and the input that value v
+// is, where si is a step (not -1) of the modern binary operator op on two
+// different inputs, v one of them; nil elsewhere.
+func (p *Plan) binaryOf(si int, op ewOp, v int) (*ewBinary, pstep, int) {
+	if si < 0 {
+		return nil, pstep{}, 0
+	}
+	s := p.steps[si]
+	k, ok := s.n.kernel.(*ewBinary)
+	if !ok || k.op != op || k.legacy || len(s.in) != 2 || s.in[0] == s.in[1] || len(s.out) != 1 || s.out[0] < 0 {
+		return nil, pstep{}, 0
+	}
+	if s.in[1] == v {
+		return k, s, 1
+	}
+	return k, s, 0
+}
+
+// reads returns, for each value, how many inputs of the steps read it (a
+// graph output 2 more: it stays whatever reads it) and the last step that
+// reads it.
+func (p *Plan) reads() (readers, readBy []int) {
+	readers, readBy = make([]int, len(p.vals)), make([]int, len(p.vals))
+	for si, s := range p.steps {
+		for _, id := range s.in {
+			if id >= 0 {
+				readers[id]++
+				readBy[id] = si
+			}
+		}
+	}
+	for _, o := range p.outputs {
+		readers[o] += 2
+	}
+	return readers, readBy
+}
+
 // scaleAdd returns the kernel, the inputs (U, S, X) and the steps
 // (Transpose, Mul, Add) of a Transpose back from channels last whose
 // output only a Mul by a float32 constant of one value a channel (C x 1 x
@@ -470,18 +495,11 @@ func (p *Plan) scaleAdd(si int, only func(id int) int) (*fusedScaleAdd, []int, [
 	}
 	shape := p.vals[t].meta.Shape
 	ms := only(t)
-	if ms < 0 {
+	mul, m, mulT := p.binaryOf(ms, ewMul, t)
+	if mul == nil {
 		return nil, nil, nil
 	}
-	mul, ok := p.steps[ms].n.kernel.(*ewBinary)
-	m := p.steps[ms]
-	if !ok || mul.op != ewMul || mul.legacy || len(m.in) != 2 || m.in[0] == m.in[1] || len(m.out) != 1 || m.out[0] < 0 {
-		return nil, nil, nil
-	}
-	k := &fusedScaleAdd{mul: mul}
-	if m.in[1] == t {
-		k.mulT = 1
-	}
+	k := &fusedScaleAdd{mul: mul, mulT: mulT}
 	sc := m.in[1-k.mulT]
 	if sc < 0 || p.vals[sc].st != stConst || p.vals[sc].meta.Type != nd.Float32 {
 		return nil, nil, nil
@@ -494,18 +512,11 @@ func (p *Plan) scaleAdd(si int, only func(id int) int) (*fusedScaleAdd, []int, [
 		return nil, nil, nil
 	}
 	as := only(m.out[0])
-	if as < 0 {
+	add, a, addM := p.binaryOf(as, ewAdd, m.out[0])
+	if add == nil {
 		return nil, nil, nil
 	}
-	add, ok := p.steps[as].n.kernel.(*ewBinary)
-	a := p.steps[as]
-	if !ok || add.op != ewAdd || add.legacy || len(a.in) != 2 || a.in[0] == a.in[1] || len(a.out) != 1 || a.out[0] < 0 {
-		return nil, nil, nil
-	}
-	k.add = add
-	if a.in[1] == m.out[0] {
-		k.addM = 1
-	}
+	k.add, k.addM = add, addM
 	x := a.in[1-k.addM]
 	if x < 0 || p.vals[x].meta.Type != nd.Float32 || !nd.SameShape(p.vals[x].meta.Shape, shape) || !nd.SameShape(p.vals[a.out[0]].meta.Shape, shape) {
 		return nil, nil, nil

@@ -321,17 +321,7 @@ func TestFusedGemmEqualsUnfused(t *testing.T) {
 		if m*n*k > 100000 {
 			continue // the emulator runs a thread at a time
 		}
-		model, err := onnxtest.Load(mp)
-		require.NoError(t, err)
-		want, err := model.Run(feed)
-		require.NoError(t, err)
-		got, onHost, err := runOnDevice(dev, model, feed)
-		require.NoError(t, err, what)
-		require.Empty(t, onHost, what)
-		w := nd.MustAs[float32](want[0])
-		for j, v := range nd.MustAs[float32](got[0]) {
-			require.InDelta(t, w[j], v, 1e-4*(1+math.Abs(float64(w[j]))), "%s: element %d", what, j)
-		}
+		requireDeviceAsCPU(t, dev, mp, feed, 1e-4, what)
 	}
 }
 

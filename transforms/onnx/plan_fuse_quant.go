@@ -96,27 +96,17 @@ func (f *qdqStep) Run(in, out []nd.Array) error {
 
 // fuseQDQ fuses the QDQ groups of the plan's steps (above).
 func (p *Plan) fuseQDQ() {
-	readers := make([]int, len(p.vals))
-	readBy := make([]int, len(p.vals))
+	readers, readBy := p.reads()
 	maker := make([]int, len(p.vals))
 	for i := range maker {
 		maker[i] = -1
 	}
 	for si, s := range p.steps {
-		for _, id := range s.in {
-			if id >= 0 {
-				readers[id]++
-				readBy[id] = si
-			}
-		}
 		for _, id := range s.out {
 			if id >= 0 {
 				maker[id] = si
 			}
 		}
-	}
-	for _, o := range p.outputs {
-		readers[o] += 2 // a graph output stays
 	}
 	perTensor := func(id int) bool { return id >= 0 && numel(p.vals[id].meta.Shape) == 1 }
 	gone := make([]bool, len(p.steps))

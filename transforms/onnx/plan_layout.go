@@ -312,19 +312,7 @@ func (p *Plan) layout() {
 // ONNX Runtime's NCHWc reorder writes channels last: no transpose pass.
 func (p *Plan) channelsLast(roles []layoutStep) []int {
 	taken := make([]int, len(p.steps))
-	readers := make([]int, len(p.vals)) // steps that read a value; the last of them in by
-	by := make([]int, len(p.vals))
-	for si, s := range p.steps {
-		for _, id := range s.in {
-			if id >= 0 {
-				readers[id]++
-				by[id] = si
-			}
-		}
-	}
-	for _, o := range p.outputs {
-		readers[o] += 2 // never taken
-	}
+	readers, by := p.reads() // a graph output never taken
 	for si, s := range p.steps {
 		r := roles[si]
 		if r.role != layoutConv || r.ep != nil && r.ep.residual {
