@@ -58,9 +58,31 @@ func Workers(n, cost int) int {
 func For(n, cost int, fn func(lo, hi int)) { Chunks(Workers(n, cost), n, fn) }
 
 // Each runs fn(i) for every i in [0, n) on Workers(n, cost) goroutines
-// taking tasks from a shared counter (busy cores even out): cost is the
-// work of one task.
-func Each(n, cost int, fn func(i int)) { Do(Workers(n, cost), n, fn) }
+// taking tasks from a shared counter (busy cores even out), tasks of less
+// than claimWork in runs (grain): cost is the work of one task.
+func Each(n, cost int, fn func(i int)) {
+	w := Workers(n, cost)
+	if w == 1 || n <= 0 {
+		Do(1, n, fn)
+		return
+	}
+	run(loop{n: n, each: fn, grain: grain(n, cost, w)}, w)
+}
+
+// claimWork is the least work (units of cost) that a worker of Each,
+// EachTasks or EachWith takes from the shared counter at once: tasks
+// cheaper than that are taken in runs. Each claim is an atomic add on a
+// cache line that every core writes; tasks of a few hundred nanoseconds
+// claimed one at a time spend as long passing the line between the cores
+// (a GlobalAveragePool of 5,120 blocks of 4 pixels, the test MobileNetV2's
+// at batch 64, took 0.38 ms on two threads against 0.22 on one).
+const claimWork = 1 << 12
+
+// grain is the tasks a claim takes: claimWork's worth, but no more than
+// leave every one of workers four claims (the cores even out).
+func grain(n, cost, workers int) int {
+	return max(1, min(claimWork/max(cost, 1), n/(4*workers)))
+}
 
 // Do runs fn(i) for every i in [0, n) on up to workers goroutines (0:
 // GOMAXPROCS), which take the tasks in order from a shared counter. With one
@@ -87,8 +109,15 @@ type Tasks interface {
 	Task(i int)
 }
 
-// EachTasks is Each with t's tasks.
-func EachTasks(n, cost int, t Tasks) { DoTasks(Workers(n, cost), n, t) }
+// EachTasks is Each with t's tasks (cheap ones in runs, as Each).
+func EachTasks(n, cost int, t Tasks) {
+	w := Workers(n, cost)
+	if w == 1 || n <= 0 {
+		DoTasks(1, n, t)
+		return
+	}
+	run(loop{n: n, tasks: t, grain: grain(n, cost, w)}, w)
+}
 
 // DoTasks is Do with t's tasks.
 func DoTasks(workers, n int, t Tasks) {

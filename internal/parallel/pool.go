@@ -30,6 +30,9 @@ type loop struct {
 	chunks    func(lo, hi int)
 	chunk     int
 	total     int
+	// grain is the tasks (each, tasks, newWorker) a worker takes from the
+	// counter at once (0: one).
+	grain int
 }
 
 // job is a loop running: its tasks taken from next, done when none is
@@ -67,7 +70,8 @@ const (
 // the tasks it ran were the last to finish. It reads the loop's functions only once it has
 // a task: a helper that comes late touches nothing of its caller's.
 func (j *job) work() (last bool) {
-	i := int(j.next.Add(1)) - 1
+	g := max(1, j.grain)
+	i := int(j.next.Add(int64(g))) - g
 	if i >= j.n {
 		return false
 	}
@@ -79,7 +83,7 @@ func (j *job) work() (last bool) {
 	if j.tasks != nil {
 		fn = j.tasks.Task // a method value kept on this goroutine's stack
 	}
-	for ; i < j.n; i = int(j.next.Add(1)) - 1 {
+	for ; i < j.n; i = int(j.next.Add(int64(g))) - g {
 		if j.chunks != nil || j.ranges != nil {
 			lo := i * j.chunk
 			hi := min(lo+j.chunk, j.total)
@@ -88,10 +92,13 @@ func (j *job) work() (last bool) {
 			} else {
 				j.chunks(lo, hi)
 			}
-		} else {
-			fn(i)
+			done++
+			continue
 		}
-		done++
+		for k := i; k < min(i+g, j.n); k++ {
+			fn(k)
+			done++
+		}
 	}
 	// The tasks it ran, at once: one contended atomic a worker, not a task.
 	return j.remaining.Add(-done) == 0

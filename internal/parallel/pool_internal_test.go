@@ -98,3 +98,42 @@ func TestNoOffersPastProcs(t *testing.T) {
 	assert.Zero(t, len(jobs), "offers to helpers with no processor free")
 	assert.EqualValues(t, 99*100/2, sum.Load())
 }
+
+// Cheap tasks are claimed in runs (grain): claimWork's worth, but four
+// claims a worker at least; every task runs once, whatever the grain, the
+// workers and n (the last run cut at n).
+func TestGrain(t *testing.T) {
+	assert.Equal(t, 64, grain(5120, 64, 2), "GlobalAveragePool's blocks of 4 pixels: 64 a claim")
+	assert.Equal(t, 12, grain(100, 1, 2), "four claims a worker")
+	assert.Equal(t, 1, grain(5120, claimWork, 2), "a task worth a claim alone")
+	assert.Equal(t, 1, grain(3, 1, 2))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, n := range []int{1, 7, 100, 1001, 5120} {
+		for _, cost := range []int{1, 64, claimWork} {
+			seen := make([]atomic.Int32, n)
+			Each(n, cost*MinWork, func(i int) { seen[i].Add(1) }) // workers by cost, grain 1
+			Each(n, cost, func(i int) { seen[i].Add(1) })
+			EachTasks(n, cost, countTasks(seen))
+			EachWith(n, cost, seen, func(s *[]atomic.Int32, i int) { (*s)[i].Add(1) })
+			for i := range n {
+				require.EqualValues(t, 4, seen[i].Load(), "n %d, cost %d, task %d", n, cost, i)
+			}
+		}
+	}
+	// A job of runs: each claim adds grain to the counter (three runs, the
+	// last cut at n, and the claim that finds none), not one a task.
+	var ran [10]atomic.Int32
+	j := &job{last: make(chan struct{}, 1)}
+	j.loop = loop{n: len(ran), grain: 4, each: func(i int) { ran[i].Add(1) }}
+	j.remaining.Store(int64(j.n))
+	j.refs.Store(1)
+	require.True(t, j.work())
+	assert.EqualValues(t, 16, j.next.Load(), "four claims of 4")
+	for i := range ran {
+		assert.EqualValues(t, 1, ran[i].Load(), "task %d", i)
+	}
+}
+
+type countTasks []atomic.Int32
+
+func (c countTasks) Task(i int) { c[i].Add(1) }

@@ -41,7 +41,7 @@ func EachWith[A any](n, cost int, args A, fn func(a *A, i int)) {
 			fn(&b.args, i)
 		}
 	} else {
-		run(loop{n: n, tasks: b}, workers)
+		run(loop{n: n, tasks: b, grain: grain(n, cost, workers)}, workers)
 	}
 	var zero A
 	b.args, b.each = zero, nil

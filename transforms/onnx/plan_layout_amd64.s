@@ -67,3 +67,49 @@ scloop:
 scdone:
 	VZEROUPPER
 	RET
+
+// func blockMeanAVX2(y, x *float32, n int, div float64)
+//
+// y[l] = float32((Σ x[i*16 + l] for i < n, in float64, a pixel at a time
+// in order) / div) for l < 16: blockSumAVX2's sums from zero, divided and
+// rounded as Go's float32(acc / div).
+TEXT ·blockMeanAVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSD div+24(FP), Y8
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+	TESTQ        CX, CX
+	JZ           bmdone
+
+bmloop:
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VADDPD    Y4, Y0, Y0
+	VADDPD    Y5, Y1, Y1
+	VADDPD    Y6, Y2, Y2
+	VADDPD    Y7, Y3, Y3
+	ADDQ      $64, SI
+	DECQ      CX
+	JNZ       bmloop
+
+bmdone:
+	VDIVPD     Y8, Y0, Y0
+	VDIVPD     Y8, Y1, Y1
+	VDIVPD     Y8, Y2, Y2
+	VDIVPD     Y8, Y3, Y3
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VCVTPD2PSY Y2, X2
+	VCVTPD2PSY Y3, X3
+	VMOVUPS    X0, (DI)
+	VMOVUPS    X1, 16(DI)
+	VMOVUPS    X2, 32(DI)
+	VMOVUPS    X3, 48(DI)
+	VZEROUPPER
+	RET

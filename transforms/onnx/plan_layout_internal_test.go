@@ -11,8 +11,9 @@ import (
 )
 
 // The blocked layout's vector loops give their Go loops' bits, for runs of
-// 0 to 40 pixels: per-lane float64 sums added to what acc held, and
-// per-lane scales, in place too.
+// 0 to 40 pixels: per-lane float64 sums added to what acc held, per-lane
+// means (summed from zero, divided, rounded), and per-lane scales, in place
+// too.
 func TestBlockLoopsVectorAndGo(t *testing.T) {
 	const B = nchwcBlock
 	r := rand.New(rand.NewPCG(75, 76))
@@ -31,10 +32,27 @@ func TestBlockLoopsVectorAndGo(t *testing.T) {
 				want[l] += float64(x[q*B+l])
 			}
 		}
+		var sums [B]float64
+		for q := range n {
+			for l := range B {
+				sums[l] += float64(x[q*B+l])
+			}
+		}
 		if !blockSumVec(x, &got) {
 			t.Skip("no vector kernel here")
 		}
 		require.Equal(t, want, got, "%d pixels", n)
+		mean := make([]float32, B+1)
+		mean[B] = 7 // not written past the block
+		if n > 0 {
+			require.True(t, blockMeanVec(mean, x))
+			for l := range B {
+				require.Equal(t, math.Float32bits(float32(sums[l]/float64(n))), math.Float32bits(mean[l]), "%d pixels, lane %d: the mean", n, l)
+			}
+		} else {
+			require.False(t, blockMeanVec(mean, x), "no pixels: the caller's loop")
+		}
+		require.Equal(t, float32(7), mean[B])
 
 		var s [B]float32
 		for l := range s {

@@ -7,6 +7,8 @@ package onnx
 
 func blockSumVec(x []float32, acc *[nchwcBlock]float64) bool { return false }
 
+func blockMeanVec(y, x []float32) bool { return false }
+
 func blockScaleVec(y, x []float32, s *[nchwcBlock]float32) bool { return false }
 
 // blockWidth is 0: no vector loops.
