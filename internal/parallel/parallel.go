@@ -4,7 +4,9 @@
 // shared-memory copy).
 //
 // A loop is n tasks. Each hands them out one at a time from a shared
-// counter, so that goroutines on busy cores take fewer; For cuts the loop
+// counter, so that goroutines on busy cores take fewer (tasks of less work
+// than claimWork in runs: every claim passes the counter's cache line
+// between the cores); For cuts the loop
 // into one contiguous run per goroutine. Both choose how many goroutines the loop is
 // worth from the work of one task (Workers): no more than GOMAXPROCS and
 // the tasks, and one per MinWork units of work, so that a small loop stays
