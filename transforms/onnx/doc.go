@@ -91,7 +91,9 @@
 // concurrent run, kept through garbage collections, unlike a sync.Pool's;
 // a model keeps its plans' idle ones to a bound, idleStates),
 // the constant weights of Conv, ConvTranspose, MatMul and Gemm are packed
-// for the products once (gemm.Pack, gemm.PackA), the kernels keep what
+// for the products once (gemm.Pack, gemm.PackA; a Gemm of one row by a
+// transposed B, a classifier at batch 1, reads B as it is, a dot product a
+// row: gemvT), the kernels keep what
 // they derive from their inputs' shapes for the shapes they last saw
 // (byShapes, stridedPlans) and share their work between goroutines kept
 // for the process (internal/parallel's ForWith and EachWith: a loop's
@@ -115,7 +117,9 @@
 // has no AVX-512) where written (the shifted-sum and the depthwise
 // convolutions, MaxPool, Clip, Relu, HardSigmoid, HardSwish, the blocked
 // (NCHWc) convolution, GELU, SiLU, Softmax's and LayerNormalization's rows;
-// the deinterleave of stride-2 depthwise planes is AVX-512 only), chosen at
+// the deinterleave of stride-2 depthwise planes and of the shifted-sum
+// convolution's stride-2 rows, and the dot products of gemvT, are AVX-512
+// only), chosen at
 // start from the CPU's features (simd_amd64.go) and each tested against
 // its Go loop at every width the CPU runs. The blocked convolution's
 // kernels are generated (go run ops_conv_nchwc_gen.go writes
