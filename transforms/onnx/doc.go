@@ -117,9 +117,7 @@
 // has no AVX-512) where written (the shifted-sum and the depthwise
 // convolutions, MaxPool, Clip, Relu, HardSigmoid, HardSwish, the blocked
 // (NCHWc) convolution, GELU, SiLU, Softmax's and LayerNormalization's rows;
-// the deinterleave of stride-2 depthwise planes and of the shifted-sum
-// convolution's stride-2 rows, and the dot products of gemvT, are AVX-512
-// only), chosen at
+// the dot products of gemvT are AVX-512 only), chosen at
 // start from the CPU's features (simd_amd64.go) and each tested against
 // its Go loop at every width the CPU runs. The blocked convolution's
 // kernels are generated (go run ops_conv_nchwc_gen.go writes
