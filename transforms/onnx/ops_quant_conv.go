@@ -383,25 +383,13 @@ func newConvGrid(p convProblem) *convGrid {
 func fillPhases[T int16 | byte, X int8 | uint8](g *convGrid, geo geometry, dst []T, x []X, pad T, row func(d []T, src []X, step int)) {
 	fill(dst, pad)
 	s, e, in, lo := geo.stride, g.ext, geo.in, geo.padLo
-	// The first and last+1 i along an axis whose input index i s + r - lo
-	// is in [0, n).
-	span := func(r, s, lo, n, e int) (int, int) {
-		a, b := 0, 0
-		if d := lo - r; d > 0 {
-			a = (d + s - 1) / s
-		}
-		if d := n + lo - r; d > 0 {
-			b = min(e, (d+s-1)/s)
-		}
-		return a, max(a, b)
-	}
 	ph := 0
 	for r0 := range s[0] {
-		a0, b0 := span(r0, s[0], lo[0], in[0], e[0])
+		a0, b0 := phaseSpan(r0, s[0], lo[0], in[0], e[0])
 		for r1 := range s[1] {
-			a1, b1 := span(r1, s[1], lo[1], in[1], e[1])
+			a1, b1 := phaseSpan(r1, s[1], lo[1], in[1], e[1])
 			for r2 := range s[2] {
-				a2, b2 := span(r2, s[2], lo[2], in[2], e[2])
+				a2, b2 := phaseSpan(r2, s[2], lo[2], in[2], e[2])
 				pl := dst[ph*g.plane : (ph+1)*g.plane]
 				ph++
 				if a2 == b2 {
@@ -420,6 +408,20 @@ func fillPhases[T int16 | byte, X int8 | uint8](g *convGrid, geo geometry, dst [
 	}
 }
 
+// phaseSpan is the first and last+1 index i of a phase plane along an axis
+// (stride s, phase r, padding lo before n inputs, extent e) whose input
+// index i s + r - lo is in [0, n).
+func phaseSpan(r, s, lo, n, e int) (int, int) {
+	a, b := 0, 0
+	if d := lo - r; d > 0 {
+		a = (d + s - 1) / s
+	}
+	if d := n + lo - r; d > 0 {
+		b = min(e, (d+s-1)/s)
+	}
+	return a, max(a, b)
+}
+
 // fillPhases2D is fillPhases of bytes for a convolution over two axes
 // (stride, input and extent 1 along the first, no padding there), each
 // value xor flip: the same planes, by loops of their own, not a call of
@@ -434,23 +436,11 @@ func fillPhases2D(g *convGrid, geo geometry, dst, x []byte, pad, flip byte) {
 	e1, e2 := g.ext[1], g.ext[2]
 	ih, iw := geo.in[1], geo.in[2]
 	lo1, lo2 := geo.padLo[1], geo.padLo[2]
-	// The first and last+1 i along an axis whose input index i s + r - lo
-	// is in [0, n), as fillPhases's.
-	span := func(r, s, lo, n, e int) (int, int) {
-		a, b := 0, 0
-		if d := lo - r; d > 0 {
-			a = (d + s - 1) / s
-		}
-		if d := n + lo - r; d > 0 {
-			b = min(e, (d+s-1)/s)
-		}
-		return a, max(a, b)
-	}
 	ph := 0
 	for r1 := range s1 {
-		a1, b1 := span(r1, s1, lo1, ih, e1)
+		a1, b1 := phaseSpan(r1, s1, lo1, ih, e1)
 		for r2 := range s2 {
-			a2, b2 := span(r2, s2, lo2, iw, e2)
+			a2, b2 := phaseSpan(r2, s2, lo2, iw, e2)
 			pl := dst[ph*g.plane : (ph+1)*g.plane]
 			ph++
 			if a2 == b2 {
