@@ -327,7 +327,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.p, r.x, r.y, r.nw = p, x, y, nw
 	r.act, r.actIn = p.ep.act()
 	r.over = p.layout.y && len(p.z) > 0 && len(y) > 0 && &p.z[0] == &y[0]
-	r.dwLean = nw.depthwise && p.layout.y && len(p.z) == 0 && r.actIn && !p.pointwise() && p.m%B == 0
+	r.dwLean = nw.depthwise && p.layout.y && len(p.z) == 0 && !p.pointwise() && p.m%B == 0
 	r.bi = nw.bi
 	r.cb, r.mb = (p.c+r.bi-1)/r.bi, (p.m+B-1)/B
 	r.hp, r.wp = nchwcPadded(g)
@@ -550,6 +550,25 @@ func (r *nchwcRun) image(img int) {
 		}
 		return
 	}
+	// A depthwise layer's blocks one at a time: each block's padded copy
+	// computed while it is in L2, where the image's copies made first
+	// (megabytes on large planes) went out to memory and were read back.
+	// efficientnet_b0 at batch 8, one thread (fastest of 40 runs a step,
+	// alternating binaries, two pairs): its depthwise layers on 112 x 112
+	// 7.31 -> 5.45 ms (96 channels, stride 2) and 5.25 -> 4.45 (32), on
+	// 56 x 56 5.30 -> 4.47 (3x3) and 2.60 -> 1.92 (5x5, stride 2), the
+	// model's steps 106.0 -> 99.0 (ONNX Runtime's profiler: 98.1); two
+	// threads, the first two 3.98 -> 3.08 and 3.03 -> 2.58.
+	if r.dwLean {
+		buf := r.copies.get(r.plane)
+		x := (*buf)[:r.plane]
+		for b := range r.cb {
+			r.packBlock(img, b, x)
+			r.dwRows(img, b, 0, r.vrows, x)
+		}
+		r.copies.put(buf)
+		return
+	}
 	buf := r.copies.get(r.cb * r.plane)
 	x := *buf
 	for b := range r.cb {
@@ -565,7 +584,7 @@ func (r *nchwcRun) image(img int) {
 // padded copy (cb blocks of plane floats).
 func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	if r.dwLean {
-		r.dwRows(img, grp, row0, row1, x)
+		r.dwRows(img, grp, row0, row1, x[grp*r.plane:])
 		return
 	}
 	const B = nchwcBlock
@@ -775,27 +794,33 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 }
 
 // dwRows is compute for a depthwise convolution whose output stays in the
-// blocks, with no residual and its activation, if any, applied by the
-// kernels (dwLean): a call of the kernel for every run of up to
-// nchwcDwMaxPositions of a row, and nothing else. compute's setup for the
-// general case, once per image and block, outweighed the kernels on the
-// small planes of a network's last layers. With packBlock's padding of
-// narrow rows in one clear, measured at one thread (fastest of 40 runs a
-// step, alternating binaries, two pairs), the test MobileNetV2 at batch
-// 64, its depthwise layers of 240 channels on 2 x 2 images 0.41 -> 0.30 ms
-// (the three), 96 on 4 x 4 0.41 -> 0.32 (four), 144 on 4 x 4 0.40 -> 0.31
-// (three); at two threads 0.26 -> 0.22, 0.28 -> 0.24, 0.27 -> 0.24.
-func (r *nchwcRun) dwRows(img, grp, row0, row1 int, x []float32) {
+// blocks, with no residual (dwLean), from xg, block grp's padded copy: a
+// call of the kernel for every run of up to nchwcDwMaxPositions of a row,
+// the activation applied by the kernels or, where they cannot (SiLU,
+// GELU), by the epilogue a row at a time while the row is in cache, and
+// nothing else. compute's setup for the general case, once per image and
+// block, outweighed the kernels on the small planes of a network's last
+// layers. With packBlock's padding of narrow rows in one clear, measured at
+// one thread (fastest of 40 runs a step, alternating binaries, two pairs),
+// the test MobileNetV2 at batch 64, its depthwise layers of 240 channels on
+// 2 x 2 images 0.41 -> 0.30 ms (the three), 96 on 4 x 4 0.41 -> 0.32
+// (four), 144 on 4 x 4 0.40 -> 0.31 (three); at two threads 0.26 -> 0.22,
+// 0.28 -> 0.24, 0.27 -> 0.24. The epilogue a row at a time: efficientnet_b0
+// at batch 8, its depthwise layers with SiLU 1-6% faster (one thread).
+func (r *nchwcRun) dwRows(img, grp, row0, row1 int, xg []float32) {
 	const B = nchwcBlock
 	g := r.p.geo
 	taps, ow := g.kSize(), g.out[2]
 	w := r.nw.w[grp*taps*B:][:taps*B]
 	bias := r.bias[grp*B:][:B]
-	xg := x[grp*r.plane:]
 	y := r.y[(img*r.mb+grp)*g.outSize()*B:]
 	xs, rowStep, colStep := g.stride[2]*B, g.dil[1]*r.wp*B, g.dil[2]*B
 	maxNP := nchwcDwMaxPositions()
 	calls := (ow + maxNP - 1) / maxNP // of nearly equal positions, as compute's
+	act := &r.act
+	if !r.actIn {
+		act = &nchwcNoAct
+	}
 	for row := row0; row < row1; row++ {
 		xrow, yrow := xg[row*r.rowX:], y[row*ow*B:]
 		for c, o := 0, 0; c < calls; c++ {
@@ -803,8 +828,11 @@ func (r *nchwcRun) dwRows(img, grp, row0, row1 int, x []float32) {
 			if c < ow%calls {
 				np++
 			}
-			nchwcDwTile(yrow[o*B:], xrow[o*xs:], xs, g.k[1], g.k[2], rowStep, colStep, w, bias, np, &r.act)
+			nchwcDwTile(yrow[o*B:], xrow[o*xs:], xs, g.k[1], g.k[2], rowStep, colStep, w, bias, np, act)
 			o += np
+		}
+		if !r.actIn {
+			r.p.ep.apply(yrow[:ow*B], nil)
 		}
 	}
 }
