@@ -537,7 +537,16 @@ func packNarrow(dst []float32, ldd int, src []float32, h, w int) bool {
 func (r *nchwcRun) task(t int) {
 	li, grp, ch := t/(r.groups*r.chunks), t/r.chunks%r.groups, t%r.chunks
 	row0 := ch * r.rows
-	r.compute(r.img0+li, grp, row0, min(r.vrows, row0+r.rows), r.xp[li*r.cb*r.plane:][:r.cb*r.plane])
+	r.compute(r.img0+li, grp, row0, min(r.vrows, row0+r.rows), r.inputOf(grp, r.xp[li*r.cb*r.plane:][:r.cb*r.plane]))
+}
+
+// inputOf is what compute reads for group grp of an image whose padded
+// copy is x: all of it, or a depthwise layer's block grp alone.
+func (r *nchwcRun) inputOf(grp int, x []float32) []float32 {
+	if r.nw.depthwise {
+		return x[grp*r.plane:][:r.plane]
+	}
+	return x
 }
 
 // image computes image img whole (every group, every row), its padded
@@ -546,25 +555,30 @@ func (r *nchwcRun) image(img int) {
 	if r.direct {
 		x := r.x[img*r.cb*r.plane:][:r.cb*r.plane]
 		for grp := range r.groups {
-			r.compute(img, grp, 0, r.vrows, x)
+			r.compute(img, grp, 0, r.vrows, r.inputOf(grp, x))
 		}
 		return
 	}
-	// A depthwise layer's blocks one at a time: each block's padded copy
-	// computed while it is in L2, where the image's copies made first
+	// A depthwise layer's blocks one at a time (each reads its own): each
+	// block's padded copy computed while it is in L2, where the image's
+	// copies made first
 	// (megabytes on large planes) went out to memory and were read back.
 	// efficientnet_b0 at batch 8, one thread (fastest of 40 runs a step,
 	// alternating binaries, two pairs): its depthwise layers on 112 x 112
 	// 7.31 -> 5.45 ms (96 channels, stride 2) and 5.25 -> 4.45 (32), on
 	// 56 x 56 5.30 -> 4.47 (3x3) and 2.60 -> 1.92 (5x5, stride 2), the
 	// model's steps 106.0 -> 99.0 (ONNX Runtime's profiler: 98.1); two
-	// threads, the first two 3.98 -> 3.08 and 3.03 -> 2.58.
-	if r.dwLean {
+	// threads, the first two 3.98 -> 3.08 and 3.03 -> 2.58. ConvNeXt-tiny
+	// at batch 8 (its 7x7 layers, written channels last), one thread:
+	// 17.97 -> 15.42 ms (384 channels), 9.07 -> 8.25 (192), 2.62 -> 2.14
+	// (768), 16.81 -> 17.22 (96, on 56 x 56: noise or not), the model's
+	// steps 655.7 -> 645.7.
+	if r.nw.depthwise {
 		buf := r.copies.get(r.plane)
 		x := (*buf)[:r.plane]
 		for b := range r.cb {
 			r.packBlock(img, b, x)
-			r.dwRows(img, b, 0, r.vrows, x)
+			r.compute(img, b, 0, r.vrows, x)
 		}
 		r.copies.put(buf)
 		return
@@ -581,10 +595,11 @@ func (r *nchwcRun) image(img int) {
 }
 
 // compute computes rows row0 to row1 of group grp of image img from x, its
-// padded copy (cb blocks of plane floats).
+// padded copy (cb blocks of plane floats; a depthwise layer's block grp
+// alone: inputOf).
 func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	if r.dwLean {
-		r.dwRows(img, grp, row0, row1, x[grp*r.plane:])
+		r.dwRows(img, grp, row0, row1, x)
 		return
 	}
 	const B = nchwcBlock
@@ -638,10 +653,6 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	if r.nw.depthwise {
 		maxNP = nchwcDwMaxPositions()
 	}
-	xi := 0 // the input blocks
-	if r.nw.depthwise {
-		xi += grp * r.plane
-	}
 	// A blocked Y's activation, where the kernels take it (Relu, Clip,
 	// HardSwish on AVX-512: epilogue.act), is applied by them as they store
 	// the last sums, after the residual: no pass over Y after. A depthwise
@@ -685,7 +696,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 			wc := w[c0*taps*r.bi*fbg*B:]
 			for row := pass; row < pe; row++ {
 				n := min(r.len, P-row*r.len)
-				xrow := x[xi+c0*r.plane+row*r.rowX:]
+				xrow := x[c0*r.plane+row*r.rowX:]
 				sr := sums[(row-pass)*r.len*B:]
 				if p.layout.y {
 					sr = sums[row*r.len*B:]
