@@ -292,7 +292,7 @@ type nchwcRun struct {
 	act                   nchwcAct     // the epilogue's activation as the kernels apply it, where actIn (epilogue.act)
 	actIn                 bool
 	over                  bool // Y is written over Z (Overwriter): the same memory
-	dwLean                bool // compute is dwRows (a depthwise layer in the blocks, nothing after its kernels)
+	dwLean                bool // compute is dwRows (a depthwise layer in the blocks with no residual)
 }
 
 // nchwcHeld is the blocked path's run state between runs (convNCHWc).
@@ -561,9 +561,8 @@ func (r *nchwcRun) image(img int) {
 	}
 	// A depthwise layer's blocks one at a time (each reads its own): each
 	// block's padded copy computed while it is in L2, where the image's
-	// copies made first
-	// (megabytes on large planes) went out to memory and were read back.
-	// efficientnet_b0 at batch 8, one thread (fastest of 40 runs a step,
+	// copies made first (megabytes on large planes) went out to memory and
+	// were read back. efficientnet_b0 at batch 8, one thread (fastest of 40 runs a step,
 	// alternating binaries, two pairs): its depthwise layers on 112 x 112
 	// 7.31 -> 5.45 ms (96 channels, stride 2) and 5.25 -> 4.45 (32), on
 	// 56 x 56 5.30 -> 4.47 (3x3) and 2.60 -> 1.92 (5x5, stride 2), the
