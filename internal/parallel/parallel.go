@@ -13,7 +13,7 @@
 // on the calling goroutine (starting one costs about a microsecond). Do,
 // DoWith (with state of each goroutine's own, a scratch buffer), DoErr
 // (tasks that can fail) and Chunks take the number of goroutines from the
-// caller.
+// caller; EachWorker is DoWith with the goroutines and runs Each chooses.
 //
 // The goroutines are kept between loops (pool.go): a loop offers its tasks
 // to them and takes tasks itself, waits for the tasks they took but never
@@ -163,6 +163,17 @@ func DoWith(workers, n int, newWorker func() func(i int)) {
 		return
 	}
 	run(loop{n: n, newWorker: newWorker}, workers)
+}
+
+// EachWorker is DoWith on Workers(n, cost) goroutines, tasks of less than
+// claimWork in runs (as Each): cost is the work of one task.
+func EachWorker(n, cost int, newWorker func() func(i int)) {
+	w := Workers(n, cost)
+	if w == 1 || n <= 0 {
+		DoWith(1, n, newWorker)
+		return
+	}
+	run(loop{n: n, newWorker: newWorker, grain: grain(n, cost, w)}, w)
 }
 
 // Chunks runs fn(lo, hi) over [0, n) cut into as many contiguous runs as

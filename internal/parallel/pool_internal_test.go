@@ -115,8 +115,9 @@ func TestGrain(t *testing.T) {
 			Each(n, cost, func(i int) { seen[i].Add(1) })
 			EachTasks(n, cost, countTasks(seen))
 			EachWith(n, cost, seen, func(s *[]atomic.Int32, i int) { (*s)[i].Add(1) })
+			EachWorker(n, cost, func() func(int) { return func(i int) { seen[i].Add(1) } })
 			for i := range n {
-				require.EqualValues(t, 4, seen[i].Load(), "n %d, cost %d, task %d", n, cost, i)
+				require.EqualValues(t, 5, seen[i].Load(), "n %d, cost %d, task %d", n, cost, i)
 			}
 		}
 	}

@@ -629,8 +629,9 @@ func convUbGrid(p convProblem, x []byte, flip bool, xz int32, w [][]byte, wSums 
 				d[i] = src[i*step] ^ f
 			}
 		}
+		planar := geo.stride[0] == 1 && geo.in[0] == 1 && geo.padLo[0] == 0 && g.ext[0] == 1 // two axes: fillPhases2D
 		parallel.Each(p.n*p.c, cs, func(t int) {
-			if geo.stride[0] == 1 && geo.in[0] == 1 && geo.padLo[0] == 0 && g.ext[0] == 1 {
+			if planar {
 				fillPhases2D(g, geo, (*xp)[t*cs:(t+1)*cs], x[t*inSize:(t+1)*inSize], byte(xz), f)
 				return
 			}

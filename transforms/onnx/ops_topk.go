@@ -135,17 +135,15 @@ func topK32(xs, vs []float32, is []int64, outer, n, inner, k int, smallest bool)
 	// a core, left the other core waiting. TopK of 100 of 8,400 scores,
 	// 640 rows, two threads, 20 runs, three alternating pairs: the medians
 	// 15.3, 15.1, 15.7 -> 14.2, 13.5, 15.8 ms, the fastest runs unchanged
-	// (12.5-14.1 ms on both sides).
-	// Short rows go in runs of a task (about 4,096 values).
-	rows := outer * inner
-	per := max(1, 1<<12/max(1, n))
-	parallel.DoWith(parallel.Workers(rows, 4*n), (rows+per-1)/per, func() func(t int) {
+	// (12.5-14.1 ms on both sides). Short rows are claimed in runs
+	// (EachWorker).
+	parallel.EachWorker(outer*inner, 4*n, func() func(r int) {
 		keys := make([]uint64, n)
 		var gathered []float32
 		if inner > 1 {
 			gathered = make([]float32, n)
 		}
-		one := func(r int) {
+		return func(r int) {
 			o, c := r/inner, r%inner
 			row := xs[o*n*inner+c:]
 			if inner > 1 {
@@ -170,11 +168,6 @@ func topK32(xs, vs []float32, is []int64, outer, n, inner, k int, smallest bool)
 				src := uint32(key)
 				vs[base+j*inner] = row[src]
 				is[base+j*inner] = int64(src)
-			}
-		}
-		return func(t int) {
-			for r := t * per; r < min(rows, (t+1)*per); r++ {
-				one(r)
 			}
 		}
 	})
