@@ -53,6 +53,10 @@ type conv struct {
 	rows   atomic.Pointer[convRowWeights]
 	flat   atomic.Pointer[flatWeights]
 	nchwc  atomic.Pointer[nchwcWeights]
+	// nchwc3 is W packed in groups of 3 output blocks (nchwcGroupBlocksOf),
+	// kept beside nchwc: a model run at batch 1 and at larger batches
+	// takes both, and would pack W anew at each change.
+	nchwc3 atomic.Pointer[nchwcWeights]
 }
 
 // convRowWeights are a constant W packed as the A operand of W x patches

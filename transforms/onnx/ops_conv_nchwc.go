@@ -96,6 +96,33 @@ func nchwcGroupBlocks(width int) int {
 	return 4
 }
 
+// nchwcGroupBlocksOf is the output blocks per kernel call for p's
+// convolution at this width: nchwcGroupBlocks, but 3 on AVX-512 for a
+// batch of images whose output rows (not pointwise: a pointwise
+// convolution's rows are runs of the whole plane) have 7 or 8 positions,
+// where M has 12 blocks or more. Four blocks' calls take 6 positions at
+// most: a row of 7 took two calls, of 4 and 3 positions (16 and 12 of the
+// 24 sums the registers hold: each input value and weight vector loaded
+// for fewer multiply-adds), where three blocks' take it in one call of 21
+// sums, every input block at once (nchwcChunkBlocks); the last group, of
+// M's blocks past a multiple of 3, has fewer. Measured (fastest of 40 runs
+// a step, alternating binaries, two to five pairs), ResNet-50's 3x3 layers
+// of 512 channels on 7 x 7 outputs: at batch 8 28.8 -> 27.6 ms (one
+// thread) and 14.4 -> 13.7 (two), the stride-2 one 14.8 -> 14.5 and 7.5 ->
+// 7.1; ConvNeXt-tiny's 2x2 384 -> 768 layer at batch 8 7.6 -> 7.1. At batch
+// 1 they took 4.14 -> 4.31 ms (and 4.22 with the four blocks' chunks): an
+// image's weights, 9.4 MB a layer, are long out of the caches at each run,
+// and the chunks of four blocks read them in bursts the kernel reuses at
+// once. On rows of 14 (256 channels, the last group of one block) three
+// blocks were slower, 57.6 -> 58.6 ms.
+func nchwcGroupBlocksOf(p convProblem, width int) int {
+	fb := nchwcGroupBlocks(width)
+	if w := p.geo.out[2]; width == 16 && p.n > 1 && !p.pointwise() && w > nchwcSums/fb && w <= nchwcSums/3 && (p.m+nchwcBlock-1)/nchwcBlock >= 12 {
+		return 3
+	}
+	return fb
+}
+
 // useNCHWc reports whether a float32 convolution takes the blocked kernel:
 // a vector kernel here, one group, two spatial axes at most, input
 // channels enough (nchwcMinChannels) that the blocks are mostly channels,
@@ -182,17 +209,21 @@ const (
 // kept when W is a constant, else packed for this run.
 func (c *conv) nchwcWeightsOf(w []float32, p convProblem) *nchwcWeights {
 	src := (*byte)(unsafe.Pointer(unsafe.SliceData(w)))
-	fb := nchwcGroupBlocks(nchwcWidth)
+	fb := nchwcGroupBlocksOf(p, nchwcWidth)
 	bi := nchwcBlock
 	if nchwcIn1(p) {
 		bi = 1
 	}
-	if nw := c.nchwc.Load(); nw != nil && nw.src == src && nw.fb == fb && nw.bi == bi && !nw.depthwise {
+	held := &c.nchwc
+	if fb == 3 {
+		held = &c.nchwc3
+	}
+	if nw := held.Load(); nw != nil && nw.src == src && nw.fb == fb && nw.bi == bi && !nw.depthwise {
 		return nw
 	}
 	nw := &nchwcWeights{src: src, fb: fb, bi: bi, w: packNCHWc(w, p.m, p.c, p.geo.k[1], p.geo.k[2], fb, bi)}
 	if c.constW.Load() {
-		c.nchwc.Store(nw)
+		held.Store(nw)
 	}
 	return nw
 }
@@ -629,7 +660,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	rp := max(1, min(row1-row0, nchwcPassBytes/rowBytes))
 	cc := r.cb // input blocks a chunk
 	if !r.nw.depthwise {
-		cc = nchwcChunkBlocks(r.cb, r.len, taps, r.bi, fbg)
+		cc = nchwcChunkBlocks(r.cb, r.len, taps, r.bi, fbg, nw.fb)
 	}
 	if r.len >= nchwcChunkRow {
 		rp = 1
@@ -861,11 +892,13 @@ func nchwcRowOf(p convProblem) int {
 }
 
 // nchwcChunkBlocks is the input blocks (of cb) that a dense kernel call
-// takes for fbg blocks of outputs on rows of rowLen positions, taps taps
-// and bi channels an input block: every one on rows of nchwcChunkRow and
-// more, else as many as keep their weights within nchwcChunkBytes.
-func nchwcChunkBlocks(cb, rowLen, taps, bi, fbg int) int {
-	if rowLen >= nchwcChunkRow {
+// takes for fbg blocks of outputs (of groups of fb) on rows of rowLen
+// positions, taps taps and bi channels an input block: every one on rows
+// of nchwcChunkRow and more and where the groups are nchwcGroupBlocksOf's
+// fewer blocks (a row a call), else as many as keep their weights within
+// nchwcChunkBytes.
+func nchwcChunkBlocks(cb, rowLen, taps, bi, fbg, fb int) int {
+	if rowLen >= nchwcChunkRow || fb < nchwcGroupBlocks(nchwcWidth) {
 		return cb
 	}
 	return max(1, min(cb, nchwcChunkBytes/(taps*bi*fbg*nchwcBlock*4)))

@@ -133,7 +133,7 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 	defer func() {
 		nchwcWidth, nchwcPassBytes, nchwcChunkBytes, nchwcSlabBytes, nchwcTasks = saved, savedPass, savedChunk, savedSlab, savedTasks
 	}()
-	for trial := range 60 {
+	for trial := range 66 {
 		// Slabs of images, a slab an image, or a task an image (batches
 		// of GOMAXPROCS images and more).
 		nchwcSlabBytes, nchwcTasks = savedSlab, savedTasks
@@ -157,7 +157,11 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 		for range 2 * axes {
 			pads = append(pads, r.IntN(5))
 		}
-		if trial%5 == 0 { // pointwise
+		if trial >= 60 { // 3x3 on rows of 7 or 8 outputs: groups of 3 blocks (nchwcGroupBlocksOf) past 12
+			axes = 2
+			in, k, s, d, pads = []int{5 + r.IntN(6), 7 + trial%2}, []int{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1, 1, 1}
+		}
+		if trial%5 == 0 && trial < 60 { // pointwise
 			k, s, d, pads = k[:0], s[:0], d[:0], pads[:0]
 			for range axes {
 				k, s, d, pads = append(k, 1), append(s, 1), append(d, 1), append(pads, 0, 0)
@@ -170,7 +174,10 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 		}
 		cs := []int{16, 17, 32, 40, 3, 8} // 3 and 8: NCHW planes, a channel a step (nchwcIn1)
 		p := convProblem{geo: geo, n: 1 + r.IntN(5), c: cs[r.IntN(len(cs))], m: 1 + r.IntN(80), group: 1}
-		depthwise := trial%3 == 2
+		if trial >= 60 {
+			p.n, p.m = 2+r.IntN(2), 12*nchwcBlock+r.IntN(40)
+		}
+		depthwise := trial%3 == 2 && trial < 60
 		if depthwise {
 			p.c = 1 + r.IntN(40)
 			p.m, p.group = p.c, p.c
@@ -208,6 +215,9 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 			nw := c.nchwcWeightsOf
 			if depthwise {
 				nw = c.nchwcDwWeightsOf
+			}
+			if trial >= 60 && width == 16 {
+				require.Equal(t, 3, c.nchwcWeightsOf(wt, p).fb, "trial %d: groups of 3 blocks", trial)
 			}
 			convNCHWc(p, x, nw(wt, p), bias, got)
 			for i := range want {
@@ -261,5 +271,32 @@ func TestNCHWcRefusesHugePads(t *testing.T) {
 			p.m, p.group = 64, 64
 			require.Equal(t, c.want && geo.out[2] <= nchwcDwMaxWidth, useNCHWcDepthwise(p), "depthwise, pads %d, strides %d", c.pads, c.strides)
 		}
+	}
+}
+
+// Groups of 3 output blocks are taken for batches of images on rows of 7
+// or 8 outputs with 12 blocks of M or more, on AVX-512 only.
+func TestNCHWcGroupBlocksOf(t *testing.T) {
+	conv := func(n, m, h, k int) convProblem {
+		w := window{strides: []int{1, 1}, dilations: []int{1, 1}, pads: []int{k / 2, k / 2, k / 2, k / 2}, autoPad: "NOTSET"}
+		geo, err := w.geometry([]int{h, h}, []int{k, k})
+		require.NoError(t, err)
+		return convProblem{geo: geo, n: n, c: 512, m: m, group: 1}
+	}
+	for _, c := range []struct {
+		p     convProblem
+		width int
+		want  int
+	}{
+		{conv(8, 512, 7, 3), 16, 3},
+		{conv(2, 192, 8, 3), 16, 3},
+		{conv(1, 512, 7, 3), 16, 4},  // one image: its weights come from memory
+		{conv(8, 512, 14, 3), 16, 4}, // rows of 14
+		{conv(8, 512, 6, 3), 16, 4},  // one call of four blocks
+		{conv(8, 176, 7, 3), 16, 4},  // 11 blocks
+		{conv(8, 512, 7, 1), 16, 4},  // pointwise: runs of the plane
+		{conv(8, 512, 7, 3), 8, 1},
+	} {
+		require.Equal(t, c.want, nchwcGroupBlocksOf(c.p, c.width), "n %d m %d out %v k %v width %d", c.p.n, c.p.m, c.p.geo.out, c.p.geo.k, c.width)
 	}
 }

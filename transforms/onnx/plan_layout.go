@@ -394,8 +394,9 @@ func (k *nchwcConv) Overwrites(out int, in []Meta) (int, bool) {
 		bi = 1
 	}
 	cb := (p.c + bi - 1) / bi
-	fbg := min(nchwcGroupBlocks(nchwcWidth), (p.m+nchwcBlock-1)/nchwcBlock) // the most: the fewest blocks a chunk
-	return 3, nchwcChunkBlocks(cb, nchwcRowOf(p), geo.kSize(), bi, fbg) == cb
+	fb := nchwcGroupBlocksOf(p, nchwcWidth)
+	fbg := min(fb, (p.m+nchwcBlock-1)/nchwcBlock) // the most: the fewest blocks a chunk
+	return 3, nchwcChunkBlocks(cb, nchwcRowOf(p), geo.kSize(), bi, fbg, fb) == cb
 }
 
 // nchwcReorder is the kernel of a reorder step: its one input, NCHW,
