@@ -300,3 +300,31 @@ func TestNCHWcGroupBlocksOf(t *testing.T) {
 		require.Equal(t, c.want, nchwcGroupBlocksOf(c.p, c.width), "n %d m %d out %v k %v width %d", c.p.n, c.p.m, c.p.geo.out, c.p.geo.k, c.width)
 	}
 }
+
+// nextWeights asks for every line of the next group over a task's calls,
+// no more than nchwcPrefetchLines a call, and for nothing past them.
+func TestNextWeights(t *testing.T) {
+	for _, c := range []struct{ lines, calls, want int }{
+		{1000, 50, 1000},
+		{100, 7, 100},
+		{1000, 7, 7 * nchwcPrefetchLines},
+		{10000, 10, 10 * nchwcPrefetchLines},
+		{5, 0, 5},
+		{0, 3, 0},
+	} {
+		var n nextWeights
+		w := make([]float32, c.lines*16)
+		n.start(w, c.calls)
+		got := 0
+		for range max(c.calls, 1) {
+			k := n.call()
+			require.LessOrEqual(t, k, nchwcPrefetchLines)
+			got += k
+		}
+		require.Equal(t, c.want, got, "%d lines over %d calls", c.lines, c.calls)
+		require.Equal(t, c.lines*16-got*16, len(n.rest))
+		if c.want == c.lines {
+			require.Zero(t, n.call(), "a call past the group's lines")
+		}
+	}
+}
