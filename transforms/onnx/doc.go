@@ -121,7 +121,10 @@
 // start from the CPU's features (simd_amd64.go) and each tested against
 // its Go loop at every width the CPU runs. The blocked convolution's
 // kernels are generated (go run ops_conv_nchwc_gen.go writes
-// ops_conv_nchwc_amd64.s and its declarations). kernels.cu includes every operator's .cu
+// ops_conv_nchwc_amd64.s and its declarations); prefetch_amd64.s is the
+// hint with which it brings the weights of its next group of output
+// blocks, or next chunk of input blocks, into L2 while it computes
+// (nextWeights). kernels.cu includes every operator's .cu
 // file, with the helpers they share in kernels.cuh, and is what nvcc
 // compiles to kernels.ptx (`make ptx`, cmd/beamgpu-ptx); kernels.go embeds
 // the PTX (PTX, Module). What several operators share has one file each:
