@@ -5,6 +5,19 @@
 // The blocked layout's loops over runs of 16-float pixels (plan_layout.go),
 // AVX2.
 
+// SUM_PIXEL adds the 16 floats at SI, in float64, to Y0-Y3 (lanes 0-3,
+// 4-7, 8-11, 12-15) and steps SI to the next pixel.
+#define SUM_PIXEL \
+	VCVTPS2PD (SI), Y4 \
+	VCVTPS2PD 16(SI), Y5 \
+	VCVTPS2PD 32(SI), Y6 \
+	VCVTPS2PD 48(SI), Y7 \
+	VADDPD    Y4, Y0, Y0 \
+	VADDPD    Y5, Y1, Y1 \
+	VADDPD    Y6, Y2, Y2 \
+	VADDPD    Y7, Y3, Y3 \
+	ADDQ      $64, SI
+
 // func blockSumAVX2(x *float32, n int, acc *float64)
 //
 // acc[l] += Σ x[i*16 + l] for i < n, l < 16, in float64, a pixel at a time
@@ -21,15 +34,7 @@ TEXT ·blockSumAVX2(SB), NOSPLIT, $0-24
 	JZ      bsdone
 
 bsloop:
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD 32(SI), Y6
-	VCVTPS2PD 48(SI), Y7
-	VADDPD    Y4, Y0, Y0
-	VADDPD    Y5, Y1, Y1
-	VADDPD    Y6, Y2, Y2
-	VADDPD    Y7, Y3, Y3
-	ADDQ      $64, SI
+	SUM_PIXEL
 	DECQ      CX
 	JNZ       bsloop
 
@@ -86,15 +91,7 @@ TEXT ·blockMeanAVX2(SB), NOSPLIT, $0-32
 	JZ           bmdone
 
 bmloop:
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD 32(SI), Y6
-	VCVTPS2PD 48(SI), Y7
-	VADDPD    Y4, Y0, Y0
-	VADDPD    Y5, Y1, Y1
-	VADDPD    Y6, Y2, Y2
-	VADDPD    Y7, Y3, Y3
-	ADDQ      $64, SI
+	SUM_PIXEL
 	DECQ      CX
 	JNZ       bmloop
 
