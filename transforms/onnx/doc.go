@@ -18,7 +18,8 @@
 // blocked kernel kept in its layout of 16-channel blocks, as ONNX
 // Runtime's NCHWc layout, changed only where such a chain meets another
 // operator (plan_layout.go, ops_conv_nchwc.go; a Transpose to channels
-// last after such a convolution is its way of writing), ConvNeXt's
+// last after such a convolution is its way of writing, a MaxPool of a
+// large output pools it a band of rows at a time in cache), ConvNeXt's
 // block end (Transpose, layer scale, residual Add) as one step
 // (ops_scale_fused.go), the rest placed in one workspace, where a step
 // that adds a residual (Overwriter) may write over it) and runs it. A model with operators outside

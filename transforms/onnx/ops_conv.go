@@ -173,6 +173,14 @@ func (c *conv) runIn(in, out []nd.Array, ep *epilogue, z []float32, layout convL
 		if x.Type != nd.Float32 || w.Type != nd.Float32 || p.c == 0 {
 			return fmt.Errorf("onnx: a blocked layout for a %v Conv of %d channels", x.Type, p.c)
 		}
+		if layout.pool != nil {
+			if p.pool, err = layout.pool.geometry([]int{p.n, p.m, geo.out[1], geo.out[2]}); err != nil {
+				return err
+			}
+			if !layout.y || layout.nhwc || z != nil || p.group != 1 || geo.k[0] != 1 || p.pool.k[0] != 1 {
+				return fmt.Errorf("onnx: a MaxPool taken into a Conv of %d groups (Y blocked %v, residual %v)", p.group, layout.y, z != nil)
+			}
+		}
 		c.blocked(p, rawFloats(x), nd.MustAs[float32](w), asOr[float32](b), rawFloats(y))
 		return nil
 	}
@@ -281,13 +289,21 @@ type convProblem struct {
 	// (plan_layout.go), not NCHW: the blocked kernel's input and output as
 	// they are, no copy in or out of them.
 	layout convLayout
+	// pool is the geometry of layout.pool over the convolution's output
+	// (the geometry's out: Y's), where layout.pool is set.
+	pool geometry
 }
 
 // convLayout says which of a blocked convolution's X, Y and Z (its
 // residual) are in the plan's blocked layout (plan_layout.go): the zero
 // value, none. nhwc: Y is written N x H x W x C (a Transpose to channels
-// last that read it taken in; y false, no residual).
-type convLayout struct{ x, y, z, nhwc bool }
+// last that read it taken in; y false, no residual). pool: Y is this
+// MaxPool of the convolution's output (taken in: convPools; y true, no
+// residual).
+type convLayout struct {
+	x, y, z, nhwc bool
+	pool          *pool
+}
 
 // pointwise reports whether the patches matrix is the input itself: a 1x1
 // kernel, stride 1, no padding.

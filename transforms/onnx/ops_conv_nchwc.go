@@ -325,6 +325,11 @@ type nchwcRun struct {
 	over                  bool // Y is written over Z (Overwriter): the same memory
 	dwLean                bool // compute is dwRows (a depthwise layer in the blocks with no residual)
 	prefetch              bool // a task's next group is the next of the image, on the same core (nextWeights)
+	// band, where set (a task's copy of the run: pooledRows), is where
+	// compute writes a blocked Y's rows from bandRow0 on, its blocks
+	// bandLd floats apart.
+	band             []float32
+	bandRow0, bandLd int
 }
 
 // nchwcHeld is the blocked path's run state between runs (convNCHWc).
@@ -365,8 +370,12 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	r.hp, r.wp = nchwcPadded(g)
 	r.plane = r.hp * r.wp * r.bi
 	r.len, r.rowX, r.vrows = nchwcRowOf(p), g.stride[1]*r.wp*r.bi, g.out[1]
-	if p.pointwise() {
+	crows := r.vrows          // the convolution's rows, of r.vrows rows of tasks
+	if p.layout.pool != nil { // rows of the pooled output (pooledRows)
+		r.vrows = p.pool.out[1]
+	} else if p.pointwise() {
 		r.rowX, r.vrows = r.len*r.bi, (g.outSize()+r.len-1)/r.len
+		crows = r.vrows
 	}
 	r.groups = (r.mb + nw.fb - 1) / nw.fb
 	r.bias = grow(r.bias, r.mb*B)
@@ -384,7 +393,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 			r.copies = new(heldBuffers)
 		}
 		r.prefetch = true
-		parallel.EachWith(p.n, 2*depth*g.kSize()*r.groups*r.vrows*r.len, *r, (*nchwcRun).image)
+		parallel.EachWith(p.n, 2*depth*g.kSize()*r.groups*crows*r.len, *r, (*nchwcRun).image)
 		r.p, r.x, r.y, r.xp, r.nw = convProblem{}, nil, nil, nil, nil // hold none of the run's
 		return
 	}
@@ -414,7 +423,7 @@ func convNCHWc(p convProblem, x []float32, nw *nchwcWeights, bias, y []float32) 
 	if !r.direct {
 		r.xbuf = grow(r.xbuf, imgs*r.cb*r.plane)
 	}
-	cost := 2 * depth * g.kSize() * r.rows * r.len
+	cost := 2 * depth * g.kSize() * r.len * r.rows * crows / r.vrows
 	r.prefetch = r.chunks == 1 && parallel.Workers(imgs*r.groups*r.chunks, cost) == 1
 	for r.img0 = 0; r.img0 < p.n; r.img0 += imgs {
 		r.imgs = min(imgs, p.n-r.img0)
@@ -622,7 +631,17 @@ func packNarrow(dst []float32, ldd int, src []float32, h, w int) bool {
 func (r *nchwcRun) task(t int) {
 	li, grp, ch := t/(r.groups*r.chunks), t/r.chunks%r.groups, t%r.chunks
 	row0 := ch * r.rows
-	r.compute(r.img0+li, grp, row0, min(r.vrows, row0+r.rows), r.inputOf(grp, r.xp[li*r.cb*r.plane:][:r.cb*r.plane]))
+	r.rowsOf(r.img0+li, grp, row0, min(r.vrows, row0+r.rows), r.inputOf(grp, r.xp[li*r.cb*r.plane:][:r.cb*r.plane]))
+}
+
+// rowsOf computes rows row0 to row1 of group grp of image img: compute's,
+// or the pooled output's (pooledRows).
+func (r *nchwcRun) rowsOf(img, grp, row0, row1 int, x []float32) {
+	if r.p.layout.pool != nil {
+		r.pooledRows(img, grp, row0, row1, x)
+		return
+	}
+	r.compute(img, grp, row0, row1, x)
 }
 
 // inputOf is what compute reads for group grp of an image whose padded
@@ -640,7 +659,7 @@ func (r *nchwcRun) image(img int) {
 	if r.direct {
 		x := r.x[img*r.cb*r.plane:][:r.cb*r.plane]
 		for grp := range r.groups {
-			r.compute(img, grp, 0, r.vrows, r.inputOf(grp, x))
+			r.rowsOf(img, grp, 0, r.vrows, r.inputOf(grp, x))
 		}
 		return
 	}
@@ -673,7 +692,7 @@ func (r *nchwcRun) image(img int) {
 		r.packBlock(img, b, x[b*r.plane:(b+1)*r.plane])
 	}
 	for grp := range r.groups {
-		r.compute(img, grp, 0, r.vrows, x)
+		r.rowsOf(img, grp, 0, r.vrows, x)
 	}
 	r.copies.put(buf)
 }
@@ -724,7 +743,9 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	var sums []float32
 	var buf *[]float32
 	ldy := rp * r.len * B // floats a block of the sums
-	if p.layout.y {
+	if r.band != nil {
+		ldy, sums = r.bandLd, r.band
+	} else if p.layout.y {
 		ldy = P * B
 		sums = r.y[(img*r.mb+grp*nw.fb)*P*B:]
 	} else {
@@ -792,7 +813,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 				xrow := x[c0*r.plane+row*r.rowX:]
 				sr := sums[(row-pass)*r.len*B:]
 				if p.layout.y {
-					sr = sums[row*r.len*B:]
+					sr = sums[(row-r.bandRow0)*r.len*B:]
 				}
 				// The residual of a blocked Y with a blocked Z, added by the
 				// kernels as they store the row's last sums (z laid out as
@@ -881,6 +902,7 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 	if p.ep == nil {
 		return // the channels past M are 0: their bias and weights are
 	}
+	bq := r.bandRow0 * r.len // the first position of sums (a band's)
 	for f := range fbg {
 		blk := sums[f*ldy:]
 		if !kernelAct && stash == nil { // else the kernels applied it (last), or it was applied a pass at a time
@@ -888,15 +910,83 @@ func (r *nchwcRun) compute(img, grp, row0, row1 int, x []float32) {
 			if p.z != nil && (r.nw.depthwise || epAct.swish) { // else the dense kernels added it (zIn)
 				z = p.z[(img*r.mb+grp*nw.fb+f)*P*B:][q0*B : q1*B]
 			}
-			p.ep.apply(blk[q0*B:q1*B], z)
+			p.ep.apply(blk[(q0-bq)*B:(q1-bq)*B], z)
 		}
 		if lanes := chans - f*B; lanes < B { // the channels past M back to 0 (Sigmoid(0) is not)
-			for q := q0; q < q1; q++ {
+			for q := q0 - bq; q < q1-bq; q++ {
 				clear(blk[q*B+lanes : (q+1)*B])
 			}
 		}
 	}
 }
+
+// nchwcPoolBandBytes bounds a band of a pooled convolution's rows
+// (pooledRows): with the image's padded copy and the group's weights, in
+// L2. A variable for the tests.
+var nchwcPoolBandBytes = 256 << 10
+
+// pooledRows computes rows row0 to row1 of the pooled output of group grp
+// of image img (the convolution's output pooled: convLayout.pool), from
+// x, the image's padded copy: in bands of output rows, the convolution's
+// rows that their windows read computed by compute into a band of the
+// task's own (nchwcPoolBandBytes at most), then pooled from it, in cache.
+// The rows that the next band's windows read too are moved to its start,
+// not computed again (windows of 3 rows, stride 2: one row a band).
+func (r *nchwcRun) pooledRows(img, grp, row0, row1 int, x []float32) {
+	const B = nchwcBlock
+	pg, h := &r.p.pool, r.p.geo.out[1]
+	fbg := min(r.nw.fb, r.mb-grp*r.nw.fb)
+	rowF := r.len * B // a block's row
+	span := (pg.k[1]-1)*pg.dil[1] + 1
+	per := max(1, (nchwcPoolBandBytes/(4*fbg*rowF)-span)/pg.stride[1]+1) // output rows a band at most
+	bands := (row1 - row0 + per - 1) / per
+	per = (row1 - row0 + bands - 1) / bands // as even as they go
+	bandRows := min(h, (per-1)*pg.stride[1]+span)
+	buf := nchwcScratch.Get().(*[]float32)
+	*buf = grow(*buf, fbg*bandRows*rowF)
+	b := nchwcBandRuns.Get().(*nchwcRun) // the task's copy of the run: its band
+	*b = *r
+	b.band, b.bandLd = *buf, bandRows*rowF
+	mp := maxPoolBlockedRun{g: *pg, c: r.p.m, vector: blockWidth != 0}
+	have0, have1 := 0, 0 // the band's rows: the convolution's [have0, have1)
+	for a := row0; a < row1; a += per {
+		e := min(row1, a+per)
+		lo, hi := h, 0 // the rows that output rows [a, e) read
+		for oh := a; oh < e; oh++ {
+			h0 := oh*pg.stride[1] - pg.padLo[1]
+			if tlo, thi := windowRange(h0, pg.k[1], pg.dil[1], h); tlo < thi {
+				lo, hi = min(lo, h0+tlo*pg.dil[1]), max(hi, h0+(thi-1)*pg.dil[1]+1)
+			}
+		}
+		if lo < hi {
+			from := lo
+			if have0 <= lo && lo < have1 { // the rows the band before computed: moved to the start
+				for f := range fbg {
+					blk := b.band[f*b.bandLd:]
+					copy(blk, blk[(lo-have0)*rowF:(have1-have0)*rowF])
+				}
+				from = have1
+			}
+			b.bandRow0 = lo
+			if from < hi {
+				b.compute(img, grp, from, hi, x)
+			}
+			have0, have1 = lo, hi
+		}
+		for f := range fbg {
+			blk := grp*r.nw.fb + f
+			y := r.y[(img*r.mb+blk)*pg.outSize()*B:][:pg.outSize()*B]
+			mp.rows(b.band[f*b.bandLd:][:b.bandLd], lo, y, a, e, min(B, r.p.m-blk*B))
+		}
+	}
+	*b = nchwcRun{} // holding none of the run's
+	nchwcBandRuns.Put(b)
+	nchwcScratch.Put(buf)
+}
+
+// nchwcBandRuns are pooledRows's copies of a run (not on the stack:
+// compute's receiver escapes).
+var nchwcBandRuns = sync.Pool{New: func() any { return new(nchwcRun) }}
 
 // dwRows is compute for a depthwise convolution whose output stays in the
 // blocks, with no residual (dwLean), from xg, block grp's padded copy: a
@@ -947,9 +1037,10 @@ func (r *nchwcRun) dwRows(img, grp, row0, row1 int, xg []float32) {
 const nchwcChunkRow = 12
 
 // nchwcRowOf is the positions of a row of the blocked kernel's tasks: an
-// output row, or, pointwise, up to nchwcRowLen positions of the image.
+// output row, or, pointwise (its output not pooled), up to nchwcRowLen
+// positions of the image.
 func nchwcRowOf(p convProblem) int {
-	if p.pointwise() {
+	if p.pointwise() && p.layout.pool == nil {
 		return min(p.geo.outSize(), nchwcRowLen)
 	}
 	return p.geo.out[2]

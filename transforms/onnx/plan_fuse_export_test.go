@@ -81,6 +81,22 @@ func SetNCHWcChunkBytes(n int) int {
 	return old
 }
 
+// SetNCHWcPoolBandBytes sets the bytes of a pooled convolution's band of
+// rows (nchwcPoolBandBytes) and returns the old value.
+func SetNCHWcPoolBandBytes(n int) int {
+	old := nchwcPoolBandBytes
+	nchwcPoolBandBytes = n
+	return old
+}
+
+// SetLayoutPoolBytes sets the smallest convolution's output that takes in
+// its MaxPool (layoutPoolBytes) and returns the old value.
+func SetLayoutPoolBytes(n int) int {
+	old := layoutPoolBytes
+	layoutPoolBytes = n
+	return old
+}
+
 // Overwritten is the number of p's values that their step writes over one
 // of its inputs (Overwriter).
 func Overwritten(p *Plan) int {

@@ -1,5 +1,7 @@
 package onnx
 
+import "github.com/beamgpu/beamgpu/transforms/nd"
+
 // The device's form of the plan's blocked layout (plan_layout.go): every
 // value on the device is NCHW, so a blocked convolution launches the Conv
 // it replaces and a reorder is a copy.
@@ -17,6 +19,21 @@ func (k *nchwcConv) Launch(d *Device, in, out []DevArray) error {
 				return err
 			}
 		}
+	}
+	if k.layout.pool != nil { // the convolution NCHW into memory aside, then the pooling from there
+		x, w := in[0].Shape, in[1].Shape
+		geo, err := k.conv.shapes(x, w, arrayOf(in, 2).Shape, arrayOf(in, 2).Defined())
+		if err != nil {
+			return err
+		}
+		y := DevArray{Type: out[0].Type, Shape: []int{x[0], w[0], geo.out[1], geo.out[2]}}
+		if y.Ptr, err = d.aside(y, false); err != nil {
+			return err
+		}
+		if err := k.conv.launch(d, in[:min(3, len(in))], []DevArray{y}, k.ep, z); err != nil {
+			return err
+		}
+		return k.layout.pool.Launch(d, []DevArray{y}, out)
 	}
 	if k.layout.nhwc { // the convolution NCHW into memory aside, then to channels last
 		y := out[0]
@@ -40,8 +57,11 @@ func (k *nchwcConv) Launch(d *Device, in, out []DevArray) error {
 
 // nchw is the step's kernel in NCHW, what the device runs on the host
 // where it does not launch: X and Z NCHW, Y NCHW or, nhwc, channels last
-// (the blocked kernel's Run).
+// (the blocked kernel's Run), or the convolution then its MaxPool.
 func (k *nchwcConv) nchw() Kernel {
+	if k.layout.pool != nil {
+		return pooledConv{conv: (&nchwcConv{conv: k.conv, ep: k.ep}).nchw(), pool: k.layout.pool}
+	}
 	if k.layout.nhwc {
 		return &nchwcConv{conv: k.conv, ep: k.ep, layout: convLayout{nhwc: true}}
 	}
@@ -73,3 +93,38 @@ func (k *nchwcScale) nchw() Kernel { return k.mul }
 func (k nchwcMaxPool) Launch(d *Device, in, out []DevArray) error { return k.pool.Launch(d, in, out) }
 
 func (k nchwcMaxPool) nchw() Kernel { return k.pool }
+
+// pooledConv is a convolution's step that took in the MaxPool of its
+// output (convLayout.pool) on NCHW values, as the device's host runs it:
+// the convolution into an array of its own, then the pooling.
+type pooledConv struct {
+	conv Kernel
+	pool *pool
+}
+
+func (k pooledConv) Infer(in []Meta) ([]Meta, error) {
+	y, err := k.conv.Infer(in)
+	if err != nil {
+		return nil, err
+	}
+	return k.pool.Infer(y)
+}
+
+func (k pooledConv) Run(in, out []nd.Array) error {
+	metas := make([]Meta, len(in))
+	for i, a := range in {
+		metas[i] = Meta{Type: a.Type, Shape: a.Shape}
+	}
+	m, err := k.conv.Infer(metas)
+	if err != nil {
+		return err
+	}
+	y, err := nd.New(m[0].Type, m[0].Shape...)
+	if err != nil {
+		return err
+	}
+	if err := k.conv.Run(in, []nd.Array{y}); err != nil {
+		return err
+	}
+	return k.pool.Run([]nd.Array{y}, out)
+}

@@ -46,6 +46,9 @@ type layoutGraph struct {
 	// channelsLast: the convolutions that write channels last (a
 	// Transpose taken in).
 	channelsLast int
+	// pooled: the convolutions that pool their output (a MaxPool taken
+	// in).
+	pooled int
 }
 
 // model builds g's model and its inputs.
@@ -204,14 +207,31 @@ var layoutGraphs = []layoutGraph{
 		{op: "MaxPool", ins: []string{"l5"}, k: 3, s: 3, pads: [4]int{0, 2, 2, 0}, dil: 1},
 		{in: "l6", m: 16, k: 1, s: 1, dil: 1},
 		{op: "MaxPool", ins: []string{"l7"}, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1},
-	}, outputs: []string{"l8"}, blocked: 7, overwritten: [2]int{0, 1}},
+	}, outputs: []string{"l8"}, blocked: 5, overwritten: [2]int{0, 1}, pooled: 2},
 }
+
+// pooledGraph is a chain of convolutions each pooled (their MaxPools
+// taken in): 16 input channels and more, output channels not a multiple
+// of the block (Sigmoid: not 0 at 0), stride 2, asymmetric pads, dilated
+// windows, windows of padding alone, a pointwise convolution.
+var pooledGraph = layoutGraph{name: "pooled convolutions", n: 1, c: 24, h: 23, w: 21, layers: []layoutLayer{
+	{in: "X", m: 40, k: 3, s: 1, pads: [4]int{1, 1, 1, 1}, dil: 1, act: "Relu"},
+	{op: "MaxPool", ins: []string{"l0"}, k: 3, s: 2, pads: [4]int{1, 1, 1, 1}, dil: 1},
+	{in: "l1", m: 36, k: 3, s: 2, pads: [4]int{1, 0, 1, 1}, dil: 1, act: "Sigmoid"},
+	{op: "MaxPool", ins: []string{"l2"}, k: 2, s: 1, pads: [4]int{1, 0, 0, 1}, dil: 2},
+	{in: "l3", m: 16, k: 1, s: 1, dil: 1, act: "Relu"},
+	{op: "MaxPool", ins: []string{"l4"}, k: 3, s: 3, pads: [4]int{0, 2, 2, 0}, dil: 1},
+	{in: "l5", m: 16, k: 1, s: 1, dil: 1},
+}, outputs: []string{"l6"}, blocked: 3, pooled: 3}
+
+func init() { layoutGraphs = append(layoutGraphs, pooledGraph) }
 
 // A plan with the blocked layout gives the NCHW plan's outputs bit for bit
 // (the blocked kernel computes each sum in the same order whatever the
 // layout), blocks the values it should and reorders what it must.
 func TestLayoutEqualsNCHW(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
+	defer onnx.SetLayoutPoolBytes(onnx.SetLayoutPoolBytes(0)) // pooled however small
 	saved := onnx.SetNCHWcWidth(0)
 	defer onnx.SetNCHWcWidth(saved)
 	loops := onnx.SetBlockLoops(true)
@@ -236,6 +256,7 @@ func TestLayoutEqualsNCHW(t *testing.T) {
 				}
 				require.Equal(t, over, onnx.Overwritten(pb), "%s: outputs written over their residual", what)
 				require.Equal(t, g.channelsLast, strings.Count(strings.Join(pb.StepOps(), " "), "+Transpose"), "%s: %v", what, pb.StepOps())
+				require.Equal(t, g.pooled, strings.Count(strings.Join(pb.StepOps(), " "), "+MaxPool"), "%s: %v", what, pb.StepOps())
 			} else {
 				require.Zero(t, onnx.BlockedValues(pb), what)
 			}
@@ -263,6 +284,40 @@ func TestOverwriteChunked(t *testing.T) {
 	onnx.SetNCHWcChunkBytes(saved)
 	require.Equal(t, 3, onnx.Overwritten(pb), "%s: %v", g.name, pb.StepOps())
 	requireSameOutputs(t, pb, pp, feed, g.name)
+}
+
+// A convolution that pools its output gives the NCHW plan's outputs in
+// bands of every size (an output row a band: the rows its windows share
+// moved each time) and batch (rows of the output in chunks, a task an
+// image), with the Go loops too. Outputs under layoutPoolBytes are not
+// pooled so.
+func TestPooledBands(t *testing.T) {
+	if !onnx.BlockedKernel() {
+		t.Skip("no blocked kernel here")
+	}
+	r := rand.New(rand.NewPCG(77, 78))
+	mp, feed := pooledGraph.model(r)
+	pb, _ := layoutAndPlain(t, mp, feed, pooledGraph.name)
+	require.NotContains(t, strings.Join(pb.StepOps(), " "), "+MaxPool", "outputs of a few kB")
+	defer onnx.SetLayoutPoolBytes(onnx.SetLayoutPoolBytes(0))
+	for _, bytes := range []int{1, 6 << 10, 1 << 30} {
+		saved := onnx.SetNCHWcPoolBandBytes(bytes)
+		for _, n := range []int{1, 3, 17} {
+			for _, vector := range []bool{true, false} {
+				loops := onnx.SetBlockLoops(vector)
+				for _, g := range layoutGraphs[len(layoutGraphs)-2:] {
+					g.n = n
+					what := fmt.Sprintf("%s, batch %d, bands of %d bytes, vector %v", g.name, n, bytes, vector)
+					mp, feed := g.model(r)
+					pb, pp := layoutAndPlain(t, mp, feed, what)
+					require.Equal(t, g.pooled, strings.Count(strings.Join(pb.StepOps(), " "), "+MaxPool"), "%s: %v", what, pb.StepOps())
+					requireSameOutputs(t, pb, pp, feed, what)
+				}
+				onnx.SetBlockLoops(loops)
+			}
+		}
+		onnx.SetNCHWcPoolBandBytes(saved)
+	}
 }
 
 // layoutAndPlain plans model mp for feed twice, with the blocked layout and
@@ -311,8 +366,16 @@ func TestLayoutModels(t *testing.T) {
 			feed := []nd.Array{repeatRows(in, n)}
 			mb, err := onnxtest.LoadFile(tm.Model)
 			require.NoError(t, err)
+			saved := onnx.SetLayoutPoolBytes(0) // the stems' convolutions pool their outputs however small
+			if n == 1 {
+				onnx.SetLayoutPoolBytes(saved)
+			}
 			pb, err := mb.Plan(feed)
+			onnx.SetLayoutPoolBytes(saved)
 			require.NoError(t, err)
+			if n == 6 && onnx.BlockedKernel() && strings.HasPrefix(tm.Name, "resnet") {
+				require.Contains(t, strings.Join(pb.StepOps(), " "), "Conv+Relu+MaxPool", tm.Name)
+			}
 			old := onnx.SetLayout(false)
 			mp, err := onnxtest.LoadFile(tm.Model)
 			require.NoError(t, err)
@@ -333,7 +396,8 @@ func TestLayoutModels(t *testing.T) {
 func TestLayoutOnDevice(t *testing.T) {
 	dev := emulator(t)
 	r := rand.New(rand.NewPCG(73, 74))
-	for _, g := range append(layoutGraphs[:4:4], layoutGraphs[len(layoutGraphs)-1]) { // the third: residuals written over; the fourth: channels last; the last: max pooling
+	defer onnx.SetLayoutPoolBytes(onnx.SetLayoutPoolBytes(0))
+	for _, g := range append(layoutGraphs[:4:4], layoutGraphs[len(layoutGraphs)-2:]...) { // the third: residuals written over; the fourth: channels last; the last two: max pooling, taken in
 		mp, feed := g.model(r)
 		m, err := onnxtest.Load(mp)
 		require.NoError(t, err)
