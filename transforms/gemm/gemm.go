@@ -135,9 +135,10 @@ type problem struct {
 	// packedA, when set, is op(A) already packed (a, lda and transA are
 	// unused).
 	packedA *PackedA
-	// rowStep, colStep and colTasks cut C into the tasks of a run on
-	// several goroutines (Task).
-	rowStep, colStep, colTasks int
+	// rowTasks x colTasks tasks cut C's rowUnits units of mr rows and
+	// colUnits units of nr columns as evenly as they go, for a run on
+	// several goroutines (Task, span).
+	rowTasks, colTasks, rowUnits, colUnits int
 }
 
 // problems are the copies of problems that the goroutines of a run share
@@ -154,8 +155,20 @@ var (
 
 // Task computes block t of C, as run cuts it.
 func (p *problem) Task(t int) {
-	i0, j0 := (t/p.colTasks)*p.rowStep, (t%p.colTasks)*p.colStep
-	p.block(i0, min(i0+p.rowStep, p.m), j0, min(j0+p.colStep, p.n))
+	i0, i1 := span(t/p.colTasks, p.rowTasks, p.rowUnits, p.kern.mr, p.m)
+	j0, j1 := span(t%p.colTasks, p.colTasks, p.colUnits, p.kern.nr, p.n)
+	p.block(i0, i1, j0, j1)
+}
+
+// span is the first and last+1 index (of n) of part i of parts that cut
+// units units of size each as evenly as they go: 57 units in 8 parts are
+// 7 of 7 and 1 of 8, not 7 of 8 and 1 of 1 (two goroutines then take 4
+// parts each of nearly equal work, not 4 full and 3 full and one empty:
+// the attention's output projection of vit_b_16 at batch 4, 788 x 768 by
+// 768 x 768, scaled 1.78x on two cores while the model's other products
+// scaled 1.95x).
+func span(i, parts, units, size, n int) (int, int) {
+	return i * units / parts * size, min(n, (i+1)*units/parts*size)
 }
 
 func (p *problem) check() {
@@ -234,9 +247,6 @@ func (p *problem) run(workers int) {
 		colTasks = min(tasks, colUnits)
 		rowTasks = min((tasks+colTasks-1)/colTasks, rowUnits)
 	}
-	rowStep := (rowUnits + rowTasks - 1) / rowTasks * kern.mr
-	colStep := (colUnits + colTasks - 1) / colTasks * kern.nr
-	rowTasks, colTasks = (p.m+rowStep-1)/rowStep, (p.n+colStep-1)/colStep
 	total := rowTasks * colTasks
 	// Row blocks would each pack all of B: where B is small enough, pack it
 	// once for all of them (the same bits: see SgemmPacked).
@@ -256,9 +266,11 @@ func (p *problem) run(workers int) {
 		p.packedA = pk.pack(kern, p.transA, p.m, p.k, p.a, p.lda)
 	}
 	if workers == 1 || total == 1 { // on the calling goroutine, allocating nothing
-		for i0 := 0; i0 < p.m; i0 += rowStep {
-			for j0 := 0; j0 < p.n; j0 += colStep {
-				p.block(i0, min(i0+rowStep, p.m), j0, min(j0+colStep, p.n))
+		for r := range rowTasks {
+			i0, i1 := span(r, rowTasks, rowUnits, kern.mr, p.m)
+			for c := range colTasks {
+				j0, j1 := span(c, colTasks, colUnits, kern.nr, p.n)
+				p.block(i0, i1, j0, j1)
 			}
 		}
 		return
@@ -267,7 +279,7 @@ func (p *problem) run(workers int) {
 	// copy of the problem (p itself stays on its caller's stack).
 	q := problems.Get().(*problem)
 	*q = *p
-	q.rowStep, q.colStep, q.colTasks = rowStep, colStep, colTasks
+	q.rowTasks, q.colTasks, q.rowUnits, q.colUnits = rowTasks, colTasks, rowUnits, colUnits
 	parallel.DoTasks(workers, total, q)
 	*q = problem{} // hold none of the caller's matrices
 	problems.Put(q)

@@ -407,3 +407,24 @@ func TestNarrowKernelForFewColumns(t *testing.T) {
 		}
 	}
 }
+
+// span cuts units of size into parts that follow one another from 0 to n,
+// each a multiple of size but the last (cut at n), none empty, their units
+// one apart at most.
+func TestSpan(t *testing.T) {
+	for _, c := range []struct{ parts, units, size, n int }{
+		{8, 57, 14, 788}, {8, 8, 14, 100}, {3, 10, 32, 300}, {1, 5, 16, 70}, {8, 96, 32, 3072},
+	} {
+		end, lo, hi := 0, c.units, 0
+		for i := range c.parts {
+			i0, i1 := span(i, c.parts, c.units, c.size, c.n)
+			require.Equal(t, end, i0, "%+v: part %d starts where %d ends", c, i, i-1)
+			require.Less(t, i0, i1, "%+v: part %d is empty", c, i)
+			require.Zero(t, i0%c.size, "%+v: part %d", c, i)
+			u := (i1 - i0 + c.size - 1) / c.size
+			lo, hi, end = min(lo, u), max(hi, u), i1
+		}
+		require.Equal(t, c.n, end, "%+v: the parts end at n", c)
+		require.LessOrEqual(t, hi-lo, 1, "%+v: parts of %d to %d units", c, lo, hi)
+	}
+}
