@@ -934,6 +934,9 @@ var nchwcPoolBandBytes = 256 << 10
 // not computed again (windows of 3 rows, stride 2: one row a band).
 func (r *nchwcRun) pooledRows(img, grp, row0, row1 int, x []float32) {
 	const B = nchwcBlock
+	if row1 <= row0 {
+		return
+	}
 	pg, h := &r.p.pool, r.p.geo.out[1]
 	fbg := min(r.nw.fb, r.mb-grp*r.nw.fb)
 	rowF := r.len * B // a block's row

@@ -378,7 +378,7 @@ func (p *Plan) convPools(roles []layoutStep) []int {
 			continue
 		}
 		t := by[y]
-		if ps := p.steps[t]; roles[t].role != layoutPool || ps.in[0] != y || !p.vals[ps.out[0]].blocked {
+		if ps := p.steps[t]; roles[t].role != layoutPool || ps.in[0] != y || !p.vals[ps.out[0]].blocked || numel(p.vals[ps.out[0]].meta.Shape) == 0 {
 			continue
 		}
 		pools[si], pools[t] = t, -1
