@@ -217,3 +217,43 @@ func testDequantizeVector[X int8 | uint8](t *testing.T, zps []int32) {
 		}
 	}
 }
+
+// fillPhases2D's planes are fillPhases's, each value xor flip, on strides
+// 1 to 3 (2: deinterleave, rows of 16 bytes and more and fewer), pads of
+// 0 to 3, dilations and input widths odd and even.
+func TestFillPhases2D(t *testing.T) {
+	r := rand.New(rand.NewPCG(81, 82))
+	for trial := range 400 {
+		var geo geometry
+		geo.nd = 2
+		for a := 1; a < 3; a++ {
+			geo.k[a], geo.stride[a], geo.dil[a] = 1+r.IntN(4), 1+r.IntN(3), 1+r.IntN(2)
+			geo.padLo[a], geo.padHi[a] = r.IntN(4), r.IntN(4)
+			geo.in[a] = 1 + r.IntN(40)
+			if trial%4 == 0 {
+				geo.stride[a] = 2
+			}
+			span := geo.dil[a]*(geo.k[a]-1) + 1
+			if geo.in[a]+geo.padLo[a]+geo.padHi[a] < span {
+				geo.in[a] = span
+			}
+			geo.out[a] = (geo.in[a]+geo.padLo[a]+geo.padHi[a]-span)/geo.stride[a] + 1
+		}
+		geo.k[0], geo.in[0], geo.out[0], geo.stride[0], geo.dil[0] = 1, 1, 1, 1, 1
+		g := newConvGrid(convProblem{geo: geo, n: 1, c: 1, m: 4, group: 1})
+		x := make([]byte, geo.in[1]*geo.in[2])
+		for i := range x {
+			x[i] = byte(r.Uint32())
+		}
+		pad, flip := byte(r.Uint32()), byte(0x80*r.IntN(2))
+		want := make([]byte, g.phases*g.plane)
+		fillPhases(g, geo, want, x, pad, func(d, src []byte, step int) {
+			for i := range d {
+				d[i] = src[i*step] ^ flip
+			}
+		})
+		got := make([]byte, len(want))
+		fillPhases2D(g, geo, got, x, pad, flip)
+		require.Equal(t, want, got, "trial %d: %+v", trial, geo)
+	}
+}
