@@ -174,6 +174,7 @@ func (c *conv) runIn(in, out []nd.Array, ep *epilogue, z []float32, layout convL
 			return fmt.Errorf("onnx: a blocked layout for a %v Conv of %d channels", x.Type, p.c)
 		}
 		if layout.pool != nil {
+			// The output's shape on the stack (geo.outShape's append allocates, every run).
 			if p.pool, err = layout.pool.geometry([]int{p.n, p.m, geo.out[1], geo.out[2]}); err != nil {
 				return err
 			}

@@ -704,10 +704,10 @@ func (p *Plan) ProductFLOPs() float64 {
 		switch k := s.n.kernel.(type) {
 		case *conv, *fusedConv, *nchwcConv:
 			w := shape(1)
-			if nc, ok := k.(*nchwcConv); ok && nc.layout.pool != nil && len(w) == 4 && len(out) == 4 { // the convolution's output, not its pooling's
+			if nc, ok := k.(*nchwcConv); ok && nc.layout.pool != nil && len(w) >= 2 { // the convolution's output, not its pooling's
 				x, b := shape(0), shape(2)
 				if geo, err := nc.conv.shapes(x, w, b, b != nil); err == nil {
-					out = []int{x[0], w[0], geo.out[1], geo.out[2]}
+					out = geo.outShape(x[0], w[0])
 				}
 			}
 			if len(w) >= 2 && len(out) >= 2 {

@@ -26,7 +26,7 @@ func (k *nchwcConv) Launch(d *Device, in, out []DevArray) error {
 		if err != nil {
 			return err
 		}
-		y := DevArray{Type: out[0].Type, Shape: []int{x[0], w[0], geo.out[1], geo.out[2]}}
+		y := DevArray{Type: out[0].Type, Shape: geo.outShape(x[0], w[0])}
 		if y.Ptr, err = d.aside(y, false); err != nil {
 			return err
 		}
