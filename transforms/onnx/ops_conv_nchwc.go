@@ -276,12 +276,26 @@ const nchwcDwMaxWidth = 7
 // packNCHWc packs W (m x c x kh x kw) for the kernels of fb blocks of
 // output channels and bi input channels a step (16, or 1: nchwcIn1).
 func packNCHWc(w []float32, m, c, kh, kw, fb, bi int) []float32 {
+	out := make([]float32, packNCHWcLen(m, c, kh, kw, fb, bi))
+	packNCHWcInto(out, w, m, c, kh, kw, fb, bi)
+	return out
+}
+
+// packNCHWcLen is the floats of packNCHWc's W.
+func packNCHWcLen(m, c, kh, kw, fb, bi int) int {
+	const B = nchwcBlock
+	cb, mb := (c+bi-1)/bi, (m+B-1)/B
+	return (mb + fb - 1) / fb * fb * cb * kh * kw * bi * B
+}
+
+// packNCHWcInto is packNCHWc into out (packNCHWcLen floats, zeros).
+func packNCHWcInto(out, w []float32, m, c, kh, kw, fb, bi int) {
 	const B = nchwcBlock
 	cb, mb := (c+bi-1)/bi, (m+B-1)/B
 	taps := kh * kw
 	groups := (mb + fb - 1) / fb
 	group := fb * cb * taps * bi * B // floats per whole group
-	out := make([]float32, groups*group)
+	out = out[:groups*group]
 	for g := range groups {
 		fbg := min(fb, mb-g*fb)
 		dst := out[g*group:]
@@ -299,7 +313,6 @@ func packNCHWc(w []float32, m, c, kh, kw, fb, bi int) []float32 {
 			}
 		}
 	}
-	return out
 }
 
 // nchwcRun is one run of convNCHWc, what its tasks share (pooled).

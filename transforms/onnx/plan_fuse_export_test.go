@@ -27,6 +27,14 @@ func SetLayout(on bool) bool {
 	return old
 }
 
+// SetWinograd turns Winograd's F(2x2, 3x3) for the blocked 3x3
+// convolutions on or off and returns the setting before.
+func SetWinograd(on bool) bool {
+	old := winoEnabled
+	winoEnabled = on
+	return old
+}
+
 // BlockedValues counts the values that plan p holds in the blocked layout.
 func BlockedValues(p *Plan) int {
 	n := 0

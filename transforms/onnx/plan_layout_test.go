@@ -2,6 +2,7 @@ package onnx_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -339,12 +340,14 @@ func layoutAndPlain(t *testing.T, mp *onnxpb.ModelProto, feed []nd.Array, what s
 
 // requireSameOutputs runs the blocked plan a and the NCHW plan b on feed,
 // each convolution that the blocked kernel can compute computed by it
-// (SetLayout(false)), and requires every output to be the same shape and
-// bits.
+// (SetLayout(false)), by the direct kernel (not Winograd's, which only
+// blocked values take: TestWinogradModels), and requires every output to
+// be the same shape and bits.
 func requireSameOutputs(t *testing.T, a, b *onnx.Plan, feed []nd.Array, what string) {
 	t.Helper()
 	old := onnx.SetLayout(false)
 	defer onnx.SetLayout(old)
+	defer onnx.SetWinograd(onnx.SetWinograd(false))
 	got, err := a.Run(feed)
 	require.NoError(t, err, what)
 	want, err := b.Run(feed)
@@ -386,6 +389,40 @@ func TestLayoutModels(t *testing.T) {
 				require.Positive(t, onnx.BlockedValues(pb), "%s: %v", tm.Name, pb.StepOps())
 			}
 			requireSameOutputs(t, pb, pp, feed, fmt.Sprintf("%s batch %d", tm.Name, n))
+		}
+	}
+}
+
+// The test ResNet's 3x3 convolutions of 32 and 64 channels, blocked in and
+// out, by Winograd's F(2x2, 3x3) give the direct kernel's outputs within
+// float32 rounding (not its bits: the path was taken), at batch 1 and 6.
+func TestWinogradModels(t *testing.T) {
+	if !onnx.BlockedKernel() {
+		t.Skip("no blocked kernel here")
+	}
+	tm := testModels(t)[0]
+	require.True(t, strings.HasPrefix(tm.Name, "resnet"), tm.Name)
+	in := onnxtest.ReadTensor(t, tm.Input)
+	for _, n := range []int{1, 6} {
+		feed := []nd.Array{repeatRows(in, n)}
+		m, err := onnxtest.LoadFile(tm.Model)
+		require.NoError(t, err)
+		p, err := m.Plan(feed)
+		require.NoError(t, err)
+		old := onnx.SetWinograd(false)
+		want, err := p.Run(feed)
+		onnx.SetWinograd(true)
+		require.NoError(t, err)
+		got, err := p.Run(feed)
+		onnx.SetWinograd(old)
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for i := range want {
+			w, g := nd.MustAs[float32](want[i]), nd.MustAs[float32](got[i])
+			require.NotEqual(t, w, g, "batch %d: output %d the direct kernel's bits", n, i)
+			for j := range w {
+				require.InDelta(t, w[j], g[j], 1e-4*(1+math.Abs(float64(w[j]))), "batch %d: output %d element %d", n, i, j)
+			}
 		}
 	}
 }
