@@ -204,7 +204,10 @@ func convWinograd(p convProblem, x []float32, ww *winoWeights, bias, y []float32
 		// weights' reads worth it.
 		chunks = min(want, max(chunks, r.tiles/winoMinTiles))
 	}
-	r.chunk = (r.tiles + chunks - 1) / chunks // chunks as even as they go
+	r.chunk = (r.tiles + chunks - 1) / chunks // chunks as even as they go,
+	if np := nchwcMaxPositions(min(ww.fb, r.mb)); r.chunk > np {
+		r.chunk = (r.chunk + np - 1) / np * np // in whole kernel calls
+	}
 	chunks = (r.tiles + r.chunk - 1) / r.chunk
 	// Where the chunks are fewer than the tasks wanted, each also split by
 	// its groups of output blocks: a part's task transforms the chunk's
@@ -245,8 +248,7 @@ func (r *winoRun) task(t int) {
 		img, tr, tc := s/(r.th*r.tw), s/r.tw%r.th, s%r.tw
 		k := min(r.tw-tc, t0+n-s) // the row's tiles in the task
 		for b := range r.cb {
-			src, ld := r.strip(strip, img, b, tr, tc, k)
-			winoIn(v[(b*r.chunk+s-t0)*B:], vXi, src, ld, k)
+			r.in(v[(b*r.chunk+s-t0)*B:], vXi, strip, img, b, tr, tc, k)
 		}
 		s += k
 	}
@@ -283,6 +285,32 @@ func (r *winoRun) task(t int) {
 		s += k
 	}
 	r.scratch.put(buf)
+}
+
+// in transforms tiles tc to tc+k-1 of tile row tr of block b of image img
+// into v (the first tile's, xi floats between transformed positions): the
+// tiles that read no padding from X itself, the rest (a row's first and
+// last, or every tile of the first and last rows) from a strip.
+func (r *winoRun) in(v []float32, xi int, strip []float32, img, b, tr, tc, k int) {
+	const B = nchwcBlock
+	lo, hi := tc, tc+k
+	a, e := lo, lo // the tiles within X: columns 2t-1 to 2t+2 in [0, w)
+	if tr >= 1 && 2*tr+3 <= r.h {
+		a = min(max(lo, 1), hi)
+		e = min(max((r.w-3)/2+1, a), hi)
+	}
+	if a > lo {
+		src, ld := r.strip(strip, img, b, tr, lo, a-lo)
+		winoIn(v, xi, src, ld, a-lo)
+	}
+	if e > a {
+		plane := r.x[(img*r.cb+b)*r.h*r.w*B:][:r.h*r.w*B]
+		winoIn(v[(a-lo)*B:], xi, plane[((2*tr-1)*r.w+2*a-1)*B:], r.w*B, e-a)
+	}
+	if hi > e {
+		src, ld := r.strip(strip, img, b, tr, e, hi-e)
+		winoIn(v[(e-lo)*B:], xi, src, ld, hi-e)
+	}
 }
 
 // strip returns the 4 input rows under tiles tc to tc+k-1 of tile row tr
