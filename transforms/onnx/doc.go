@@ -19,7 +19,9 @@
 // Runtime's NCHWc layout, changed only where such a chain meets another
 // operator (plan_layout.go, ops_conv_nchwc.go; a Transpose to channels
 // last after such a convolution is its way of writing, a MaxPool of a
-// large output pools it a band of rows at a time in cache), ConvNeXt's
+// large output pools it a band of rows at a time in cache; a 3x3 one of
+// stride 1 between blocked values is Winograd's F(2x2, 3x3):
+// ops_conv_winograd.go), ConvNeXt's
 // block end (Transpose, layer scale, residual Add) as one step
 // (ops_scale_fused.go), the rest placed in one workspace, where a step
 // that adds a residual (Overwriter) may write over it) and runs it. A model with operators outside

@@ -687,7 +687,10 @@ func align(n int) int { return (n + 63) &^ 63 }
 
 // ProductFLOPs is the floating-point work of the plan's matrix products
 // (Conv, ConvTranspose, Gemm, MatMul, fused or not): 2 per multiply-add, the compute floor of a run at
-// the device's product rate.
+// the device's product rate. A convolution counts its direct form's
+// multiply-adds, whatever the CPU computes (Winograd's F(2x2, 3x3) does
+// 2.25 times fewer: ops_conv_winograd.go), so that rates compare across
+// machines and kernels.
 func (p *Plan) ProductFLOPs() float64 {
 	var f float64
 	for _, s := range p.steps {
