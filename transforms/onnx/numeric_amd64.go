@@ -95,7 +95,7 @@ func geluErfVecF32(y []float32, g *geluErf) int {
 	}
 	if tanhWide && n >= 16 { // 16 lanes a step, then 8
 		w := n &^ 15
-		geluErfAVX512(unsafe.SliceData(y), unsafe.SliceData(y), w, &erfTab16, g.c, g.half, mode)
+		geluErfAVX512(unsafe.SliceData(y), unsafe.SliceData(y), w, erfTab16, g.c, g.half, mode)
 		if w == n {
 			return n
 		}
@@ -114,15 +114,16 @@ func geluErfVecF32(y []float32, g *geluErf) int {
 //go:noescape
 func geluErfAVX512(y, x *float32, n int, tab *[36][16]float32, c, half float32, mode int)
 
-// erfTab16 is erfTab's rows, 16 copies each, for geluErfAVX512.
-var erfTab16 = func() (t [36][16]float32) {
+// erfTab16 is erfTab's rows, 16 copies each, for geluErfAVX512 (a row a
+// cache line: aligned64).
+var erfTab16 = aligned64(func() (t [36][16]float32) {
 	for i := range t {
 		for j := range t[i] {
 			t[i][j] = erfTab[i][0]
 		}
 	}
 	return t
-}()
+}())
 
 // geluTanhAVX2 is Gelu's tanh form's vector kernel (numeric_amd64.s).
 //
@@ -172,7 +173,7 @@ func siluVecF32(y []float32) int {
 func sigmoidVec(y, x []float32, silu int) int {
 	n := 0
 	if tanhWide && len(x) >= 16 {
-		if n = sigmoidAVX512(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &tanhTab16, silu); n == len(x) {
+		if n = sigmoidAVX512(unsafe.SliceData(y), unsafe.SliceData(x), len(x), tanhTab16, silu); n == len(x) {
 			return n
 		}
 	}
@@ -228,7 +229,7 @@ func tanhVecF32(y, x []float32) int {
 	_ = y[len(x)-1]
 	n := 0
 	if tanhWide && len(x) >= 16 { // 16 lanes a step, the rest 8
-		if n = tanhAVX512(unsafe.SliceData(y), unsafe.SliceData(x), len(x), &tanhTab16); n == len(x) {
+		if n = tanhAVX512(unsafe.SliceData(y), unsafe.SliceData(x), len(x), tanhTab16); n == len(x) {
 			return n
 		}
 	}
@@ -245,12 +246,13 @@ func tanhAVX512(y, x *float32, n int, tab *[25][16]float32) int
 // the tests.
 var tanhWide = simdWidth == 16
 
-// tanhTab16 is tanhTab's rows, 16 copies each, for tanhAVX512.
-var tanhTab16 = func() (t [25][16]float32) {
+// tanhTab16 is tanhTab's rows, 16 copies each, for tanhAVX512 (a row a
+// cache line: aligned64).
+var tanhTab16 = aligned64(func() (t [25][16]float32) {
 	for i := range t {
 		for j := range t[i] {
 			t[i][j] = tanhTab[i][0]
 		}
 	}
 	return t
-}()
+}())

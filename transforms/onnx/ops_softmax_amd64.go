@@ -33,7 +33,7 @@ func softmaxRowsVec(x, y []float32, n int) int {
 	}
 	rows := len(x) / n
 	_ = y[rows*n-1]
-	return softmaxRowsAVX512(unsafe.SliceData(x), unsafe.SliceData(y), rows, n, &tanhTab16)
+	return softmaxRowsAVX512(unsafe.SliceData(x), unsafe.SliceData(y), rows, n, tanhTab16)
 }
 
 // softmaxWidth is the lanes of the kernels (8) wherever AVX2 is; a
