@@ -9,6 +9,12 @@
 // R10 = 3*xi.
 
 // func winoInAVX512(v *float32, xi int, x *float32, ld int, k int)
+//
+// A tile at a time (k of them, x 128 bytes apart): its 4x4 pixels d into
+// Z0-Z15 (row a, column c: Z(4a+c); rows ld bytes apart: SI, SI+DX,
+// SI+2DX, SI+BX), Bᵀ d into Z16-Z31 column by column, then each of those
+// rows by B into Z0-Z15, stored at ξ = 4a + c (DI, R11, R12, R13: rows a
+// of ξ), each tile 64 bytes on.
 // Requires: AVX512F
 TEXT ·winoInAVX512(SB), NOSPLIT, $0-40
 	MOVQ v+0(FP), DI
@@ -97,6 +103,14 @@ winoIn_loop:
 	RET
 
 // func winoOutAVX512(y *float32, ld int, m *float32, xi int, bias *float32, z *float32, k int, act *nchwcAct)
+//
+// A tile at a time (k of them, M's 64 bytes apart): its 16 products into
+// Z0-Z15 (ξ = 4a + c from SI, R11, R12, R13), each row by A into Z16-Z23
+// (two a row), Aᵀ by those into the 2x2 outputs Z24-Z27, then + bias
+// (Z28), + z where z is not nil (BX, laid out as y), clamped to [lo, hi]
+// (Z30, Z31: VMAXPS and VMINPS with the sum the second source, as the
+// blocked kernels clamp) and stored at y, y+64, y+ld, y+ld+64 (DI: 128
+// bytes on a tile).
 // Requires: AVX512F
 TEXT ·winoOutAVX512(SB), NOSPLIT, $0-64
 	MOVQ y+0(FP), DI
