@@ -22,6 +22,12 @@ type Packed struct {
 // starts at a multiple of it.
 func PanelWidth() int { return best().nr }
 
+// PanelHeight is the row granularity of the products on this machine (the
+// micro-kernel's tile height: 14 on AVX-512, 6 on AVX2, 4 in Go): a
+// product's rows cut at multiples of it leave no tile computed for a few
+// of its rows but at the product's end.
+func PanelHeight() int { return best().mr }
+
 // Pack packs op(B), k x n: B is k x n (element (p, j) at b[p*ldb+j]), or
 // with transB n x k ((p, j) at b[j*ldb+p]). Bad arguments panic as in Sgemm.
 func Pack(transB bool, k, n int, b []float32, ldb int) *Packed {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -168,6 +169,27 @@ func TestFusedMatMulEqualsUnfused(t *testing.T) {
 		require.Equal(t, pp.ProductFLOPs(), pf.ProductFLOPs(), "case %d: %v", i, c)
 
 		requireSameBits(t, pf, pp, feed, what)
+	}
+}
+
+// A fused product's rows cut in blocks of whole kernel tiles, as many as
+// make each core's share even, give the unfused plan's bits at every
+// thread count: rows under a tile, a tile and one more row, 197 (vit_b_16's
+// tokens), 2048 (bert's 32 x 64), each cut at 1 to 5 threads.
+func TestFusedMatMulRowBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(75, 76))
+	for _, rows := range []int{5, 15, 197, 2048} {
+		c := mmFuseCase{m: rows, k: 24, n: 768, bias: "after", biasRank: 1, act: "Relu"}
+		mp, feed := c.model(r)
+		what := fmt.Sprintf("%d rows", rows)
+		pf, pp := fusedAndPlain(t, mp, feed, what)
+		require.Equal(t, []string{"MatMul+Add+Relu"}, pf.StepOps(), what)
+		for procs := 1; procs <= 5; procs++ {
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				requireSameBits(t, pf, pp, feed, fmt.Sprintf("%s at %d threads", what, procs))
+			}()
+		}
 	}
 }
 
