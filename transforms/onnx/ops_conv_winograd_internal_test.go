@@ -10,20 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// toBlocked lays out x (n x c x size, NCHW) as the plan's blocked layout:
-// [n][c/16][size][16], the channels past c zeros.
+// toBlocked lays out x (n x c x size, NCHW) as the plan's blocked layout
+// ([n][c/16][size][16], the channels past c zeros), as a reorder step does.
 func toBlocked(x []float32, n, c, size int) []float32 {
-	const B = nchwcBlock
-	cb := (c + B - 1) / B
-	out := make([]float32, n*cb*size*B)
-	for i := range n {
-		for ch := range c {
-			for q := range size {
-				out[((i*cb+ch/B)*size+q)*B+ch%B] = x[(i*c+ch)*size+q]
-			}
-		}
+	r := reorderRun{x: x, c: c, cb: (c + nchwcBlock - 1) / nchwcBlock, hw: size}
+	r.y = make([]float32, n*r.cb*size*nchwcBlock)
+	for t := range n * r.cb {
+		r.block(t)
 	}
-	return out
+	return r.y
 }
 
 // The AVX-512 transforms give the Go loops' bits: tiles 1 to 9, rows and
