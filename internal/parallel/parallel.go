@@ -3,11 +3,14 @@
 // product, k-nearest neighbours, the raster decoders and writers, the
 // shared-memory copy).
 //
-// A loop is n tasks. Each hands them out one at a time from a shared
-// counter, so that goroutines on busy cores take fewer (tasks of less work
-// than claimWork in runs: every claim passes the counter's cache line
-// between the cores); For cuts the loop
-// into one contiguous run per goroutine. Both choose how many goroutines the loop is
+// A loop is n tasks. Each cuts them into one contiguous share per
+// goroutine and hands out each share's tasks one at a time from its own
+// counter: a goroutine takes its own share's first, then what is left of
+// the others' (tasks of less work than claimWork in runs), so that one on
+// a busy core takes fewer, and the caller takes the same tasks at every
+// loop (a network's layers: the images whose inputs the layer before wrote
+// into its own core's cache). For cuts the loop into one contiguous run
+// per goroutine. Both choose how many goroutines the loop is
 // worth from the work of one task (Workers): no more than GOMAXPROCS and
 // the tasks, and one per MinWork units of work, so that a small loop stays
 // on the calling goroutine (starting one costs about a microsecond). Do,

@@ -20,11 +20,12 @@ func TestLateHelper(t *testing.T) {
 	j.loop = loop{n: len(ran), each: func(i int) { ran[i].Add(1) }}
 	j.remaining.Store(int64(j.n))
 	j.refs.Store(2) // the caller and one helper offered the job
-	require.True(t, j.work(), "the caller finishes the last task")
+	j.cut(2)
+	require.True(t, j.work(0), "the caller finishes the last task, the helper's share too")
 	j.release()
 	assert.NotNil(t, j.each, "the helper still holds the job")
 	j.each = nil // a late helper must not call the loop's function
-	assert.False(t, j.work(), "the late helper finishes nothing")
+	assert.False(t, j.work(1), "the late helper finishes nothing")
 	j.release()
 	assert.Zero(t, j.n, "the job is cleared when the last holder lets go")
 	for i := range ran {
@@ -128,8 +129,9 @@ func TestGrain(t *testing.T) {
 	j.loop = loop{n: len(ran), grain: 4, each: func(i int) { ran[i].Add(1) }}
 	j.remaining.Store(int64(j.n))
 	j.refs.Store(1)
-	require.True(t, j.work())
-	assert.EqualValues(t, 16, j.next.Load(), "four claims of 4")
+	j.cut(1)
+	require.True(t, j.work(0))
+	assert.EqualValues(t, 16, j.shares[0].next.Load(), "four claims of 4")
 	for i := range ran {
 		assert.EqualValues(t, 1, ran[i].Load(), "task %d", i)
 	}
@@ -138,3 +140,31 @@ func TestGrain(t *testing.T) {
 type countTasks []atomic.Int32
 
 func (c countTasks) Task(i int) { c[i].Add(1) }
+
+// A worker takes its own share's tasks first, in order, then what is left
+// of the others' from the next share on; the shares cut the tasks into
+// contiguous runs that cover each once, never more shares than tasks.
+func TestShares(t *testing.T) {
+	var order []int
+	j := newJob()
+	j.loop = loop{n: 10, each: func(i int) { order = append(order, i) }}
+	j.remaining.Store(int64(j.n))
+	j.refs.Store(1)
+	j.cut(3)
+	require.Len(t, j.shares, 3)
+	require.True(t, j.work(1))
+	assert.Equal(t, []int{3, 4, 5, 6, 7, 8, 9, 0, 1, 2}, order, "share 1 (3..5), then 2 (6..9), then 0")
+
+	for _, c := range []struct{ n, shares, want int }{{7, 3, 3}, {1, 2, 1}, {100, 40, maxShares}, {5, 1, 1}} {
+		j.loop = loop{n: c.n}
+		j.cut(c.shares)
+		require.Len(t, j.shares, c.want, "n %d, shares %d", c.n, c.shares)
+		next := int64(0)
+		for _, s := range j.shares {
+			assert.Equal(t, next, s.next.Load(), "n %d: the shares are contiguous", c.n)
+			assert.Less(t, s.next.Load(), s.end, "n %d: no share is empty", c.n)
+			next = s.end
+		}
+		assert.EqualValues(t, c.n, next, "n %d: the shares end at n", c.n)
+	}
+}
