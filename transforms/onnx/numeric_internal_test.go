@@ -214,3 +214,39 @@ func TestFMA32(t *testing.T) {
 		check(a, b, c+float32(math.Ldexp(1, -30-r.IntN(20))))
 	}
 }
+
+// Sigmoid's and SiLU's vector kernels write sigmoidf's bits (and x times
+// them) across float32's range: a value of every exponent and sign (every
+// 4099th bit pattern), and the edges of expf's clamp and of its
+// subnormal results, where AVX-512's kernel scales (VSCALEFPS) and clamps
+// in place of expf's steps.
+func TestSigmoidVecEveryExponent(t *testing.T) {
+	x := []float32{-105, math.Nextafter32(-105, 0), math.Nextafter32(-105, -200), -87, -87.33654, -103.27893, -103.97208, -104.5,
+		87, 87.33654, 105, 1e-45, -1e-45, math.MaxFloat32, -math.MaxFloat32}
+	for b := uint64(0); b < 1<<32; b += 4099 {
+		if v := math.Float32frombits(uint32(b)); v == v {
+			x = append(x, v)
+		}
+	}
+	for len(x)%16 != 0 {
+		x = append(x, 1)
+	}
+	y := make([]float32, len(x))
+	n := sigmoidVecF32(y, x)
+	if n == 0 {
+		t.Skip("no vector kernel on this CPU")
+	}
+	require.Equal(t, len(x), n, "no NaN: every vector")
+	for i, v := range x { // testify's Equal at each would take seconds
+		if want := sigmoidf(v); math.Float32bits(want) != math.Float32bits(y[i]) {
+			require.Equal(t, want, y[i], "sigmoid(%v)", v)
+		}
+	}
+	copy(y, x)
+	require.Equal(t, len(x), siluVecF32(y))
+	for i, v := range x {
+		if want := v * sigmoidf(v); math.Float32bits(want) != math.Float32bits(y[i]) {
+			require.Equal(t, want, y[i], "silu(%v)", v)
+		}
+	}
+}
