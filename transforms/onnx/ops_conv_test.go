@@ -168,6 +168,10 @@ func TestConvRandomShapes(t *testing.T) {
 		{n: 3, c: 64, m: 40, group: 1, in: []int{20, 17}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pad: []int{1, 0, 1, 2}, bias: true},
 		{n: 2, c: 512, m: 50, group: 1, in: []int{7, 7}, k: []int{1, 1}, s: []int{1, 1}, d: []int{1, 1}, pad: []int{0, 0, 0, 0}, bias: true},
 		{n: 2, c: 256, m: 20, group: 2, in: []int{9, 8}, k: []int{3, 3}, s: []int{2, 1}, d: []int{1, 1}, pad: []int{1, 1, 1, 1}},
+		// one-pixel images, one product of the batch (convPixels), in 1, 2 and 3 dimensions
+		{n: 8, c: 1152, m: 48, group: 1, in: []int{1, 1}, k: []int{1, 1}, s: []int{1, 1}, d: []int{1, 1}, pad: []int{0, 0, 0, 0}, bias: true},
+		{n: 1, c: 40, m: 600, group: 1, in: []int{1}, k: []int{1}, s: []int{2}, d: []int{1}, pad: []int{0, 0}},
+		{n: 3, c: 17, m: 33, group: 1, in: []int{1, 1, 1}, k: []int{1, 1, 1}, s: []int{1, 1, 1}, d: []int{1, 1, 1}, pad: []int{0, 0, 0, 0, 0, 0}, bias: true},
 		// depthwise, MobileNet's strides 1 and 2, and stride 3
 		{n: 2, c: 24, m: 24, group: 24, in: []int{37, 37}, k: []int{3, 3}, s: []int{1, 1}, d: []int{1, 1}, pad: []int{1, 1, 1, 1}, bias: true},
 		{n: 2, c: 24, m: 24, group: 24, in: []int{38, 37}, k: []int{3, 3}, s: []int{2, 2}, d: []int{1, 1}, pad: []int{1, 1, 1, 1}, bias: true},

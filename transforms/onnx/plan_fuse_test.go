@@ -115,6 +115,9 @@ func fuseCases(r *rand.Rand, trials int) []fuseCase {
 		{n: 3, c: 40, m: 40, group: 40, in: [2]int{13, 11}, k: [2]int{5, 5}, stride: 2, dil: 1, pads: [4]int{2, 2, 2, 2}, bias: true, act: "HardSwish"},
 		{n: 1, c: 24, m: 24, group: 24, in: [2]int{9, 9}, k: [2]int{3, 3}, stride: 1, dil: 2, pads: [4]int{2, 2, 2, 2}, bias: true, residual: "after"},
 		{n: 4, c: 32, m: 96, group: 1, in: [2]int{14, 14}, k: [2]int{1, 1}, stride: 1, dil: 1, bias: true, act: "SiLU"},
+		// one-pixel images, squeeze-and-excitation's (convPixels)
+		{n: 8, c: 120, m: 30, group: 1, in: [2]int{1, 1}, k: [2]int{1, 1}, stride: 1, dil: 1, bias: true, act: "SiLU"},
+		{n: 3, c: 30, m: 120, group: 1, in: [2]int{1, 1}, k: [2]int{1, 1}, stride: 2, dil: 1, residual: "after", act: "Sigmoid"},
 	}
 	for len(cases) < trials {
 		group := []int{1, 1, 2, 3}[r.IntN(4)]

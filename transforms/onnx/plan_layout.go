@@ -61,6 +61,9 @@ func nchwcCan(p convProblem) bool {
 	if nchwcWidth == 0 || p.n == 0 || p.m == 0 || g.k[0] != 1 || g.in[0] != 1 || g.padLo[0] != 0 || g.out[0] != 1 {
 		return false
 	}
+	if pixelsConv(p) { // one product of the batch (convPixels)
+		return false
+	}
 	if p.c < nchwcMinChannels { // NCHW in, a channel a step
 		return useNCHWcIn1(p)
 	}
