@@ -160,7 +160,8 @@ func TestShares(t *testing.T) {
 		j.cut(c.shares)
 		require.Len(t, j.shares, c.want, "n %d, shares %d", c.n, c.shares)
 		next := int64(0)
-		for _, s := range j.shares {
+		for i := range j.shares {
+			s := &j.shares[i]
 			assert.Equal(t, next, s.next.Load(), "n %d: the shares are contiguous", c.n)
 			assert.Less(t, s.next.Load(), s.end, "n %d: no share is empty", c.n)
 			next = s.end
