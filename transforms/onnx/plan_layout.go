@@ -74,7 +74,7 @@ func nchwcCan(p convProblem) bool {
 // blocked layout: its channels rounded up to a block.
 func blockedSize(shape []int) int {
 	const B = nchwcBlock
-	n := shape[0] * (shape[1] + B - 1) / B * B
+	n := shape[0] * ((shape[1] + B - 1) / B * B)
 	for _, d := range shape[2:] {
 		n *= d
 	}

@@ -116,3 +116,12 @@ func TestBlockedMaxPoolPaddingAlone(t *testing.T) {
 		}
 	}
 }
+
+// blockedSize rounds the channels up to whole blocks of each image, not
+// the batch's channels together.
+func TestBlockedSize(t *testing.T) {
+	require.Equal(t, 8*16*32*32, blockedSize([]int{8, 16, 32, 32}))
+	require.Equal(t, 2*32*3*3, blockedSize([]int{2, 17, 3, 3}))
+	require.Equal(t, 16*5, blockedSize([]int{1, 3, 5}))
+	require.Equal(t, 3*48, blockedSize([]int{3, 33}))
+}
