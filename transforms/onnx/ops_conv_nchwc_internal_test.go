@@ -3,6 +3,7 @@ package onnx
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -223,6 +224,51 @@ func TestConvNCHWcEqualsDirect(t *testing.T) {
 			for i := range want {
 				require.InDelta(t, want[i], got[i], 1e-4, "trial %d (%d lanes) in %v k %v s %v d %v pads %v c %d m %d n %d group %d: element %d", trial, width, in, k, s, d, pads, p.c, p.m, p.n, p.group, i)
 			}
+		}
+	}
+}
+
+// With fewer images than cores, the cores take rows of the output where
+// the weights are small (nchwcByRows): the blocked convolution gives the
+// direct loops' results so, 1x1 and 3x3, a residual and Clip, on two and
+// three cores, every width.
+func TestConvNCHWcByRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(77, 78))
+	saved := nchwcWidth
+	defer func() { nchwcWidth = saved }()
+	require.True(t, nchwcByRows(2, 1, 64*64, 64*30*30, false))
+	require.False(t, nchwcByRows(1, 1, 64*64, 64*30*30, false), "one core")
+	require.False(t, nchwcByRows(2, 2, 64*64, 64*30*30, false), "images for every core")
+	require.False(t, nchwcByRows(2, 1, 2048*512, 2048*7*7, false), "weights past the input")
+	require.False(t, nchwcByRows(2, 1, 64*9, 64*30*30, true), "depthwise")
+	for _, procs := range []int{2, 3} {
+		for _, k := range []int{1, 3} {
+			in := []int{13, 11}
+			pad := k / 2
+			w := window{strides: []int{1, 1}, dilations: []int{1, 1}, pads: []int{pad, pad, pad, pad}, autoPad: "NOTSET"}
+			geo, err := w.geometry(in, []int{k, k})
+			require.NoError(t, err)
+			p := convProblem{geo: geo, n: 1, c: 32, m: 40, group: 1}
+			x := uniform(r, p.c*geo.inSize())
+			wt := uniform(r, p.m*p.c*geo.kSize())
+			bias := uniform(r, p.m)
+			want := make([]float32, p.m*geo.outSize())
+			convDirect(p, x, wt, bias, want)
+			p.ep = &epilogue{head: "Conv", residual: true, clip: true, lo: 0, hi: 6, ops: []string{"Add", "Clip"}}
+			p.z = uniform(r, len(want))
+			p.ep.apply(want, p.z)
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				for _, width := range simdWidths() {
+					nchwcWidth = width
+					got := make([]float32, len(want))
+					c := &conv{}
+					convNCHWc(p, x, c.nchwcWeightsOf(wt, p), bias, got)
+					for i := range want {
+						require.InDelta(t, want[i], got[i], 1e-4, "%d cores, %dx%d, %d lanes: element %d", procs, k, k, width, i)
+					}
+				}
+			}()
 		}
 	}
 }
